@@ -1,0 +1,108 @@
+// Conversions shared by every binding file, and the one way bindings call the
+// engine: convert arguments with the GIL held, release it, call, reacquire it,
+// then turn an error value into a Python exception (see errors.cc).
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "pynenc_cpp/core/error.h"
+#include "pynenc_cpp/core/ids.h"
+#include "pynenc_cpp/core/status.h"
+
+namespace pynenc_cpp::bindings {
+
+namespace py = pybind11;
+
+// A C++ exception carrying an engine Status; translated once, in errors.cc.
+class EngineException : public std::exception {
+ public:
+  explicit EngineException(Status status) : status_(std::move(status)), what_(status_.ToString()) {}
+  const Status& status() const { return status_; }
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  Status status_;
+  std::string what_;
+};
+
+inline void ThrowIfError(const Status& s) {
+  if (!s.ok()) throw EngineException(s);
+}
+
+inline void Unwrap(Status s) { ThrowIfError(s); }
+
+template <typename T>
+T Unwrap(Result<T> r) {
+  if (!r.ok()) throw EngineException(r.status());
+  return std::move(r).value();
+}
+
+// Runs `fn` (engine work) with the GIL released; raises on error. REQUIRES: GIL held.
+template <typename Fn>
+auto WithoutGil(Fn&& fn) {
+  auto result = [&] {
+    py::gil_scoped_release release;
+    return fn();
+  }();
+  return Unwrap(std::move(result));
+}
+
+// Registers the exception classes and the translator. Called once by the module.
+void InitErrors(py::module_& m);
+
+}  // namespace pynenc_cpp::bindings
+
+namespace pybind11::detail {
+
+// Engine identifiers travel as plain Python str.
+template <typename Tag>
+struct type_caster<pynenc_cpp::Id<Tag>> {
+  PYBIND11_TYPE_CASTER(pynenc_cpp::Id<Tag>, const_name("str"));
+  bool load(handle src, bool) {
+    if (!src || !PyUnicode_Check(src.ptr())) return false;
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(src.ptr(), &size);
+    if (data == nullptr) {
+      PyErr_Clear();
+      return false;
+    }
+    value = pynenc_cpp::Id<Tag>(std::string(data, static_cast<size_t>(size)));
+    return true;
+  }
+  static handle cast(const pynenc_cpp::Id<Tag>& id, return_value_policy, handle) {
+    return PyUnicode_FromStringAndSize(id.str().data(), static_cast<Py_ssize_t>(id.str().size()));
+  }
+};
+
+// Statuses travel as pynenc's string values; pynenc's InvocationStatus is a
+// StrEnum, so its members are accepted directly. An unknown name raises ValueError.
+template <>
+struct type_caster<pynenc_cpp::InvocationStatus> {
+  PYBIND11_TYPE_CASTER(pynenc_cpp::InvocationStatus, const_name("str"));
+  bool load(handle src, bool) {
+    if (!src || !PyUnicode_Check(src.ptr())) return false;
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(src.ptr(), &size);
+    if (data == nullptr) {
+      PyErr_Clear();
+      return false;
+    }
+    auto parsed = pynenc_cpp::ParseStatus(std::string_view(data, static_cast<size_t>(size)));
+    if (!parsed) {
+      throw value_error("unknown invocation status '" + std::string(data, size) + "'");
+    }
+    value = *parsed;
+    return true;
+  }
+  static handle cast(pynenc_cpp::InvocationStatus s, return_value_policy, handle) {
+    auto name = pynenc_cpp::StatusName(s);
+    return PyUnicode_FromStringAndSize(name.data(), static_cast<Py_ssize_t>(name.size()));
+  }
+};
+
+}  // namespace pybind11::detail

@@ -1,0 +1,94 @@
+// The one exception translator. Engine errors become these Python classes:
+//   EngineError                      base of all
+//   InvocationNotFound(KeyError)     kNotFound
+//   IllegalTransition                kIllegalTransition (.from_status .to_status .allowed)
+//   OwnershipViolation               kOwnershipViolation (.from_status .to_status
+//                                      .current_owner .attempted_owner .reason)
+//   BackendError(RuntimeError)       kBackendFailure
+//   BadConfig(ValueError)            kBadConfig
+//   InvalidArgument(ValueError)      kInvalidArgument
+// The Python adapters re-raise the two transition errors as pynenc's own
+// InvocationStatusTransitionError / InvocationStatusOwnershipError.
+#include "conversions.h"
+
+namespace pynenc_cpp::bindings {
+namespace {
+
+PyObject* NewClass(py::module_& m, const char* name, PyObject* bases, const char* doc) {
+  std::string qualified = std::string("pynenc_cpp._core.") + name;
+  PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases, nullptr);
+  if (cls == nullptr) throw py::error_already_set();
+  m.add_object(name, py::handle(cls));
+  return cls;
+}
+
+PyObject* g_engine_error = nullptr;
+PyObject* g_not_found = nullptr;
+PyObject* g_illegal = nullptr;
+PyObject* g_ownership = nullptr;
+PyObject* g_backend = nullptr;
+PyObject* g_bad_config = nullptr;
+PyObject* g_invalid = nullptr;
+
+py::object StatusOrNone(const std::optional<InvocationStatus>& s) {
+  if (!s) return py::none();
+  return py::cast(*s);
+}
+
+void RaiseStatus(const Status& status) {
+  PyObject* cls = g_engine_error;
+  switch (status.code()) {
+    case ErrorCode::kNotFound: cls = g_not_found; break;
+    case ErrorCode::kIllegalTransition: cls = g_illegal; break;
+    case ErrorCode::kOwnershipViolation: cls = g_ownership; break;
+    case ErrorCode::kBackendFailure: cls = g_backend; break;
+    case ErrorCode::kBadConfig: cls = g_bad_config; break;
+    case ErrorCode::kInvalidArgument: cls = g_invalid; break;
+    case ErrorCode::kOk: break;
+  }
+  py::object exc = py::reinterpret_steal<py::object>(
+      PyObject_CallFunction(cls, "s", status.message().c_str()));
+  if (!exc) throw py::error_already_set();
+  if (const auto& info = status.transition()) {
+    exc.attr("from_status") = StatusOrNone(info->from);
+    exc.attr("to_status") = py::cast(info->to);
+    exc.attr("allowed") = py::cast(info->allowed);
+    exc.attr("current_owner") = py::cast(info->current_owner);
+    exc.attr("attempted_owner") = py::cast(info->attempted_owner);
+    exc.attr("reason") = py::str(status.message());
+  }
+  PyErr_SetObject(cls, exc.ptr());
+}
+
+}  // namespace
+
+void InitErrors(py::module_& m) {
+  g_engine_error = NewClass(m, "EngineError", PyExc_Exception,
+                            "Base class of every error raised by the pynenc-cpp engine.");
+  py::tuple not_found_bases = py::make_tuple(py::handle(g_engine_error), py::handle(PyExc_KeyError));
+  g_not_found = NewClass(m, "InvocationNotFound", not_found_bases.ptr(),
+                         "An invocation, key or record named by the caller does not exist.");
+  g_illegal = NewClass(m, "IllegalTransition", g_engine_error,
+                       "The invocation status machine forbids this transition.");
+  g_ownership = NewClass(m, "OwnershipViolation", g_engine_error,
+                         "The status machine's runner-ownership rules forbid this change.");
+  py::tuple backend_bases =
+      py::make_tuple(py::handle(g_engine_error), py::handle(PyExc_RuntimeError));
+  g_backend = NewClass(m, "BackendError", backend_bases.ptr(),
+                       "The storage backend failed (I/O, server, corrupt data).");
+  py::tuple value_bases = py::make_tuple(py::handle(g_engine_error), py::handle(PyExc_ValueError));
+  g_bad_config = NewClass(m, "BadConfig", value_bases.ptr(),
+                          "A configuration value is missing, malformed or unsupported.");
+  g_invalid = NewClass(m, "InvalidArgument", value_bases.ptr(),
+                       "An argument is out of range or malformed.");
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const EngineException& e) {
+      RaiseStatus(e.status());
+    }
+  });
+}
+
+}  // namespace pynenc_cpp::bindings

@@ -1,0 +1,16 @@
+// pynenc_cpp._core: the private extension module. Registration only; each
+// subsystem lives in its own file.
+#include "conversions.h"
+#include "init.h"
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "pynenc-cpp engine bindings (private; use the pynenc_cpp package).";
+  m.attr("__version__") = PYNENC_CPP_VERSION;
+  pynenc_cpp::bindings::InitErrors(m);
+  pynenc_cpp::bindings::InitCore(m);
+  pynenc_cpp::bindings::InitBroker(m);
+  pynenc_cpp::bindings::InitClientDataStore(m);
+  pynenc_cpp::bindings::InitOrchestrator(m);
+  pynenc_cpp::bindings::InitStateBackend(m);
+  pynenc_cpp::bindings::InitTrigger(m);
+}

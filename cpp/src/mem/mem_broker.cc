@@ -1,0 +1,96 @@
+// In-memory broker: per queue, a map priority -> FIFO deque, guarded by one
+// mutex; a condition variable wakes blocked retrievers when work is routed.
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "mem/mem_broker.h"
+
+namespace pynenc_cpp {
+namespace {
+
+class MemBroker final : public Broker {
+ public:
+  Status Route(const std::vector<InvocationId>& ids, const std::string& queue,
+               double priority) override {
+    if (ids.empty()) return Status::Ok();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto& fifo = queues_[queue][priority];
+      fifo.insert(fifo.end(), ids.begin(), ids.end());
+    }
+    cv_.notify_all();
+    return Status::Ok();
+  }
+
+  Result<std::optional<InvocationId>> Retrieve(const std::string& queue,
+                                               std::int64_t timeout_ms) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    const std::uint64_t epoch = interrupt_epoch_;
+    if (auto id = PopLocked(queue)) return std::optional<InvocationId>(std::move(*id));
+    if (timeout_ms <= 0) return std::optional<InvocationId>();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (true) {
+      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+        return std::optional<InvocationId>(PopLocked(queue));
+      }
+      if (interrupt_epoch_ != epoch) return std::optional<InvocationId>();
+      if (auto id = PopLocked(queue)) return std::optional<InvocationId>(std::move(*id));
+    }
+  }
+
+  Result<std::int64_t> Count(const std::vector<std::string>& queues) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::int64_t total = 0;
+    for (const std::string& name : queues) {
+      auto it = queues_.find(name);
+      if (it == queues_.end()) continue;
+      for (const auto& [priority, fifo] : it->second) total += static_cast<std::int64_t>(fifo.size());
+    }
+    return total;
+  }
+
+  Status Purge() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    queues_.clear();
+    return Status::Ok();
+  }
+
+  void Interrupt() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++interrupt_epoch_;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  // REQUIRES: mu_ held.
+  std::optional<InvocationId> PopLocked(const std::string& queue) {
+    auto it = queues_.find(queue);
+    if (it == queues_.end()) return std::nullopt;
+    for (auto& [priority, fifo] : it->second) {  // highest priority first
+      if (fifo.empty()) continue;
+      InvocationId id = std::move(fifo.front());
+      fifo.pop_front();
+      return id;
+    }
+    return std::nullopt;
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::unordered_map<std::string, std::map<double, std::deque<InvocationId>, std::greater<>>>
+      queues_;
+  std::uint64_t interrupt_epoch_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Broker> NewMemBroker(const BackendConfig&) { return std::make_unique<MemBroker>(); }
+
+}  // namespace pynenc_cpp

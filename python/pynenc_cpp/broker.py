@@ -1,0 +1,63 @@
+"""Broker adapter: pynenc's ``BaseBroker`` on the engine's broker."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pynenc.broker.base_broker import BaseBroker
+from pynenc.identifiers.invocation_id import InvocationId
+
+from pynenc_cpp import _core
+from pynenc_cpp._component import CppComponentMixin
+
+if TYPE_CHECKING:
+    from pynenc import Pynenc
+
+
+class CppMemBroker(CppComponentMixin, BaseBroker):
+    """In-memory native broker: priority queues in C++, FIFO within a priority.
+
+    Thread-safe; state lives in the engine object, scoped to this component.
+    """
+
+    def __init__(self, app: Pynenc) -> None:
+        super().__init__(app)
+        self._engine = _core.Broker(self.engine_uri, app.app_id)
+
+    def _route_invocation(
+        self, invocation_id: InvocationId, queue_name: str, priority: float
+    ) -> None:
+        self._engine.route([invocation_id], queue_name, priority)
+
+    def _route_invocations(
+        self, invocation_ids: Sequence[InvocationId], queue_name: str, priority: float
+    ) -> None:
+        self._engine.route(list(invocation_ids), queue_name, priority)
+
+    def retrieve_invocation(self, queue_name: str | None = None) -> InvocationId | None:
+        queue = self.conf.queues[0] if queue_name is None else queue_name
+        self._validate_queue_names((queue,))
+        found = self._engine.retrieve(queue, 0.0)
+        return None if found is None else InvocationId(found)
+
+    def retrieve_invocation_blocking(
+        self, timeout_seconds: float, queue_name: str | None = None
+    ) -> InvocationId | None:
+        """Like ``retrieve_invocation`` but waits up to ``timeout_seconds`` for work.
+
+        The wait happens in C++ with the GIL released and wakes as soon as an
+        invocation is routed (no polling).
+        """
+        queue = self.conf.queues[0] if queue_name is None else queue_name
+        self._validate_queue_names((queue,))
+        found = self._engine.retrieve(queue, timeout_seconds)
+        return None if found is None else InvocationId(found)
+
+    def count_invocations(self, queue_names: Sequence[str] | None = None) -> int:
+        queues = self.conf.queues if queue_names is None else queue_names
+        self._validate_queue_names(queues)
+        return self._engine.count(list(queues))
+
+    def purge(self) -> None:
+        self._engine.purge()

@@ -1,0 +1,5 @@
+"""orchestrator adapter (being written)."""
+
+
+class CppMemOrchestrator:
+    pass

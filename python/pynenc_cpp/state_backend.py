@@ -1,0 +1,5 @@
+"""state_backend adapter (being written)."""
+
+
+class CppMemStateBackend:
+    pass

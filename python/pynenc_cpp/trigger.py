@@ -1,0 +1,5 @@
+"""trigger adapter (being written)."""
+
+
+class CppMemTrigger:
+    pass

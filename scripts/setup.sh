@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Prepares this checkout on a fresh Debian machine: apt packages, a Python >= 3.12
+# virtualenv in .venv, and an editable install of pynenc-cpp with its test extras.
+# Idempotent; a second run only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(build-essential cmake ninja-build pkg-config
+  libboost-dev libhiredis-dev libsqlite3-dev nlohmann-json3-dev libssl-dev
+  libgtest-dev libgmock-dev redis-server)
+
+log() { printf '[setup] %s\n' "$*"; }
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "installing apt packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Find a Python >= 3.12: PATH first, then pyenv's versions, newest first.
+python_ok() { "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; }
+find_python() {
+  local c
+  for c in "${PYNENC_CPP_PYTHON:-}" python3.13 python3.12 python3; do
+    [ -n "$c" ] && command -v "$c" >/dev/null 2>&1 && python_ok "$(command -v "$c")" && { command -v "$c"; return; }
+  done
+  local root="${PYENV_ROOT:-$HOME/.pyenv}"
+  if [ -d "$root/versions" ]; then
+    for c in $(ls -d "$root"/versions/3.* 2>/dev/null | sort -rV); do
+      [ -x "$c/bin/python3" ] && python_ok "$c/bin/python3" && { echo "$c/bin/python3"; return; }
+    done
+  fi
+  return 1
+}
+
+VENV=.venv
+if [ ! -x "$VENV/bin/python" ] || ! python_ok "$VENV/bin/python"; then
+  PY=$(find_python) || { echo "[setup] no Python >= 3.12 found (set PYNENC_CPP_PYTHON)" >&2; exit 1; }
+  log "creating $VENV with $PY"
+  rm -rf "$VENV"
+  "$PY" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+
+# Dependencies: reinstalled only when pyproject.toml changes.
+stamp="$VENV/.pynenc-cpp-deps"
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  log "installing build and test dependencies"
+  "${PIP[@]}" install --upgrade pip >/dev/null
+  "${PIP[@]}" install "scikit-build-core>=0.10" "pybind11>=2.13" ninja
+  "${PIP[@]}" install --no-build-isolation -e ".[test]"
+  echo "$want" >"$stamp"
+else
+  # Incremental rebuild of the extension (fast when nothing changed).
+  "${PIP[@]}" install --no-build-isolation --no-deps -e .
+fi
+log "ready: $("$VENV/bin/python" -c 'import pynenc_cpp, pynenc; print("pynenc_cpp", pynenc_cpp.__version__, "on pynenc", pynenc.__version__ if hasattr(pynenc, "__version__") else "")')"
