@@ -23,30 +23,34 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Find a Python >= 3.12: PATH first, then pyenv's versions, newest first.
+# Find a Python: 3.12 preferred (the version CI targets), else any newer one.
+# PATH first, then pyenv's versions.
 python_ok() { "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; }
+python_is() { "$1" -c "import sys; sys.exit(0 if sys.version_info[:2] == ($2) else 1)" 2>/dev/null; }
+candidates() {
+  local root="${PYENV_ROOT:-$HOME/.pyenv}" c
+  [ -n "${PYNENC_CPP_PYTHON:-}" ] && echo "$PYNENC_CPP_PYTHON"
+  for c in python3.12 python3.13 python3.14 python3; do command -v "$c" 2>/dev/null || true; done
+  ls -d "$root"/versions/3.* 2>/dev/null | sort -rV | sed 's|$|/bin/python3|'
+}
 find_python() {
   local c
-  for c in "${PYNENC_CPP_PYTHON:-}" python3.13 python3.12 python3; do
-    [ -n "$c" ] && command -v "$c" >/dev/null 2>&1 && python_ok "$(command -v "$c")" && { command -v "$c"; return; }
-  done
-  local root="${PYENV_ROOT:-$HOME/.pyenv}"
-  if [ -d "$root/versions" ]; then
-    for c in $(ls -d "$root"/versions/3.* 2>/dev/null | sort -rV); do
-      [ -x "$c/bin/python3" ] && python_ok "$c/bin/python3" && { echo "$c/bin/python3"; return; }
-    done
-  fi
+  for c in $(candidates); do [ -x "$c" ] && python_is "$c" "3, 12" && { echo "$c"; return; }; done
+  for c in $(candidates); do [ -x "$c" ] && python_ok "$c" && { echo "$c"; return; }; done
   return 1
 }
 
 VENV=.venv
-if [ ! -x "$VENV/bin/python" ] || ! python_ok "$VENV/bin/python"; then
-  PY=$(find_python) || { echo "[setup] no Python >= 3.12 found (set PYNENC_CPP_PYTHON)" >&2; exit 1; }
+PY=$(find_python) || { echo "[setup] no Python >= 3.12 found (set PYNENC_CPP_PYTHON)" >&2; exit 1; }
+want_ver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+have_ver=$("$VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)
+if [ "$have_ver" != "$want_ver" ]; then
   log "creating $VENV with $PY"
   rm -rf "$VENV"
   "$PY" -m venv "$VENV"
 fi
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+export PIP_NO_WARN_SCRIPT_LOCATION=1
 
 # Dependencies: reinstalled only when pyproject.toml changes.
 stamp="$VENV/.pynenc-cpp-deps"
