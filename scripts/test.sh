@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Runs every test suite and prints pass/fail counts for each runner:
+#   1. tests_cpp under ctest (RelWithDebInfo)
+#   2. tests_cpp again under AddressSanitizer + UndefinedBehaviorSanitizer
+#   3. tests_cpp again under ThreadSanitizer (broker and concurrency code)
+#   4. pytest tests_py (adapters, errors, wheel, pynenc's conformance suites)
+# Exits non-zero if any suite fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh || { echo "setup failed"; exit 1; }
+
+JOBS=${JOBS:-2}
+declare -a NAMES PASSED FAILED
+overall=0
+
+record() {  # name passed failed
+  NAMES+=("$1"); PASSED+=("$2"); FAILED+=("$3")
+  [ "$3" -eq 0 ] || overall=1
+}
+
+run_ctest() {  # name build-dir cmake-args...
+  local name=$1 dir=$2; shift 2
+  echo "==> $name"
+  if ! { cmake -S . -B "$dir" -G Ninja -DPYNENC_CPP_BUILD_TESTS=ON "$@" >"$dir.configure.log" 2>&1 ||
+         { cat "$dir.configure.log"; false; }; } ||
+     ! cmake --build "$dir" -j"$JOBS"; then
+    echo "$name: build failed"
+    record "$name" 0 1
+    return
+  fi
+  local log="$dir.ctest.log"
+  ctest --test-dir "$dir" --output-on-failure -j"$JOBS" --timeout 300 2>&1 | tee "$log"
+  local line total failed
+  line=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -1)
+  if [ -z "$line" ]; then
+    record "$name" 0 1
+    return
+  fi
+  failed=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
+  total=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"$line")
+  record "$name" $((total - failed)) "$failed"
+}
+
+mkdir -p build
+run_ctest "ctest" build/tests -DCMAKE_BUILD_TYPE=RelWithDebInfo
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  run_ctest "ctest-asan-ubsan" build/asan -DCMAKE_BUILD_TYPE=Debug -DPYNENC_CPP_SANITIZE_ADDRESS=ON
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  run_ctest "ctest-tsan" build/tsan -DCMAKE_BUILD_TYPE=Debug -DPYNENC_CPP_SANITIZE_THREAD=ON
+
+echo "==> pytest"
+log=build/pytest.log
+.venv/bin/python -m pytest -p no:cacheprovider -q -rs ${PYTEST_ARGS:-} 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+summary=$(grep -E "^=+ .*(passed|failed|error).* in [0-9.]+s" "$log" | tail -1)
+p=$(grep -oE "[0-9]+ passed" <<<"$summary" | grep -oE "[0-9]+" || echo 0)
+f=0
+for n in $(grep -oE "[0-9]+ (failed|error|errors)" <<<"$summary" | grep -oE "[0-9]+"); do f=$((f + n)); done
+if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi  # collection error, no tests run, ...
+record "pytest" "${p:-0}" "$f"
+
+echo
+echo "==> summary"
+tp=0; tf=0
+for i in "${!NAMES[@]}"; do
+  printf '  %-18s %5d passed, %d failed\n' "${NAMES[$i]}" "${PASSED[$i]}" "${FAILED[$i]}"
+  tp=$((tp + PASSED[i])); tf=$((tf + FAILED[i]))
+done
+echo "total: $tp passed, $tf failed"
+exit $overall
