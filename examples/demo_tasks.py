@@ -1,0 +1,46 @@
+"""Tasks of the demo app. The app runs every component through pynenc-cpp."""
+
+from __future__ import annotations
+
+from pynenc import PynencBuilder
+
+app = (
+    PynencBuilder()
+    .app_id("pynenc_cpp_demo")
+    .cpp_mem()
+    .thread_runner()
+    .logging_level("warning")
+    .build()
+)
+
+
+@app.task
+def add(x: int, y: int) -> int:
+    return x + y
+
+
+@app.task
+def word_count(text: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for word in text.lower().split():
+        counts[word] = counts.get(word, 0) + 1
+    return counts
+
+
+@app.task
+def fibonacci(n: int) -> int:
+    a, b = 0, 1
+    for _ in range(n):
+        a, b = b, a + b
+    return a
+
+
+@app.task
+def sum_of_squares(n: int) -> int:
+    """Fans out one `square` sub-task per number and waits for their results."""
+    return sum(square.parallelize([(i,) for i in range(1, n + 1)]).results)
+
+
+@app.task
+def square(x: int) -> int:
+    return x * x

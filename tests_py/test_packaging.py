@@ -1,0 +1,90 @@
+"""Packaging: the plugin entry point, typing files, complete adapters, and a wheel
+that installs and imports in a fresh virtualenv."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pynenc import PynencBuilder
+from pynenc.broker.base_broker import BaseBroker
+from pynenc.client_data_store.base_client_data_store import BaseClientDataStore
+from pynenc.orchestrator.base_orchestrator import BaseOrchestrator
+from pynenc.state_backend.base_state_backend import BaseStateBackend
+from pynenc.trigger.base_trigger import BaseTrigger
+
+import pynenc_cpp
+from pynenc_cpp import _core
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ADAPTERS = [
+    (pynenc_cpp.CppMemBroker, BaseBroker),
+    (pynenc_cpp.CppMemOrchestrator, BaseOrchestrator),
+    (pynenc_cpp.CppMemStateBackend, BaseStateBackend),
+    (pynenc_cpp.CppMemTrigger, BaseTrigger),
+    (pynenc_cpp.CppMemClientDataStore, BaseClientDataStore),
+]
+
+
+def test_pinned_pynenc_version() -> None:
+    assert importlib.metadata.version("pynenc") == "0.4.0"
+
+
+def test_entry_point_registers_builder_method() -> None:
+    eps = importlib.metadata.entry_points(group="pynenc.plugins")
+    ours = [ep for ep in eps if ep.value == "pynenc_cpp.builder:CppPlugin"]
+    assert len(ours) == 1
+    assert "cpp_mem" in dir(PynencBuilder())
+
+
+@pytest.mark.parametrize("adapter,base", ADAPTERS, ids=lambda c: c.__name__)
+def test_adapter_implements_every_abstract_member(adapter: type, base: type) -> None:
+    assert issubclass(adapter, base)
+    assert base.__abstractmethods__, "pynenc's ABC should declare abstract members"
+    assert not inspect.isabstract(adapter), sorted(adapter.__abstractmethods__)
+
+
+def test_typing_files_ship_with_the_package() -> None:
+    pkg = Path(pynenc_cpp.__file__).parent
+    assert (pkg / "py.typed").exists()
+    stub = (ROOT / "python" / "pynenc_cpp" / "_core.pyi").read_text()
+    public = [n for n in dir(_core) if not n.startswith("_")]
+    missing = [n for n in public if f"class {n}" not in stub and f"def {n}(" not in stub]
+    assert not missing, f"_core.pyi lacks {missing}; regenerate it (docs/building.md)"
+
+
+def test_wheel_installs_and_imports_in_a_fresh_virtualenv(tmp_path: Path) -> None:
+    """`pip wheel .` -> fresh Python 3.12 venv -> `import pynenc_cpp` and run a task."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(dist), "-C", f"build-dir={tmp_path / 'build'}", str(ROOT)],
+        check=True, env=env, timeout=900,
+    )
+    wheels = list(dist.glob("pynenc_cpp-*.whl"))
+    assert len(wheels) == 1, wheels
+    venv = tmp_path / "venv"
+    base_python = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base_python, "-m", "venv", str(venv)], check=True, env=env, timeout=120)
+    py = str(venv / "bin" / "python")
+    subprocess.run([py, "-m", "pip", "install", "-q", str(wheels[0])], check=True, env=env,
+                   timeout=600)
+    script = (
+        "import pynenc_cpp, sys\n"
+        "from pynenc import PynencBuilder\n"
+        "assert sys.version_info[:2] == (3, 12), sys.version\n"
+        "app = PynencBuilder().app_id('wheel-check').cpp_mem().build()\n"
+        "b = app.broker\n"
+        "b.route_invocation('inv-1', b.conf.queues[0], 0.0)\n"
+        "print(pynenc_cpp.__version__, type(b).__name__, b.retrieve_invocation())\n"
+    )
+    out = subprocess.run([py, "-c", script], check=True, env=env, capture_output=True,
+                         text=True, cwd=tmp_path, timeout=120)
+    assert out.stdout.split() == [pynenc_cpp.__version__, "CppMemBroker", "inv-1"]
