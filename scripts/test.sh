@@ -53,7 +53,7 @@ echo "==> pytest"
 log=build/pytest.log
 .venv/bin/python -m pytest -p no:cacheprovider -q -rs ${PYTEST_ARGS:-} 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
-summary=$(grep -E "^=+ .*(passed|failed|error).* in [0-9.]+s" "$log" | tail -1)
+summary=$(grep -E "[0-9]+ (passed|failed|errors?|skipped).* in [0-9.]+s" "$log" | tail -1)
 p=$(grep -oE "[0-9]+ passed" <<<"$summary" | grep -oE "[0-9]+" || echo 0)
 f=0
 for n in $(grep -oE "[0-9]+ (failed|error|errors)" <<<"$summary" | grep -oE "[0-9]+"); do f=$((f + n)); done
