@@ -2,7 +2,7 @@
 
 pynenc's suites take the app under test from the ``app_instance`` fixture; here
 it is overridden to build a ``cpp_mem()`` app. Tests that pynenc-cpp does not
-run are listed, each with its reason, in ``EXCLUDED`` below and in
+run are listed, each with its reason, in ``exclusions.py`` and in
 docs/conformance.md; a test here checks both lists agree.
 
 ``PYNENC_CPP_ONLY=<component>`` (broker, orchestrator, state_backend, trigger,
@@ -20,9 +20,8 @@ from pynenc import Pynenc, PynencBuilder
 from pynenc_tests.conftest import *  # noqa: F403  (pynenc's shared fixtures)
 
 from pynenc_cpp.builder import MEM_COMPONENTS
+from tests_py.conformance.exclusions import EXCLUDED
 
-#: pynenc test name (without parameters) -> reason it is not run against pynenc-cpp.
-EXCLUDED: dict[str, str] = {}
 
 
 def build_cpp_mem_app() -> Pynenc:
