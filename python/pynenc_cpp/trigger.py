@@ -1,5 +1,396 @@
-"""trigger adapter (being written)."""
+"""Trigger adapter: pynenc's ``BaseTrigger`` on the engine's trigger store.
+
+Serialization follows pynenc's ``SQLiteTrigger``: conditions, valid conditions,
+events and trigger runs travel as their ``to_json`` strings; trigger definitions
+as their columns (``trigger_id``, ``task_id.key``, condition ids, ``logic.value``,
+``argument_provider_json``). Timestamps are integer microseconds (``_convert``).
+The adapter holds no state of its own: every member delegates to the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from pynenc.identifiers.task_id import TaskId
+from pynenc.models.trigger_definition_dto import TriggerDefinitionDTO
+from pynenc.trigger.base_trigger import BaseTrigger
+from pynenc.trigger.conditions import (
+    CompositeLogic,
+    ConditionContext,
+    TriggerCondition,
+    ValidCondition,
+)
+from pynenc.trigger.monitoring import (
+    EventMarker,
+    EventMarkerPage,
+    EventRecord,
+    TriggerRunRecord,
+)
+
+from pynenc_cpp import _core
+from pynenc_cpp._component import CppComponentMixin
+from pynenc_cpp._convert import from_us, to_us
+
+if TYPE_CHECKING:
+    from pynenc import Pynenc
+    from pynenc.trigger.types import ConditionId
+
+_TriggerTuple = tuple[str, str, list[str], str, str | None]
 
 
-class CppMemTrigger:
-    pass
+def _context_type_name(context_type: type[ConditionContext]) -> str:
+    """The key the engine filters source-task conditions on."""
+    return f"{context_type.__module__}.{context_type.__qualname__}"
+
+
+def _opt_us(value: datetime | None) -> int | None:
+    return None if value is None else to_us(value)
+
+
+def _unique(*groups: Iterable[str | None]) -> list[str]:
+    """Non-empty ids of ``groups`` in order, without duplicates."""
+    return list(dict.fromkeys(i for group in groups for i in group if i))
+
+
+def _to_dto(row: _TriggerTuple) -> TriggerDefinitionDTO:
+    trigger_id, task_id_key, condition_ids, logic, provider_json = row
+    return TriggerDefinitionDTO(
+        trigger_id=trigger_id,
+        task_id=TaskId.from_key(task_id_key),
+        condition_ids=list(condition_ids),
+        logic=CompositeLogic(logic),
+        argument_provider_json=provider_json,
+    )
+
+
+class CppMemTrigger(CppComponentMixin, BaseTrigger):
+    """In-memory native trigger store: conditions, triggers, claims, events, runs in C++.
+
+    Thread-safe. ``claim_trigger_run`` and ``store_last_cron_execution`` are atomic
+    in the engine: among racing callers exactly one wins.
+    """
+
+    def __init__(self, app: Pynenc) -> None:
+        super().__init__(app)
+        self._engine = _core.TriggerStore(self.engine_uri, app.app_id)
+
+    # ------------------------------------------------------------------ #
+    # Conditions and trigger definitions
+    # ------------------------------------------------------------------ #
+
+    def _register_condition(self, condition: TriggerCondition) -> None:
+        self._engine.register_condition(
+            condition.condition_id,
+            condition.to_json(self.app),
+            _context_type_name(condition.context_type),
+        )
+
+    def get_condition(self, condition_id: str) -> TriggerCondition | None:
+        json_str = self._engine.get_condition(condition_id)
+        return None if json_str is None else TriggerCondition.from_json(json_str, self.app)
+
+    def _get_all_conditions(self) -> list[TriggerCondition]:
+        return [TriggerCondition.from_json(j, self.app) for j in self._engine.all_conditions()]
+
+    def _register_source_task_condition(self, task_id: TaskId, condition_id: ConditionId) -> None:
+        self._engine.register_source_task_condition(task_id.key, condition_id)
+
+    def get_conditions_sourced_from_task(
+        self, task_id: TaskId, context_type: type[ConditionContext] | None = None
+    ) -> list[TriggerCondition]:
+        name = None if context_type is None else _context_type_name(context_type)
+        return [
+            TriggerCondition.from_json(j, self.app)
+            for j in self._engine.conditions_sourced_from_task(task_id.key, name)
+        ]
+
+    def register_trigger(self, trigger: TriggerDefinitionDTO) -> None:
+        self._engine.register_trigger(
+            trigger.trigger_id,
+            trigger.task_id.key,
+            list(trigger.condition_ids),
+            trigger.logic.value,
+            trigger.argument_provider_json,
+        )
+
+    def _get_trigger(self, trigger_id: str) -> TriggerDefinitionDTO | None:
+        row = self._engine.get_trigger(trigger_id)
+        return None if row is None else _to_dto(row)
+
+    def get_triggers_for_condition(self, condition_id: str) -> list[TriggerDefinitionDTO]:
+        return [_to_dto(row) for row in self._engine.triggers_for_condition(condition_id)]
+
+    def clean_task_trigger_definitions(self, task_id: TaskId) -> None:
+        self._engine.clean_task_triggers(task_id.key)
+
+    # ------------------------------------------------------------------ #
+    # Valid conditions
+    # ------------------------------------------------------------------ #
+
+    def record_valid_condition(self, valid_condition: ValidCondition) -> None:
+        self.record_valid_conditions([valid_condition])
+
+    def record_valid_conditions(self, valid_conditions: list[ValidCondition]) -> None:
+        self._engine.record_valid_conditions(
+            [(vc.valid_condition_id, vc.to_json(self.app)) for vc in valid_conditions]
+        )
+
+    def get_valid_conditions(self) -> dict[str, ValidCondition]:
+        return {
+            vc_id: ValidCondition.from_json(json_str, self.app)
+            for vc_id, json_str in self._engine.valid_conditions()
+        }
+
+    def clear_valid_conditions(self, conditions: Iterable[ValidCondition]) -> None:
+        self._engine.clear_valid_conditions([c.valid_condition_id for c in conditions])
+
+    # ------------------------------------------------------------------ #
+    # Cron state and trigger-run claims
+    # ------------------------------------------------------------------ #
+
+    def get_last_cron_execution(self, condition_id: ConditionId) -> datetime | None:
+        value = self._engine.last_cron_execution(condition_id)
+        return None if value is None else from_us(value)
+
+    def store_last_cron_execution(
+        self,
+        condition_id: ConditionId,
+        execution_time: datetime,
+        expected_last_execution: datetime | None = None,
+    ) -> bool:
+        """Compare-and-set of the last execution time.
+
+        Stores ``execution_time`` only if the stored value equals
+        ``expected_last_execution``; ``None`` means "never executed". This closes
+        the first-execution race that pynenc's own backends leave open (they skip
+        the check for ``None``), so two runners can never both claim a cron tick.
+        """
+        return self._engine.store_last_cron_execution(
+            condition_id, to_us(execution_time), _opt_us(expected_last_execution)
+        )
+
+    def claim_trigger_run(self, trigger_run_id: str, expiration_seconds: int = 60) -> bool:
+        return self._engine.claim_trigger_run(trigger_run_id, int(expiration_seconds))
+
+    def _purge(self) -> None:
+        self._engine.purge()
+
+    # ------------------------------------------------------------------ #
+    # Events
+    # ------------------------------------------------------------------ #
+
+    def store_event(self, event: EventRecord) -> None:
+        self._engine.store_event(
+            event.event_id,
+            event.event_code,
+            to_us(event.timestamp),
+            event.to_json(self.app),
+            matched=bool(event.matched_condition_ids),
+            emitted_by_invocation_id=event.emitted_by_invocation_id,
+            emitted_by_task_id=event.emitted_by_task_id,
+            emitted_by_runner_context_id=event.emitted_by_runner_context_id,
+            triggered_invocation_ids=list(event.triggered_invocation_ids),
+        )
+
+    def _to_event(self, row: tuple[str, list[str]]) -> EventRecord:
+        json_str, triggered = row
+        record = EventRecord.from_json(json_str, self.app)
+        record.triggered_invocation_ids = list(triggered)
+        return record
+
+    def get_event(self, event_id: str) -> EventRecord | None:
+        row = self._engine.get_event(event_id)
+        return None if row is None else self._to_event(row)
+
+    def get_events(
+        self,
+        *,
+        event_code: str | None = None,
+        start_time: datetime | None = None,
+        end_time: datetime | None = None,
+        matched: bool | None = None,
+        triggered: bool | None = None,
+        emitted_by_invocation_id: str | None = None,
+        emitted_by_task_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[EventRecord]:
+        rows = self._engine.get_events(
+            event_code=event_code,
+            start_us=_opt_us(start_time),
+            end_us=_opt_us(end_time),
+            matched=matched,
+            triggered=triggered,
+            emitted_by_invocation_id=emitted_by_invocation_id,
+            emitted_by_task_id=emitted_by_task_id,
+            limit=limit,
+            offset=offset,
+        )
+        return [self._to_event(row) for row in rows]
+
+    def count_events(
+        self,
+        *,
+        event_code: str | None = None,
+        start_time: datetime | None = None,
+        end_time: datetime | None = None,
+        matched: bool | None = None,
+        triggered: bool | None = None,
+        emitted_by_invocation_id: str | None = None,
+        emitted_by_task_id: str | None = None,
+    ) -> int:
+        return self._engine.count_events(
+            event_code=event_code,
+            start_us=_opt_us(start_time),
+            end_us=_opt_us(end_time),
+            matched=matched,
+            triggered=triggered,
+            emitted_by_invocation_id=emitted_by_invocation_id,
+            emitted_by_task_id=emitted_by_task_id,
+        )
+
+    def get_event_markers_in_timerange(
+        self,
+        start_time: datetime,
+        end_time: datetime,
+        *,
+        event_code: str | None = None,
+        state: str = "all",
+        limit: int = 1000,
+        offset: int = 0,
+    ) -> EventMarkerPage:
+        markers, total, truncated = self._engine.event_markers(
+            to_us(start_time),
+            to_us(end_time),
+            event_code=event_code,
+            state=state,
+            limit=limit,
+            offset=offset,
+        )
+        return EventMarkerPage(
+            markers=[
+                EventMarker(
+                    event_id=event_id,
+                    event_code=code,
+                    timestamp=from_us(ts),
+                    matched=is_matched,
+                    triggered=is_triggered,
+                    emitted_by_invocation_id=by_invocation,
+                    emitted_by_runner_context_id=by_context,
+                )
+                for event_id, code, ts, is_matched, is_triggered, by_invocation, by_context in markers
+            ],
+            total=total,
+            truncated=truncated,
+        )
+
+    def list_event_codes(self) -> list[str]:
+        return list(self._engine.event_codes())
+
+    def link_trigger_run_to_events(
+        self, event_ids: list[str], invocation_id: str, *, trigger_run_id: str
+    ) -> None:
+        self._engine.link_trigger_run_to_events(
+            list(event_ids), str(invocation_id), trigger_run_id=trigger_run_id
+        )
+
+    def get_invocations_triggered_by_event(self, event_id: str) -> list[str]:
+        return list(self._engine.invocations_triggered_by_event(event_id))
+
+    # ------------------------------------------------------------------ #
+    # Trigger runs
+    # ------------------------------------------------------------------ #
+
+    def store_trigger_run(self, run: TriggerRunRecord) -> None:
+        participants = run.participants or []
+        self._engine.store_trigger_run(
+            run.trigger_run_id,
+            run.trigger_id,
+            run.task_id_key,
+            run.logic_value,
+            claimed_at_us=_opt_us(run.claimed_at),
+            executed_at_us=_opt_us(run.executed_at),
+            triggered_invocation_id=run.triggered_invocation_id,
+            atomic_service_run_id=run.atomic_service_run_id,
+            json=run.to_json(),
+            event_ids=_unique(run.event_ids, (p.event_id for p in participants)),
+            source_invocation_ids=_unique(
+                run.source_invocation_ids, (p.source_invocation_id for p in participants)
+            ),
+            valid_condition_ids=_unique(
+                run.valid_condition_ids, (p.valid_condition_id for p in participants)
+            ),
+        )
+
+    def get_trigger_run(self, trigger_run_id: str) -> TriggerRunRecord | None:
+        json_str = self._engine.get_trigger_run(trigger_run_id)
+        return None if json_str is None else TriggerRunRecord.from_json(json_str)
+
+    def get_trigger_runs_for_event(self, event_id: str) -> list[TriggerRunRecord]:
+        return [TriggerRunRecord.from_json(j) for j in self._engine.runs_for_event(event_id)]
+
+    def get_trigger_runs_for_invocation(self, invocation_id: str) -> list[TriggerRunRecord]:
+        return [
+            TriggerRunRecord.from_json(j) for j in self._engine.runs_for_invocation(invocation_id)
+        ]
+
+    def get_trigger_runs_sourced_by_invocation(
+        self, invocation_id: str
+    ) -> list[TriggerRunRecord]:
+        return [
+            TriggerRunRecord.from_json(j)
+            for j in self._engine.runs_sourced_by_invocation(invocation_id)
+        ]
+
+    def get_trigger_runs_for_valid_condition(
+        self, valid_condition_id: str
+    ) -> list[TriggerRunRecord]:
+        return [
+            TriggerRunRecord.from_json(j)
+            for j in self._engine.runs_for_valid_condition(valid_condition_id)
+        ]
+
+    def get_trigger_runs_in_timerange(
+        self,
+        start_time: datetime,
+        end_time: datetime,
+        *,
+        event_code: str | None = None,
+        task_id_key: str | None = None,
+        limit: int | None = None,
+    ) -> list[TriggerRunRecord]:
+        rows = self._engine.runs_in_time_range(
+            to_us(start_time),
+            to_us(end_time),
+            event_code=event_code,
+            task_id_key=task_id_key,
+            limit=limit,
+        )
+        return [TriggerRunRecord.from_json(j) for j in rows]
+
+    def get_referenced_atomic_service_run_ids(self) -> set[str]:
+        return set(self._engine.referenced_atomic_service_run_ids())
+
+    # ------------------------------------------------------------------ #
+    # Retention
+    # ------------------------------------------------------------------ #
+
+    def _age_purge_events(self, threshold: datetime) -> list[str]:
+        return list(self._engine.age_purge_events(to_us(threshold)))
+
+    def _age_purge_trigger_runs(self, threshold: datetime) -> int:
+        return self._engine.age_purge_trigger_runs(to_us(threshold))
+
+    def _cap_purge_events(self) -> list[str]:
+        return list(self._engine.cap_purge_events(int(self.conf.event_max_records)))
+
+    def _cap_purge_trigger_runs(self) -> int:
+        return self._engine.cap_purge_trigger_runs(int(self.conf.trigger_run_max_records))
+
+    def _cascade_delete_runs_for_events(self, event_ids: list[str]) -> int:
+        return self._engine.cascade_delete_runs_for_events(list(event_ids))
+
+
+__all__ = ["CppMemTrigger"]

@@ -1,0 +1,22 @@
+#include "mem/mem_trigger_store.h"
+
+namespace pynenc_cpp {
+
+Result<std::unique_ptr<TriggerStore>> OpenTriggerStore(const BackendConfig& config) {
+  Result<ParsedBackendUri> parsed = CheckBackendConfig(config);
+  if (!parsed.ok()) return parsed.status();
+  return NewMemTriggerStore(config);
+}
+
+Result<EventMarkerState> ParseEventMarkerState(const std::string& state) {
+  if (state == "all") return EventMarkerState::kAll;
+  if (state == "matched") return EventMarkerState::kMatched;
+  if (state == "unmatched") return EventMarkerState::kUnmatched;
+  if (state == "triggered") return EventMarkerState::kTriggered;
+  if (state == "untriggered") return EventMarkerState::kUntriggered;
+  return Status::InvalidArgument("unknown event marker state '" + state +
+                                 "'; expected one of all, matched, unmatched, triggered, "
+                                 "untriggered");
+}
+
+}  // namespace pynenc_cpp
