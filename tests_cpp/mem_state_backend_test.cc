@@ -126,12 +126,12 @@ TEST_P(StateBackendTest, ChildrenAndEventIndexesKeepInsertionOrder) {
 }
 
 TEST_P(StateBackendTest, InvocationIdsByWorkflowFilters) {
-  ASSERT_TRUE(sb_->UpsertInvocations({Inv("a", std::nullopt, std::nullopt, Wf("w1", "t1")),
-                                      Inv("b", std::nullopt, std::nullopt, Wf("w1", "t1")),
-                                      Inv("c", std::nullopt, std::nullopt, Wf("w2", "t1")),
-                                      Inv("d", std::nullopt, std::nullopt, Wf("w3", "t2")),
-                                      Inv("plain")})
-                  .ok());
+  ASSERT_TRUE(
+      sb_->UpsertInvocations({Inv("a", std::nullopt, std::nullopt, Wf("w1", "t1")),
+                              Inv("b", std::nullopt, std::nullopt, Wf("w1", "t1")),
+                              Inv("c", std::nullopt, std::nullopt, Wf("w2", "t1")),
+                              Inv("d", std::nullopt, std::nullopt, Wf("w3", "t2")), Inv("plain")})
+          .ok());
   using V = std::vector<std::string>;
   EXPECT_EQ(Strs(sb_->InvocationIdsByWorkflow("w1", std::nullopt).value()), (V{"a", "b"}));
   EXPECT_EQ(Strs(sb_->InvocationIdsByWorkflow(std::nullopt, "t1").value()), (V{"a", "b", "c"}));

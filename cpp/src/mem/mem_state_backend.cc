@@ -241,8 +241,7 @@ class MemStateBackend final : public StateBackend {
     return Status::Ok();
   }
 
-  Result<std::string> GetWorkflowData(const WorkflowId& workflow,
-                                      const std::string& key) override {
+  Result<std::string> GetWorkflowData(const WorkflowId& workflow, const std::string& key) override {
     std::shared_lock lock(mu_);
     auto it = workflow_data_.find(workflow);
     if (it != workflow_data_.end()) {

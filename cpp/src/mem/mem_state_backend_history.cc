@@ -8,8 +8,8 @@
 
 namespace pynenc_cpp::mem {
 
-void HistoryTable::Add(const InvocationId& id, TimestampUs timestamp_us,
-                       InvocationStatus status, const std::string& history_json) {
+void HistoryTable::Add(const InvocationId& id, TimestampUs timestamp_us, InvocationStatus status,
+                       const std::string& history_json) {
   std::set<HistoryPosition>& positions = by_invocation_[id];
   // Same (id, timestamp, status) as an existing entry: replace its JSON.
   for (auto it = positions.lower_bound(HistoryPosition{timestamp_us, 0});
