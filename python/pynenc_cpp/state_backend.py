@@ -1,5 +1,307 @@
-"""state_backend adapter (being written)."""
+"""State backend adapter: pynenc's ``BaseStateBackend`` on the engine's state backend.
+
+Every member converts pynenc's objects to the plain values pynenc's
+``SQLiteStateBackend`` stores (same JSON, same columns) and delegates to
+``_core.StateBackend``; the adapter keeps no state of its own. Timestamps cross
+as integer microseconds since the epoch (``pynenc_cpp._convert``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pynenc.app_info import AppInfo
+from pynenc.identifiers.call_id import CallId
+from pynenc.identifiers.invocation_id import InvocationId
+from pynenc.identifiers.task_id import TaskId
+from pynenc.models.call_dto import CallDTO
+from pynenc.models.invocation_dto import InvocationDTO
+from pynenc.runner.runner_context import RunnerContext
+from pynenc.state_backend.base_state_backend import BaseStateBackend, InvocationHistory
+from pynenc.workflow.workflow_identity import WorkflowIdentity
+
+from pynenc_cpp import _core
+from pynenc_cpp._component import CppComponentMixin
+from pynenc_cpp._convert import to_us
+from pynenc_cpp.config import ConfigCpp
+from pynenc_cpp.errors import InvocationNotFound
+
+if TYPE_CHECKING:
+    from pynenc import Pynenc
 
 
-class CppMemStateBackend:
-    pass
+def _invocation_record(inv_dto: InvocationDTO, call_dto: CallDTO) -> dict[str, str | None]:
+    """The engine's invocation record: sqlite_state_backend's columns, same values."""
+    wf = inv_dto.workflow
+    return {
+        "invocation_id": inv_dto.invocation_id,
+        "call_id": call_dto.call_id.key,
+        "task_id": call_dto.call_id.task_id.key,
+        "arguments_id": call_dto.call_id.args_id,
+        "serialized_arguments": json.dumps(call_dto.serialized_arguments),
+        "parent_invocation_id": inv_dto.parent_invocation_id,
+        "parent_event_id": inv_dto.parent_event_id,
+        "workflow_id": wf.workflow_id if wf else None,
+        "workflow_type": wf.workflow_type.key if wf else None,
+        "parent_workflow_id": wf.parent_workflow_id if wf else None,
+    }
+
+
+def _dtos(record: dict[str, str | None]) -> tuple[InvocationDTO, CallDTO]:
+    """Inverse of ``_invocation_record``, rebuilt as sqlite_state_backend does."""
+    call_id = CallId.from_key(str(record["call_id"]))
+    wf_id, wf_type, wf_parent = (
+        record["workflow_id"],
+        record["workflow_type"],
+        record["parent_workflow_id"],
+    )
+    workflow = (
+        WorkflowIdentity(
+            workflow_id=InvocationId(wf_id),
+            workflow_type=TaskId.from_key(wf_type),
+            parent_workflow_id=InvocationId(wf_parent) if wf_parent else None,
+        )
+        if wf_id and wf_type
+        else None
+    )
+    parent_id = record["parent_invocation_id"]
+    inv_dto = InvocationDTO(
+        invocation_id=InvocationId(str(record["invocation_id"])),
+        call_id=call_id,
+        workflow=workflow,
+        parent_invocation_id=InvocationId(parent_id) if parent_id else None,
+        parent_event_id=record["parent_event_id"] or None,
+    )
+    call_dto = CallDTO(
+        call_id=call_id,
+        serialized_arguments=json.loads(str(record["serialized_arguments"])),
+    )
+    return inv_dto, call_dto
+
+
+def _workflow_identity(run: tuple[str, str, str | None]) -> WorkflowIdentity:
+    workflow_id, workflow_type, parent_workflow_id = run
+    return WorkflowIdentity(
+        workflow_id=InvocationId(workflow_id),
+        workflow_type=TaskId.from_key(workflow_type),
+        parent_workflow_id=InvocationId(parent_workflow_id) if parent_workflow_id else None,
+    )
+
+
+class CppMemStateBackend(CppComponentMixin, BaseStateBackend):
+    """In-memory native state backend: records and their indexes live in C++.
+
+    Thread-safe; state lives in the engine object, scoped to this component,
+    except app infos, which go to a process-wide registry so that the static
+    ``discover_app_infos`` finds every app of the process (like pynenc's
+    ``MemStateBackend``).
+    """
+
+    def __init__(self, app: Pynenc) -> None:
+        super().__init__(app)
+        self._engine = _core.StateBackend(self.engine_uri, app.app_id)
+
+    def purge(self) -> None:
+        """Drop every record of this app; the app info registration is kept."""
+        self._engine.purge()
+
+    # --- invocations --------------------------------------------------------
+
+    def _upsert_invocations(self, entries: list[tuple[InvocationDTO, CallDTO]]) -> None:
+        self._engine.upsert_invocations(
+            [_invocation_record(inv_dto, call_dto) for inv_dto, call_dto in entries]
+        )
+
+    def _get_invocation(self, invocation_id: InvocationId) -> tuple[InvocationDTO, CallDTO] | None:
+        try:
+            record = self._engine.get_invocation(invocation_id)
+        except InvocationNotFound:
+            return None
+        return _dtos(record)
+
+    def get_child_invocations(self, parent_invocation_id: InvocationId) -> Iterator[InvocationId]:
+        ids = self._engine.child_invocations(str(parent_invocation_id))
+        return iter([InvocationId(i) for i in ids])
+
+    def get_invocations_by_parent_event(self, parent_event_id: str) -> Iterator[InvocationId]:
+        ids = self._engine.invocations_by_parent_event(str(parent_event_id))
+        return iter([InvocationId(i) for i in ids])
+
+    def get_invocation_ids_by_workflow(
+        self,
+        workflow_id: str | None = None,
+        workflow_type_key: str | None = None,
+    ) -> Iterator[InvocationId]:
+        ids = self._engine.invocation_ids_by_workflow(workflow_id, workflow_type_key)
+        return iter([InvocationId(i) for i in ids])
+
+    # --- history -----------------------------------------------------------
+
+    def _add_histories(
+        self, invocation_ids: list[InvocationId], invocation_history: InvocationHistory
+    ) -> None:
+        self._engine.add_histories(
+            list(invocation_ids),
+            to_us(invocation_history.timestamp),
+            invocation_history.status_record.status,
+            invocation_history.to_json(),
+        )
+
+    def _get_history(self, invocation_id: InvocationId) -> list[InvocationHistory]:
+        return [InvocationHistory.from_json(j) for j in self._engine.get_history(invocation_id)]
+
+    def iter_history_in_timerange(
+        self,
+        start_time: datetime,
+        end_time: datetime,
+        batch_size: int = 100,
+    ) -> Iterator[list[InvocationHistory]]:
+        start_us, end_us = to_us(start_time), to_us(end_time)
+        cursor: tuple[int, int] | None = None
+        while True:
+            jsons, cursor = self._engine.history_in_range(start_us, end_us, cursor, batch_size)
+            if jsons:
+                yield [InvocationHistory.from_json(j) for j in jsons]
+            if cursor is None:
+                return
+
+    def iter_invocations_in_timerange(
+        self,
+        start_time: datetime,
+        end_time: datetime,
+        batch_size: int = 100,
+    ) -> Iterator[list[InvocationId]]:
+        start_us, end_us = to_us(start_time), to_us(end_time)
+        after: str | None = None
+        while True:
+            batch = self._engine.invocations_in_range(start_us, end_us, after, batch_size)
+            if batch:
+                yield [InvocationId(i) for i in batch]
+            if len(batch) < batch_size:
+                return
+            after = batch[-1]
+
+    # --- results and exceptions ------------------------------------------------
+
+    def _set_result(self, invocation_id: InvocationId, serialized_result: str) -> None:
+        self._engine.set_result(invocation_id, serialized_result)
+
+    def _get_result(self, invocation_id: InvocationId) -> str:
+        # A missing result raises _core.InvocationNotFound, a KeyError as pynenc expects.
+        return self._engine.get_result(invocation_id)
+
+    def _set_exception(self, invocation_id: InvocationId, serialized_exception: str) -> None:
+        self._engine.set_exception(invocation_id, serialized_exception)
+
+    def _get_exception(self, invocation_id: InvocationId) -> str:
+        # A missing exception raises _core.InvocationNotFound, a KeyError as pynenc expects.
+        return self._engine.get_exception(invocation_id)
+
+    # --- runner contexts ------------------------------------------------------
+
+    def _store_runner_context(self, runner_context: RunnerContext) -> None:
+        parent = runner_context.parent_ctx
+        self._engine.store_runner_context(
+            runner_context.runner_id,
+            runner_context.runner_cls,
+            parent.runner_id if parent else None,
+            runner_context.pid,
+            runner_context.hostname,
+            runner_context.thread_id,
+        )
+
+    def _runner_context(self, record: dict[str, Any]) -> RunnerContext:
+        """Rebuild a context; its parent comes through ``get_runner_context`` (cached)."""
+        parent_ctx = None
+        parent_id = record["parent_runner_id"]
+        if parent_id:
+            parent_ctx = self.get_runner_context(parent_id)
+            if parent_ctx is None:
+                raise KeyError(f"Parent RunnerContext {parent_id} not found")
+        return RunnerContext(
+            runner_cls=record["runner_cls"],
+            runner_id=record["runner_id"],
+            parent_ctx=parent_ctx,
+            pid=record["pid"],
+            hostname=record["hostname"],
+            thread_id=record["thread_id"],
+        )
+
+    def _get_runner_context(self, runner_id: str) -> RunnerContext | None:
+        try:
+            record = self._engine.get_runner_context(runner_id)
+        except InvocationNotFound:
+            return None
+        return self._runner_context(record)
+
+    def _get_runner_contexts(self, runner_ids: list[str]) -> list[RunnerContext]:
+        return [self._runner_context(r) for r in self._engine.get_runner_contexts(list(runner_ids))]
+
+    def get_matching_runner_contexts(self, partial_id: str) -> Iterator[RunnerContext]:
+        records = self._engine.match_runner_contexts(partial_id)
+        return iter([self._runner_context(r) for r in records])
+
+    # --- app info -------------------------------------------------------------
+
+    def store_app_info(self, app_info: AppInfo) -> None:
+        self._engine.store_app_info(app_info.app_id, app_info.to_json())
+
+    def get_app_info(self) -> AppInfo:
+        """This app's info; raises a ``KeyError`` if it was never stored."""
+        return AppInfo.from_json(self._engine.get_app_info())
+
+    @staticmethod
+    def discover_app_infos() -> dict[str, AppInfo]:
+        """Every app registered in the default-configured storage.
+
+        Like pynenc's own backends, this uses the default configuration
+        (``cpp_backend_uri`` from the environment or config file, else
+        ``memory://``); for ``memory://`` that is every app of this process.
+        """
+        uri = ConfigCpp().cpp_backend_uri
+        found = _core.StateBackend.discover_app_infos(uri)
+        return {app_id: AppInfo.from_json(info) for app_id, info in found.items()}
+
+    # --- workflows ------------------------------------------------------------
+
+    def store_workflow_run(self, workflow_identity: WorkflowIdentity) -> None:
+        self._engine.store_workflow_run(
+            workflow_identity.workflow_id,
+            workflow_identity.workflow_type.key,
+            workflow_identity.parent_workflow_id or None,
+        )
+
+    def get_all_workflow_types(self) -> Iterator[TaskId]:
+        return iter([TaskId.from_key(key) for key in self._engine.workflow_types()])
+
+    def get_all_workflow_runs(self) -> Iterator[WorkflowIdentity]:
+        return iter([_workflow_identity(run) for run in self._engine.workflow_runs(None)])
+
+    def get_workflow_runs(self, workflow_type: TaskId) -> Iterator[WorkflowIdentity]:
+        runs = self._engine.workflow_runs(workflow_type.key)
+        return iter([_workflow_identity(run) for run in runs])
+
+    def store_workflow_sub_invocation(
+        self, parent_workflow_id: InvocationId, sub_invocation_id: InvocationId
+    ) -> None:
+        self._engine.store_workflow_sub_invocation(parent_workflow_id, sub_invocation_id)
+
+    def get_workflow_sub_invocations(self, workflow_id: InvocationId) -> Iterator[InvocationId]:
+        ids = self._engine.workflow_sub_invocations(workflow_id)
+        return iter([InvocationId(i) for i in ids])
+
+    def set_workflow_data(self, workflow_identity: WorkflowIdentity, key: str, value: Any) -> None:
+        serialized = self.app.client_data_store.serialize(value)
+        self._engine.set_workflow_data(workflow_identity.workflow_id, key, serialized)
+
+    def get_workflow_data(
+        self, workflow_identity: WorkflowIdentity, key: str, default: Any = None
+    ) -> Any:
+        try:
+            serialized = self._engine.get_workflow_data(workflow_identity.workflow_id, key)
+        except InvocationNotFound:
+            return default
+        return self.app.client_data_store.deserialize(serialized)
