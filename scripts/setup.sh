@@ -65,4 +65,4 @@ else
   # Incremental rebuild of the extension (fast when nothing changed).
   "${PIP[@]}" install --no-build-isolation --no-deps -e .
 fi
-log "ready: $("$VENV/bin/python" -c 'import pynenc_cpp, pynenc; print("pynenc_cpp", pynenc_cpp.__version__, "on pynenc", pynenc.__version__ if hasattr(pynenc, "__version__") else "")')"
+log "ready: $("$VENV/bin/python" -c 'import importlib.metadata as m, pynenc_cpp; print("pynenc-cpp", pynenc_cpp.__version__, "on pynenc", m.version("pynenc"), "in", __import__("sys").version.split()[0])')"
