@@ -5,9 +5,10 @@
 //   runner               (runner_id, creation_us, last_heartbeat_us,
 //                         can_run_atomic_service, [queue, ...])
 //   atomic-service row   (runner_id, run_id, start_us, end_us | None, status, reason)
+#include "pynenc_cpp/ports/orchestrator.h"
+
 #include "conversions.h"
 #include "init.h"
-#include "pynenc_cpp/ports/orchestrator.h"
 
 namespace pynenc_cpp::bindings {
 namespace {
@@ -143,8 +144,7 @@ void InitOrchestrator(py::module_& m) {
           [](Orchestrator& o, InvocationId id) {
             return WithoutGil([&] { return o.GetRetries(id); });
           },
-          py::arg("invocation_id"),
-          "The retry count. Raises InvocationNotFound for an unknown id.")
+          py::arg("invocation_id"), "The retry count. Raises InvocationNotFound for an unknown id.")
       .def(
           "schedule_auto_purge",
           [](Orchestrator& o, InvocationId id) {
@@ -172,8 +172,7 @@ void InitOrchestrator(py::module_& m) {
           [](Orchestrator& o, InvocationId waited) {
             WithoutGil([&] { return o.ReleaseWaiters(waited); });
           },
-          py::arg("waited_invocation_id"),
-          "Drops every wait edge into and out of the invocation.")
+          py::arg("waited_invocation_id"), "Drops every wait edge into and out of the invocation.")
       .def(
           "blocking_invocations",
           [](Orchestrator& o, std::int64_t max_count) {

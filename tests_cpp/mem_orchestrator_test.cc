@@ -187,8 +187,7 @@ TEST_F(MemOrchestratorTest, ExistingInvocationsFilterByTaskArgumentsAndStatus) {
   Move("b", S::kPending, "r");
 
   EXPECT_EQ(orch_->GetExistingInvocations(TaskId("t1"), {}, {}).value(), Ids({"a", "b", "c"}));
-  EXPECT_EQ(orch_->GetExistingInvocations(TaskId("t1"), {{"x", "1"}}, {}).value(),
-            Ids({"a", "b"}));
+  EXPECT_EQ(orch_->GetExistingInvocations(TaskId("t1"), {{"x", "1"}}, {}).value(), Ids({"a", "b"}));
   EXPECT_EQ(orch_->GetExistingInvocations(TaskId("t1"), {{"x", "1"}, {"y", "2"}}, {}).value(),
             Ids({"b"}));
   EXPECT_EQ(orch_->GetExistingInvocations(TaskId("t1"), {{"x", "1"}}, {S::kRegistered}).value(),
@@ -220,7 +219,7 @@ TEST_F(MemOrchestratorTest, PaginationIsNewestFirstAndStable) {
     Register(id, "t1");
     clock_->Advance(kSecond);
   }
-  Register("f", "t2");  // same timestamp as a later transition below
+  Register("f", "t2");          // same timestamp as a later transition below
   Move("a", S::kPending, "r");  // a now has the newest timestamp (ties f; a registered first)
   EXPECT_EQ(orch_->ListInvocations(std::nullopt, {}, 100, 0).value(),
             Ids({"f", "a", "e", "d", "c", "b"}));
@@ -363,8 +362,8 @@ TEST_F(MemOrchestratorTest, AtomicServiceStartIsASingleRunningGate) {
   EXPECT_TRUE(again.value().accepted);
   EXPECT_EQ(again.value().started_at_us, kStart);
 
-  auto second = orch_->RecordAtomicServiceStart("r2", "run-2", kStart + 5,
-                                                AtomicServiceStatus::kRunning, "");
+  auto second =
+      orch_->RecordAtomicServiceStart("r2", "run-2", kStart + 5, AtomicServiceStatus::kRunning, "");
   EXPECT_FALSE(second.value().accepted);
   EXPECT_EQ(second.value().started_at_us, kStart + 5);
 
@@ -372,8 +371,8 @@ TEST_F(MemOrchestratorTest, AtomicServiceStartIsASingleRunningGate) {
   ASSERT_EQ(active.size(), 1u);
   EXPECT_EQ(active[0].run_id, "run-1");
 
-  auto rows = orch_->AtomicServiceExecutionsInRange(0, kStart + kSecond, 10, std::nullopt, 0)
-                  .value();
+  auto rows =
+      orch_->AtomicServiceExecutionsInRange(0, kStart + kSecond, 10, std::nullopt, 0).value();
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].run_id, "run-2");
   EXPECT_EQ(rows[0].status, AtomicServiceStatus::kBlocked);
@@ -402,14 +401,16 @@ TEST_F(MemOrchestratorTest, AtomicServiceRacingStartsHaveOneWinner) {
 }
 
 TEST_F(MemOrchestratorTest, AtomicServiceFinalizeFirstTerminalWins) {
-  ASSERT_TRUE(orch_->RecordAtomicServiceStart("r1", "run-1", kStart,
-                                              AtomicServiceStatus::kRunning, "why")
+  ASSERT_TRUE(
+      orch_->RecordAtomicServiceStart("r1", "run-1", kStart, AtomicServiceStatus::kRunning, "why")
+          .ok());
+  ASSERT_TRUE(orch_
+                  ->FinalizeAtomicService("r1", "run-1", kStart + kSecond,
+                                          AtomicServiceStatus::kCompleted, "")
                   .ok());
-  ASSERT_TRUE(orch_->FinalizeAtomicService("r1", "run-1", kStart + kSecond,
-                                           AtomicServiceStatus::kCompleted, "")
-                  .ok());
-  ASSERT_TRUE(orch_->FinalizeAtomicService("r1", "run-1", kStart + 9 * kSecond,
-                                           AtomicServiceStatus::kAbandoned, "reaper")
+  ASSERT_TRUE(orch_
+                  ->FinalizeAtomicService("r1", "run-1", kStart + 9 * kSecond,
+                                          AtomicServiceStatus::kAbandoned, "reaper")
                   .ok());
   auto rows = orch_->AtomicServiceExecutionsInRange(0, kStart * 2, 10, std::nullopt, 0).value();
   ASSERT_EQ(rows.size(), 1u);
@@ -419,17 +420,18 @@ TEST_F(MemOrchestratorTest, AtomicServiceFinalizeFirstTerminalWins) {
   EXPECT_TRUE(orch_->ActiveAtomicServiceExecutions().value().empty());
 
   // Unknown run: inserted with start == end.
-  ASSERT_TRUE(orch_->FinalizeAtomicService("r2", "run-2", kStart + 3 * kSecond,
-                                           AtomicServiceStatus::kAbandoned, "lost")
+  ASSERT_TRUE(orch_
+                  ->FinalizeAtomicService("r2", "run-2", kStart + 3 * kSecond,
+                                          AtomicServiceStatus::kAbandoned, "lost")
                   .ok());
   rows = orch_->AtomicServiceExecutionsInRange(0, kStart * 2, 10, std::string("r2"), 0).value();
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].start_us, kStart + 3 * kSecond);
   EXPECT_EQ(rows[0].end_us, kStart + 3 * kSecond);
 
-  EXPECT_EQ(orch_->FinalizeAtomicService("r1", "run-1", kStart, AtomicServiceStatus::kRunning, "")
-                .code(),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(
+      orch_->FinalizeAtomicService("r1", "run-1", kStart, AtomicServiceStatus::kRunning, "").code(),
+      ErrorCode::kInvalidArgument);
 }
 
 TEST_F(MemOrchestratorTest, AtomicServiceRangeFilters) {
@@ -448,7 +450,9 @@ TEST_F(MemOrchestratorTest, AtomicServiceRangeFilters) {
   auto in = [&](TimestampUs s, TimestampUs e, std::int64_t limit, std::optional<std::string> r,
                 TimestampUs min_d) {
     std::vector<std::string> ids;
-    for (const auto& x : orch_->AtomicServiceExecutionsInRange(s, e, limit, r, min_d).value()) {
+    // Keep the Result alive: value() of a temporary would dangle in a range-for.
+    auto rows = orch_->AtomicServiceExecutionsInRange(s, e, limit, r, min_d);
+    for (const auto& x : rows.value()) {
       ids.push_back(x.run_id);
     }
     return ids;
@@ -473,16 +477,17 @@ TEST_F(MemOrchestratorTest, AtomicServicePurgeByAgeAndCapacitySparesRunningAndPr
         orch_->FinalizeAtomicService("r", run, start + 1, AtomicServiceStatus::kCompleted, "")
             .ok());
   }
-  ASSERT_TRUE(orch_->RecordAtomicServiceStart("r", "live", kStart - 200 * kSecond,
-                                              AtomicServiceStatus::kRunning, "")
+  ASSERT_TRUE(orch_
+                  ->RecordAtomicServiceStart("r", "live", kStart - 200 * kSecond,
+                                             AtomicServiceStatus::kRunning, "")
                   .ok());
   // Capacity: 5 finished rows, keep 2 (+ protected run-0); running row kept.
   auto removed = orch_->PurgeAtomicServiceExecutions({0, 2, {"run-0"}});
   ASSERT_TRUE(removed.ok());
   EXPECT_EQ(removed.value(), 3);
   std::vector<std::string> left;
-  for (const auto& e :
-       orch_->AtomicServiceExecutionsInRange(0, kStart, 100, std::nullopt, 0).value()) {
+  auto rows = orch_->AtomicServiceExecutionsInRange(0, kStart, 100, std::nullopt, 0);
+  for (const auto& e : rows.value()) {
     left.push_back(e.run_id);
   }
   EXPECT_EQ(left, (std::vector<std::string>{"run-4", "run-0", "live"}));

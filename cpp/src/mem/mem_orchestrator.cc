@@ -31,8 +31,7 @@ InvocationRow* MemOrchestrator::FindLocked(const InvocationId& id) {
   return it == rows_.end() ? nullptr : &it->second;
 }
 
-std::vector<InvocationId> MemOrchestrator::IdsLocked(const SeqSet& seqs,
-                                                     std::uint32_t mask) const {
+std::vector<InvocationId> MemOrchestrator::IdsLocked(const SeqSet& seqs, std::uint32_t mask) const {
   std::vector<InvocationId> out;
   out.reserve(seqs.size());
   for (Seq seq : seqs) {

@@ -62,8 +62,7 @@ class MemOrchestrator final : public Orchestrator {
                                         const std::optional<std::string>& runner_id) override;
   Result<StatusRecord> GetStatusRecord(const InvocationId& id) override;
   Result<std::vector<InvocationId>> FilterByStatus(
-      const std::vector<InvocationId>& ids,
-      const std::vector<InvocationStatus>& statuses) override;
+      const std::vector<InvocationId>& ids, const std::vector<InvocationStatus>& statuses) override;
   Status IndexArguments(const InvocationId& id,
                         const std::map<std::string, std::string>& args) override;
   Result<std::vector<InvocationId>> GetExistingInvocations(
@@ -88,10 +87,11 @@ class MemOrchestrator final : public Orchestrator {
   Status Purge() override;
 
   // mem_orchestrator_runners.cc
-  Status RegisterHeartbeats(const std::vector<std::string>& runner_ids, bool can_run_atomic_service,
-                            const std::optional<std::vector<std::string>>& consumed_queues) override;
-  Result<std::vector<RunnerInfo>> ActiveRunners(TimestampUs timeout_us,
-                                                std::optional<bool> can_run_atomic_service) override;
+  Status RegisterHeartbeats(
+      const std::vector<std::string>& runner_ids, bool can_run_atomic_service,
+      const std::optional<std::vector<std::string>>& consumed_queues) override;
+  Result<std::vector<RunnerInfo>> ActiveRunners(
+      TimestampUs timeout_us, std::optional<bool> can_run_atomic_service) override;
   Result<std::vector<InvocationId>> PendingForRecovery(TimestampUs max_pending_us) override;
   Result<std::vector<InvocationId>> RunningForRecovery(TimestampUs heartbeat_timeout_us) override;
   Result<AtomicServiceStart> RecordAtomicServiceStart(const std::string& runner_id,

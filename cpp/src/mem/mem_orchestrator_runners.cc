@@ -34,8 +34,8 @@ Result<std::vector<RunnerInfo>> MemOrchestrator::ActiveRunners(
   for (const auto& [id, row] : runners_) {
     if (row.last_heartbeat_us < cutoff) continue;
     if (can_run_atomic_service && row.can_run_atomic_service != *can_run_atomic_service) continue;
-    out.push_back(RunnerInfo{id, row.creation_us, row.last_heartbeat_us,
-                             row.can_run_atomic_service, row.consumed_queues});
+    out.push_back(RunnerInfo{id, row.creation_us, row.last_heartbeat_us, row.can_run_atomic_service,
+                             row.consumed_queues});
   }
   std::sort(out.begin(), out.end(), [](const RunnerInfo& a, const RunnerInfo& b) {
     if (a.creation_us != b.creation_us) return a.creation_us < b.creation_us;
