@@ -1,5 +1,347 @@
-"""orchestrator adapter (being written)."""
+"""Orchestrator adapter: pynenc's ``BaseOrchestrator`` and ``BaseBlockingControl``
+on the engine's orchestrator.
+
+Everything pynenc's ``MemOrchestrator`` keeps in Python dicts (status records,
+task/call/status/argument indexes, retries, auto-purge marks, the wait graph,
+runner heartbeats, atomic-service execution rows) lives in one engine object;
+these classes only convert values. History, triggers and routing stay with
+``BaseOrchestrator`` exactly as for pynenc's own backends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from pynenc.exceptions import InvocationStatusTransitionError
+from pynenc.identifiers.invocation_id import InvocationId
+from pynenc.invocation.status import InvocationStatus, InvocationStatusRecord
+from pynenc.orchestrator.atomic_service import (
+    ActiveRunnerInfo,
+    AtomicServiceExecution,
+    AtomicServiceExecutionStatus,
+    AtomicServiceRun,
+)
+from pynenc.orchestrator.base_orchestrator import BaseBlockingControl, BaseOrchestrator
+
+from pynenc_cpp import _core
+from pynenc_cpp._component import CppComponentMixin
+from pynenc_cpp._convert import from_us, to_us
+from pynenc_cpp.errors import InvocationNotFound, pynenc_status_errors
+
+if TYPE_CHECKING:
+    from pynenc import Pynenc
+    from pynenc.identifiers.call_id import CallId
+    from pynenc.invocation.dist_invocation import DistributedInvocation
+    from pynenc.task import Task, TaskId
+    from pynenc.types import Params, Result
+
+_RecordTuple = tuple[str, "str | None", int]
+_ExecutionTuple = tuple[str, str, int, "int | None", str, str]
 
 
-class CppMemOrchestrator:
-    pass
+def _seconds_to_us(seconds: float) -> int:
+    """A duration in microseconds; a positive one never rounds down to 0 (= disabled)."""
+    micros = round(seconds * 1_000_000)
+    return max(micros, 1) if seconds > 0 else micros
+
+
+def _record(raw: _RecordTuple) -> InvocationStatusRecord:
+    status, runner_id, timestamp_us = raw
+    return InvocationStatusRecord(InvocationStatus(status), runner_id, from_us(timestamp_us))
+
+
+def _ids(raw: list[str]) -> list[InvocationId]:
+    return [InvocationId(i) for i in raw]
+
+
+def _execution(raw: _ExecutionTuple) -> AtomicServiceExecution:
+    runner_id, run_id, start_us, end_us, status, reason = raw
+    return AtomicServiceExecution.from_raw(
+        runner_id=runner_id,
+        atomic_service_run_id=run_id,
+        start_time=from_us(start_us),
+        end_time=None if end_us is None else from_us(end_us),
+        status=AtomicServiceExecutionStatus(status),
+        reason=reason,
+    )
+
+
+def _statuses(statuses: Sequence[InvocationStatus] | None) -> list[InvocationStatus]:
+    return list(statuses) if statuses else []
+
+
+class UnregisteredInvocationTransitionError(InvocationStatusTransitionError, KeyError):
+    """A status transition was requested for an invocation the orchestrator does not know.
+
+    It is the ``KeyError`` that ``BaseOrchestrator._atomic_status_transition``
+    documents, and also what pynenc's ``MemOrchestrator`` raises (a transition from
+    no status, only ``REGISTERED`` allowed), so callers that catch
+    ``InvocationStatusError`` (e.g. a runner killing invocations after a purge)
+    keep working.
+    """
+
+    __str__ = Exception.__str__  # not KeyError's repr-quoting
+
+
+class CppMemBlockingControl(BaseBlockingControl):
+    """Blocking control on the orchestrator's engine (the wait graph lives there).
+
+    Stateless view: it shares the engine object of its ``CppMemOrchestrator``, so
+    the blocking query can join waits with invocation statuses atomically.
+    """
+
+    def __init__(self, app: Pynenc, engine: _core.Orchestrator) -> None:
+        self.app = app
+        self._engine = engine
+
+    def waiting_for_results(
+        self,
+        caller_invocation_id: InvocationId,
+        result_invocation_ids: list[InvocationId],
+    ) -> None:
+        self._engine.waiting_for_results(caller_invocation_id, list(result_invocation_ids))
+
+    def release_waiters(self, waited_invocation_id: InvocationId) -> None:
+        self._engine.release_waiters(waited_invocation_id)
+
+    def get_blocking_invocations(self, max_num_invocations: int) -> Iterator[InvocationId]:
+        """Invocations waited on, not waiting, available to run; oldest first."""
+        return iter(_ids(self._engine.blocking_invocations(max_num_invocations)))
+
+
+class CppMemOrchestrator(CppComponentMixin, BaseOrchestrator):
+    """In-memory native orchestrator.
+
+    Status transitions are an atomic compare-and-set in C++ (validation,
+    ownership and new owner computed under the engine's lock). Thread-safe.
+    Unknown invocation ids raise ``InvocationNotFound`` (a ``KeyError``).
+    """
+
+    def __init__(self, app: Pynenc) -> None:
+        super().__init__(app)
+        self._engine = _core.Orchestrator(self.engine_uri, app.app_id)
+        self._blocking_control = CppMemBlockingControl(app, self._engine)
+
+    @property
+    def blocking_control(self) -> CppMemBlockingControl:
+        return self._blocking_control
+
+    # ---- invocations -------------------------------------------------------
+
+    def _register_new_invocations(
+        self,
+        invocations: list[DistributedInvocation[Params, Result]],
+        runner_id: str | None = None,
+    ) -> InvocationStatusRecord:
+        rows = [
+            (inv.invocation_id, inv.call.task.task_id.key, inv.call.call_id.key)
+            for inv in invocations
+        ]
+        return _record(self._engine.register(rows, runner_id))
+
+    def _atomic_status_transition(
+        self,
+        invocation_id: InvocationId,
+        status: InvocationStatus,
+        runner_id: str | None = None,
+    ) -> InvocationStatusRecord:
+        try:
+            with pynenc_status_errors():
+                return _record(self._engine.transition(invocation_id, status, runner_id))
+        except InvocationNotFound as exc:
+            raise UnregisteredInvocationTransitionError(
+                from_status=None,
+                to_status=InvocationStatus(status),
+                allowed_statuses=frozenset({InvocationStatus.REGISTERED}),
+            ) from exc
+
+    def get_invocation_status_record(self, invocation_id: InvocationId) -> InvocationStatusRecord:
+        return _record(self._engine.status_record(invocation_id))
+
+    def filter_by_status(
+        self,
+        invocation_ids: list[InvocationId],
+        status_filter: frozenset[InvocationStatus],
+    ) -> list[InvocationId]:
+        if not invocation_ids or status_filter is None:
+            return []
+        return _ids(self._engine.filter_by_status(list(invocation_ids), list(status_filter)))
+
+    def index_arguments_for_concurrency_control(
+        self, invocation: DistributedInvocation[Params, Result]
+    ) -> None:
+        self._engine.index_arguments(
+            invocation.invocation_id, dict(invocation.call.serialized_arguments)
+        )
+
+    def get_existing_invocations(
+        self,
+        task: Task[Params, Result],
+        key_serialized_arguments: dict[str, str] | None = None,
+        statuses: list[InvocationStatus] | None = None,
+    ) -> Iterator[InvocationId]:
+        found = self._engine.existing_invocations(
+            task.task_id.key, dict(key_serialized_arguments or {}), _statuses(statuses)
+        )
+        return iter(_ids(found))
+
+    def get_task_invocation_ids(self, task_id: TaskId) -> Iterator[InvocationId]:
+        return iter(_ids(self._engine.task_invocations(task_id.key)))
+
+    def get_call_invocation_ids(self, call_id: CallId) -> Iterator[InvocationId]:
+        return iter(_ids(self._engine.call_invocations(call_id.key)))
+
+    def get_invocation_ids_paginated(
+        self,
+        task_id: TaskId | None = None,
+        statuses: list[InvocationStatus] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[InvocationId]:
+        task_key = task_id.key if task_id else None
+        return _ids(self._engine.list_invocations(task_key, _statuses(statuses), limit, offset))
+
+    def count_invocations(
+        self,
+        task_id: TaskId | None = None,
+        statuses: list[InvocationStatus] | None = None,
+    ) -> int:
+        task_key = task_id.key if task_id else None
+        return self._engine.count_invocations(task_key, _statuses(statuses))
+
+    def increment_invocation_retries(self, invocation_id: InvocationId) -> None:
+        self._engine.increment_retries(invocation_id)
+
+    def get_invocation_retries(self, invocation_id: InvocationId) -> int:
+        """Retries of the invocation; 0 for an unknown one, as pynenc's backends do."""
+        try:
+            return self._engine.retries(invocation_id)
+        except InvocationNotFound:
+            return 0
+
+    def set_up_invocation_auto_purge(self, invocation_id: InvocationId) -> None:
+        self._engine.schedule_auto_purge(invocation_id)
+
+    def auto_purge(self) -> None:
+        """Forget final invocations marked ``auto_final_invocation_purge_hours`` ago.
+
+        Their wait-graph edges go with them (pynenc's ``release_waiters``).
+        """
+        hours = self.conf.auto_final_invocation_purge_hours
+        self._engine.auto_purge(_seconds_to_us(hours * 3600))
+
+    def purge(self) -> None:
+        self._engine.purge()
+
+    # ---- runners and recovery ---------------------------------------------
+
+    def register_runner_heartbeats(
+        self,
+        runner_ids: list[str],
+        can_run_atomic_service: bool = False,
+        consumed_queues: Sequence[str] | None = None,
+    ) -> None:
+        queues = None if consumed_queues is None else list(consumed_queues)
+        self._engine.register_heartbeats(list(runner_ids), can_run_atomic_service, queues)
+
+    def _get_active_runners(
+        self, timeout_seconds: float, can_run_atomic_service: bool | None = None
+    ) -> list[ActiveRunnerInfo]:
+        rows = self._engine.active_runners(_seconds_to_us(timeout_seconds), can_run_atomic_service)
+        return [
+            ActiveRunnerInfo(
+                runner_id=runner_id,
+                creation_time=from_us(creation_us),
+                last_heartbeat=from_us(heartbeat_us),
+                allow_to_run_atomic_service=allowed,
+                consumed_queues=tuple(queues),
+            )
+            for runner_id, creation_us, heartbeat_us, allowed, queues in rows
+        ]
+
+    def get_pending_invocations_for_recovery(self) -> Iterator[InvocationId]:
+        max_pending_us = _seconds_to_us(self.app.conf.max_pending_seconds)
+        return iter(_ids(self._engine.pending_for_recovery(max_pending_us)))
+
+    def _get_running_invocations_for_recovery(
+        self, timeout_seconds: float
+    ) -> Iterator[InvocationId]:
+        return iter(_ids(self._engine.running_for_recovery(_seconds_to_us(timeout_seconds))))
+
+    # ---- atomic-service executions ----------------------------------------
+
+    def record_atomic_service_execution_start(
+        self,
+        atomic_service_run: AtomicServiceRun,
+        started_at: datetime | None,
+        status: AtomicServiceExecutionStatus = AtomicServiceExecutionStatus.RUNNING,
+        reason: str = "",
+    ) -> bool:
+        """Insert the execution row; for RUNNING, at most one may be active.
+
+        Sets ``atomic_service_run.started_at`` to the stored start time. Rows that
+        are not an accepted RUNNING claim trigger a retention purge, as in pynenc.
+        """
+        accepted, started_us = self._engine.record_atomic_service_start(
+            atomic_service_run.runner_id,
+            atomic_service_run.atomic_service_run_id,
+            None if started_at is None else to_us(started_at),
+            str(status),
+            reason,
+        )
+        atomic_service_run.started_at = from_us(started_us)
+        if status != AtomicServiceExecutionStatus.RUNNING or not accepted:
+            self.purge_atomic_service_executions()
+        return accepted
+
+    def finalize_atomic_service_execution(
+        self,
+        atomic_service_run: AtomicServiceRun,
+        end_time: datetime,
+        status: AtomicServiceExecutionStatus,
+        reason: str = "",
+    ) -> None:
+        self._engine.finalize_atomic_service(
+            atomic_service_run.runner_id,
+            atomic_service_run.atomic_service_run_id,
+            to_us(end_time),
+            str(status),
+            reason,
+        )
+        self.purge_atomic_service_executions()
+
+    def get_active_atomic_service_executions(self) -> list[AtomicServiceExecution]:
+        return [_execution(r) for r in self._engine.active_atomic_service_executions()]
+
+    def get_atomic_service_executions_in_timerange(
+        self,
+        start_time: datetime,
+        end_time: datetime,
+        limit: int = 1000,
+        *,
+        runner_id: str | None = None,
+        min_duration_seconds: float = 0.0,
+    ) -> list[AtomicServiceExecution]:
+        rows = self._engine.atomic_service_executions_in_range(
+            to_us(start_time),
+            to_us(end_time),
+            limit,
+            runner_id,
+            _seconds_to_us(min_duration_seconds) if min_duration_seconds > 0 else 0,
+        )
+        return [_execution(r) for r in rows]
+
+    def purge_atomic_service_executions(self) -> int:
+        """Trim finished rows by ``atomic_service_execution_retention_minutes`` and
+        ``atomic_service_execution_max_records``; rows referenced by trigger-run
+        history and RUNNING rows are kept."""
+        retention_minutes = float(self.app.conf.atomic_service_execution_retention_minutes)
+        max_records = int(self.app.conf.atomic_service_execution_max_records)
+        protected = sorted(self.app.trigger.get_referenced_atomic_service_run_ids())
+        return self._engine.purge_atomic_service_executions(
+            _seconds_to_us(retention_minutes * 60) if retention_minutes > 0 else 0,
+            max(max_records, 0),
+            protected,
+        )
