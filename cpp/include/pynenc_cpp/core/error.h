@@ -86,7 +86,8 @@ class [[nodiscard]] Result {
   bool ok() const { return std::holds_alternative<T>(data_); }
   const T& value() const& { return std::get<T>(data_); }
   T& value() & { return std::get<T>(data_); }
-  T&& value() && { return std::get<T>(std::move(data_)); }
+  // By value, so `for (auto& x : Call().value())` never reads a destroyed temporary.
+  T value() && { return std::get<T>(std::move(data_)); }
   // OK status when a value is held.
   Status status() const { return ok() ? Status::Ok() : std::get<Status>(data_); }
 
