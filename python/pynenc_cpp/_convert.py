@@ -6,7 +6,9 @@ and identifiers as strings (``TaskId.key``, ``CallId.key``, invocation ids).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+
+from pynenc.invocation.status import InvocationStatus
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -21,5 +23,12 @@ def to_us(value: datetime) -> int:
 
 def from_us(value: int) -> datetime:
     """Inverse of ``to_us``: an aware UTC datetime."""
-    seconds, micros = divmod(value, 1_000_000)
-    return datetime.fromtimestamp(seconds, tz=UTC).replace(microsecond=micros)
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def status_from_value(value: str) -> InvocationStatus:
+    """pynenc's InvocationStatus for its string value (a dict lookup, not an Enum call)."""
+    return _STATUS_BY_VALUE[value]
+
+
+_STATUS_BY_VALUE: dict[str, InvocationStatus] = {s.value: s for s in InvocationStatus}

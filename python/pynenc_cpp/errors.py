@@ -9,10 +9,8 @@ pynenc's ``InvocationStatusTransitionError`` and ``InvocationStatusOwnershipErro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TypeVar
-
 from pynenc.exceptions import (
     InvocationStatusOwnershipError,
     InvocationStatusTransitionError,
@@ -29,35 +27,37 @@ BackendError = _core.BackendError
 BadConfig = _core.BadConfig
 InvalidArgument = _core.InvalidArgument
 
-T = TypeVar("T")
-
-
 def _status(value: str | None) -> InvocationStatus | None:
     return None if value is None else InvocationStatus(value)
 
 
-@contextmanager
-def pynenc_status_errors() -> Iterator[None]:
-    """Re-raise the engine's status-machine errors as pynenc's exception types."""
-    try:
-        yield
-    except IllegalTransition as exc:
-        raise InvocationStatusTransitionError(
+def to_pynenc_status_error(
+    exc: IllegalTransition | OwnershipViolation,
+) -> InvocationStatusTransitionError | InvocationStatusOwnershipError:
+    """pynenc's own exception for an engine status-machine error, fields filled in."""
+    if isinstance(exc, IllegalTransition):
+        return InvocationStatusTransitionError(
             from_status=_status(exc.from_status),
             to_status=InvocationStatus(exc.to_status),
             allowed_statuses=frozenset(InvocationStatus(s) for s in exc.allowed),
-        ) from exc
-    except OwnershipViolation as exc:
-        raise InvocationStatusOwnershipError(
-            from_status=InvocationStatus(exc.from_status),
-            to_status=InvocationStatus(exc.to_status),
-            current_owner=exc.current_owner,
-            attempted_owner=exc.attempted_owner,
-            reason=exc.reason,
-        ) from exc
+        )
+    return InvocationStatusOwnershipError(
+        from_status=InvocationStatus(exc.from_status),
+        to_status=InvocationStatus(exc.to_status),
+        current_owner=exc.current_owner,
+        attempted_owner=exc.attempted_owner,
+        reason=exc.reason,
+    )
 
 
-def translate_status_errors(fn: Callable[[], T]) -> T:
-    """Call ``fn`` and translate status-machine errors (see ``pynenc_status_errors``)."""
-    with pynenc_status_errors():
-        return fn()
+@contextmanager
+def pynenc_status_errors() -> Iterator[None]:
+    """Re-raise the engine's status-machine errors as pynenc's exception types.
+
+    Hot paths catch ``(IllegalTransition, OwnershipViolation)`` themselves and use
+    ``to_pynenc_status_error``, which avoids the context manager's per-call cost.
+    """
+    try:
+        yield
+    except (IllegalTransition, OwnershipViolation) as exc:
+        raise to_pynenc_status_error(exc) from exc

@@ -27,8 +27,13 @@ from pynenc.orchestrator.base_orchestrator import BaseBlockingControl, BaseOrche
 
 from pynenc_cpp import _core
 from pynenc_cpp._component import CppComponentMixin
-from pynenc_cpp._convert import from_us, to_us
-from pynenc_cpp.errors import InvocationNotFound, pynenc_status_errors
+from pynenc_cpp._convert import from_us, status_from_value, to_us
+from pynenc_cpp.errors import (
+    IllegalTransition,
+    InvocationNotFound,
+    OwnershipViolation,
+    to_pynenc_status_error,
+)
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
@@ -48,8 +53,8 @@ def _seconds_to_us(seconds: float) -> int:
 
 
 def _record(raw: _RecordTuple) -> InvocationStatusRecord:
-    status, runner_id, timestamp_us = raw
-    return InvocationStatusRecord(InvocationStatus(status), runner_id, from_us(timestamp_us))
+    value, runner_id, timestamp_us = raw
+    return InvocationStatusRecord(status_from_value(value), runner_id, from_us(timestamp_us))
 
 
 def _ids(raw: list[str]) -> list[InvocationId]:
@@ -148,14 +153,16 @@ class CppMemOrchestrator(CppComponentMixin, BaseOrchestrator):
         runner_id: str | None = None,
     ) -> InvocationStatusRecord:
         try:
-            with pynenc_status_errors():
-                return _record(self._engine.transition(invocation_id, status, runner_id))
+            raw = self._engine.transition(invocation_id, status, runner_id)
+        except (IllegalTransition, OwnershipViolation) as exc:
+            raise to_pynenc_status_error(exc) from exc
         except InvocationNotFound as exc:
             raise UnregisteredInvocationTransitionError(
                 from_status=None,
                 to_status=InvocationStatus(status),
                 allowed_statuses=frozenset({InvocationStatus.REGISTERED}),
             ) from exc
+        return _record(raw)
 
     def get_invocation_status_record(self, invocation_id: InvocationId) -> InvocationStatusRecord:
         return _record(self._engine.status_record(invocation_id))
