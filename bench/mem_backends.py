@@ -81,7 +81,9 @@ SCENARIOS: dict[str, tuple[Scenario, str]] = {
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("-n", type=int, default=5000, help="operations per run")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", choices=sorted(SCENARIOS), action="append")
@@ -99,10 +101,14 @@ def main() -> int:
             for peer, kind in (("pynenc", "pynenc"), ("pynenc-cpp", "cpp")):
                 results[name][peer].append(fn(make_app(kind), args.n))
                 done += 1
-                print(f"\r[{'#' * (30 * done // total):<30}] {done}/{total}", end="", file=sys.stderr)
+                print(
+                    f"\r[{'#' * (30 * done // total):<30}] {done}/{total}", end="", file=sys.stderr
+                )
     print(file=sys.stderr)
 
-    print(f"{'scenario':<12} {'unit':<9} {'pynenc (median)':>16} {'pynenc-cpp (median)':>20} {'ratio':>7}")
+    print(
+        f"{'scenario':<12} {'unit':<9} {'pynenc (median)':>16} {'pynenc-cpp (median)':>20} {'ratio':>7}"
+    )
     for name in names:
         unit = SCENARIOS[name][1]
         base = statistics.median(results[name]["pynenc"])

@@ -1,6 +1,7 @@
+#include "pynenc_cpp/ports/broker.h"
+
 #include "conversions.h"
 #include "init.h"
-#include "pynenc_cpp/ports/broker.h"
 
 namespace pynenc_cpp::bindings {
 
@@ -8,10 +9,7 @@ void InitBroker(py::module_& m) {
   py::class_<Broker>(m, "Broker",
                      "Queues of invocation ids by name and priority (thread-safe).\n"
                      "Higher priority first; FIFO within one priority.")
-      .def(py::init([](std::string uri, std::string app_id) {
-             return Unwrap(OpenBroker(BackendConfig{std::move(uri), std::move(app_id), nullptr}));
-           }),
-           py::arg("uri") = "memory://", py::arg("app_id") = "pynenc",
+      .def(OpenFromUri(&OpenBroker), py::arg("uri") = "memory://", py::arg("app_id") = "pynenc",
            "Opens the broker named by `uri` for `app_id`. Raises BadConfig for an unusable URI.")
       .def(
           "route",

@@ -1,17 +1,15 @@
+#include "pynenc_cpp/ports/client_data_store.h"
+
 #include "conversions.h"
 #include "init.h"
-#include "pynenc_cpp/ports/client_data_store.h"
 
 namespace pynenc_cpp::bindings {
 
 void InitClientDataStore(py::module_& m) {
   py::class_<ClientDataStore>(m, "ClientDataStore",
                               "Key -> serialized value store for large task data (thread-safe).")
-      .def(py::init([](std::string uri, std::string app_id) {
-             return Unwrap(
-                 OpenClientDataStore(BackendConfig{std::move(uri), std::move(app_id), nullptr}));
-           }),
-           py::arg("uri") = "memory://", py::arg("app_id") = "pynenc",
+      .def(OpenFromUri(&OpenClientDataStore), py::arg("uri") = "memory://",
+           py::arg("app_id") = "pynenc",
            "Opens the store named by `uri` for `app_id`. Raises BadConfig for an unusable URI.")
       .def(
           "store",

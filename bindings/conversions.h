@@ -8,11 +8,13 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "pynenc_cpp/core/error.h"
 #include "pynenc_cpp/core/ids.h"
 #include "pynenc_cpp/core/status.h"
+#include "pynenc_cpp/ports/backend_config.h"
 
 namespace pynenc_cpp::bindings {
 
@@ -52,6 +54,16 @@ auto WithoutGil(Fn&& fn) {
   return Unwrap(std::move(result));
 }
 
+// The constructor every port class exposes: (uri, app_id) -> Open<Port>(config).
+// Opening may do I/O but runs with the GIL held (pybind11 #6172: no GIL release
+// in factories).
+template <typename OpenFn>
+auto OpenFromUri(OpenFn open) {
+  return py::init([open](std::string uri, std::string app_id) {
+    return Unwrap(open(BackendConfig{std::move(uri), std::move(app_id), nullptr}));
+  });
+}
+
 // Registers the exception classes and the translator. Called once by the module.
 void InitErrors(py::module_& m);
 
@@ -59,19 +71,28 @@ void InitErrors(py::module_& m);
 
 namespace pybind11::detail {
 
+// The UTF-8 bytes of a Python str (also of a str subclass such as a StrEnum member);
+// false for anything else.
+inline bool LoadUtf8(handle src, std::string_view* out) {
+  if (!src || !PyUnicode_Check(src.ptr())) return false;
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(src.ptr(), &size);
+  if (data == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  *out = std::string_view(data, static_cast<size_t>(size));
+  return true;
+}
+
 // Engine identifiers travel as plain Python str.
 template <typename Tag>
 struct type_caster<pynenc_cpp::Id<Tag>> {
   PYBIND11_TYPE_CASTER(pynenc_cpp::Id<Tag>, const_name("str"));
   bool load(handle src, bool) {
-    if (!src || !PyUnicode_Check(src.ptr())) return false;
-    Py_ssize_t size = 0;
-    const char* data = PyUnicode_AsUTF8AndSize(src.ptr(), &size);
-    if (data == nullptr) {
-      PyErr_Clear();
-      return false;
-    }
-    value = pynenc_cpp::Id<Tag>(std::string(data, static_cast<size_t>(size)));
+    std::string_view text;
+    if (!LoadUtf8(src, &text)) return false;
+    value = pynenc_cpp::Id<Tag>(std::string(text));
     return true;
   }
   static handle cast(const pynenc_cpp::Id<Tag>& id, return_value_policy, handle) {
@@ -85,17 +106,10 @@ template <>
 struct type_caster<pynenc_cpp::InvocationStatus> {
   PYBIND11_TYPE_CASTER(pynenc_cpp::InvocationStatus, const_name("str"));
   bool load(handle src, bool) {
-    if (!src || !PyUnicode_Check(src.ptr())) return false;
-    Py_ssize_t size = 0;
-    const char* data = PyUnicode_AsUTF8AndSize(src.ptr(), &size);
-    if (data == nullptr) {
-      PyErr_Clear();
-      return false;
-    }
-    auto parsed = pynenc_cpp::ParseStatus(std::string_view(data, static_cast<size_t>(size)));
-    if (!parsed) {
-      throw value_error("unknown invocation status '" + std::string(data, size) + "'");
-    }
+    std::string_view text;
+    if (!LoadUtf8(src, &text)) return false;
+    auto parsed = pynenc_cpp::ParseStatus(text);
+    if (!parsed) throw value_error("unknown invocation status '" + std::string(text) + "'");
     value = *parsed;
     return true;
   }

@@ -7,7 +7,8 @@ namespace pynenc_cpp::bindings {
 
 void InitCore(py::module_& m) {
   m.def(
-      "status_names", [] {
+      "status_names",
+      [] {
         py::list out;
         for (InvocationStatus s : AllStatuses()) out.append(py::cast(s));
         return out;

@@ -38,16 +38,29 @@ py::object StatusOrNone(const std::optional<InvocationStatus>& s) {
 void RaiseStatus(const Status& status) {
   PyObject* cls = g_engine_error;
   switch (status.code()) {
-    case ErrorCode::kNotFound: cls = g_not_found; break;
-    case ErrorCode::kIllegalTransition: cls = g_illegal; break;
-    case ErrorCode::kOwnershipViolation: cls = g_ownership; break;
-    case ErrorCode::kBackendFailure: cls = g_backend; break;
-    case ErrorCode::kBadConfig: cls = g_bad_config; break;
-    case ErrorCode::kInvalidArgument: cls = g_invalid; break;
-    case ErrorCode::kOk: break;
+    case ErrorCode::kNotFound:
+      cls = g_not_found;
+      break;
+    case ErrorCode::kIllegalTransition:
+      cls = g_illegal;
+      break;
+    case ErrorCode::kOwnershipViolation:
+      cls = g_ownership;
+      break;
+    case ErrorCode::kBackendFailure:
+      cls = g_backend;
+      break;
+    case ErrorCode::kBadConfig:
+      cls = g_bad_config;
+      break;
+    case ErrorCode::kInvalidArgument:
+      cls = g_invalid;
+      break;
+    case ErrorCode::kOk:
+      break;
   }
-  py::object exc = py::reinterpret_steal<py::object>(
-      PyObject_CallFunction(cls, "s", status.message().c_str()));
+  py::object exc =
+      py::reinterpret_steal<py::object>(PyObject_CallFunction(cls, "s", status.message().c_str()));
   if (!exc) throw py::error_already_set();
   if (const auto& info = status.transition()) {
     exc.attr("from_status") = StatusOrNone(info->from);
@@ -65,7 +78,8 @@ void RaiseStatus(const Status& status) {
 void InitErrors(py::module_& m) {
   g_engine_error = NewClass(m, "EngineError", PyExc_Exception,
                             "Base class of every error raised by the pynenc-cpp engine.");
-  py::tuple not_found_bases = py::make_tuple(py::handle(g_engine_error), py::handle(PyExc_KeyError));
+  py::tuple not_found_bases =
+      py::make_tuple(py::handle(g_engine_error), py::handle(PyExc_KeyError));
   g_not_found = NewClass(m, "InvocationNotFound", not_found_bases.ptr(),
                          "An invocation, key or record named by the caller does not exist.");
   g_illegal = NewClass(m, "IllegalTransition", g_engine_error,

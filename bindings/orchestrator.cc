@@ -44,11 +44,8 @@ void InitOrchestrator(py::module_& m) {
       m, "Orchestrator",
       "Invocation status records and indexes, blocking control, runner heartbeats and\n"
       "atomic-service execution rows (thread-safe; every call is atomic).")
-      .def(py::init([](std::string uri, std::string app_id) {
-             return Unwrap(
-                 OpenOrchestrator(BackendConfig{std::move(uri), std::move(app_id), nullptr}));
-           }),
-           py::arg("uri") = "memory://", py::arg("app_id") = "pynenc",
+      .def(OpenFromUri(&OpenOrchestrator), py::arg("uri") = "memory://",
+           py::arg("app_id") = "pynenc",
            "Opens the orchestrator named by `uri` for `app_id`. Raises BadConfig for an "
            "unusable URI.")
       // ---- invocations ----

@@ -111,11 +111,8 @@ void InitStateBackend(py::module_& m) {
       m, "StateBackend",
       "Invocations, history, results, runner contexts and workflows of one app (thread-safe).\n"
       "Payloads are opaque strings serialized by the adapter; queried fields are indexed.")
-      .def(py::init([](std::string uri, std::string app_id) {
-             return Unwrap(
-                 OpenStateBackend(BackendConfig{std::move(uri), std::move(app_id), nullptr}));
-           }),
-           py::arg("uri") = "memory://", py::arg("app_id") = "pynenc",
+      .def(OpenFromUri(&OpenStateBackend), py::arg("uri") = "memory://",
+           py::arg("app_id") = "pynenc",
            "Opens the state backend named by `uri` for `app_id`. Raises BadConfig for an "
            "unusable URI.")
       // --- invocations

@@ -16,8 +16,7 @@ using TriggerTuple =
     std::tuple<std::string, std::string, std::vector<std::string>, std::string, OptStr>;
 // (event_id, event_code, timestamp_us, matched, triggered, emitted_by_invocation_id,
 //  emitted_by_runner_context_id)
-using MarkerTuple =
-    std::tuple<std::string, std::string, TimestampUs, bool, bool, OptStr, OptStr>;
+using MarkerTuple = std::tuple<std::string, std::string, TimestampUs, bool, bool, OptStr, OptStr>;
 
 TriggerTuple ToTuple(TriggerDefinitionRow row) {
   return {std::move(row.trigger_id), std::move(row.task_id_key), std::move(row.condition_ids),
@@ -31,15 +30,21 @@ std::tuple<std::string, std::vector<std::string>> ToTuple(StoredEvent e) {
 EventFilter MakeFilter(OptStr event_code, OptTime start_us, OptTime end_us,
                        std::optional<bool> matched, std::optional<bool> triggered,
                        OptStr emitted_by_invocation_id, OptStr emitted_by_task_id) {
-  return EventFilter{std::move(event_code), start_us,  end_us, matched, triggered,
-                     std::move(emitted_by_invocation_id), std::move(emitted_by_task_id)};
+  return EventFilter{std::move(event_code),
+                     start_us,
+                     end_us,
+                     matched,
+                     triggered,
+                     std::move(emitted_by_invocation_id),
+                     std::move(emitted_by_task_id)};
 }
 
-#define PYNENC_EVENT_FILTER_ARGS                                                   \
+#define PYNENC_EVENT_FILTER_ARGS                                                       \
   py::kw_only(), py::arg("event_code") = py::none(), py::arg("start_us") = py::none(), \
-      py::arg("end_us") = py::none(), py::arg("matched") = py::none(),                 \
-      py::arg("triggered") = py::none(), py::arg("emitted_by_invocation_id") = py::none(), \
-      py::arg("emitted_by_task_id") = py::none()
+                 py::arg("end_us") = py::none(), py::arg("matched") = py::none(),      \
+                 py::arg("triggered") = py::none(),                                    \
+                 py::arg("emitted_by_invocation_id") = py::none(),                     \
+                 py::arg("emitted_by_task_id") = py::none()
 
 void InitConditionsAndTriggers(py::class_<TriggerStore>& c) {
   c.def(
@@ -56,7 +61,8 @@ void InitConditionsAndTriggers(py::class_<TriggerStore>& c) {
           },
           py::arg("condition_id"), "The condition's JSON, or None if not registered.")
       .def(
-          "all_conditions", [](TriggerStore& s) { return WithoutGil([&] { return s.AllConditions(); }); },
+          "all_conditions",
+          [](TriggerStore& s) { return WithoutGil([&] { return s.AllConditions(); }); },
           "JSON of every condition, in registration order.")
       .def(
           "register_source_task_condition",
@@ -82,8 +88,8 @@ void InitConditionsAndTriggers(py::class_<TriggerStore>& c) {
                                      std::move(provider)};
             WithoutGil([&] { return s.RegisterTrigger(row); });
           },
-          py::arg("trigger_id"), py::arg("task_id_key"), py::arg("condition_ids"),
-          py::arg("logic"), py::arg("argument_provider_json") = py::none(),
+          py::arg("trigger_id"), py::arg("task_id_key"), py::arg("condition_ids"), py::arg("logic"),
+          py::arg("argument_provider_json") = py::none(),
           "Stores or replaces a trigger definition and links it to its conditions.")
       .def(
           "get_trigger",
@@ -173,8 +179,8 @@ void InitCronAndClaims(py::class_<TriggerStore>& c) {
 void InitEvents(py::class_<TriggerStore>& c) {
   c.def(
        "store_event",
-       [](TriggerStore& s, std::string event_id, std::string code, TimestampUs ts,
-          std::string json, bool matched, OptStr by_inv, OptStr by_task, OptStr by_ctx,
+       [](TriggerStore& s, std::string event_id, std::string code, TimestampUs ts, std::string json,
+          bool matched, OptStr by_inv, OptStr by_task, OptStr by_ctx,
           std::vector<std::string> triggered) {
          EventRow row{std::move(event_id), std::move(code),   ts,
                       std::move(json),     matched,           std::move(by_inv),
@@ -189,8 +195,8 @@ void InitEvents(py::class_<TriggerStore>& c) {
        "Stores or replaces an event; links the given triggered invocations (kept links stay).")
       .def(
           "get_event",
-          [](TriggerStore& s, std::string id)
-              -> std::optional<std::tuple<std::string, std::vector<std::string>>> {
+          [](TriggerStore& s,
+             std::string id) -> std::optional<std::tuple<std::string, std::vector<std::string>>> {
             auto e = WithoutGil([&] { return s.GetEvent(id); });
             if (!e) return std::nullopt;
             return ToTuple(std::move(*e));
@@ -223,7 +229,8 @@ void InitEvents(py::class_<TriggerStore>& c) {
           [](TriggerStore& s, TimestampUs start, TimestampUs end, OptStr code, std::string state,
              std::int64_t limit, std::int64_t offset) {
             EventMarkerState parsed = Unwrap(ParseEventMarkerState(state));
-            auto page = WithoutGil([&] { return s.EventMarkers(start, end, code, parsed, limit, offset); });
+            auto page =
+                WithoutGil([&] { return s.EventMarkers(start, end, code, parsed, limit, offset); });
             std::vector<MarkerTuple> markers;
             for (auto& m : page.markers) {
               markers.emplace_back(std::move(m.event_id), std::move(m.event_code), m.timestamp_us,
@@ -246,8 +253,8 @@ void InitEvents(py::class_<TriggerStore>& c) {
              std::string run_id) {
             WithoutGil([&] { return s.LinkTriggerRunToEvents(event_ids, inv, run_id); });
           },
-          py::arg("event_ids"), py::arg("invocation_id"), py::kw_only(),
-          py::arg("trigger_run_id"), "Links the invocation to each event once, atomically.")
+          py::arg("event_ids"), py::arg("invocation_id"), py::kw_only(), py::arg("trigger_run_id"),
+          "Links the invocation to each event once, atomically.")
       .def(
           "invocations_triggered_by_event",
           [](TriggerStore& s, std::string id) {
@@ -263,10 +270,18 @@ void InitRunsAndRetention(py::class_<TriggerStore>& c) {
           std::string logic, OptTime claimed, OptTime executed, OptStr triggered_inv,
           OptStr atomic_run, std::string json, std::vector<std::string> event_ids,
           std::vector<std::string> source_ids, std::vector<std::string> valid_ids) {
-         TriggerRunRow row{std::move(run_id),     std::move(trigger_id), std::move(task_key),
-                           std::move(logic),      claimed,               executed,
-                           std::move(triggered_inv), std::move(atomic_run), std::move(json),
-                           std::move(event_ids),  std::move(source_ids), std::move(valid_ids)};
+         TriggerRunRow row{std::move(run_id),
+                           std::move(trigger_id),
+                           std::move(task_key),
+                           std::move(logic),
+                           claimed,
+                           executed,
+                           std::move(triggered_inv),
+                           std::move(atomic_run),
+                           std::move(json),
+                           std::move(event_ids),
+                           std::move(source_ids),
+                           std::move(valid_ids)};
          WithoutGil([&] { return s.StoreTriggerRun(row); });
        },
        py::arg("trigger_run_id"), py::arg("trigger_id"), py::arg("task_id_key"), py::arg("logic"),
@@ -282,7 +297,9 @@ void InitRunsAndRetention(py::class_<TriggerStore>& c) {
           py::arg("trigger_run_id"), "The run's JSON, or None.")
       .def(
           "runs_for_event",
-          [](TriggerStore& s, std::string id) { return WithoutGil([&] { return s.RunsForEvent(id); }); },
+          [](TriggerStore& s, std::string id) {
+            return WithoutGil([&] { return s.RunsForEvent(id); });
+          },
           py::arg("event_id"), "JSON of the runs referencing the event, by run time.")
       .def(
           "runs_for_invocation",
@@ -295,7 +312,8 @@ void InitRunsAndRetention(py::class_<TriggerStore>& c) {
           [](TriggerStore& s, std::string id) {
             return WithoutGil([&] { return s.RunsSourcedByInvocation(id); });
           },
-          py::arg("invocation_id"), "JSON of the runs with the invocation as a source, by run time.")
+          py::arg("invocation_id"),
+          "JSON of the runs with the invocation as a source, by run time.")
       .def(
           "runs_for_valid_condition",
           [](TriggerStore& s, std::string id) {
@@ -314,11 +332,15 @@ void InitRunsAndRetention(py::class_<TriggerStore>& c) {
           "JSON of the runs whose time (executed_at, else claimed_at) is in the window.")
       .def(
           "referenced_atomic_service_run_ids",
-          [](TriggerStore& s) { return WithoutGil([&] { return s.ReferencedAtomicServiceRunIds(); }); },
+          [](TriggerStore& s) {
+            return WithoutGil([&] { return s.ReferencedAtomicServiceRunIds(); });
+          },
           "Distinct atomic_service_run_id values of the stored runs, sorted.")
       .def(
           "age_purge_events",
-          [](TriggerStore& s, TimestampUs t) { return WithoutGil([&] { return s.AgePurgeEvents(t); }); },
+          [](TriggerStore& s, TimestampUs t) {
+            return WithoutGil([&] { return s.AgePurgeEvents(t); });
+          },
           py::arg("threshold_us"), "Deletes events older than the threshold; returns their ids.")
       .def(
           "age_purge_trigger_runs",
@@ -328,7 +350,9 @@ void InitRunsAndRetention(py::class_<TriggerStore>& c) {
           py::arg("threshold_us"), "Deletes runs older than the threshold; returns the count.")
       .def(
           "cap_purge_events",
-          [](TriggerStore& s, std::int64_t n) { return WithoutGil([&] { return s.CapPurgeEvents(n); }); },
+          [](TriggerStore& s, std::int64_t n) {
+            return WithoutGil([&] { return s.CapPurgeEvents(n); });
+          },
           py::arg("max_records"), "Keeps the newest max_records events; returns deleted ids.")
       .def(
           "cap_purge_trigger_runs",
@@ -353,11 +377,9 @@ void InitTrigger(py::module_& m) {
                              "Durable state of pynenc's trigger component (thread-safe):\n"
                              "conditions, triggers, valid conditions, cron times, claims,\n"
                              "events and trigger runs. Payloads are pynenc's JSON strings.");
-  c.def(py::init([](std::string uri, std::string app_id) {
-          return Unwrap(OpenTriggerStore(BackendConfig{std::move(uri), std::move(app_id), nullptr}));
-        }),
-        py::arg("uri") = "memory://", py::arg("app_id") = "pynenc",
-        "Opens the trigger store named by `uri` for `app_id`. Raises BadConfig for an unusable URI.");
+  c.def(
+      OpenFromUri(&OpenTriggerStore), py::arg("uri") = "memory://", py::arg("app_id") = "pynenc",
+      "Opens the trigger store named by `uri` for `app_id`. Raises BadConfig for an unusable URI.");
   InitConditionsAndTriggers(c);
   InitCronAndClaims(c);
   InitEvents(c);

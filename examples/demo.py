@@ -18,9 +18,11 @@ from demo_tasks import add, app, fibonacci, sum_of_squares, word_count  # noqa: 
 
 
 def main() -> int:
-    print(f"components: {type(app.broker).__name__}, {type(app.orchestrator).__name__}, "
-          f"{type(app.state_backend).__name__}, {type(app.trigger).__name__}, "
-          f"{type(app.client_data_store).__name__}")
+    print(
+        f"components: {type(app.broker).__name__}, {type(app.orchestrator).__name__}, "
+        f"{type(app.state_backend).__name__}, {type(app.trigger).__name__}, "
+        f"{type(app.client_data_store).__name__}"
+    )
     runner = threading.Thread(target=app.runner.run, daemon=True)
     runner.start()
     try:
@@ -28,8 +30,11 @@ def main() -> int:
         checks = [
             ("add(2, 3)", add(2, 3), 5),
             ("fibonacci(30)", fibonacci(30), 832040),
-            ("word_count('the cat and the hat')", word_count("the cat and the hat"),
-             {"the": 2, "cat": 1, "and": 1, "hat": 1}),
+            (
+                "word_count('the cat and the hat')",
+                word_count("the cat and the hat"),
+                {"the": 2, "cat": 1, "and": 1, "hat": 1},
+            ),
             ("sum_of_squares(10)", sum_of_squares(10), 385),
         ]
         ok = True

@@ -372,8 +372,8 @@ TEST_F(MemTriggerStoreTest, EventMarkersWindowStateAndPaging) {
   ASSERT_TRUE(store_->StoreEvent(Event("outside", kStart + 100, "x")).ok());
   ASSERT_TRUE(store_->LinkTriggerRunToEvents({"c"}, "inv", "r").ok());
 
-  auto all = store_->EventMarkers(kStart, kStart + 3, std::nullopt, EventMarkerState::kAll, 10, 0)
-                 .value();
+  auto all =
+      store_->EventMarkers(kStart, kStart + 3, std::nullopt, EventMarkerState::kAll, 10, 0).value();
   ASSERT_EQ(all.markers.size(), 3u);
   EXPECT_EQ(all.total, 3);
   EXPECT_FALSE(all.truncated);
@@ -382,8 +382,8 @@ TEST_F(MemTriggerStoreTest, EventMarkersWindowStateAndPaging) {
   EXPECT_EQ(all.markers[0].emitted_by_runner_context_id, "ctx");
   EXPECT_TRUE(all.markers[2].triggered);
 
-  auto page = store_->EventMarkers(kStart, kStart + 3, std::nullopt, EventMarkerState::kAll, 1, 1)
-                  .value();
+  auto page =
+      store_->EventMarkers(kStart, kStart + 3, std::nullopt, EventMarkerState::kAll, 1, 1).value();
   ASSERT_EQ(page.markers.size(), 1u);
   EXPECT_EQ(page.markers[0].event_id, "b");
   EXPECT_EQ(page.total, 3);
@@ -458,8 +458,8 @@ TEST_F(MemTriggerStoreTest, TriggerRunsInTimeRange) {
   for (const auto& r : {r1, r2, r3, r4}) ASSERT_TRUE(store_->StoreTriggerRun(r).ok());
 
   auto in = [&](TriggerRunFilter f) { return store_->RunsInTimeRange(f).value(); };
-  TriggerRunFilter all{std::numeric_limits<TimestampUs>::min(),
-                       std::numeric_limits<TimestampUs>::max(), {}, {}, {}};
+  TriggerRunFilter all{
+      std::numeric_limits<TimestampUs>::min(), std::numeric_limits<TimestampUs>::max(), {}, {}, {}};
   EXPECT_EQ(in(all), (std::vector<std::string>{"run:r1", "run:r2", "run:r3"}));
   EXPECT_EQ(in({kStart + 10, kStart + 20, {}, {}, {}}),
             (std::vector<std::string>{"run:r1", "run:r2"}));

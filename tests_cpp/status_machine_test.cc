@@ -38,10 +38,16 @@ const std::map<std::optional<S>, std::set<S>>& ExpectedTransitions() {
 const std::set<S> kRequires = {S::kPending, S::kRunning, S::kPaused};
 const std::set<S> kAcquires = {S::kPending};
 const std::set<S> kOverrides = {S::kPendingRecovery, S::kRunningRecovery};
-const std::set<S> kReleases = {S::kRegistered, S::kConcurrencyControlled,
-                               S::kConcurrencyControlledFinal, S::kRerouted,
-                               S::kPendingRecovery, S::kRunningRecovery, S::kKilled,
-                               S::kRetry, S::kSuccess, S::kFailed};
+const std::set<S> kReleases = {S::kRegistered,
+                               S::kConcurrencyControlled,
+                               S::kConcurrencyControlledFinal,
+                               S::kRerouted,
+                               S::kPendingRecovery,
+                               S::kRunningRecovery,
+                               S::kKilled,
+                               S::kRetry,
+                               S::kSuccess,
+                               S::kFailed};
 const std::set<S> kFinal = {S::kSuccess, S::kFailed, S::kConcurrencyControlledFinal};
 const std::set<S> kAvailable = {S::kRegistered, S::kRerouted, S::kRetry};
 

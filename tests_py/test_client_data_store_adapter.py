@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from pynenc import Pynenc
-
 from pynenc_cpp import CppMemClientDataStore, InvocationNotFound
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 from pynenc import Pynenc, PynencBuilder
-
 from pynenc_cpp import BadConfig, _core
 
 
 def test_unknown_scheme_names_the_uri() -> None:
-    app = PynencBuilder().app_id("bad-uri").cpp_mem().custom_config(cpp_backend_uri="ftp://x").build()
+    app = (
+        PynencBuilder().app_id("bad-uri").cpp_mem().custom_config(cpp_backend_uri="ftp://x").build()
+    )
     with pytest.raises(BadConfig, match="ftp://x"):
         _ = app.broker
 

@@ -12,7 +12,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_demo_prints_correct_results() -> None:
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "demo.py")],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     lines = out.stdout.splitlines()

@@ -11,6 +11,7 @@ import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import pynenc_cpp
 import pytest
 from pynenc import Pynenc, PynencBuilder
 from pynenc.exceptions import (
@@ -25,8 +26,6 @@ from pynenc.orchestrator.atomic_service import (
     AtomicServiceRun,
 )
 from pynenc.runner.runner_context import RunnerContext
-
-import pynenc_cpp
 from pynenc_cpp import _core
 from pynenc_cpp.orchestrator import (
     CppMemBlockingControl,
@@ -208,9 +207,9 @@ def test_queries_by_arguments_status_and_pages(orch: CppMemOrchestrator, tasks: 
     assert set(orch.get_existing_invocations(add, None, [S.REGISTERED])) == {
         invs[i].invocation_id for i in (0, 2, 3)
     }
-    assert orch.filter_by_status(
-        [i.invocation_id for i in invs], frozenset({S.PENDING})
-    ) == [invs[1].invocation_id]
+    assert orch.filter_by_status([i.invocation_id for i in invs], frozenset({S.PENDING})) == [
+        invs[1].invocation_id
+    ]
     assert orch.filter_final([i.invocation_id for i in invs]) == []
 
     page = orch.get_invocation_ids_paginated(limit=2)
@@ -305,9 +304,12 @@ def test_atomic_service_records(app: Pynenc, orch: CppMemOrchestrator) -> None:
         start - timedelta(seconds=1), datetime.now(UTC), min_duration_seconds=1.5
     )
     assert [e.atomic_service_run_id for e in longer] == ["run-1"]
-    assert orch.get_atomic_service_executions_in_timerange(
-        start, datetime.now(UTC), runner_id="nobody"
-    ) == []
+    assert (
+        orch.get_atomic_service_executions_in_timerange(
+            start, datetime.now(UTC), runner_id="nobody"
+        )
+        == []
+    )
 
     app.conf.atomic_service_execution_retention_minutes = 0.1  # 6 s
     app.conf.atomic_service_execution_max_records = 0

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pynenc_cpp
 import pytest
 from pynenc import PynencBuilder
 from pynenc.broker.base_broker import BaseBroker
@@ -17,8 +18,6 @@ from pynenc.client_data_store.base_client_data_store import BaseClientDataStore
 from pynenc.orchestrator.base_orchestrator import BaseOrchestrator
 from pynenc.state_backend.base_state_backend import BaseStateBackend
 from pynenc.trigger.base_trigger import BaseTrigger
-
-import pynenc_cpp
 from pynenc_cpp import _core
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,9 +63,23 @@ def test_wheel_installs_and_imports_in_a_fresh_virtualenv(tmp_path: Path) -> Non
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     dist = tmp_path / "dist"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(dist), "-C", f"build-dir={tmp_path / 'build'}", str(ROOT)],
-        check=True, env=env, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(dist),
+            "-C",
+            f"build-dir={tmp_path / 'build'}",
+            str(ROOT),
+        ],
+        check=True,
+        env=env,
+        timeout=900,
     )
     wheels = list(dist.glob("pynenc_cpp-*.whl"))
     assert len(wheels) == 1, wheels
@@ -74,8 +87,9 @@ def test_wheel_installs_and_imports_in_a_fresh_virtualenv(tmp_path: Path) -> Non
     base_python = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base_python, "-m", "venv", str(venv)], check=True, env=env, timeout=120)
     py = str(venv / "bin" / "python")
-    subprocess.run([py, "-m", "pip", "install", "-q", str(wheels[0])], check=True, env=env,
-                   timeout=600)
+    subprocess.run(
+        [py, "-m", "pip", "install", "-q", str(wheels[0])], check=True, env=env, timeout=600
+    )
     script = (
         "import pynenc_cpp, sys\n"
         "from pynenc import PynencBuilder\n"
@@ -85,6 +99,13 @@ def test_wheel_installs_and_imports_in_a_fresh_virtualenv(tmp_path: Path) -> Non
         "b.route_invocation('inv-1', b.conf.queues[0], 0.0)\n"
         "print(pynenc_cpp.__version__, type(b).__name__, b.retrieve_invocation())\n"
     )
-    out = subprocess.run([py, "-c", script], check=True, env=env, capture_output=True,
-                         text=True, cwd=tmp_path, timeout=120)
+    out = subprocess.run(
+        [py, "-c", script],
+        check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert out.stdout.split() == [pynenc_cpp.__version__, "CppMemBroker", "inv-1"]

@@ -11,6 +11,7 @@ import pytest
 from pynenc import Pynenc, PynencBuilder
 from pynenc.identifiers.task_id import TaskId
 from pynenc.invocation.status import InvocationStatus
+from pynenc.models.trigger_definition_dto import TriggerDefinitionDTO
 from pynenc.trigger.arguments import create_argument_filter
 from pynenc.trigger.base_trigger import BaseTrigger
 from pynenc.trigger.conditions import (
@@ -28,8 +29,6 @@ from pynenc.trigger.monitoring import (
     TriggerRunParticipant,
     TriggerRunRecord,
 )
-from pynenc.models.trigger_definition_dto import TriggerDefinitionDTO
-
 from pynenc_cpp import InvalidArgument
 from pynenc_cpp.trigger import CppMemTrigger
 

@@ -1,53 +1,82 @@
 """
 pynenc-cpp engine bindings (private; use the pynenc_cpp package).
 """
+
 from __future__ import annotations
+
 import collections.abc
 import typing
-__all__: list[str] = ['BackendError', 'BadConfig', 'Broker', 'ClientDataStore', 'EngineError', 'IllegalTransition', 'InvalidArgument', 'InvocationNotFound', 'Orchestrator', 'OwnershipViolation', 'StateBackend', 'TriggerStore', 'apply_transition', 'status_names', 'status_table']
+
+__all__: list[str] = [
+    "BackendError",
+    "BadConfig",
+    "Broker",
+    "ClientDataStore",
+    "EngineError",
+    "IllegalTransition",
+    "InvalidArgument",
+    "InvocationNotFound",
+    "Orchestrator",
+    "OwnershipViolation",
+    "StateBackend",
+    "TriggerStore",
+    "apply_transition",
+    "status_names",
+    "status_table",
+]
+
 class EngineError(Exception):
     """
     Base class of every error raised by the pynenc-cpp engine.
     """
+
 class InvocationNotFound(EngineError, KeyError):
     """
     An invocation, key or record named by the caller does not exist.
     """
+
 class IllegalTransition(EngineError):
     """
     The invocation status machine forbids this transition.
     """
+
     from_status: str | None
     to_status: str
     allowed: list[str]
     reason: str
+
 class OwnershipViolation(EngineError):
     """
     The status machine's runner-ownership rules forbid this change.
     """
+
     from_status: str
     to_status: str
     current_owner: str | None
     attempted_owner: str | None
     reason: str
+
 class BackendError(EngineError, RuntimeError):
     """
     The storage backend failed (I/O, server, corrupt data).
     """
+
 class BadConfig(EngineError, ValueError):
     """
     A configuration value is missing, malformed or unsupported.
     """
+
 class InvalidArgument(EngineError, ValueError):
     """
     An argument is out of range or malformed.
     """
+
 class Broker:
     """
     Queues of invocation ids by name and priority (thread-safe).
     Higher priority first; FIFO within one priority.
     """
-    def __init__(self, uri: str = 'memory://', app_id: str = 'pynenc') -> None:
+    def __init__(self, uri: str = "memory://", app_id: str = "pynenc") -> None:
         """
         Opens the broker named by `uri` for `app_id`. Raises BadConfig for an unusable URI.
         """
@@ -63,20 +92,28 @@ class Broker:
         """
         Drops every queued id.
         """
-    def retrieve(self, queue: str, timeout_seconds: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> str | None:
+    def retrieve(
+        self, queue: str, timeout_seconds: typing.SupportsFloat | typing.SupportsIndex = 0.0
+    ) -> str | None:
         """
         Pops the next id of `queue`, waiting up to `timeout_seconds` (GIL released) for one.
         Returns None if nothing arrived in time or interrupt() was called.
         """
-    def route(self, invocation_ids: collections.abc.Sequence[str], queue: str, priority: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> None:
+    def route(
+        self,
+        invocation_ids: collections.abc.Sequence[str],
+        queue: str,
+        priority: typing.SupportsFloat | typing.SupportsIndex = 0.0,
+    ) -> None:
         """
         Appends the ids, in order, to `queue` at `priority`; wakes waiting retrievers.
         """
+
 class ClientDataStore:
     """
     Key -> serialized value store for large task data (thread-safe).
     """
-    def __init__(self, uri: str = 'memory://', app_id: str = 'pynenc') -> None:
+    def __init__(self, uri: str = "memory://", app_id: str = "pynenc") -> None:
         """
         Opens the store named by `uri` for `app_id`. Raises BadConfig for an unusable URI.
         """
@@ -92,12 +129,13 @@ class ClientDataStore:
         """
         Stores `value` under `key`, replacing any old value.
         """
+
 class Orchestrator:
     """
     Invocation status records and indexes, blocking control, runner heartbeats and
     atomic-service execution rows (thread-safe; every call is atomic).
     """
-    def __init__(self, uri: str = 'memory://', app_id: str = 'pynenc') -> None:
+    def __init__(self, uri: str = "memory://", app_id: str = "pynenc") -> None:
         """
         Opens the orchestrator named by `uri` for `app_id`. Raises BadConfig for an unusable URI.
         """
@@ -105,11 +143,22 @@ class Orchestrator:
         """
         Running executions, most recently started first.
         """
-    def active_runners(self, timeout_us: typing.SupportsInt | typing.SupportsIndex, can_run_atomic_service: bool | None = None) -> list:
+    def active_runners(
+        self,
+        timeout_us: typing.SupportsInt | typing.SupportsIndex,
+        can_run_atomic_service: bool | None = None,
+    ) -> list:
         """
         Runners with a heartbeat within timeout_us, by creation time then id.
         """
-    def atomic_service_executions_in_range(self, start_us: typing.SupportsInt | typing.SupportsIndex, end_us: typing.SupportsInt | typing.SupportsIndex, limit: typing.SupportsInt | typing.SupportsIndex = 1000, runner_id: str | None = None, min_duration_us: typing.SupportsInt | typing.SupportsIndex = 0) -> list:
+    def atomic_service_executions_in_range(
+        self,
+        start_us: typing.SupportsInt | typing.SupportsIndex,
+        end_us: typing.SupportsInt | typing.SupportsIndex,
+        limit: typing.SupportsInt | typing.SupportsIndex = 1000,
+        runner_id: str | None = None,
+        min_duration_us: typing.SupportsInt | typing.SupportsIndex = 0,
+    ) -> list:
         """
         Executions overlapping [start_us, end_us], most recently started first.
         """
@@ -117,7 +166,9 @@ class Orchestrator:
         """
         Forgets every invocation marked at or before now - older_than_us; returns their ids.
         """
-    def blocking_invocations(self, max_num_invocations: typing.SupportsInt | typing.SupportsIndex) -> list[str]:
+    def blocking_invocations(
+        self, max_num_invocations: typing.SupportsInt | typing.SupportsIndex
+    ) -> list[str]:
         """
         Up to max_num_invocations ids waited on, not waiting, available to run; oldest first.
         """
@@ -125,20 +176,36 @@ class Orchestrator:
         """
         Every invocation of a call, in registration order.
         """
-    def count_invocations(self, task_key: str | None = None, statuses: collections.abc.Sequence[str] = []) -> int:
+    def count_invocations(
+        self, task_key: str | None = None, statuses: collections.abc.Sequence[str] = []
+    ) -> int:
         """
         Number of matching invocations.
         """
-    def existing_invocations(self, task_key: str, key_arguments: collections.abc.Mapping[str, str], statuses: collections.abc.Sequence[str]) -> list[str]:
+    def existing_invocations(
+        self,
+        task_key: str,
+        key_arguments: collections.abc.Mapping[str, str],
+        statuses: collections.abc.Sequence[str],
+    ) -> list[str]:
         """
         Invocations of a task matching every key argument and any of `statuses`
         (empty: no filter), in registration order.
         """
-    def filter_by_status(self, invocation_ids: collections.abc.Sequence[str], statuses: collections.abc.Sequence[str]) -> list[str]:
+    def filter_by_status(
+        self, invocation_ids: collections.abc.Sequence[str], statuses: collections.abc.Sequence[str]
+    ) -> list[str]:
         """
         The ids whose status is in `statuses`, in input order; unknown ids left out.
         """
-    def finalize_atomic_service(self, runner_id: str, run_id: str, end_us: typing.SupportsInt | typing.SupportsIndex, status: str, reason: str = '') -> None:
+    def finalize_atomic_service(
+        self,
+        runner_id: str,
+        run_id: str,
+        end_us: typing.SupportsInt | typing.SupportsIndex,
+        status: str,
+        reason: str = "",
+    ) -> None:
         """
         Moves a running execution to a terminal status (first finalisation wins).
         """
@@ -146,16 +213,26 @@ class Orchestrator:
         """
         Adds one retry. Raises InvocationNotFound for an unknown id.
         """
-    def index_arguments(self, invocation_id: str, serialized_arguments: collections.abc.Mapping[str, str]) -> None:
+    def index_arguments(
+        self, invocation_id: str, serialized_arguments: collections.abc.Mapping[str, str]
+    ) -> None:
         """
         Indexes the serialized arguments of a registered invocation.
         """
-    def list_invocations(self, task_key: str | None = None, statuses: collections.abc.Sequence[str] = [], limit: typing.SupportsInt | typing.SupportsIndex = 100, offset: typing.SupportsInt | typing.SupportsIndex = 0) -> list[str]:
+    def list_invocations(
+        self,
+        task_key: str | None = None,
+        statuses: collections.abc.Sequence[str] = [],
+        limit: typing.SupportsInt | typing.SupportsIndex = 100,
+        offset: typing.SupportsInt | typing.SupportsIndex = 0,
+    ) -> list[str]:
         """
         A page of matching invocations, newest status first. Raises InvalidArgument for a
         negative limit or offset.
         """
-    def pending_for_recovery(self, max_pending_us: typing.SupportsInt | typing.SupportsIndex) -> list[str]:
+    def pending_for_recovery(
+        self, max_pending_us: typing.SupportsInt | typing.SupportsIndex
+    ) -> list[str]:
         """
         PENDING invocations older than max_pending_us.
         """
@@ -163,22 +240,43 @@ class Orchestrator:
         """
         Forgets every invocation, wait edge, runner and execution.
         """
-    def purge_atomic_service_executions(self, retention_us: typing.SupportsInt | typing.SupportsIndex, max_records: typing.SupportsInt | typing.SupportsIndex, protected_run_ids: collections.abc.Sequence[str] = []) -> int:
+    def purge_atomic_service_executions(
+        self,
+        retention_us: typing.SupportsInt | typing.SupportsIndex,
+        max_records: typing.SupportsInt | typing.SupportsIndex,
+        protected_run_ids: collections.abc.Sequence[str] = [],
+    ) -> int:
         """
         Drops finished executions by age and count, sparing protected run ids; returns
         how many were dropped.
         """
-    def record_atomic_service_start(self, runner_id: str, run_id: str, started_at_us: typing.SupportsInt | typing.SupportsIndex | None, status: str = 'running', reason: str = '') -> tuple[bool, int]:
+    def record_atomic_service_start(
+        self,
+        runner_id: str,
+        run_id: str,
+        started_at_us: typing.SupportsInt | typing.SupportsIndex | None,
+        status: str = "running",
+        reason: str = "",
+    ) -> tuple[bool, int]:
         """
         Inserts an execution row; for 'running' at most one may be active.
         Returns (accepted, started_at_us).
         """
-    def register(self, invocations: collections.abc.Sequence[tuple[str, str, str]], runner_id: str | None = None) -> tuple:
+    def register(
+        self,
+        invocations: collections.abc.Sequence[tuple[str, str, str]],
+        runner_id: str | None = None,
+    ) -> tuple:
         """
         Registers (invocation_id, task_key, call_key) triples not yet known as REGISTERED
         owned by `runner_id`; known ids are untouched. Returns the REGISTERED record.
         """
-    def register_heartbeats(self, runner_ids: collections.abc.Sequence[str], can_run_atomic_service: bool = False, consumed_queues: collections.abc.Sequence[str] | None = None) -> None:
+    def register_heartbeats(
+        self,
+        runner_ids: collections.abc.Sequence[str],
+        can_run_atomic_service: bool = False,
+        consumed_queues: collections.abc.Sequence[str] | None = None,
+    ) -> None:
         """
         Creates or refreshes runner heartbeats (one timestamp for the batch).
         """
@@ -190,7 +288,9 @@ class Orchestrator:
         """
         The retry count. Raises InvocationNotFound for an unknown id.
         """
-    def running_for_recovery(self, timeout_us: typing.SupportsInt | typing.SupportsIndex) -> list[str]:
+    def running_for_recovery(
+        self, timeout_us: typing.SupportsInt | typing.SupportsIndex
+    ) -> list[str]:
         """
         RUNNING invocations whose owner has no heartbeat within timeout_us.
         """
@@ -211,25 +311,34 @@ class Orchestrator:
         Atomically validates and applies a status transition; returns the new record.
         Raises InvocationNotFound, IllegalTransition or OwnershipViolation.
         """
-    def waiting_for_results(self, caller_invocation_id: str, result_invocation_ids: collections.abc.Sequence[str]) -> None:
+    def waiting_for_results(
+        self, caller_invocation_id: str, result_invocation_ids: collections.abc.Sequence[str]
+    ) -> None:
         """
         Records that the caller waits for each of the result invocations.
         """
+
 class StateBackend:
     """
     Invocations, history, results, runner contexts and workflows of one app (thread-safe).
     Payloads are opaque strings serialized by the adapter; queried fields are indexed.
     """
     @staticmethod
-    def discover_app_infos(uri: str = 'memory://') -> dict:
+    def discover_app_infos(uri: str = "memory://") -> dict:
         """
         {app_id: app_info_json} of every app registered in the storage named by `uri`.
         """
-    def __init__(self, uri: str = 'memory://', app_id: str = 'pynenc') -> None:
+    def __init__(self, uri: str = "memory://", app_id: str = "pynenc") -> None:
         """
         Opens the state backend named by `uri` for `app_id`. Raises BadConfig for an unusable URI.
         """
-    def add_histories(self, invocation_ids: collections.abc.Sequence[str], timestamp_us: typing.SupportsInt | typing.SupportsIndex, status: str, history_json: str) -> None:
+    def add_histories(
+        self,
+        invocation_ids: collections.abc.Sequence[str],
+        timestamp_us: typing.SupportsInt | typing.SupportsIndex,
+        status: str,
+        history_json: str,
+    ) -> None:
         """
         Adds one history entry to each id; same (id, timestamp, status) replaces the JSON.
         """
@@ -270,12 +379,23 @@ class StateBackend:
         """
         The serialized value under (workflow_id, key); raises InvocationNotFound if none.
         """
-    def history_in_range(self, start_us: typing.SupportsInt | typing.SupportsIndex, end_us: typing.SupportsInt | typing.SupportsIndex, after: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex] | None = None, batch_size: typing.SupportsInt | typing.SupportsIndex = 100) -> tuple[list[str], tuple[int, int] | None]:
+    def history_in_range(
+        self,
+        start_us: typing.SupportsInt | typing.SupportsIndex,
+        end_us: typing.SupportsInt | typing.SupportsIndex,
+        after: tuple[
+            typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex
+        ]
+        | None = None,
+        batch_size: typing.SupportsInt | typing.SupportsIndex = 100,
+    ) -> tuple[list[str], tuple[int, int] | None]:
         """
         One page of history JSON with start_us <= timestamp <= end_us, ordered by time:
         returns (jsons, cursor); pass cursor back as `after` for the next page (None: done).
         """
-    def invocation_ids_by_workflow(self, workflow_id: str | None = None, workflow_type: str | None = None) -> list[str]:
+    def invocation_ids_by_workflow(
+        self, workflow_id: str | None = None, workflow_type: str | None = None
+    ) -> list[str]:
         """
         Ids of invocations in a workflow, narrowed by the filters given (None/'' = any).
         """
@@ -283,7 +403,13 @@ class StateBackend:
         """
         Ids created by event `parent_event_id`, in first-upsert order.
         """
-    def invocations_in_range(self, start_us: typing.SupportsInt | typing.SupportsIndex, end_us: typing.SupportsInt | typing.SupportsIndex, after: str | None = None, batch_size: typing.SupportsInt | typing.SupportsIndex = 100) -> list[str]:
+    def invocations_in_range(
+        self,
+        start_us: typing.SupportsInt | typing.SupportsIndex,
+        end_us: typing.SupportsInt | typing.SupportsIndex,
+        after: str | None = None,
+        batch_size: typing.SupportsInt | typing.SupportsIndex = 100,
+    ) -> list[str]:
         """
         Up to batch_size distinct ids with history in [start_us, end_us], ascending, > after.
         """
@@ -311,11 +437,21 @@ class StateBackend:
         """
         Registers the app info JSON under `app_id` for discovery.
         """
-    def store_runner_context(self, runner_id: str, runner_cls: str, parent_runner_id: str | None, pid: typing.SupportsInt | typing.SupportsIndex, hostname: str, thread_id: typing.SupportsInt | typing.SupportsIndex) -> None:
+    def store_runner_context(
+        self,
+        runner_id: str,
+        runner_cls: str,
+        parent_runner_id: str | None,
+        pid: typing.SupportsInt | typing.SupportsIndex,
+        hostname: str,
+        thread_id: typing.SupportsInt | typing.SupportsIndex,
+    ) -> None:
         """
         Inserts or replaces the runner context `runner_id`.
         """
-    def store_workflow_run(self, workflow_id: str, workflow_type: str, parent_workflow_id: str | None = None) -> None:
+    def store_workflow_run(
+        self, workflow_id: str, workflow_type: str, parent_workflow_id: str | None = None
+    ) -> None:
         """
         Inserts or replaces the workflow run `workflow_id`.
         """
@@ -342,21 +478,26 @@ class StateBackend:
         """
         Distinct workflow type keys of the stored runs, ascending.
         """
+
 class TriggerStore:
     """
     Durable state of pynenc's trigger component (thread-safe):
     conditions, triggers, valid conditions, cron times, claims,
     events and trigger runs. Payloads are pynenc's JSON strings.
     """
-    def __init__(self, uri: str = 'memory://', app_id: str = 'pynenc') -> None:
+    def __init__(self, uri: str = "memory://", app_id: str = "pynenc") -> None:
         """
         Opens the trigger store named by `uri` for `app_id`. Raises BadConfig for an unusable URI.
         """
-    def age_purge_events(self, threshold_us: typing.SupportsInt | typing.SupportsIndex) -> list[str]:
+    def age_purge_events(
+        self, threshold_us: typing.SupportsInt | typing.SupportsIndex
+    ) -> list[str]:
         """
         Deletes events older than the threshold; returns their ids.
         """
-    def age_purge_trigger_runs(self, threshold_us: typing.SupportsInt | typing.SupportsIndex) -> int:
+    def age_purge_trigger_runs(
+        self, threshold_us: typing.SupportsInt | typing.SupportsIndex
+    ) -> int:
         """
         Deletes runs older than the threshold; returns the count.
         """
@@ -376,7 +517,11 @@ class TriggerStore:
         """
         Deletes runs referencing any of the events; returns the count.
         """
-    def claim_trigger_run(self, trigger_run_id: str, expiration_seconds: typing.SupportsInt | typing.SupportsIndex = 60) -> bool:
+    def claim_trigger_run(
+        self,
+        trigger_run_id: str,
+        expiration_seconds: typing.SupportsInt | typing.SupportsIndex = 60,
+    ) -> bool:
         """
         True if this caller now holds the claim (until now + expiration_seconds);
         False while another unexpired claim exists.
@@ -389,12 +534,24 @@ class TriggerStore:
         """
         Removes the named valid conditions (unknown ignored).
         """
-    def conditions_sourced_from_task(self, task_id_key: str, context_type: str | None = None) -> list[str]:
+    def conditions_sourced_from_task(
+        self, task_id_key: str, context_type: str | None = None
+    ) -> list[str]:
         """
         JSON of the registered conditions watching the task, optionally only those of
         one context type name.
         """
-    def count_events(self, *, event_code: str | None = None, start_us: typing.SupportsInt | typing.SupportsIndex | None = None, end_us: typing.SupportsInt | typing.SupportsIndex | None = None, matched: bool | None = None, triggered: bool | None = None, emitted_by_invocation_id: str | None = None, emitted_by_task_id: str | None = None) -> int:
+    def count_events(
+        self,
+        *,
+        event_code: str | None = None,
+        start_us: typing.SupportsInt | typing.SupportsIndex | None = None,
+        end_us: typing.SupportsInt | typing.SupportsIndex | None = None,
+        matched: bool | None = None,
+        triggered: bool | None = None,
+        emitted_by_invocation_id: str | None = None,
+        emitted_by_task_id: str | None = None,
+    ) -> int:
         """
         Number of events matching the filters of get_events.
         """
@@ -402,7 +559,16 @@ class TriggerStore:
         """
         Distinct event codes, sorted.
         """
-    def event_markers(self, start_us: typing.SupportsInt | typing.SupportsIndex, end_us: typing.SupportsInt | typing.SupportsIndex, *, event_code: str | None = None, state: str = 'all', limit: typing.SupportsInt | typing.SupportsIndex = 1000, offset: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[list[tuple[str, str, int, bool, bool, str | None, str | None]], int, bool]:
+    def event_markers(
+        self,
+        start_us: typing.SupportsInt | typing.SupportsIndex,
+        end_us: typing.SupportsInt | typing.SupportsIndex,
+        *,
+        event_code: str | None = None,
+        state: str = "all",
+        limit: typing.SupportsInt | typing.SupportsIndex = 1000,
+        offset: typing.SupportsInt | typing.SupportsIndex = 0,
+    ) -> tuple[list[tuple[str, str, int, bool, bool, str | None, str | None]], int, bool]:
         """
         (markers, total, truncated); each marker is (event_id, event_code, timestamp_us,
         matched, triggered, emitted_by_invocation_id, emitted_by_runner_context_id),
@@ -416,7 +582,19 @@ class TriggerStore:
         """
         (json, triggered_invocation_ids) or None.
         """
-    def get_events(self, *, event_code: str | None = None, start_us: typing.SupportsInt | typing.SupportsIndex | None = None, end_us: typing.SupportsInt | typing.SupportsIndex | None = None, matched: bool | None = None, triggered: bool | None = None, emitted_by_invocation_id: str | None = None, emitted_by_task_id: str | None = None, limit: typing.SupportsInt | typing.SupportsIndex = 100, offset: typing.SupportsInt | typing.SupportsIndex = 0) -> list[tuple[str, list[str]]]:
+    def get_events(
+        self,
+        *,
+        event_code: str | None = None,
+        start_us: typing.SupportsInt | typing.SupportsIndex | None = None,
+        end_us: typing.SupportsInt | typing.SupportsIndex | None = None,
+        matched: bool | None = None,
+        triggered: bool | None = None,
+        emitted_by_invocation_id: str | None = None,
+        emitted_by_task_id: str | None = None,
+        limit: typing.SupportsInt | typing.SupportsIndex = 100,
+        offset: typing.SupportsInt | typing.SupportsIndex = 0,
+    ) -> list[tuple[str, list[str]]]:
         """
         (json, triggered_invocation_ids) of the filtered events, newest first.
         Raises InvalidArgument for a negative limit or offset.
@@ -437,7 +615,9 @@ class TriggerStore:
         """
         Last cron execution (int microseconds), or None.
         """
-    def link_trigger_run_to_events(self, event_ids: collections.abc.Sequence[str], invocation_id: str, *, trigger_run_id: str) -> None:
+    def link_trigger_run_to_events(
+        self, event_ids: collections.abc.Sequence[str], invocation_id: str, *, trigger_run_id: str
+    ) -> None:
         """
         Links the invocation to each event once, atomically.
         """
@@ -445,7 +625,9 @@ class TriggerStore:
         """
         Drops all trigger data of this store.
         """
-    def record_valid_conditions(self, valid_conditions: collections.abc.Sequence[tuple[str, str]]) -> None:
+    def record_valid_conditions(
+        self, valid_conditions: collections.abc.Sequence[tuple[str, str]]
+    ) -> None:
         """
         Stores or replaces each (valid_condition_id, json) pair, atomically.
         """
@@ -461,7 +643,14 @@ class TriggerStore:
         """
         Records that the condition watches the task (idempotent).
         """
-    def register_trigger(self, trigger_id: str, task_id_key: str, condition_ids: collections.abc.Sequence[str], logic: str, argument_provider_json: str | None = None) -> None:
+    def register_trigger(
+        self,
+        trigger_id: str,
+        task_id_key: str,
+        condition_ids: collections.abc.Sequence[str],
+        logic: str,
+        argument_provider_json: str | None = None,
+    ) -> None:
         """
         Stores or replaces a trigger definition and links it to its conditions.
         """
@@ -477,7 +666,15 @@ class TriggerStore:
         """
         JSON of the runs including the valid condition.
         """
-    def runs_in_time_range(self, start_us: typing.SupportsInt | typing.SupportsIndex, end_us: typing.SupportsInt | typing.SupportsIndex, *, event_code: str | None = None, task_id_key: str | None = None, limit: typing.SupportsInt | typing.SupportsIndex | None = None) -> list[str]:
+    def runs_in_time_range(
+        self,
+        start_us: typing.SupportsInt | typing.SupportsIndex,
+        end_us: typing.SupportsInt | typing.SupportsIndex,
+        *,
+        event_code: str | None = None,
+        task_id_key: str | None = None,
+        limit: typing.SupportsInt | typing.SupportsIndex | None = None,
+    ) -> list[str]:
         """
         JSON of the runs whose time (executed_at, else claimed_at) is in the window.
         """
@@ -485,21 +682,57 @@ class TriggerStore:
         """
         JSON of the runs with the invocation as a source, by run time.
         """
-    def store_event(self, event_id: str, event_code: str, timestamp_us: typing.SupportsInt | typing.SupportsIndex, json: str, *, matched: bool = False, emitted_by_invocation_id: str | None = None, emitted_by_task_id: str | None = None, emitted_by_runner_context_id: str | None = None, triggered_invocation_ids: collections.abc.Sequence[str] = []) -> None:
+    def store_event(
+        self,
+        event_id: str,
+        event_code: str,
+        timestamp_us: typing.SupportsInt | typing.SupportsIndex,
+        json: str,
+        *,
+        matched: bool = False,
+        emitted_by_invocation_id: str | None = None,
+        emitted_by_task_id: str | None = None,
+        emitted_by_runner_context_id: str | None = None,
+        triggered_invocation_ids: collections.abc.Sequence[str] = [],
+    ) -> None:
         """
         Stores or replaces an event; links the given triggered invocations (kept links stay).
         """
-    def store_last_cron_execution(self, condition_id: str, execution_us: typing.SupportsInt | typing.SupportsIndex, expected_us: typing.SupportsInt | typing.SupportsIndex | None = None, *, unconditional: bool = False) -> bool:
+    def store_last_cron_execution(
+        self,
+        condition_id: str,
+        execution_us: typing.SupportsInt | typing.SupportsIndex,
+        expected_us: typing.SupportsInt | typing.SupportsIndex | None = None,
+        *,
+        unconditional: bool = False,
+    ) -> bool:
         """
         Compare-and-set of the last cron execution. Stores and returns True iff the
         current value equals `expected_us` (None: no execution recorded yet), or
         always when `unconditional`. Otherwise returns False and changes nothing.
         """
-    def store_trigger_run(self, trigger_run_id: str, trigger_id: str, task_id_key: str, logic: str, *, claimed_at_us: typing.SupportsInt | typing.SupportsIndex | None, executed_at_us: typing.SupportsInt | typing.SupportsIndex | None, triggered_invocation_id: str | None, atomic_service_run_id: str | None, json: str, event_ids: collections.abc.Sequence[str], source_invocation_ids: collections.abc.Sequence[str], valid_condition_ids: collections.abc.Sequence[str]) -> None:
+    def store_trigger_run(
+        self,
+        trigger_run_id: str,
+        trigger_id: str,
+        task_id_key: str,
+        logic: str,
+        *,
+        claimed_at_us: typing.SupportsInt | typing.SupportsIndex | None,
+        executed_at_us: typing.SupportsInt | typing.SupportsIndex | None,
+        triggered_invocation_id: str | None,
+        atomic_service_run_id: str | None,
+        json: str,
+        event_ids: collections.abc.Sequence[str],
+        source_invocation_ids: collections.abc.Sequence[str],
+        valid_condition_ids: collections.abc.Sequence[str],
+    ) -> None:
         """
         Stores or replaces a trigger run and its relation indexes.
         """
-    def triggers_for_condition(self, condition_id: str) -> list[tuple[str, str, list[str], str, str | None]]:
+    def triggers_for_condition(
+        self, condition_id: str
+    ) -> list[tuple[str, str, list[str], str, str | None]]:
         """
         Trigger tuples (see get_trigger) linked to the condition.
         """
@@ -507,18 +740,24 @@ class TriggerStore:
         """
         (valid_condition_id, json) pairs, in recording order.
         """
-def apply_transition(current: str | None, current_owner: str | None, to: str, runner_id: str | None) -> tuple[typing.Any, typing.Any]:
+
+def apply_transition(
+    current: str | None, current_owner: str | None, to: str, runner_id: str | None
+) -> tuple[typing.Any, typing.Any]:
     """
     Applies the status machine to one transition without storing anything.
     Returns (new_status, new_owner); raises IllegalTransition or OwnershipViolation.
     """
+
 def status_names() -> list:
     """
     Every invocation status the engine knows, as pynenc's string values.
     """
+
 def status_table() -> dict:
     """
     The status machine as a dict: status (None = not registered yet) -> definition dict
     with allowed_transitions and the ownership flags, shaped like pynenc's StatusDefinition.
     """
-__version__: str = '0.1.0'
+
+__version__: str = "0.1.0"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+
 from pynenc.exceptions import (
     InvocationStatusOwnershipError,
     InvocationStatusTransitionError,
@@ -26,6 +27,7 @@ OwnershipViolation = _core.OwnershipViolation
 BackendError = _core.BackendError
 BadConfig = _core.BadConfig
 InvalidArgument = _core.InvalidArgument
+
 
 def _status(value: str | None) -> InvocationStatus | None:
     return None if value is None else InvocationStatus(value)

@@ -336,9 +336,7 @@ class CppMemTrigger(CppComponentMixin, BaseTrigger):
             TriggerRunRecord.from_json(j) for j in self._engine.runs_for_invocation(invocation_id)
         ]
 
-    def get_trigger_runs_sourced_by_invocation(
-        self, invocation_id: str
-    ) -> list[TriggerRunRecord]:
+    def get_trigger_runs_sourced_by_invocation(self, invocation_id: str) -> list[TriggerRunRecord]:
         return [
             TriggerRunRecord.from_json(j)
             for j in self._engine.runs_sourced_by_invocation(invocation_id)

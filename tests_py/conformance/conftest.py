@@ -17,11 +17,10 @@ import uuid
 
 import pytest
 from pynenc import Pynenc, PynencBuilder
+from pynenc_cpp.builder import MEM_COMPONENTS
 from pynenc_tests.conftest import *  # noqa: F403  (pynenc's shared fixtures)
 
-from pynenc_cpp.builder import MEM_COMPONENTS
 from tests_py.conformance.exclusions import EXCLUDED
-
 
 
 def build_cpp_mem_app() -> Pynenc:

@@ -4,13 +4,20 @@ namespace pynenc_cpp {
 
 const char* ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "OK";
-    case ErrorCode::kNotFound: return "NotFound";
-    case ErrorCode::kIllegalTransition: return "IllegalTransition";
-    case ErrorCode::kOwnershipViolation: return "OwnershipViolation";
-    case ErrorCode::kBackendFailure: return "BackendFailure";
-    case ErrorCode::kBadConfig: return "BadConfig";
-    case ErrorCode::kInvalidArgument: return "InvalidArgument";
+    case ErrorCode::kOk:
+      return "OK";
+    case ErrorCode::kNotFound:
+      return "NotFound";
+    case ErrorCode::kIllegalTransition:
+      return "IllegalTransition";
+    case ErrorCode::kOwnershipViolation:
+      return "OwnershipViolation";
+    case ErrorCode::kBackendFailure:
+      return "BackendFailure";
+    case ErrorCode::kBadConfig:
+      return "BadConfig";
+    case ErrorCode::kInvalidArgument:
+      return "InvalidArgument";
   }
   return "Unknown";
 }

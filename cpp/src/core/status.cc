@@ -49,10 +49,18 @@ constexpr std::array<StatusDefinition, kStatusCount> kDefinitions = {{
 }};
 
 constexpr std::array<std::string_view, kStatusCount> kNames = {
-    "registered", "concurrency_controlled", "concurrency_controlled_final",
-    "rerouted",   "pending",                "pending_recovery",
-    "running",    "running_recovery",       "paused",
-    "killed",     "success",                "failed",
+    "registered",
+    "concurrency_controlled",
+    "concurrency_controlled_final",
+    "rerouted",
+    "pending",
+    "pending_recovery",
+    "running",
+    "running_recovery",
+    "paused",
+    "killed",
+    "success",
+    "failed",
     "retry",
 };
 

@@ -1,5 +1,7 @@
 // In-memory broker: per queue, a map priority -> FIFO deque, guarded by one
 // mutex; a condition variable wakes blocked retrievers when work is routed.
+#include "mem/mem_broker.h"
+
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -7,8 +9,6 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
-
-#include "mem/mem_broker.h"
 
 namespace pynenc_cpp {
 namespace {
@@ -49,7 +49,8 @@ class MemBroker final : public Broker {
     for (const std::string& name : queues) {
       auto it = queues_.find(name);
       if (it == queues_.end()) continue;
-      for (const auto& [priority, fifo] : it->second) total += static_cast<std::int64_t>(fifo.size());
+      for (const auto& [priority, fifo] : it->second)
+        total += static_cast<std::int64_t>(fifo.size());
     }
     return total;
   }

@@ -32,8 +32,7 @@ Status CheckPage(std::int64_t limit, std::int64_t offset) {
 
 // ---- Conditions ------------------------------------------------------------
 
-Status MemTriggerStore::RegisterCondition(const std::string& condition_id,
-                                          const std::string& json,
+Status MemTriggerStore::RegisterCondition(const std::string& condition_id, const std::string& json,
                                           const std::string& context_type) {
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, inserted] = conditions_.try_emplace(condition_id);

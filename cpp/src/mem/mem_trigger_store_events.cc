@@ -30,7 +30,8 @@ bool MemTriggerStore::IsTriggeredLocked(const std::string& event_id) const {
 StoredEvent MemTriggerStore::StoredEventLocked(const EventRow& row) const {
   StoredEvent out{row.json, {}};
   if (auto it = links_.find(row.event_id); it != links_.end()) {
-    for (const EventLink& link : it->second) out.triggered_invocation_ids.push_back(link.invocation_id);
+    for (const EventLink& link : it->second)
+      out.triggered_invocation_ids.push_back(link.invocation_id);
   }
   return out;
 }
@@ -163,11 +164,20 @@ Result<EventMarkerPage> MemTriggerStore::EventMarkers(TimestampUs start_us, Time
   filter.start_us = start_us;
   filter.end_us = end_us;
   switch (state) {
-    case EventMarkerState::kAll: break;
-    case EventMarkerState::kMatched: filter.matched = true; break;
-    case EventMarkerState::kUnmatched: filter.matched = false; break;
-    case EventMarkerState::kTriggered: filter.triggered = true; break;
-    case EventMarkerState::kUntriggered: filter.triggered = false; break;
+    case EventMarkerState::kAll:
+      break;
+    case EventMarkerState::kMatched:
+      filter.matched = true;
+      break;
+    case EventMarkerState::kUnmatched:
+      filter.matched = false;
+      break;
+    case EventMarkerState::kTriggered:
+      filter.triggered = true;
+      break;
+    case EventMarkerState::kUntriggered:
+      filter.triggered = false;
+      break;
   }
   std::lock_guard<std::mutex> lock(mu_);
   EventMarkerPage page;

@@ -149,7 +149,7 @@ class MemTriggerStore final : public TriggerStore {
 
   // Conditions and triggers.
   std::unordered_map<std::string, ConditionEntry> conditions_;
-  std::map<std::uint64_t, std::string> condition_order_;  // seq -> condition id
+  std::map<std::uint64_t, std::string> condition_order_;                // seq -> condition id
   std::unordered_map<std::string, OrderedIds> source_task_conditions_;  // task key -> ids
   std::unordered_map<std::string, TriggerDefinitionRow> triggers_;
   std::unordered_map<std::string, OrderedIds> condition_triggers_;  // condition -> trigger ids

@@ -27,7 +27,8 @@ void MemTriggerStore::IndexRunLocked(const TriggerRunRow& run) {
   const std::string& id = run.trigger_run_id;
   runs_by_time_.insert({RunTime(run), id});
   for (const std::string& e : run.event_ids) AddToIndex(runs_by_event_, e, id);
-  if (run.triggered_invocation_id) AddToIndex(runs_by_invocation_, *run.triggered_invocation_id, id);
+  if (run.triggered_invocation_id)
+    AddToIndex(runs_by_invocation_, *run.triggered_invocation_id, id);
   for (const std::string& s : run.source_invocation_ids) AddToIndex(runs_by_source_, s, id);
   for (const std::string& v : run.valid_condition_ids) AddToIndex(runs_by_valid_condition_, v, id);
 }
@@ -70,7 +71,8 @@ Status MemTriggerStore::StoreTriggerRun(const TriggerRunRow& run) {
   return Status::Ok();
 }
 
-Result<std::optional<std::string>> MemTriggerStore::GetTriggerRun(const std::string& trigger_run_id) {
+Result<std::optional<std::string>> MemTriggerStore::GetTriggerRun(
+    const std::string& trigger_run_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = runs_.find(trigger_run_id);
   if (it == runs_.end()) return std::optional<std::string>();

@@ -4,8 +4,8 @@
 // Thread safety: implementations must be safe to call from any thread.
 #pragma once
 
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 
 namespace pynenc_cpp {

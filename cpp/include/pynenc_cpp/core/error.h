@@ -29,9 +29,9 @@ enum class ErrorCode {
 // Extra facts carried by kIllegalTransition and kOwnershipViolation so that the
 // Python adapter can raise pynenc's own exception types with the same fields.
 struct TransitionErrorInfo {
-  std::optional<InvocationStatus> from;    // nullopt: the invocation had no status yet
+  std::optional<InvocationStatus> from;  // nullopt: the invocation had no status yet
   InvocationStatus to;
-  std::vector<InvocationStatus> allowed;   // legal targets from `from`
+  std::vector<InvocationStatus> allowed;  // legal targets from `from`
   std::optional<std::string> current_owner;
   std::optional<std::string> attempted_owner;
 };
@@ -80,8 +80,8 @@ const char* ErrorCodeName(ErrorCode code);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::move(value)) {}                // NOLINT(runtime/explicit)
-  Result(Status status) : data_(std::move(status)) {}         // NOLINT(runtime/explicit)
+  Result(T value) : data_(std::move(value)) {}         // NOLINT(runtime/explicit)
+  Result(Status status) : data_(std::move(status)) {}  // NOLINT(runtime/explicit)
 
   bool ok() const { return std::holds_alternative<T>(data_); }
   const T& value() const& { return std::get<T>(data_); }

@@ -63,7 +63,7 @@ namespace pynenc_cpp {
 // A stored trigger definition (pynenc's TriggerDefinitionDTO, as SQLite stores it).
 struct TriggerDefinitionRow {
   std::string trigger_id;
-  std::string task_id_key;                // TaskId.key of the task to run
+  std::string task_id_key;                 // TaskId.key of the task to run
   std::vector<std::string> condition_ids;  // order kept, duplicates dropped
   std::string logic;                       // CompositeLogic value ("and" / "or")
   std::optional<std::string> argument_provider_json;
@@ -81,7 +81,7 @@ struct IdJson {
 struct CronExpectation {
   enum class Kind { kAny, kAbsent, kValue };
   Kind kind = Kind::kAny;
-  TimestampUs value = 0;  // only for kValue
+  TimestampUs value = 0;                                          // only for kValue
   static CronExpectation Any() { return {Kind::kAny, 0}; }        // no check
   static CronExpectation Absent() { return {Kind::kAbsent, 0}; }  // never executed
   static CronExpectation Value(TimestampUs v) { return {Kind::kValue, v}; }
@@ -162,9 +162,9 @@ struct TriggerRunRow {
 struct TriggerRunFilter {
   TimestampUs start_us = 0;
   TimestampUs end_us = 0;
-  std::optional<std::string> event_code;   // run references a stored event of this code
+  std::optional<std::string> event_code;  // run references a stored event of this code
   std::optional<std::string> task_id_key;
-  std::optional<std::int64_t> limit;       // nullopt: no limit; must be >= 0
+  std::optional<std::int64_t> limit;  // nullopt: no limit; must be >= 0
 };
 
 class TriggerStore {
@@ -210,8 +210,7 @@ class TriggerStore {
   virtual Status ClearValidConditions(const std::vector<std::string>& valid_condition_ids) = 0;
 
   // ---- Cron and claims -----------------------------------------------------
-  virtual Result<std::optional<TimestampUs>> LastCronExecution(
-      const std::string& condition_id) = 0;
+  virtual Result<std::optional<TimestampUs>> LastCronExecution(const std::string& condition_id) = 0;
   // Compare-and-set: stores `execution_us` and returns true iff the current
   // value satisfies `expected`; otherwise changes nothing and returns false.
   virtual Result<bool> StoreLastCronExecution(const std::string& condition_id,
@@ -229,8 +228,7 @@ class TriggerStore {
   virtual Result<std::optional<StoredEvent>> GetEvent(const std::string& event_id) = 0;
   // Filtered events, newest first, skipping `offset` and returning at most
   // `limit`. kInvalidArgument if limit or offset is negative.
-  virtual Result<std::vector<StoredEvent>> GetEvents(const EventFilter& filter,
-                                                     std::int64_t limit,
+  virtual Result<std::vector<StoredEvent>> GetEvents(const EventFilter& filter, std::int64_t limit,
                                                      std::int64_t offset) = 0;
   virtual Result<std::int64_t> CountEvents(const EventFilter& filter) = 0;
   // Markers of events with start_us <= timestamp <= end_us, oldest first.
