@@ -109,3 +109,29 @@ def test_wheel_installs_and_imports_in_a_fresh_virtualenv(tmp_path: Path) -> Non
         timeout=120,
     )
     assert out.stdout.split() == [pynenc_cpp.__version__, "CppMemBroker", "inv-1"]
+
+
+def _documented(obj: object) -> bool:
+    """pybind11 docstrings start with the signature; require text beyond it."""
+    lines = [line for line in (obj.__doc__ or "").splitlines() if line.strip()]
+    return any(
+        "(" not in line or not line.strip().startswith(getattr(obj, "__name__", "?"))
+        for line in lines
+    )
+
+
+def test_every_binding_has_a_docstring() -> None:
+    undocumented = []
+    for name in dir(_core):
+        if name.startswith("_"):
+            continue
+        obj = getattr(_core, name)
+        if not _documented(obj):
+            undocumented.append(name)
+        if isinstance(obj, type) and not issubclass(obj, BaseException):
+            for attr, member in vars(obj).items():
+                if attr.startswith("_") and attr != "__init__":
+                    continue
+                if callable(member) and not _documented(member):
+                    undocumented.append(f"{name}.{attr}")
+    assert not undocumented, undocumented
