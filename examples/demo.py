@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -18,6 +19,9 @@ from demo_tasks import add, app, fibonacci, sum_of_squares, word_count  # noqa: 
 
 
 def main() -> int:
+    # The runner runs in a secondary thread here, where pynenc cannot install its
+    # signal handlers; it says so with a UserWarning that is expected in a demo.
+    warnings.filterwarnings("ignore", message="Running in a secondary thread")
     print(
         f"components: {type(app.broker).__name__}, {type(app.orchestrator).__name__}, "
         f"{type(app.state_backend).__name__}, {type(app.trigger).__name__}, "

@@ -9,7 +9,7 @@ app = (
     .app_id("pynenc_cpp_demo")
     .cpp_mem()
     .thread_runner()
-    .logging_level("warning")
+    .logging_level("error")
     .build()
 )
 
