@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests_py.conformance.exclusions import EXCLUDED
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "conformance.md"
@@ -22,3 +24,23 @@ def test_exclusions_match_the_doc() -> None:
 
 def test_every_exclusion_has_a_reason() -> None:
     assert all(len(reason) > 20 for reason in EXCLUDED.values())
+
+
+def test_an_excluded_test_is_skipped_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The collection hook marks exactly the listed tests, whatever their parameters."""
+    from tests_py.conformance import conftest
+
+    class Item:
+        def __init__(self, name: str) -> None:
+            self.originalname, self.name, self.markers = name, f"{name}[cpp_mem]", []
+
+        def add_marker(self, marker: pytest.MarkDecorator) -> None:
+            self.markers.append(marker)
+
+    reason = "an example reason long enough to be one"
+    monkeypatch.setitem(conftest.EXCLUDED, "test_listed", reason)
+    listed, other = Item("test_listed"), Item("test_other")
+    conftest.pytest_collection_modifyitems(None, [listed, other])  # type: ignore[arg-type]
+    assert [m.mark.name for m in listed.markers] == ["skip"]
+    assert reason in listed.markers[0].mark.kwargs["reason"]
+    assert other.markers == []

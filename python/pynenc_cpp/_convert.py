@@ -7,7 +7,9 @@ and identifiers as strings (``TaskId.key``, ``CallId.key``, invocation ids).
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
+from pynenc.identifiers.invocation_id import InvocationId
 from pynenc.invocation.status import InvocationStatus
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -24,6 +26,25 @@ def to_us(value: datetime) -> int:
 def from_us(value: int) -> datetime:
     """Inverse of ``to_us``: an aware UTC datetime."""
     return _EPOCH + timedelta(microseconds=value)
+
+
+def opt_to_us(value: datetime | None) -> int | None:
+    """``to_us`` that passes ``None`` through."""
+    return None if value is None else to_us(value)
+
+
+def opt_from_us(value: int | None) -> datetime | None:
+    """``from_us`` that passes ``None`` through."""
+    return None if value is None else from_us(value)
+
+
+def as_invocation_ids(raw: list[str]) -> list[InvocationId]:
+    """The engine's id strings as pynenc ``InvocationId``s.
+
+    ``InvocationId`` is a ``NewType`` of ``str``: the list already has the right
+    runtime type, so this is a typing cast, not a per-element copy.
+    """
+    return cast("list[InvocationId]", raw)
 
 
 def status_from_value(value: str) -> InvocationStatus:

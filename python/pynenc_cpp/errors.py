@@ -19,6 +19,7 @@ from pynenc.exceptions import (
 from pynenc.invocation.status import InvocationStatus
 
 from pynenc_cpp import _core
+from pynenc_cpp._convert import status_from_value
 
 EngineError = _core.EngineError
 InvocationNotFound = _core.InvocationNotFound
@@ -30,7 +31,7 @@ InvalidArgument = _core.InvalidArgument
 
 
 def _status(value: str | None) -> InvocationStatus | None:
-    return None if value is None else InvocationStatus(value)
+    return None if value is None else status_from_value(value)
 
 
 def to_pynenc_status_error(
@@ -40,12 +41,12 @@ def to_pynenc_status_error(
     if isinstance(exc, IllegalTransition):
         return InvocationStatusTransitionError(
             from_status=_status(exc.from_status),
-            to_status=InvocationStatus(exc.to_status),
-            allowed_statuses=frozenset(InvocationStatus(s) for s in exc.allowed),
+            to_status=status_from_value(exc.to_status),
+            allowed_statuses=frozenset(status_from_value(s) for s in exc.allowed),
         )
     return InvocationStatusOwnershipError(
-        from_status=InvocationStatus(exc.from_status),
-        to_status=InvocationStatus(exc.to_status),
+        from_status=status_from_value(exc.from_status),
+        to_status=status_from_value(exc.to_status),
         current_owner=exc.current_owner,
         attempted_owner=exc.attempted_owner,
         reason=exc.reason,

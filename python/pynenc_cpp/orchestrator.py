@@ -27,7 +27,14 @@ from pynenc.orchestrator.base_orchestrator import BaseBlockingControl, BaseOrche
 
 from pynenc_cpp import _core
 from pynenc_cpp._component import CppComponentMixin
-from pynenc_cpp._convert import from_us, status_from_value, to_us
+from pynenc_cpp._convert import (
+    as_invocation_ids,
+    from_us,
+    opt_from_us,
+    opt_to_us,
+    status_from_value,
+    to_us,
+)
 from pynenc_cpp.errors import (
     IllegalTransition,
     InvocationNotFound,
@@ -57,17 +64,13 @@ def _record(raw: _RecordTuple) -> InvocationStatusRecord:
     return InvocationStatusRecord(status_from_value(value), runner_id, from_us(timestamp_us))
 
 
-def _ids(raw: list[str]) -> list[InvocationId]:
-    return [InvocationId(i) for i in raw]
-
-
 def _execution(raw: _ExecutionTuple) -> AtomicServiceExecution:
     runner_id, run_id, start_us, end_us, status, reason = raw
     return AtomicServiceExecution.from_raw(
         runner_id=runner_id,
         atomic_service_run_id=run_id,
         start_time=from_us(start_us),
-        end_time=None if end_us is None else from_us(end_us),
+        end_time=opt_from_us(end_us),
         status=AtomicServiceExecutionStatus(status),
         reason=reason,
     )
@@ -113,7 +116,7 @@ class CppMemBlockingControl(BaseBlockingControl):
 
     def get_blocking_invocations(self, max_num_invocations: int) -> Iterator[InvocationId]:
         """Invocations waited on, not waiting, available to run; oldest first."""
-        return iter(_ids(self._engine.blocking_invocations(max_num_invocations)))
+        return iter(as_invocation_ids(self._engine.blocking_invocations(max_num_invocations)))
 
 
 class CppMemOrchestrator(CppComponentMixin, BaseOrchestrator):
@@ -174,7 +177,9 @@ class CppMemOrchestrator(CppComponentMixin, BaseOrchestrator):
     ) -> list[InvocationId]:
         if not invocation_ids or status_filter is None:
             return []
-        return _ids(self._engine.filter_by_status(list(invocation_ids), list(status_filter)))
+        return as_invocation_ids(
+            self._engine.filter_by_status(list(invocation_ids), list(status_filter))
+        )
 
     def index_arguments_for_concurrency_control(
         self, invocation: DistributedInvocation[Params, Result]
@@ -192,13 +197,13 @@ class CppMemOrchestrator(CppComponentMixin, BaseOrchestrator):
         found = self._engine.existing_invocations(
             task.task_id.key, dict(key_serialized_arguments or {}), _statuses(statuses)
         )
-        return iter(_ids(found))
+        return iter(as_invocation_ids(found))
 
     def get_task_invocation_ids(self, task_id: TaskId) -> Iterator[InvocationId]:
-        return iter(_ids(self._engine.task_invocations(task_id.key)))
+        return iter(as_invocation_ids(self._engine.task_invocations(task_id.key)))
 
     def get_call_invocation_ids(self, call_id: CallId) -> Iterator[InvocationId]:
-        return iter(_ids(self._engine.call_invocations(call_id.key)))
+        return iter(as_invocation_ids(self._engine.call_invocations(call_id.key)))
 
     def get_invocation_ids_paginated(
         self,
@@ -208,7 +213,9 @@ class CppMemOrchestrator(CppComponentMixin, BaseOrchestrator):
         offset: int = 0,
     ) -> list[InvocationId]:
         task_key = task_id.key if task_id else None
-        return _ids(self._engine.list_invocations(task_key, _statuses(statuses), limit, offset))
+        return as_invocation_ids(
+            self._engine.list_invocations(task_key, _statuses(statuses), limit, offset)
+        )
 
     def count_invocations(
         self,
@@ -270,12 +277,14 @@ class CppMemOrchestrator(CppComponentMixin, BaseOrchestrator):
 
     def get_pending_invocations_for_recovery(self) -> Iterator[InvocationId]:
         max_pending_us = _seconds_to_us(self.app.conf.max_pending_seconds)
-        return iter(_ids(self._engine.pending_for_recovery(max_pending_us)))
+        return iter(as_invocation_ids(self._engine.pending_for_recovery(max_pending_us)))
 
     def _get_running_invocations_for_recovery(
         self, timeout_seconds: float
     ) -> Iterator[InvocationId]:
-        return iter(_ids(self._engine.running_for_recovery(_seconds_to_us(timeout_seconds))))
+        return iter(
+            as_invocation_ids(self._engine.running_for_recovery(_seconds_to_us(timeout_seconds)))
+        )
 
     # ---- atomic-service executions ----------------------------------------
 
@@ -294,7 +303,7 @@ class CppMemOrchestrator(CppComponentMixin, BaseOrchestrator):
         accepted, started_us = self._engine.record_atomic_service_start(
             atomic_service_run.runner_id,
             atomic_service_run.atomic_service_run_id,
-            None if started_at is None else to_us(started_at),
+            opt_to_us(started_at),
             str(status),
             reason,
         )

@@ -25,7 +25,7 @@ from pynenc.workflow.workflow_identity import WorkflowIdentity
 
 from pynenc_cpp import _core
 from pynenc_cpp._component import CppComponentMixin
-from pynenc_cpp._convert import to_us
+from pynenc_cpp._convert import as_invocation_ids, to_us
 from pynenc_cpp.config import ConfigCpp
 from pynenc_cpp.errors import InvocationNotFound
 
@@ -124,11 +124,11 @@ class CppMemStateBackend(CppComponentMixin, BaseStateBackend):
 
     def get_child_invocations(self, parent_invocation_id: InvocationId) -> Iterator[InvocationId]:
         ids = self._engine.child_invocations(str(parent_invocation_id))
-        return iter([InvocationId(i) for i in ids])
+        return iter(as_invocation_ids(ids))
 
     def get_invocations_by_parent_event(self, parent_event_id: str) -> Iterator[InvocationId]:
         ids = self._engine.invocations_by_parent_event(str(parent_event_id))
-        return iter([InvocationId(i) for i in ids])
+        return iter(as_invocation_ids(ids))
 
     def get_invocation_ids_by_workflow(
         self,
@@ -136,7 +136,7 @@ class CppMemStateBackend(CppComponentMixin, BaseStateBackend):
         workflow_type_key: str | None = None,
     ) -> Iterator[InvocationId]:
         ids = self._engine.invocation_ids_by_workflow(workflow_id, workflow_type_key)
-        return iter([InvocationId(i) for i in ids])
+        return iter(as_invocation_ids(ids))
 
     # --- history -----------------------------------------------------------
 
@@ -179,7 +179,7 @@ class CppMemStateBackend(CppComponentMixin, BaseStateBackend):
         while True:
             batch = self._engine.invocations_in_range(start_us, end_us, after, batch_size)
             if batch:
-                yield [InvocationId(i) for i in batch]
+                yield as_invocation_ids(batch)
             if len(batch) < batch_size:
                 return
             after = batch[-1]
@@ -291,7 +291,7 @@ class CppMemStateBackend(CppComponentMixin, BaseStateBackend):
 
     def get_workflow_sub_invocations(self, workflow_id: InvocationId) -> Iterator[InvocationId]:
         ids = self._engine.workflow_sub_invocations(workflow_id)
-        return iter([InvocationId(i) for i in ids])
+        return iter(as_invocation_ids(ids))
 
     def set_workflow_data(self, workflow_identity: WorkflowIdentity, key: str, value: Any) -> None:
         serialized = self.app.client_data_store.serialize(value)

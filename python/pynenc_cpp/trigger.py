@@ -31,7 +31,7 @@ from pynenc.trigger.monitoring import (
 
 from pynenc_cpp import _core
 from pynenc_cpp._component import CppComponentMixin
-from pynenc_cpp._convert import from_us, to_us
+from pynenc_cpp._convert import from_us, opt_from_us, opt_to_us, to_us
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
@@ -43,10 +43,6 @@ _TriggerTuple = tuple[str, str, list[str], str, str | None]
 def _context_type_name(context_type: type[ConditionContext]) -> str:
     """The key the engine filters source-task conditions on."""
     return f"{context_type.__module__}.{context_type.__qualname__}"
-
-
-def _opt_us(value: datetime | None) -> int | None:
-    return None if value is None else to_us(value)
 
 
 def _unique(*groups: Iterable[str | None]) -> list[str]:
@@ -152,7 +148,7 @@ class CppMemTrigger(CppComponentMixin, BaseTrigger):
 
     def get_last_cron_execution(self, condition_id: ConditionId) -> datetime | None:
         value = self._engine.last_cron_execution(condition_id)
-        return None if value is None else from_us(value)
+        return opt_from_us(value)
 
     def store_last_cron_execution(
         self,
@@ -168,7 +164,7 @@ class CppMemTrigger(CppComponentMixin, BaseTrigger):
         the check for ``None``), so two runners can never both claim a cron tick.
         """
         return self._engine.store_last_cron_execution(
-            condition_id, to_us(execution_time), _opt_us(expected_last_execution)
+            condition_id, to_us(execution_time), opt_to_us(expected_last_execution)
         )
 
     def claim_trigger_run(self, trigger_run_id: str, expiration_seconds: int = 60) -> bool:
@@ -219,8 +215,8 @@ class CppMemTrigger(CppComponentMixin, BaseTrigger):
     ) -> list[EventRecord]:
         rows = self._engine.get_events(
             event_code=event_code,
-            start_us=_opt_us(start_time),
-            end_us=_opt_us(end_time),
+            start_us=opt_to_us(start_time),
+            end_us=opt_to_us(end_time),
             matched=matched,
             triggered=triggered,
             emitted_by_invocation_id=emitted_by_invocation_id,
@@ -243,8 +239,8 @@ class CppMemTrigger(CppComponentMixin, BaseTrigger):
     ) -> int:
         return self._engine.count_events(
             event_code=event_code,
-            start_us=_opt_us(start_time),
-            end_us=_opt_us(end_time),
+            start_us=opt_to_us(start_time),
+            end_us=opt_to_us(end_time),
             matched=matched,
             triggered=triggered,
             emitted_by_invocation_id=emitted_by_invocation_id,
@@ -310,8 +306,8 @@ class CppMemTrigger(CppComponentMixin, BaseTrigger):
             run.trigger_id,
             run.task_id_key,
             run.logic_value,
-            claimed_at_us=_opt_us(run.claimed_at),
-            executed_at_us=_opt_us(run.executed_at),
+            claimed_at_us=opt_to_us(run.claimed_at),
+            executed_at_us=opt_to_us(run.executed_at),
             triggered_invocation_id=run.triggered_invocation_id,
             atomic_service_run_id=run.atomic_service_run_id,
             json=run.to_json(),
