@@ -5,7 +5,8 @@ namespace pynenc_cpp {
 Result<std::unique_ptr<ClientDataStore>> OpenClientDataStore(const BackendConfig& config) {
   Result<ParsedBackendUri> parsed = CheckBackendConfig(config);
   if (!parsed.ok()) return parsed.status();
-  return NewMemClientDataStore(config);
+  if (parsed.value().kind == BackendKind::kMemory) return NewMemClientDataStore(config);
+  return Status::BadConfig("backend URI '" + config.uri + "': the sqlite client data store is not built yet");
 }
 
 }  // namespace pynenc_cpp

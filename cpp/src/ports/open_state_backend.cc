@@ -5,7 +5,8 @@ namespace pynenc_cpp {
 Result<std::unique_ptr<StateBackend>> OpenStateBackend(const BackendConfig& config) {
   Result<ParsedBackendUri> parsed = CheckBackendConfig(config);
   if (!parsed.ok()) return parsed.status();
-  return NewMemStateBackend(config);
+  if (parsed.value().kind == BackendKind::kMemory) return NewMemStateBackend(config);
+  return Status::BadConfig("backend URI '" + config.uri + "': the sqlite state backend is not built yet");
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> DiscoverAppInfos(

@@ -5,7 +5,8 @@ namespace pynenc_cpp {
 Result<std::unique_ptr<TriggerStore>> OpenTriggerStore(const BackendConfig& config) {
   Result<ParsedBackendUri> parsed = CheckBackendConfig(config);
   if (!parsed.ok()) return parsed.status();
-  return NewMemTriggerStore(config);
+  if (parsed.value().kind == BackendKind::kMemory) return NewMemTriggerStore(config);
+  return Status::BadConfig("backend URI '" + config.uri + "': the sqlite trigger store is not built yet");
 }
 
 Result<EventMarkerState> ParseEventMarkerState(const std::string& state) {

@@ -1,0 +1,346 @@
+#include "sqlite/sqlite_db.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+namespace pynenc_cpp::sqlite {
+namespace {
+
+bool IsBusy(int rc) {
+  const int primary = rc & 0xff;
+  return primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
+}
+
+std::string Quoted(const std::string& path) { return "'" + path + "'"; }
+
+}  // namespace
+
+Result<SqliteOptions> ParseSqliteLocation(const std::string& location) {
+  SqliteOptions options;
+  const auto q = location.find('?');
+  options.path = location.substr(0, q);
+  if (options.path.empty()) return Status::BadConfig("sqlite URI has an empty path");
+  if (q == std::string::npos) return options;
+  std::string query = location.substr(q + 1);
+  std::size_t start = 0;
+  while (start <= query.size()) {
+    std::size_t end = query.find('&', start);
+    if (end == std::string::npos) end = query.size();
+    const std::string pair = query.substr(start, end - start);
+    start = end + 1;
+    if (pair.empty()) continue;
+    const auto eq = pair.find('=');
+    const std::string key = pair.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : pair.substr(eq + 1);
+    if (key == "synchronous") {
+      if (value == "full") {
+        options.synchronous_full = true;
+      } else if (value == "normal") {
+        options.synchronous_full = false;
+      } else {
+        return Status::BadConfig("sqlite option synchronous='" + value +
+                                 "': expected 'normal' or 'full'");
+      }
+    } else if (key == "busy_timeout_ms") {
+      char* tail = nullptr;
+      const long ms = std::strtol(value.c_str(), &tail, 10);
+      if (value.empty() || *tail != '\0' || ms < 0 || ms > 3'600'000) {
+        return Status::BadConfig("sqlite option busy_timeout_ms='" + value +
+                                 "': expected milliseconds between 0 and 3600000");
+      }
+      options.busy_timeout_ms = static_cast<int>(ms);
+    } else {
+      return Status::BadConfig("unknown sqlite option '" + key +
+                               "'; known: synchronous, busy_timeout_ms");
+    }
+  }
+  return options;
+}
+
+// ---- Stmt ------------------------------------------------------------------
+
+Stmt& Stmt::Bind(int index, std::string_view text) {
+  sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+Stmt& Stmt::Bind(int index, std::int64_t value) {
+  sqlite3_bind_int64(stmt_, index, value);
+  return *this;
+}
+Stmt& Stmt::Bind(int index, double value) {
+  sqlite3_bind_double(stmt_, index, value);
+  return *this;
+}
+Stmt& Stmt::Bind(int index, const std::optional<std::string>& text) {
+  return text ? Bind(index, std::string_view(*text)) : BindNull(index);
+}
+Stmt& Stmt::Bind(int index, const std::optional<std::int64_t>& value) {
+  return value ? Bind(index, *value) : BindNull(index);
+}
+Stmt& Stmt::BindNull(int index) {
+  sqlite3_bind_null(stmt_, index);
+  return *this;
+}
+
+Result<bool> Stmt::Step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return Error(rc);
+}
+
+Status Stmt::Run() {
+  while (true) {
+    Result<bool> row = Step();
+    if (!row.ok()) return row.status();
+    if (!row.value()) return Status::Ok();
+  }
+}
+
+std::string Stmt::Text(int col) const {
+  const auto* data = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+  const int size = sqlite3_column_bytes(stmt_, col);
+  return data == nullptr ? std::string() : std::string(data, static_cast<std::size_t>(size));
+}
+
+std::optional<std::string> Stmt::OptText(int col) const {
+  if (IsNull(col)) return std::nullopt;
+  return Text(col);
+}
+
+std::optional<std::int64_t> Stmt::OptInt(int col) const {
+  if (IsNull(col)) return std::nullopt;
+  return Int(col);
+}
+
+void Stmt::Reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+Status Stmt::Error(int rc) const {
+  return conn_->Error(rc, sqlite3_sql(stmt_) == nullptr ? "statement" : sqlite3_sql(stmt_));
+}
+
+// ---- Conn ------------------------------------------------------------------
+
+Conn::~Conn() {
+  if (db_ == nullptr) {
+    // Abandoned after fork: the statements belong to the parent's handle too.
+    for (auto& [sql, stmt] : statements_) (void)stmt.release();
+    return;
+  }
+  statements_.clear();  // finalize before close
+  sqlite3_close_v2(db_);
+}
+
+Result<Stmt*> Conn::Prepare(const std::string& sql) {
+  auto it = statements_.find(sql);
+  if (it != statements_.end()) {
+    it->second->Reset();
+    return it->second.get();
+  }
+  sqlite3_stmt* raw = nullptr;
+  const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
+                                    SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+  if (rc != SQLITE_OK) return Error(rc, "prepare: " + sql);
+  auto stmt = std::make_unique<Stmt>(raw, this);
+  Stmt* out = stmt.get();
+  statements_.emplace(sql, std::move(stmt));
+  return out;
+}
+
+Status Conn::Exec(const std::string& sql) {
+  char* message = nullptr;
+  const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message);
+  if (rc == SQLITE_OK) return Status::Ok();
+  std::string text = message != nullptr ? message : sqlite3_errstr(rc);
+  sqlite3_free(message);
+  if (IsBusy(rc)) busy_ = true;
+  return Status::BackendFailure("sqlite " + Quoted(path_) + ": " + text + " (in: " + sql + ")");
+}
+
+Status Conn::Error(int rc, std::string_view what) const {
+  if (IsBusy(rc)) const_cast<Conn*>(this)->busy_ = true;
+  const char* detail = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+  std::string msg = "sqlite " + Quoted(path_) + ": " + detail + " (in: " + std::string(what) + ")";
+  if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT) {
+    return Status::BadConfig(msg + "; the file is not a valid SQLite database");
+  }
+  return Status::BackendFailure(std::move(msg));
+}
+
+// ---- Database --------------------------------------------------------------
+
+Status OpenError(const std::string& path, int rc, sqlite3* db) {
+  std::string detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  return Status::BadConfig("cannot open sqlite database " + Quoted(path) + ": " + detail);
+}
+
+Database::Database(SqliteOptions options) : options_(std::move(options)), pid_(getpid()) {}
+
+Database::~Database() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pid_ != getpid()) {
+    for (auto& conn : idle_) conn->Abandon();
+  }
+  idle_.clear();
+}
+
+Result<std::shared_ptr<Database>> Database::Open(const SqliteOptions& options) {
+  struct stat st {};
+  if (stat(options.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return Status::BadConfig("sqlite path " + Quoted(options.path) +
+                             " is a directory; expected a database file");
+  }
+  static std::mutex registry_mu;
+  static std::unordered_map<std::string, std::weak_ptr<Database>> registry;
+  const std::string key = options.path + "|" + (options.synchronous_full ? "full" : "normal") +
+                          "|" + std::to_string(options.busy_timeout_ms) + "|" +
+                          std::to_string(getpid());
+  std::lock_guard<std::mutex> lock(registry_mu);
+  if (auto existing = registry[key].lock()) return existing;
+  std::shared_ptr<Database> db(new Database(options));
+  // Open one connection now so that a bad path fails here, with a clear error.
+  Result<std::unique_ptr<Conn>> conn = db->Acquire();
+  if (!conn.ok()) return conn.status();
+  Status meta = conn.value()->Exec(
+      "CREATE TABLE IF NOT EXISTS pynenc_cpp_schema ("
+      " component TEXT PRIMARY KEY, version INTEGER NOT NULL)");
+  if (!meta.ok()) {
+    conn.value()->TakeBusy();
+    return meta;
+  }
+  db->Release(std::move(conn).value());
+  registry[key] = db;
+  return db;
+}
+
+Result<std::unique_ptr<Conn>> Database::Acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pid_ != getpid()) {  // forked: the pooled handles belong to the parent
+      for (auto& conn : idle_) conn->Abandon();
+      idle_.clear();
+      pid_ = getpid();
+    }
+    if (!idle_.empty()) {
+      auto conn = std::move(idle_.back());
+      idle_.pop_back();
+      return conn;
+    }
+  }
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(options_.path.c_str(), &raw,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                                 nullptr);
+  if (rc != SQLITE_OK) {
+    Status s = OpenError(options_.path, rc, raw);
+    sqlite3_close_v2(raw);
+    return s;
+  }
+  auto conn = std::make_unique<Conn>(raw, options_.path);
+  sqlite3_busy_timeout(raw, options_.busy_timeout_ms);
+  sqlite3_extended_result_codes(raw, 1);
+  // journal_mode=WAL reads the header first, so a non-database file fails here.
+  const std::string pragmas = std::string("PRAGMA journal_mode=WAL; PRAGMA synchronous=") +
+                              (options_.synchronous_full ? "FULL" : "NORMAL") +
+                              "; PRAGMA foreign_keys=OFF;";
+  if (Status s = conn->Exec(pragmas); !s.ok()) {
+    if (s.message().find("not a database") != std::string::npos ||
+        s.message().find("malformed") != std::string::npos) {
+      return Status::BadConfig(s.message() + "; the file is not a valid SQLite database");
+    }
+    return s;
+  }
+  return conn;
+}
+
+void Database::Release(std::unique_ptr<Conn> conn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pid_ != getpid()) {
+    conn->Abandon();
+    return;
+  }
+  idle_.push_back(std::move(conn));
+}
+
+Status Database::Transaction(const char* begin, const std::function<Status(Conn&)>& fn) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.busy_timeout_ms);
+  auto backoff = std::chrono::milliseconds(1);
+  while (true) {
+    Result<std::unique_ptr<Conn>> acquired = Acquire();
+    if (!acquired.ok()) return acquired.status();
+    std::unique_ptr<Conn> conn = std::move(acquired).value();
+    Status s = conn->Exec(begin);
+    if (s.ok()) {
+      s = fn(*conn);
+      conn->ResetAll();
+      if (s.ok()) s = conn->Exec("COMMIT");
+      if (!s.ok()) (void)conn->Exec("ROLLBACK");
+    }
+    const bool busy = conn->TakeBusy();
+    Release(std::move(conn));
+    if (s.ok() || !busy) return s;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status::BackendFailure("sqlite " + Quoted(options_.path) +
+                                    ": database stayed locked for longer than busy_timeout_ms=" +
+                                    std::to_string(options_.busy_timeout_ms) + " (" +
+                                    s.message() + ")");
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(50));
+  }
+}
+
+Status Database::Write(const std::function<Status(Conn&)>& fn) {
+  return Transaction("BEGIN IMMEDIATE", fn);
+}
+
+Status Database::Read(const std::function<Status(Conn&)>& fn) {
+  return Transaction("BEGIN DEFERRED", fn);
+}
+
+Status Database::EnsureSchema(const std::string& component, int version, const std::string& ddl) {
+  return Write([&](Conn& conn) -> Status {
+    Result<Stmt*> get = conn.Prepare("SELECT version FROM pynenc_cpp_schema WHERE component = ?");
+    if (!get.ok()) return get.status();
+    Stmt& q = *get.value();
+    q.Bind(1, component);
+    Result<bool> row = q.Step();
+    if (!row.ok()) return row.status();
+    if (row.value()) {
+      const std::int64_t stored = q.Int(0);
+      q.Reset();
+      if (stored == version) return Status::Ok();
+      return Status::BadConfig(
+          "sqlite " + Quoted(options_.path) + ": the " + component + " schema is version " +
+          std::to_string(stored) + " but this pynenc-cpp knows version " + std::to_string(version) +
+          (stored > version ? " (the file was written by a newer pynenc-cpp)"
+                            : " (no migration from that version exists)"));
+    }
+    q.Reset();
+    if (Status s = conn.Exec(ddl); !s.ok()) return s;
+    Result<Stmt*> put =
+        conn.Prepare("INSERT INTO pynenc_cpp_schema (component, version) VALUES (?, ?)");
+    if (!put.ok()) return put.status();
+    return put.value()->Bind(1, component).Bind(2, static_cast<std::int64_t>(version)).Run();
+  });
+}
+
+Result<std::shared_ptr<Database>> OpenDatabase(const BackendConfig& config) {
+  Result<ParsedBackendUri> parsed = ParseBackendUri(config.uri);
+  if (!parsed.ok()) return parsed.status();
+  if (parsed.value().kind != BackendKind::kSqlite) {
+    return Status::BadConfig("backend URI '" + config.uri + "' is not an sqlite:// URI");
+  }
+  Result<SqliteOptions> options = ParseSqliteLocation(parsed.value().location);
+  if (!options.ok()) return options.status();
+  return Database::Open(options.value());
+}
+
+}  // namespace pynenc_cpp::sqlite

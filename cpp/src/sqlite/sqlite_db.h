@@ -1,0 +1,173 @@
+// Shared SQLite plumbing for every SQLite backend (not a public header).
+//
+// A Database is one SQLite file opened by this process: a pool of connections
+// (each with its own prepared-statement cache), WAL journaling, a busy timeout,
+// and per-component schema versions. The five components of an app opened on the
+// same path share one Database (Database::Open returns the same object), and
+// every table they create keys rows by app_id so several apps can share a file.
+//
+// Thread safety: Database is thread-safe. A Conn is handed to exactly one thread
+// at a time (inside Read/Write) and must not escape the callback.
+// Fork safety: a child process never touches its parent's connections; the first
+// use after fork() opens fresh ones (the parent's are abandoned, not closed, as
+// SQLite requires).
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "pynenc_cpp/core/error.h"
+
+namespace pynenc_cpp::sqlite {
+
+struct SqliteOptions {
+  std::string path;
+  bool synchronous_full = false;  // PRAGMA synchronous=FULL instead of NORMAL
+  int busy_timeout_ms = 5000;     // how long a writer waits for the lock
+};
+
+// Parses the location part of "sqlite://<location>": "/abs/path.db" optionally
+// followed by "?synchronous=normal|full&busy_timeout_ms=N". kBadConfig on error.
+Result<SqliteOptions> ParseSqliteLocation(const std::string& location);
+
+// A cached prepared statement. Binding indexes are 1-based, columns 0-based.
+class Conn;
+
+class Stmt {
+ public:
+  Stmt(sqlite3_stmt* stmt, Conn* conn) : stmt_(stmt), conn_(conn) {}
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  ~Stmt() { sqlite3_finalize(stmt_); }
+
+  Stmt& Bind(int index, std::string_view text);
+  Stmt& Bind(int index, const std::string& text) { return Bind(index, std::string_view(text)); }
+  Stmt& Bind(int index, const char* text) { return Bind(index, std::string_view(text)); }
+  Stmt& Bind(int index, std::int64_t value);
+  Stmt& Bind(int index, double value);
+  Stmt& Bind(int index, const std::optional<std::string>& text);  // nullopt binds NULL
+  Stmt& Bind(int index, const std::optional<std::int64_t>& value);
+  Stmt& BindNull(int index);
+
+  // Advances; true when a row is available. kBackendFailure (or the busy code
+  // the Database retries on) on error.
+  Result<bool> Step();
+  // Steps until done, ignoring rows.
+  Status Run();
+
+  bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double Double(int col) const { return sqlite3_column_double(stmt_, col); }
+  std::string Text(int col) const;
+  std::optional<std::string> OptText(int col) const;
+  std::optional<std::int64_t> OptInt(int col) const;
+
+  // Clears bindings and rewinds. Called by Conn::Prepare before handing it out.
+  void Reset();
+
+ private:
+  Status Error(int rc) const;
+  sqlite3_stmt* stmt_;
+  Conn* conn_;
+};
+
+class Conn {
+ public:
+  Conn(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Conn(const Conn&) = delete;
+  Conn& operator=(const Conn&) = delete;
+  ~Conn();
+
+  // The statement for `sql`, compiled once per connection, reset and unbound.
+  Result<Stmt*> Prepare(const std::string& sql);
+  // Rewinds every cached statement (ends their read cursors); called before COMMIT.
+  void ResetAll() {
+    for (auto& [sql, stmt] : statements_) stmt->Reset();
+  }
+  // Runs `sql` (one or more statements, no results).
+  Status Exec(const std::string& sql);
+  // Rows changed by the last statement.
+  std::int64_t Changes() const { return sqlite3_changes64(db_); }
+  sqlite3* raw() const { return db_; }
+  const std::string& path() const { return path_; }
+
+  // Status for a failed call on this connection, naming the file and operation.
+  Status Error(int rc, std::string_view what) const;
+  // Abandons the handle without closing it (after fork).
+  void Abandon() { db_ = nullptr; }
+  // True if an error since the last call was lock contention (SQLITE_BUSY /
+  // SQLITE_LOCKED); clears the flag. The Database retries such transactions.
+  bool TakeBusy() {
+    bool b = busy_;
+    busy_ = false;
+    return b;
+  }
+
+ private:
+  sqlite3* db_;
+  std::string path_;
+  bool busy_ = false;
+  std::unordered_map<std::string, std::unique_ptr<Stmt>> statements_;
+};
+
+class Database {
+ public:
+  // Opens (or joins the process's already open) database at `options.path`.
+  // Creates the file if missing. kBadConfig naming the path for a directory, an
+  // unwritable location or a file that is not an SQLite database.
+  static Result<std::shared_ptr<Database>> Open(const SqliteOptions& options);
+
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+  ~Database();
+
+  // Runs `fn` in one write transaction (BEGIN IMMEDIATE ... COMMIT). `fn`
+  // returning an error rolls back and returns that error. Lock contention waits
+  // up to the busy timeout (SQLite's busy handler), then retries the whole
+  // transaction until that time is spent; only then kBackendFailure "locked".
+  Status Write(const std::function<Status(Conn&)>& fn);
+  // Runs `fn` in one read transaction (a consistent snapshot).
+  Status Read(const std::function<Status(Conn&)>& fn);
+
+  // Creates `component`'s tables with `ddl` the first time, and records
+  // `version`. A file whose recorded version differs is refused with
+  // kBadConfig naming the file, the component and both versions: never
+  // silently used with a schema this build does not know.
+  Status EnsureSchema(const std::string& component, int version, const std::string& ddl);
+
+  const SqliteOptions& options() const { return options_; }
+
+ private:
+  explicit Database(SqliteOptions options);
+  Result<std::unique_ptr<Conn>> Acquire();
+  void Release(std::unique_ptr<Conn> conn);
+  Status Transaction(const char* begin, const std::function<Status(Conn&)>& fn);
+
+  const SqliteOptions options_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Conn>> idle_;  // guarded by mu_
+  long pid_;                                 // guarded by mu_: the process that opened idle_
+};
+
+// Builds "<what>: <message>" errors for an sqlite3* that failed to open.
+Status OpenError(const std::string& path, int rc, sqlite3* db);
+
+}  // namespace pynenc_cpp::sqlite
+
+#include "pynenc_cpp/ports/backend_config.h"
+
+namespace pynenc_cpp::sqlite {
+
+// The Database named by an sqlite:// BackendConfig. REQUIRES: config.uri is sqlite.
+Result<std::shared_ptr<Database>> OpenDatabase(const BackendConfig& config);
+
+}  // namespace pynenc_cpp::sqlite

@@ -1,0 +1,184 @@
+// SQLite plumbing: options, opening bad paths, schema versions, transactions,
+// concurrent writers from threads and from forked processes.
+#include "sqlite/sqlite_db.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "backend_fixture.h"
+
+namespace pynenc_cpp::sqlite {
+namespace {
+
+using pynenc_cpp::testing::SqliteBackend;
+
+std::shared_ptr<Database> OpenOk(const std::string& path) {
+  auto db = Database::Open(SqliteOptions{path});
+  EXPECT_TRUE(db.ok()) << db.status().ToString();
+  return db.ok() ? db.value() : nullptr;
+}
+
+std::int64_t CountRows(Database& db, const std::string& table) {
+  std::int64_t n = -1;
+  EXPECT_TRUE(db.Read([&](Conn& c) -> Status {
+                  auto q = c.Prepare("SELECT count(*) FROM " + table);
+                  if (!q.ok()) return q.status();
+                  auto row = q.value()->Step();
+                  if (!row.ok()) return row.status();
+                  n = q.value()->Int(0);
+                  return Status::Ok();
+                }).ok());
+  return n;
+}
+
+TEST(SqliteOptions, ParsesPathAndOptions) {
+  auto o = ParseSqliteLocation("/tmp/a.db?synchronous=full&busy_timeout_ms=250");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o.value().path, "/tmp/a.db");
+  EXPECT_TRUE(o.value().synchronous_full);
+  EXPECT_EQ(o.value().busy_timeout_ms, 250);
+  EXPECT_FALSE(ParseSqliteLocation("/tmp/a.db").value().synchronous_full);
+  for (const char* bad : {"?synchronous=full", "/a?synchronous=off", "/a?busy_timeout_ms=-1",
+                          "/a?busy_timeout_ms=x", "/a?colour=red"}) {
+    auto r = ParseSqliteLocation(bad);
+    EXPECT_EQ(r.status().code(), ErrorCode::kBadConfig) << bad;
+  }
+}
+
+TEST(SqliteDatabase, SharedPerPathAndWal) {
+  SqliteBackend b;
+  auto a = OpenOk(b.Path());
+  auto again = OpenOk(b.Path());
+  EXPECT_EQ(a.get(), again.get());
+  std::string mode;
+  ASSERT_TRUE(a->Read([&](Conn& c) -> Status {
+                 auto q = c.Prepare("PRAGMA journal_mode");
+                 if (!q.ok()) return q.status();
+                 (void)q.value()->Step();
+                 mode = q.value()->Text(0);
+                 return Status::Ok();
+               }).ok());
+  EXPECT_EQ(mode, "wal");
+}
+
+TEST(SqliteDatabase, DirectoryAndCorruptFileAreClearErrors) {
+  SqliteBackend b;
+  const std::string dir = b.Path() + ".d";
+  std::filesystem::create_directory(dir);
+  auto d = Database::Open(SqliteOptions{dir});
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), ErrorCode::kBadConfig);
+  EXPECT_NE(d.status().message().find("is a directory"), std::string::npos);
+
+  const std::string junk = b.Path() + ".junk";
+  std::ofstream(junk) << std::string(4096, 'x');
+  auto j = Database::Open(SqliteOptions{junk});
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.status().code(), ErrorCode::kBadConfig);
+  EXPECT_NE(j.status().message().find("not a valid SQLite database"), std::string::npos)
+      << j.status().message();
+
+  auto missing_dir = Database::Open(SqliteOptions{b.Path() + ".nodir/x.db"});
+  ASSERT_FALSE(missing_dir.ok());
+  EXPECT_NE(missing_dir.status().message().find(".nodir/x.db"), std::string::npos);
+}
+
+TEST(SqliteDatabase, SchemaVersionsAreChecked) {
+  SqliteBackend b;
+  auto db = OpenOk(b.Path());
+  const std::string ddl = "CREATE TABLE t (x INTEGER)";
+  ASSERT_TRUE(db->EnsureSchema("widget", 1, ddl).ok());
+  ASSERT_TRUE(db->EnsureSchema("widget", 1, ddl).ok());  // idempotent
+  Status newer = db->EnsureSchema("widget", 0, ddl);
+  EXPECT_EQ(newer.code(), ErrorCode::kBadConfig);
+  EXPECT_NE(newer.message().find("newer pynenc-cpp"), std::string::npos);
+  Status older = db->EnsureSchema("widget", 2, ddl);
+  EXPECT_EQ(older.code(), ErrorCode::kBadConfig);
+  EXPECT_NE(older.message().find("no migration"), std::string::npos);
+}
+
+TEST(SqliteDatabase, FailedWriteRollsBack) {
+  SqliteBackend b;
+  auto db = OpenOk(b.Path());
+  ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (x INTEGER)").ok());
+  Status s = db->Write([](Conn& c) -> Status {
+    if (Status e = c.Exec("INSERT INTO t VALUES (1)"); !e.ok()) return e;
+    return Status::InvalidArgument("abort");
+  });
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(CountRows(*db, "t"), 0);
+}
+
+TEST(SqliteDatabase, ConcurrentThreadWritersAllCommit) {
+  SqliteBackend b;
+  auto db = OpenOk(b.Path());
+  ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (n INTEGER)").ok());
+  ASSERT_TRUE(db->Write([](Conn& c) { return c.Exec("INSERT INTO t VALUES (0)"); }).ok());
+  constexpr int kThreads = 4, kEach = 100;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      for (int j = 0; j < kEach; ++j) {
+        // Read-modify-write inside one IMMEDIATE transaction: no lost update.
+        Status s = db->Write([](Conn& c) -> Status {
+          auto q = c.Prepare("SELECT n FROM t");
+          if (!q.ok()) return q.status();
+          (void)q.value()->Step();
+          const std::int64_t n = q.value()->Int(0);
+          auto u = c.Prepare("UPDATE t SET n = ?");
+          if (!u.ok()) return u.status();
+          return u.value()->Bind(1, n + 1).Run();
+        });
+        EXPECT_TRUE(s.ok()) << s.ToString();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::int64_t n = 0;
+  ASSERT_TRUE(db->Read([&](Conn& c) -> Status {
+                 auto q = c.Prepare("SELECT n FROM t");
+                 (void)q.value()->Step();
+                 n = q.value()->Int(0);
+                 return Status::Ok();
+               }).ok());
+  EXPECT_EQ(n, kThreads * kEach);
+}
+
+TEST(SqliteDatabase, ForkedChildrenWriteTheSameFile) {
+  SqliteBackend b;
+  auto db = OpenOk(b.Path());
+  ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (who INTEGER)").ok());
+  constexpr int kChildren = 3, kEach = 50;
+  std::vector<pid_t> children;
+  for (int i = 0; i < kChildren; ++i) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // The child reuses the parent's Database object: it must open its own handles.
+      int failures = 0;
+      for (int j = 0; j < kEach; ++j) {
+        Status s = db->Write([&](Conn& c) -> Status {
+          auto q = c.Prepare("INSERT INTO t VALUES (?)");
+          if (!q.ok()) return q.status();
+          return q.value()->Bind(1, static_cast<std::int64_t>(i)).Run();
+        });
+        failures += s.ok() ? 0 : 1;
+      }
+      _exit(failures == 0 ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(CountRows(*db, "t"), kChildren * kEach);
+}
+
+}  // namespace
+}  // namespace pynenc_cpp::sqlite
