@@ -2,42 +2,77 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pynenc import Pynenc, PynencBuilder
+
 from pynenc_cpp import BadConfig, _core
 
 
-def test_unknown_scheme_names_the_uri() -> None:
+def sqlite_app(path: Path | str, **kwargs: object) -> Pynenc:
+    return PynencBuilder().app_id("cfg-test").cpp_sqlite(path=path, **kwargs).build()
+
+
+def test_sqlite_path_that_is_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(BadConfig, match="is a directory"):
+        _ = sqlite_app(tmp_path).broker
+
+
+def test_sqlite_path_that_is_not_a_database(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"definitely not sqlite" * 200)
+    with pytest.raises(BadConfig, match="not a valid SQLite database"):
+        _ = sqlite_app(junk).broker
+    assert junk.read_bytes() == b"definitely not sqlite" * 200  # nothing was overwritten
+
+
+def test_sqlite_path_in_a_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(BadConfig, match="no-such-dir"):
+        _ = sqlite_app(tmp_path / "no-such-dir" / "x.db").client_data_store
+
+
+def test_sqlite_component_without_a_path() -> None:
     app = (
-        PynencBuilder().app_id("bad-uri").cpp_mem().custom_config(cpp_backend_uri="ftp://x").build()
+        PynencBuilder()
+        .app_id("cfg-no-path")
+        .memory()
+        .custom_config(broker_cls="CppSqliteBroker")
+        .build()
     )
-    with pytest.raises(BadConfig, match="ftp://x"):
+    with pytest.raises(BadConfig, match="cpp_sqlite_path is not set"):
         _ = app.broker
 
 
-def test_backend_not_built_in_is_reported() -> None:
-    app = (
-        PynencBuilder()
-        .app_id("not-built")
-        .cpp_mem()
-        .custom_config(cpp_backend_uri="redis://127.0.0.1:1/0")
-        .build()
-    )
-    with pytest.raises(BadConfig, match="redis:// is not built"):
-        _ = app.client_data_store
+def test_builder_arguments_are_checked() -> None:
+    with pytest.raises(ValueError, match="synchronous='sometimes'"):
+        PynencBuilder().cpp_sqlite(path="x.db", synchronous="sometimes")
+    with pytest.raises(TypeError, match="busy_timeout_ms must be an int"):
+        PynencBuilder().cpp_sqlite(path="x.db", busy_timeout_ms="5")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="busy_timeout_ms=-1"):
+        PynencBuilder().cpp_sqlite(path="x.db", busy_timeout_ms=-1)
 
 
-def test_wrong_type_is_rejected_at_build() -> None:
-    with pytest.raises(ValueError, match="cpp_backend_uri must be a str"):
-        PynencBuilder().app_id("bad-type").cpp_mem().custom_config(cpp_backend_uri=42).build()
+def test_config_values_are_checked_at_build(tmp_path: Path) -> None:
+    base = PynencBuilder().app_id("cfg").cpp_sqlite(path=tmp_path / "a.db")
+    with pytest.raises(ValueError, match="cpp_sqlite_synchronous='off'"):
+        base.custom_config(cpp_sqlite_synchronous="off").build()
+    with pytest.raises(ValueError, match="cpp_sqlite_path must be a str"):
+        PynencBuilder().app_id("cfg").cpp_sqlite(path="a.db").custom_config(
+            cpp_sqlite_path=42
+        ).build()
 
 
-def test_bad_config_is_a_value_error() -> None:
+def test_engine_uri_errors_are_value_errors() -> None:
     assert issubclass(BadConfig, ValueError)
     with pytest.raises(ValueError, match="no scheme"):
         _core.Broker("just-a-path")
     with pytest.raises(ValueError, match="app_id must not be empty"):
         _core.ClientDataStore("memory://", "")
+    with pytest.raises(BadConfig, match="redis:// is not built"):
+        _core.Orchestrator("redis://127.0.0.1:1/0", "a")
+    with pytest.raises(BadConfig, match="unknown sqlite option 'colour'"):
+        _core.Broker("sqlite:///tmp/x.db?colour=red", "a")
 
 
 def test_constructor_argument_types_are_checked() -> None:
@@ -47,3 +82,4 @@ def test_constructor_argument_types_are_checked() -> None:
 
 def test_app_builds_with_cpp_mem(cpp_mem_app: Pynenc) -> None:
     assert cpp_mem_app.conf.app_id.startswith("cpp-test-")
+    assert type(cpp_mem_app.broker).__name__ == "CppMemBroker"

@@ -1,4 +1,4 @@
-"""CppMemOrchestrator / CppMemBlockingControl used directly through an app.
+"""CppMemOrchestrator / CppBlockingControl used directly through an app.
 
 The app is pynenc's memory() app with only the orchestrator swapped in (as
 PYNENC_CPP_ONLY=orchestrator does), so the base-class side effects (history,
@@ -28,7 +28,7 @@ from pynenc.orchestrator.atomic_service import (
 from pynenc.runner.runner_context import RunnerContext
 from pynenc_cpp import _core
 from pynenc_cpp.orchestrator import (
-    CppMemBlockingControl,
+    CppBlockingControl,
     CppMemOrchestrator,
     UnregisteredInvocationTransitionError,
 )
@@ -86,12 +86,12 @@ def new_invocation(task, *args) -> DistributedInvocation:  # noqa: ANN001
 
 def test_every_abstract_member_is_implemented() -> None:
     assert CppMemOrchestrator.__abstractmethods__ == frozenset()
-    assert CppMemBlockingControl.__abstractmethods__ == frozenset()
+    assert CppBlockingControl.__abstractmethods__ == frozenset()
     assert pynenc_cpp.CppMemOrchestrator is CppMemOrchestrator
 
 
 def test_blocking_control_shares_the_engine(orch: CppMemOrchestrator) -> None:
-    assert isinstance(orch.blocking_control, CppMemBlockingControl)
+    assert isinstance(orch.blocking_control, CppBlockingControl)
     assert orch.blocking_control is orch.blocking_control
     assert orch.blocking_control._engine is orch._engine
 

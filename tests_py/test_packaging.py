@@ -23,11 +23,15 @@ from pynenc_cpp import _core
 ROOT = Path(__file__).resolve().parents[1]
 
 ADAPTERS = [
-    (pynenc_cpp.CppMemBroker, BaseBroker),
-    (pynenc_cpp.CppMemOrchestrator, BaseOrchestrator),
-    (pynenc_cpp.CppMemStateBackend, BaseStateBackend),
-    (pynenc_cpp.CppMemTrigger, BaseTrigger),
-    (pynenc_cpp.CppMemClientDataStore, BaseClientDataStore),
+    (getattr(pynenc_cpp, f"Cpp{backend}{stem}"), base)
+    for backend in ("Mem", "Sqlite")
+    for stem, base in [
+        ("Broker", BaseBroker),
+        ("Orchestrator", BaseOrchestrator),
+        ("StateBackend", BaseStateBackend),
+        ("Trigger", BaseTrigger),
+        ("ClientDataStore", BaseClientDataStore),
+    ]
 ]
 
 
@@ -39,7 +43,7 @@ def test_entry_point_registers_builder_method() -> None:
     eps = importlib.metadata.entry_points(group="pynenc.plugins")
     ours = [ep for ep in eps if ep.value == "pynenc_cpp.builder:CppPlugin"]
     assert len(ours) == 1
-    assert "cpp_mem" in dir(PynencBuilder())
+    assert {"cpp_mem", "cpp_sqlite"} <= set(dir(PynencBuilder()))
 
 
 @pytest.mark.parametrize("adapter,base", ADAPTERS, ids=lambda c: c.__name__)

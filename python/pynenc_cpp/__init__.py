@@ -3,15 +3,19 @@
 Use it through pynenc's builder::
 
     from pynenc import PynencBuilder
-    app = PynencBuilder().app_id("my_app").cpp_mem().build()
+    app = PynencBuilder().app_id("my_app").cpp_sqlite(path="my_app.db").build()
 
 The component classes below are what the builder selects; they subclass pynenc's
 own ABCs and delegate every call to the native engine in ``pynenc_cpp._core``.
 """
 
 from pynenc_cpp import _core
-from pynenc_cpp.broker import CppMemBroker
-from pynenc_cpp.client_data_store import CppMemClientDataStore
+from pynenc_cpp.broker import CppBroker, CppMemBroker, CppSqliteBroker
+from pynenc_cpp.client_data_store import (
+    CppClientDataStore,
+    CppMemClientDataStore,
+    CppSqliteClientDataStore,
+)
 from pynenc_cpp.errors import (
     BackendError,
     BadConfig,
@@ -19,20 +23,30 @@ from pynenc_cpp.errors import (
     InvalidArgument,
     InvocationNotFound,
 )
-from pynenc_cpp.orchestrator import CppMemOrchestrator
-from pynenc_cpp.state_backend import CppMemStateBackend
-from pynenc_cpp.trigger import CppMemTrigger
+from pynenc_cpp.orchestrator import CppMemOrchestrator, CppOrchestrator, CppSqliteOrchestrator
+from pynenc_cpp.state_backend import CppMemStateBackend, CppSqliteStateBackend, CppStateBackend
+from pynenc_cpp.trigger import CppMemTrigger, CppSqliteTrigger, CppTrigger
 
 __version__: str = _core.__version__
 
 __all__ = [
     "BackendError",
     "BadConfig",
+    "CppBroker",
+    "CppClientDataStore",
     "CppMemBroker",
     "CppMemClientDataStore",
     "CppMemOrchestrator",
     "CppMemStateBackend",
     "CppMemTrigger",
+    "CppOrchestrator",
+    "CppSqliteBroker",
+    "CppSqliteClientDataStore",
+    "CppSqliteOrchestrator",
+    "CppSqliteStateBackend",
+    "CppSqliteTrigger",
+    "CppStateBackend",
+    "CppTrigger",
     "EngineError",
     "InvalidArgument",
     "InvocationNotFound",

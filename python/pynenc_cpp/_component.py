@@ -1,18 +1,22 @@
-"""Shared plumbing of the adapters: the config and the engine URI of one app."""
+"""Shared plumbing of the adapters: each adapter class is written once against
+the engine, and the backend (memory or SQLite) is chosen by a small mixin that
+says which engine URI to open."""
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from pynenc_cpp.config import ConfigCpp
+from pynenc_cpp.config import SYNCHRONOUS_MODES, ConfigCpp
+from pynenc_cpp.errors import BadConfig
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
 
 
 class CppComponentMixin:
-    """Gives an adapter ``cpp_conf`` and ``engine_uri`` read from its app's config."""
+    """Gives an adapter ``cpp_conf``; subclasses pick the backend via ``engine_uri``."""
 
     app: Pynenc
 
@@ -24,5 +28,42 @@ class CppComponentMixin:
         )
 
     @property
+    @abstractmethod
     def engine_uri(self) -> str:
-        return self.cpp_conf.cpp_backend_uri
+        """The engine URI this component opens."""
+
+
+class MemBackend:
+    """Process-local storage, in this component's own engine object."""
+
+    @property
+    def engine_uri(self) -> str:
+        return "memory://"
+
+
+class SqliteBackend:
+    """One SQLite file shared by all components of the app (and by other apps)."""
+
+    cpp_conf: ConfigCpp
+
+    @property
+    def engine_uri(self) -> str:
+        return sqlite_uri(self.cpp_conf)
+
+
+def sqlite_uri(conf: ConfigCpp) -> str:
+    """The engine URI for the SQLite settings of ``conf``; BadConfig if unusable."""
+    path = conf.cpp_sqlite_path
+    if not path:
+        raise BadConfig(
+            "cpp_sqlite_path is not set: build the app with PynencBuilder().cpp_sqlite(path=...)"
+        )
+    if conf.cpp_sqlite_synchronous not in SYNCHRONOUS_MODES:
+        raise BadConfig(
+            f"cpp_sqlite_synchronous={conf.cpp_sqlite_synchronous!r}: expected one of "
+            f"{', '.join(SYNCHRONOUS_MODES)}"
+        )
+    return (
+        f"sqlite://{path}?synchronous={conf.cpp_sqlite_synchronous}"
+        f"&busy_timeout_ms={int(conf.cpp_sqlite_busy_timeout_ms)}"
+    )

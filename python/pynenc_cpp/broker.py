@@ -9,16 +9,17 @@ from pynenc.broker.base_broker import BaseBroker
 from pynenc.identifiers.invocation_id import InvocationId
 
 from pynenc_cpp import _core
-from pynenc_cpp._component import CppComponentMixin
+from pynenc_cpp._component import CppComponentMixin, MemBackend, SqliteBackend
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
 
 
-class CppMemBroker(CppComponentMixin, BaseBroker):
-    """In-memory native broker: priority queues in C++, FIFO within a priority.
+class CppBroker(CppComponentMixin, BaseBroker):
+    """Native broker: priority queues in C++, FIFO within a priority.
 
-    Thread-safe; state lives in the engine object, scoped to this component.
+    Thread-safe (and process-safe on SQLite). The backend is picked by the
+    subclass: ``CppMemBroker`` or ``CppSqliteBroker``.
     """
 
     def __init__(self, app: Pynenc) -> None:
@@ -61,3 +62,11 @@ class CppMemBroker(CppComponentMixin, BaseBroker):
 
     def purge(self) -> None:
         self._engine.purge()
+
+
+class CppMemBroker(MemBackend, CppBroker):
+    """The native broker on process-local memory (like pynenc's ``memory()``)."""
+
+
+class CppSqliteBroker(SqliteBackend, CppBroker):
+    """The native broker on the app's SQLite file (``cpp_sqlite_path``)."""

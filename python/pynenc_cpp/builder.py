@@ -1,26 +1,51 @@
-"""The pynenc builder plugin: adds ``cpp_mem()`` to ``PynencBuilder``.
+"""The pynenc builder plugin: adds ``cpp_mem()`` and ``cpp_sqlite()`` to ``PynencBuilder``.
 
 Registered in the ``pynenc.plugins`` entry-point group (see pyproject.toml), so
-it is available as soon as pynenc-cpp is installed::
+the methods are available as soon as pynenc-cpp is installed::
 
-    app = PynencBuilder().app_id("demo").cpp_mem().build()
+    app = PynencBuilder().app_id("demo").cpp_sqlite(path="demo.db").build()
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from typing import TYPE_CHECKING, Any
+
+from pynenc_cpp.config import SYNCHRONOUS_MODES
 
 if TYPE_CHECKING:
     from pynenc.builder import PynencBuilder
 
-#: Component class names per backend, as pynenc resolves them from config.
-MEM_COMPONENTS: dict[str, str] = {
-    "broker_cls": "CppMemBroker",
-    "orchestrator_cls": "CppMemOrchestrator",
-    "state_backend_cls": "CppMemStateBackend",
-    "trigger_cls": "CppMemTrigger",
-    "client_data_store_cls": "CppMemClientDataStore",
+_KINDS = ("broker", "orchestrator", "state_backend", "trigger", "client_data_store")
+_CLASS_STEMS = {
+    "broker": "Broker",
+    "orchestrator": "Orchestrator",
+    "state_backend": "StateBackend",
+    "trigger": "Trigger",
+    "client_data_store": "ClientDataStore",
 }
+
+
+def components(backend: str) -> dict[str, str]:
+    """The ``*_cls`` config of every component for ``backend`` ("Mem" or "Sqlite")."""
+    return {f"{kind}_cls": f"Cpp{backend}{_CLASS_STEMS[kind]}" for kind in _KINDS}
+
+
+#: Component class names per backend, as pynenc resolves them from config.
+MEM_COMPONENTS: dict[str, str] = components("Mem")
+SQLITE_COMPONENTS: dict[str, str] = components("Sqlite")
+
+
+def _use(builder: PynencBuilder, classes: dict[str, str], in_memory: bool) -> None:
+    # Importing registers the classes as subclasses of pynenc's ABCs, which is
+    # how pynenc resolves the class names.
+    import pynenc_cpp  # noqa: F401
+
+    builder._config.update(classes)
+    builder._using_memory_components = in_memory
+    builder._plugin_components.clear()
+    builder._plugin_components.update(classes)
 
 
 def cpp_mem(builder: PynencBuilder) -> PynencBuilder:
@@ -29,24 +54,52 @@ def cpp_mem(builder: PynencBuilder) -> PynencBuilder:
     Like pynenc's ``memory()``: state lives in this process, so only runners that
     share the process (``ThreadRunner``, ``DummyRunner``) can be used with it.
     """
-    # Importing registers the classes as subclasses of pynenc's ABCs, which is
-    # how pynenc resolves the class names below.
-    import pynenc_cpp  # noqa: F401
+    _use(builder, MEM_COMPONENTS, in_memory=True)
+    return builder
 
-    builder._config.update(MEM_COMPONENTS)
-    builder._config["cpp_backend_uri"] = "memory://"
-    builder._using_memory_components = True
-    builder._plugin_components.update(MEM_COMPONENTS)
+
+def cpp_sqlite(
+    builder: PynencBuilder,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    synchronous: str = "normal",
+    busy_timeout_ms: int = 5000,
+) -> PynencBuilder:
+    """Use the native SQLite components: every component of the app in one file.
+
+    :param path: The database file (created if missing). Relative paths are
+        resolved now, so child processes open the same file. Default: a file
+        named after the app id in the system temp directory.
+    :param synchronous: ``"normal"`` (default, WAL) or ``"full"`` (fsync every commit).
+    :param busy_timeout_ms: How long a write waits for another process's lock.
+    """
+    if synchronous not in SYNCHRONOUS_MODES:
+        raise ValueError(f"synchronous={synchronous!r}: expected one of {SYNCHRONOUS_MODES}")
+    if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int):
+        raise TypeError(f"busy_timeout_ms must be an int, got {type(busy_timeout_ms).__name__}")
+    if not 0 <= busy_timeout_ms <= 3_600_000:
+        raise ValueError(f"busy_timeout_ms={busy_timeout_ms}: expected 0..3600000")
+    if path is None:
+        app_id = builder._config.get("app_id", "pynenc")
+        path = os.path.join(tempfile.gettempdir(), f"pynenc-cpp-{app_id}.db")
+    _use(builder, SQLITE_COMPONENTS, in_memory=False)
+    builder._config["cpp_sqlite_path"] = os.path.abspath(os.fspath(path))
+    builder._config["cpp_sqlite_synchronous"] = synchronous
+    builder._config["cpp_sqlite_busy_timeout_ms"] = busy_timeout_ms
     return builder
 
 
 def _validate(config: dict[str, Any]) -> None:
-    """Reject a half-configured app: cpp components must all share one backend URI."""
-    uri = config.get("cpp_backend_uri")
-    if uri is None:
-        return
-    if not isinstance(uri, str):
-        raise TypeError(f"cpp_backend_uri must be a str, got {type(uri).__name__}")
+    """Reject wrong types and values of the cpp_* settings before anything is built."""
+    path = config.get("cpp_sqlite_path")
+    if path is not None and not isinstance(path, str):
+        raise TypeError(f"cpp_sqlite_path must be a str, got {type(path).__name__}")
+    mode = config.get("cpp_sqlite_synchronous")
+    if mode is not None and mode not in SYNCHRONOUS_MODES:
+        raise ValueError(f"cpp_sqlite_synchronous={mode!r}: expected one of {SYNCHRONOUS_MODES}")
+    timeout = config.get("cpp_sqlite_busy_timeout_ms")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int)):
+        raise TypeError(f"cpp_sqlite_busy_timeout_ms must be an int, got {type(timeout).__name__}")
 
 
 class CppPlugin:
@@ -55,4 +108,5 @@ class CppPlugin:
     @staticmethod
     def register_builder_methods(builder_cls: type[PynencBuilder]) -> None:
         builder_cls.register_plugin_method("cpp_mem", cpp_mem)
+        builder_cls.register_plugin_method("cpp_sqlite", cpp_sqlite)
         builder_cls.register_plugin_validator(_validate)

@@ -7,14 +7,18 @@ from typing import TYPE_CHECKING
 from pynenc.client_data_store.base_client_data_store import BaseClientDataStore
 
 from pynenc_cpp import _core
-from pynenc_cpp._component import CppComponentMixin
+from pynenc_cpp._component import CppComponentMixin, MemBackend, SqliteBackend
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
 
 
-class CppMemClientDataStore(CppComponentMixin, BaseClientDataStore):
-    """In-memory native key/value store for large arguments, results and exceptions."""
+class CppClientDataStore(CppComponentMixin, BaseClientDataStore):
+    """Native key/value store for large arguments, results and exceptions.
+
+    The backend is picked by the subclass: ``CppMemClientDataStore`` or
+    ``CppSqliteClientDataStore``.
+    """
 
     def __init__(self, app: Pynenc) -> None:
         super().__init__(app)
@@ -29,3 +33,11 @@ class CppMemClientDataStore(CppComponentMixin, BaseClientDataStore):
 
     def _purge(self) -> None:
         self._engine.purge()
+
+
+class CppMemClientDataStore(MemBackend, CppClientDataStore):
+    """The native client data store on process-local memory (like pynenc's ``memory()``)."""
+
+
+class CppSqliteClientDataStore(SqliteBackend, CppClientDataStore):
+    """The native client data store on the app's SQLite file (``cpp_sqlite_path``)."""

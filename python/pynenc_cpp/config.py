@@ -1,8 +1,8 @@
 """Configuration of the pynenc-cpp components, read like every pynenc config.
 
 Values come from the app's config (``PynencBuilder`` / ``config_values``), a
-config file or ``PYNENC__CONFIGCPP__<FIELD>`` environment variables, so that a
-child process rebuilds the same components from the pickled config alone.
+config file or environment variables, so a child process rebuilds the same
+components from the pickled config alone.
 """
 
 from __future__ import annotations
@@ -10,12 +10,21 @@ from __future__ import annotations
 from cistell import ConfigField
 from pynenc.conf.config_base import ConfigPynencBase
 
+SYNCHRONOUS_MODES = ("normal", "full")
+
 
 class ConfigCpp(ConfigPynencBase):
     """
-    :cvar ConfigField[str] cpp_backend_uri:
-        Storage of every pynenc-cpp component: ``memory://`` (process-local).
-        ``sqlite:///path`` and ``redis://host:port/db`` arrive with the durable backends.
+    :cvar ConfigField[str] cpp_sqlite_path:
+        The SQLite file of the ``cpp_sqlite`` components (an absolute path; the
+        builder resolves a relative one). Required by them, unused by others.
+    :cvar ConfigField[str] cpp_sqlite_synchronous:
+        ``"normal"`` (default; WAL makes it crash-safe, a power loss may drop the
+        last transactions) or ``"full"`` (fsync at every commit).
+    :cvar ConfigField[int] cpp_sqlite_busy_timeout_ms:
+        How long a write waits for another process's lock before failing (5000).
     """
 
-    cpp_backend_uri = ConfigField("memory://")
+    cpp_sqlite_path = ConfigField("")
+    cpp_sqlite_synchronous = ConfigField("normal")
+    cpp_sqlite_busy_timeout_ms = ConfigField(5000)

@@ -26,7 +26,7 @@ from pynenc.orchestrator.atomic_service import (
 from pynenc.orchestrator.base_orchestrator import BaseBlockingControl, BaseOrchestrator
 
 from pynenc_cpp import _core
-from pynenc_cpp._component import CppComponentMixin
+from pynenc_cpp._component import CppComponentMixin, MemBackend, SqliteBackend
 from pynenc_cpp._convert import (
     as_invocation_ids,
     from_us,
@@ -93,7 +93,7 @@ class UnregisteredInvocationTransitionError(InvocationStatusTransitionError, Key
     __str__ = Exception.__str__  # not KeyError's repr-quoting
 
 
-class CppMemBlockingControl(BaseBlockingControl):
+class CppBlockingControl(BaseBlockingControl):
     """Blocking control on the orchestrator's engine (the wait graph lives there).
 
     Stateless view: it shares the engine object of its ``CppMemOrchestrator``, so
@@ -119,8 +119,8 @@ class CppMemBlockingControl(BaseBlockingControl):
         return iter(as_invocation_ids(self._engine.blocking_invocations(max_num_invocations)))
 
 
-class CppMemOrchestrator(CppComponentMixin, BaseOrchestrator):
-    """In-memory native orchestrator.
+class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
+    """Native orchestrator (backend picked by the subclass: Mem or Sqlite).
 
     Status transitions are an atomic compare-and-set in C++ (validation,
     ownership and new owner computed under the engine's lock). Thread-safe.
@@ -130,10 +130,10 @@ class CppMemOrchestrator(CppComponentMixin, BaseOrchestrator):
     def __init__(self, app: Pynenc) -> None:
         super().__init__(app)
         self._engine = _core.Orchestrator(self.engine_uri, app.app_id)
-        self._blocking_control = CppMemBlockingControl(app, self._engine)
+        self._blocking_control = CppBlockingControl(app, self._engine)
 
     @property
-    def blocking_control(self) -> CppMemBlockingControl:
+    def blocking_control(self) -> CppBlockingControl:
         return self._blocking_control
 
     # ---- invocations -------------------------------------------------------
@@ -361,3 +361,11 @@ class CppMemOrchestrator(CppComponentMixin, BaseOrchestrator):
             max(max_records, 0),
             protected,
         )
+
+
+class CppMemOrchestrator(MemBackend, CppOrchestrator):
+    """The native orchestrator on process-local memory (like pynenc's ``memory()``)."""
+
+
+class CppSqliteOrchestrator(SqliteBackend, CppOrchestrator):
+    """The native orchestrator on the app's SQLite file (``cpp_sqlite_path``)."""

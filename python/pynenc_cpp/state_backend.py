@@ -24,7 +24,7 @@ from pynenc.state_backend.base_state_backend import BaseStateBackend, Invocation
 from pynenc.workflow.workflow_identity import WorkflowIdentity
 
 from pynenc_cpp import _core
-from pynenc_cpp._component import CppComponentMixin
+from pynenc_cpp._component import CppComponentMixin, MemBackend, SqliteBackend, sqlite_uri
 from pynenc_cpp._convert import as_invocation_ids, to_us
 from pynenc_cpp.config import ConfigCpp
 from pynenc_cpp.errors import InvocationNotFound
@@ -91,13 +91,12 @@ def _workflow_identity(run: tuple[str, str, str | None]) -> WorkflowIdentity:
     )
 
 
-class CppMemStateBackend(CppComponentMixin, BaseStateBackend):
-    """In-memory native state backend: records and their indexes live in C++.
+class CppStateBackend(CppComponentMixin, BaseStateBackend):
+    """Native state backend: records and their indexes live in C++.
 
-    Thread-safe; state lives in the engine object, scoped to this component,
-    except app infos, which go to a process-wide registry so that the static
-    ``discover_app_infos`` finds every app of the process (like pynenc's
-    ``MemStateBackend``).
+    Thread-safe. The backend is picked by the subclass. On memory, app infos go
+    to a process-wide registry so that ``discover_app_infos`` finds every app of
+    the process (like pynenc's ``MemStateBackend``); on SQLite they are in the file.
     """
 
     def __init__(self, app: Pynenc) -> None:
@@ -255,15 +254,8 @@ class CppMemStateBackend(CppComponentMixin, BaseStateBackend):
 
     @staticmethod
     def discover_app_infos() -> dict[str, AppInfo]:
-        """Every app registered in the default-configured storage.
-
-        Like pynenc's own backends, this uses the default configuration
-        (``cpp_backend_uri`` from the environment or config file, else
-        ``memory://``); for ``memory://`` that is every app of this process.
-        """
-        uri = ConfigCpp().cpp_backend_uri
-        found = _core.StateBackend.discover_app_infos(uri)
-        return {app_id: AppInfo.from_json(info) for app_id, info in found.items()}
+        """Every app registered in the process's memory registry (see the subclasses)."""
+        return _discover("memory://")
 
     # --- workflows ------------------------------------------------------------
 
@@ -305,3 +297,34 @@ class CppMemStateBackend(CppComponentMixin, BaseStateBackend):
         except InvocationNotFound:
             return default
         return self.app.client_data_store.deserialize(serialized)
+
+
+class CppMemStateBackend(MemBackend, CppStateBackend):
+    """The native state backend on process-local memory (like pynenc's ``memory()``)."""
+
+    @staticmethod
+    def discover_app_infos() -> dict[str, AppInfo]:
+        """Every app of this process that stored its info in a ``cpp_mem`` backend."""
+        return _discover("memory://")
+
+
+class CppSqliteStateBackend(SqliteBackend, CppStateBackend):
+    """The native state backend on the app's SQLite file (``cpp_sqlite_path``)."""
+
+    @staticmethod
+    def discover_app_infos() -> dict[str, AppInfo]:
+        """Every app in the default-configured SQLite file.
+
+        Like pynenc's own backends, this static method has no app: it reads the
+        default configuration (config file or environment); with no
+        ``cpp_sqlite_path`` configured there is nothing to discover.
+        """
+        conf = ConfigCpp()
+        if not conf.cpp_sqlite_path:
+            return {}
+        return _discover(sqlite_uri(conf))
+
+
+def _discover(uri: str) -> dict[str, AppInfo]:
+    found = _core.StateBackend.discover_app_infos(uri)
+    return {app_id: AppInfo.from_json(info) for app_id, info in found.items()}

@@ -30,7 +30,7 @@ from pynenc.trigger.monitoring import (
 )
 
 from pynenc_cpp import _core
-from pynenc_cpp._component import CppComponentMixin
+from pynenc_cpp._component import CppComponentMixin, MemBackend, SqliteBackend
 from pynenc_cpp._convert import from_us, opt_from_us, opt_to_us, to_us
 
 if TYPE_CHECKING:
@@ -61,8 +61,8 @@ def _to_dto(row: _TriggerTuple) -> TriggerDefinitionDTO:
     )
 
 
-class CppMemTrigger(CppComponentMixin, BaseTrigger):
-    """In-memory native trigger store: conditions, triggers, claims, events, runs in C++.
+class CppTrigger(CppComponentMixin, BaseTrigger):
+    """Native trigger store: conditions, triggers, claims, events, runs in C++.
 
     Thread-safe. ``claim_trigger_run`` and ``store_last_cron_execution`` are atomic
     in the engine: among racing callers exactly one wins.
@@ -388,3 +388,11 @@ class CppMemTrigger(CppComponentMixin, BaseTrigger):
 
 
 __all__ = ["CppMemTrigger"]
+
+
+class CppMemTrigger(MemBackend, CppTrigger):
+    """The native trigger store on process-local memory (like pynenc's ``memory()``)."""
+
+
+class CppSqliteTrigger(SqliteBackend, CppTrigger):
+    """The native trigger store on the app's SQLite file (``cpp_sqlite_path``)."""

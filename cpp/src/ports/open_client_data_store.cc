@@ -1,3 +1,4 @@
+#include "sqlite/sqlite_broker.h"
 #include "mem/mem_client_data_store.h"
 
 namespace pynenc_cpp {
@@ -6,7 +7,9 @@ Result<std::unique_ptr<ClientDataStore>> OpenClientDataStore(const BackendConfig
   Result<ParsedBackendUri> parsed = CheckBackendConfig(config);
   if (!parsed.ok()) return parsed.status();
   if (parsed.value().kind == BackendKind::kMemory) return NewMemClientDataStore(config);
-  return Status::BadConfig("backend URI '" + config.uri + "': the sqlite client data store is not built yet");
+  Result<std::shared_ptr<sqlite::Database>> db = sqlite::OpenDatabase(config);
+  if (!db.ok()) return db.status();
+  return sqlite::NewSqliteClientDataStore(std::move(db).value(), config);
 }
 
 }  // namespace pynenc_cpp

@@ -1,23 +1,46 @@
-// In-memory broker and client data store: ordering, counts, blocking retrieval
-// and interruption, concurrent producers and consumers.
+// Broker and client data store compliance, on every backend (backend_fixture.h):
+// ordering, counts, blocking retrieval and interruption, concurrent producers
+// and consumers, app isolation; durability and cross-process pops for SQLite.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <set>
+#include <fstream>
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend_fixture.h"
 #include "pynenc_cpp/ports/broker.h"
 #include "pynenc_cpp/ports/client_data_store.h"
 
 namespace pynenc_cpp {
 namespace {
 
-std::unique_ptr<Broker> NewBroker() {
-  auto r = OpenBroker(BackendConfig{});
+using testing::AllBackends;
+using testing::BackendNames;
+using testing::SqliteBackend;
+
+std::unique_ptr<Broker> NewBroker(const BackendConfig& config) {
+  auto r = OpenBroker(config);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return std::move(r).value();
+  return r.ok() ? std::move(r).value() : nullptr;
 }
+
+template <typename B>
+class BrokerCompliance : public testing::BackendTest<B> {
+ protected:
+  std::unique_ptr<Broker> NewBroker(const std::string& app_id = "compliance-app") {
+    return pynenc_cpp::NewBroker(this->backend_.Config(nullptr, app_id));
+  }
+};
+TYPED_TEST_SUITE(BrokerCompliance, AllBackends, BackendNames);
+
+template <typename B>
+class ClientDataStoreCompliance : public testing::BackendTest<B> {};
+TYPED_TEST_SUITE(ClientDataStoreCompliance, AllBackends, BackendNames);
 
 std::optional<InvocationId> Pop(Broker& b, const std::string& q, std::int64_t timeout_ms = 0) {
   auto r = b.Retrieve(q, timeout_ms);
@@ -25,8 +48,8 @@ std::optional<InvocationId> Pop(Broker& b, const std::string& q, std::int64_t ti
   return r.value();
 }
 
-TEST(MemBroker, FifoWithinPriorityHigherPriorityFirst) {
-  auto b = NewBroker();
+TYPED_TEST(BrokerCompliance, FifoWithinPriorityHigherPriorityFirst) {
+  auto b = this->NewBroker();
   ASSERT_TRUE(b->Route({InvocationId("a"), InvocationId("b")}, "q", 0).ok());
   ASSERT_TRUE(b->Route({InvocationId("hi")}, "q", 10).ok());
   ASSERT_TRUE(b->Route({InvocationId("c")}, "q", 0).ok());
@@ -39,8 +62,8 @@ TEST(MemBroker, FifoWithinPriorityHigherPriorityFirst) {
   EXPECT_FALSE(Pop(*b, "q").has_value());
 }
 
-TEST(MemBroker, QueuesAreIndependentAndCounted) {
-  auto b = NewBroker();
+TYPED_TEST(BrokerCompliance, QueuesAreIndependentAndCounted) {
+  auto b = this->NewBroker();
   ASSERT_TRUE(b->Route({InvocationId("1"), InvocationId("2")}, "x", 0).ok());
   ASSERT_TRUE(b->Route({InvocationId("3")}, "y", 1).ok());
   EXPECT_EQ(b->Count({"x"}).value(), 2);
@@ -54,14 +77,14 @@ TEST(MemBroker, QueuesAreIndependentAndCounted) {
   EXPECT_FALSE(Pop(*b, "x").has_value());
 }
 
-TEST(MemBroker, EmptyRouteIsANoOp) {
-  auto b = NewBroker();
+TYPED_TEST(BrokerCompliance, EmptyRouteIsANoOp) {
+  auto b = this->NewBroker();
   ASSERT_TRUE(b->Route({}, "q", 0).ok());
   EXPECT_EQ(b->Count({"q"}).value(), 0);
 }
 
-TEST(MemBroker, BlockingRetrieveWakesWhenWorkArrives) {
-  auto b = NewBroker();
+TYPED_TEST(BrokerCompliance, BlockingRetrieveWakesWhenWorkArrives) {
+  auto b = this->NewBroker();
   std::optional<InvocationId> got;
   auto start = std::chrono::steady_clock::now();
   std::thread waiter([&] { got = Pop(*b, "q", 10'000); });
@@ -75,8 +98,8 @@ TEST(MemBroker, BlockingRetrieveWakesWhenWorkArrives) {
   EXPECT_LT(waited, std::chrono::seconds(5));
 }
 
-TEST(MemBroker, BlockingRetrieveIgnoresOtherQueuesAndTimesOut) {
-  auto b = NewBroker();
+TYPED_TEST(BrokerCompliance, BlockingRetrieveIgnoresOtherQueuesAndTimesOut) {
+  auto b = this->NewBroker();
   std::optional<InvocationId> got = InvocationId("sentinel");
   std::thread waiter([&] { got = Pop(*b, "q", 150); });
   ASSERT_TRUE(b->Route({InvocationId("other")}, "other-queue", 0).ok());
@@ -85,8 +108,8 @@ TEST(MemBroker, BlockingRetrieveIgnoresOtherQueuesAndTimesOut) {
   EXPECT_EQ(b->Count({"other-queue"}).value(), 1);
 }
 
-TEST(MemBroker, InterruptWakesWaiters) {
-  auto b = NewBroker();
+TYPED_TEST(BrokerCompliance, InterruptWakesWaiters) {
+  auto b = this->NewBroker();
   std::atomic<int> returned{0};
   std::vector<std::thread> waiters;
   for (int i = 0; i < 3; ++i) {
@@ -104,8 +127,8 @@ TEST(MemBroker, InterruptWakesWaiters) {
   EXPECT_EQ(Pop(*b, "q", 1000)->str(), "after");
 }
 
-TEST(MemBroker, ConcurrentProducersAndConsumersLoseNothing) {
-  auto b = NewBroker();
+TYPED_TEST(BrokerCompliance, ConcurrentProducersAndConsumersLoseNothing) {
+  auto b = this->NewBroker();
   constexpr int kProducers = 4, kPerProducer = 500, kConsumers = 4;
   std::mutex mu;
   std::multiset<std::string> seen;
@@ -136,8 +159,8 @@ TEST(MemBroker, ConcurrentProducersAndConsumersLoseNothing) {
   EXPECT_EQ(b->Count({"q"}).value(), 0);
 }
 
-TEST(MemClientDataStore, StoreRetrieveReplacePurge) {
-  auto r = OpenClientDataStore(BackendConfig{});
+TYPED_TEST(ClientDataStoreCompliance, StoreRetrieveReplacePurge) {
+  auto r = OpenClientDataStore(this->backend_.Config());
   ASSERT_TRUE(r.ok());
   auto& s = *r.value();
   EXPECT_EQ(s.Retrieve("k").status().code(), ErrorCode::kNotFound);
@@ -147,6 +170,82 @@ TEST(MemClientDataStore, StoreRetrieveReplacePurge) {
   EXPECT_EQ(s.Retrieve("k").value(), std::string("v2\0bin", 6));
   ASSERT_TRUE(s.Purge().ok());
   EXPECT_FALSE(s.Retrieve("k").ok());
+}
+
+TYPED_TEST(BrokerCompliance, AppsAreIsolated) {
+  auto a = this->NewBroker("app-a");
+  auto b = this->NewBroker("app-b");
+  ASSERT_TRUE(a->Route({InvocationId("only-a")}, "q", 0).ok());
+  EXPECT_EQ(b->Count({"q"}).value(), 0);
+  EXPECT_FALSE(Pop(*b, "q").has_value());
+  ASSERT_TRUE(b->Purge().ok());
+  EXPECT_EQ(Pop(*a, "q")->str(), "only-a");
+}
+
+TYPED_TEST(ClientDataStoreCompliance, AppsAreIsolated) {
+  auto a = OpenClientDataStore(this->backend_.Config(nullptr, "app-a"));
+  auto b = OpenClientDataStore(this->backend_.Config(nullptr, "app-b"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a.value()->Store("k", "from-a").ok());
+  EXPECT_EQ(b.value()->Retrieve("k").status().code(), ErrorCode::kNotFound);
+  ASSERT_TRUE(b.value()->Purge().ok());
+  EXPECT_EQ(a.value()->Retrieve("k").value(), "from-a");
+}
+
+TEST(SqliteBroker, QueuedIdsSurviveReopening) {
+  SqliteBackend backend;
+  {
+    auto b = NewBroker(backend.Config());
+    ASSERT_TRUE(b->Route({InvocationId("x"), InvocationId("y")}, "q", 1).ok());
+    auto s = OpenClientDataStore(backend.Config());
+    ASSERT_TRUE(s.value()->Store("k", "v").ok());
+  }
+  auto again = NewBroker(backend.Config());
+  EXPECT_EQ(again->Count({"q"}).value(), 2);
+  EXPECT_EQ(Pop(*again, "q")->str(), "x");
+  EXPECT_EQ(OpenClientDataStore(backend.Config()).value()->Retrieve("k").value(), "v");
+}
+
+// Several processes pop from one queue: every id is delivered exactly once.
+TEST(SqliteBroker, ProcessesNeverPopTheSameId) {
+  SqliteBackend backend;
+  constexpr int kIds = 300, kChildren = 3;
+  {
+    auto b = NewBroker(backend.Config());
+    std::vector<InvocationId> ids;
+    for (int i = 0; i < kIds; ++i) ids.emplace_back("id-" + std::to_string(i));
+    ASSERT_TRUE(b->Route(ids, "q", 0).ok());
+  }
+  std::vector<std::pair<pid_t, std::string>> children;
+  for (int c = 0; c < kChildren; ++c) {
+    std::string out = backend.Path() + ".child" + std::to_string(c);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto b = OpenBroker(backend.Config());
+      FILE* f = fopen(out.c_str(), "w");
+      if (!b.ok() || f == nullptr) _exit(2);
+      while (true) {
+        auto id = b.value()->Retrieve("q", 0);
+        if (!id.ok()) _exit(3);
+        if (!id.value()) break;
+        fprintf(f, "%s\n", id.value()->str().c_str());
+      }
+      fclose(f);
+      _exit(0);
+    }
+    children.emplace_back(pid, out);
+  }
+  std::multiset<std::string> seen;
+  for (auto& [pid, out] : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    std::ifstream in(out);
+    for (std::string line; std::getline(in, line);) seen.insert(line);
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kIds));
+  EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), seen.size());
 }
 
 TEST(BackendConfig, UrisAreCheckedWithClearErrors) {
@@ -161,6 +260,8 @@ TEST(BackendConfig, UrisAreCheckedWithClearErrors) {
     EXPECT_EQ(r.status().code(), ErrorCode::kBadConfig) << bad;
   }
   auto no_app = OpenBroker(BackendConfig{"memory://", "", nullptr});
+  EXPECT_EQ(OpenBroker(BackendConfig{"sqlite://", "a", nullptr}).status().code(),
+            ErrorCode::kBadConfig);
   EXPECT_EQ(no_app.status().code(), ErrorCode::kBadConfig);
   auto not_built = OpenClientDataStore(BackendConfig{"redis://localhost:6379/0", "a", nullptr});
   EXPECT_EQ(not_built.status().code(), ErrorCode::kBadConfig);
