@@ -8,6 +8,7 @@ import time
 import pytest
 from pynenc import Pynenc
 from pynenc.identifiers.invocation_id import InvocationId
+
 from pynenc_cpp import CppMemBroker, _core
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from pynenc import Pynenc
+
 from pynenc_cpp import CppMemClientDataStore, InvocationNotFound
 
 

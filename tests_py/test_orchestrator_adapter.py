@@ -11,7 +11,6 @@ import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 
-import pynenc_cpp
 import pytest
 from pynenc import Pynenc, PynencBuilder
 from pynenc.exceptions import (
@@ -26,6 +25,8 @@ from pynenc.orchestrator.atomic_service import (
     AtomicServiceRun,
 )
 from pynenc.runner.runner_context import RunnerContext
+
+import pynenc_cpp
 from pynenc_cpp import _core
 from pynenc_cpp.orchestrator import (
     CppBlockingControl,

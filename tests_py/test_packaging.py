@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pynenc_cpp
 import pytest
 from pynenc import PynencBuilder
 from pynenc.broker.base_broker import BaseBroker
@@ -18,6 +17,8 @@ from pynenc.client_data_store.base_client_data_store import BaseClientDataStore
 from pynenc.orchestrator.base_orchestrator import BaseOrchestrator
 from pynenc.state_backend.base_state_backend import BaseStateBackend
 from pynenc.trigger.base_trigger import BaseTrigger
+
+import pynenc_cpp
 from pynenc_cpp import _core
 
 ROOT = Path(__file__).resolve().parents[1]

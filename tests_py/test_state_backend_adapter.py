@@ -6,7 +6,6 @@ import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 
-import pynenc_cpp
 import pytest
 from pynenc import Pynenc, PynencBuilder
 from pynenc.app_info import AppInfo
@@ -20,6 +19,8 @@ from pynenc.models.invocation_dto import InvocationDTO
 from pynenc.runner.runner_context import RunnerContext
 from pynenc.state_backend.base_state_backend import InvocationHistory
 from pynenc.workflow.workflow_identity import WorkflowIdentity
+
+import pynenc_cpp
 from pynenc_cpp import _core
 from pynenc_cpp.state_backend import CppMemStateBackend
 

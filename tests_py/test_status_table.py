@@ -8,6 +8,7 @@ import pytest
 from pynenc.exceptions import InvocationStatusOwnershipError, InvocationStatusTransitionError
 from pynenc.invocation import status as pynenc_status
 from pynenc.invocation.status import InvocationStatus, InvocationStatusRecord
+
 from pynenc_cpp import _core
 from pynenc_cpp.errors import IllegalTransition, OwnershipViolation, pynenc_status_errors
 

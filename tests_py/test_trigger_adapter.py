@@ -29,6 +29,7 @@ from pynenc.trigger.monitoring import (
     TriggerRunParticipant,
     TriggerRunRecord,
 )
+
 from pynenc_cpp import InvalidArgument
 from pynenc_cpp.trigger import CppMemTrigger
 

@@ -17,9 +17,9 @@ import uuid
 
 import pytest
 from pynenc import Pynenc, PynencBuilder
-from pynenc_cpp.builder import MEM_COMPONENTS
 from pynenc_tests.conftest import *  # noqa: F403  (pynenc's shared fixtures)
 
+from pynenc_cpp.builder import MEM_COMPONENTS
 from tests_py.conformance.exclusions import EXCLUDED
 
 
