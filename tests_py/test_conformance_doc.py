@@ -40,7 +40,7 @@ def test_an_excluded_test_is_skipped_with_its_reason(monkeypatch: pytest.MonkeyP
     reason = "an example reason long enough to be one"
     monkeypatch.setitem(conftest.EXCLUDED, "test_listed", reason)
     listed, other = Item("test_listed"), Item("test_other")
-    conftest.pytest_collection_modifyitems(None, [listed, other])  # type: ignore[arg-type]
+    conftest.pytest_collection_modifyitems(None, [listed, other])  # type: ignore[arg-type,list-item]
     assert [m.mark.name for m in listed.markers] == ["skip"]
     assert reason in listed.markers[0].mark.kwargs["reason"]
     assert other.markers == []

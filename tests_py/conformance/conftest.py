@@ -1,42 +1,64 @@
 """Runs pynenc's exported conformance suites (``pynenc_tests``) against pynenc-cpp.
 
-pynenc's suites take the app under test from the ``app_instance`` fixture; here
-it is overridden to build a ``cpp_mem()`` app. Tests that pynenc-cpp does not
-run are listed, each with its reason, in ``exclusions.py`` and in
-docs/conformance.md; a test here checks both lists agree.
+pynenc's suites take the app under test from the ``app_instance`` fixture (unit
+and most integration suites) or ``app_combination_instance`` (the runner
+combination suites); both are overridden here to build pynenc-cpp apps, once
+per backend. Tests that pynenc-cpp does not run are listed, each with its
+reason, in ``exclusions.py`` and in docs/conformance.md.
 
-``PYNENC_CPP_ONLY=<component>`` (broker, orchestrator, state_backend, trigger,
-client_data_store) swaps only that component into pynenc's own memory app: a
-development aid for working on one component at a time.
+Environment knobs (development aids):
+  ``PYNENC_CPP_BACKENDS=mem,sqlite``  which backends to parametrize (default: all built)
+  ``PYNENC_CPP_ONLY=<component>``     swap only that component (broker,
+      orchestrator, state_backend, trigger, client_data_store) into pynenc's own
+      app of the same family, to work on one component at a time.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
+from collections.abc import Iterator
 
 import pytest
 from pynenc import Pynenc, PynencBuilder
 from pynenc_tests.conftest import *  # noqa: F403  (pynenc's shared fixtures)
 
-from pynenc_cpp.builder import MEM_COMPONENTS
+from pynenc_cpp.builder import components
 from tests_py.conformance.exclusions import EXCLUDED
 
+ALL_BACKENDS = ("mem", "sqlite")
+BACKENDS = tuple(
+    b for b in os.environ.get("PYNENC_CPP_BACKENDS", ",".join(ALL_BACKENDS)).split(",") if b
+)
 
-def build_cpp_mem_app() -> Pynenc:
+
+def build_app(backend: str, db_path: str) -> Pynenc:
+    """A fresh pynenc-cpp app on `backend` ("mem" or "sqlite"), unique app id."""
     builder = PynencBuilder().app_id(f"cpp-conf-{uuid.uuid4().hex[:8]}")
     only = os.environ.get("PYNENC_CPP_ONLY")
     if only:
         key = f"{only}_cls"
-        if key not in MEM_COMPONENTS:
-            raise ValueError(f"PYNENC_CPP_ONLY={only!r}: expected one of {sorted(MEM_COMPONENTS)}")
-        return builder.memory().custom_config(**{key: MEM_COMPONENTS[key]}).build()
-    return builder.cpp_mem().build()
+        ours = components("Mem" if backend == "mem" else "Sqlite")
+        if key not in ours:
+            raise ValueError(f"PYNENC_CPP_ONLY={only!r}: expected one of {sorted(ours)}")
+        base = builder.memory() if backend == "mem" else builder.sqlite(sqlite_db_path=db_path)
+        return base.custom_config(**{key: ours[key], "cpp_sqlite_path": db_path + ".cpp"}).build()
+    if backend == "mem":
+        return builder.cpp_mem().build()
+    return builder.cpp_sqlite(path=db_path).build()
 
 
-@pytest.fixture(params=["cpp_mem"])
-def app_instance(request: pytest.FixtureRequest) -> Pynenc:
-    return build_cpp_mem_app()
+@pytest.fixture
+def cpp_db_path() -> Iterator[str]:
+    """A path for a new SQLite file in a fresh temp dir (removed afterwards)."""
+    with tempfile.TemporaryDirectory(prefix="pynenc-cpp-conf-") as d:
+        yield os.path.join(d, "app.db")
+
+
+@pytest.fixture(params=[f"cpp_{b}" for b in BACKENDS])
+def app_instance(request: pytest.FixtureRequest, cpp_db_path: str) -> Pynenc:
+    return build_app(request.param.removeprefix("cpp_"), cpp_db_path)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

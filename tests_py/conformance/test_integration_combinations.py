@@ -1,0 +1,57 @@
+"""pynenc's runner-combination suite (every runner x serializer) on pynenc-cpp.
+
+pynenc builds one combination per runner, in a memory family (runners that
+share the process) and an SQLite family (every runner, including the ones that
+fork processes). Here the memory family runs on ``cpp_mem`` and the SQLite
+family on ``cpp_sqlite``; child processes rebuild the components from the
+config alone (environment variables, as pynenc's own fixture does).
+"""
+
+from __future__ import annotations
+
+import pytest
+from _pytest.monkeypatch import MonkeyPatch
+from pynenc import Pynenc
+from pynenc_tests import util
+from pynenc_tests.integration.combinations.all_tests import *  # noqa: F403
+from pynenc_tests.integration.combinations.conftest import *  # noqa: F403
+from pynenc_tests.integration.combinations.conftest import (
+    AppComponents,
+    build_test_combinations,
+)
+
+from pynenc_cpp.builder import components
+from tests_py.conformance.conftest import BACKENDS
+
+
+def _cpp_combinations() -> list[AppComponents]:
+    wanted = {"Mem": "mem", "SQLite": "sqlite"}
+    return [c for c in build_test_combinations() if wanted[c.family.label] in BACKENDS]
+
+
+def _combination_id(c: AppComponents) -> str:
+    return c.combination_id.replace("Mem ", "CppMem ").replace("SQLite ", "CppSqlite ")
+
+
+@pytest.fixture(params=_cpp_combinations(), ids=_combination_id)
+def app_combination_instance(
+    request: pytest.FixtureRequest, monkeypatch: MonkeyPatch, cpp_db_path: str
+) -> Pynenc:
+    combo: AppComponents = request.param
+    ours = components("Sqlite" if combo.family.is_sqlite else "Mem")
+    test_module, test_name = util.get_module_name(request)
+    env = {
+        "PYNENC__APP_ID": f"{test_module}.{test_name}",
+        "PYNENC__SERIALIZER_CLS": combo.serializer.__name__,
+        "PYNENC__RUNNER_CLS": combo.runner.__name__,
+        "PYNENC__LOGGING_LEVEL": "info",
+        "PYNENC__PRINT_ARGUMENTS": "False",
+        "PYNENC__RUNNER_LOOP_SLEEP_TIME_SEC": "0.01",
+        "PYNENC__INVOCATION_WAIT_RESULTS_SLEEP_TIME_SEC": "0.01",
+    }
+    env.update({f"PYNENC__{key.upper()}": cls for key, cls in ours.items()})
+    if combo.family.is_sqlite:
+        env["PYNENC__CPP_SQLITE_PATH"] = cpp_db_path
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return Pynenc()
