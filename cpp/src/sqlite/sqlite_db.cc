@@ -16,6 +16,15 @@ bool IsBusy(int rc) {
 
 std::string Quoted(const std::string& path) { return "'" + path + "'"; }
 
+// BEGIN / COMMIT / ROLLBACK as cached statements: no re-parsing per transaction.
+Status RunCached(Conn& conn, const char* sql) {
+  Result<Stmt*> stmt = conn.Prepare(sql);
+  if (!stmt.ok()) return stmt.status();
+  Status s = stmt.value()->Run();
+  stmt.value()->Reset();
+  return s;
+}
+
 }  // namespace
 
 Result<SqliteOptions> ParseSqliteLocation(const std::string& location) {
@@ -276,12 +285,12 @@ Status Database::Transaction(const char* begin, const std::function<Status(Conn&
     Result<std::unique_ptr<Conn>> acquired = Acquire();
     if (!acquired.ok()) return acquired.status();
     std::unique_ptr<Conn> conn = std::move(acquired).value();
-    Status s = conn->Exec(begin);
+    Status s = RunCached(*conn, begin);
     if (s.ok()) {
       s = fn(*conn);
       conn->ResetAll();
-      if (s.ok()) s = conn->Exec("COMMIT");
-      if (!s.ok()) (void)conn->Exec("ROLLBACK");
+      if (s.ok()) s = RunCached(*conn, "COMMIT");
+      if (!s.ok() && !sqlite3_get_autocommit(conn->raw())) (void)RunCached(*conn, "ROLLBACK");
     }
     const bool busy = conn->TakeBusy();
     Release(std::move(conn));
