@@ -15,6 +15,7 @@
 
 #include "backend_fixture.h"
 #include "pynenc_cpp/ports/trigger_store.h"
+#include "sqlite/sqlite_db.h"
 
 namespace pynenc_cpp {
 namespace {
@@ -96,6 +97,31 @@ TEST(TriggerStoreOpenTest, ParseEventMarkerState) {
   EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
 }
 
+// An SQLite file whose trigger schema has another version, or a path that is a
+// directory, is refused with kBadConfig instead of being used.
+TEST(TriggerStoreOpenTest, SqliteRefusesUnknownSchemaAndDirectories) {
+  testing::SqliteBackend backend;
+  ASSERT_TRUE(OpenTriggerStore(backend.Config()).ok());
+  auto db = sqlite::OpenDatabase(backend.Config());
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.value()
+                  ->Write([](sqlite::Conn& c) {
+                    return c.Exec(
+                        "UPDATE pynenc_cpp_schema SET version = 2 WHERE component = 'trigger'");
+                  })
+                  .ok());
+  auto newer = OpenTriggerStore(backend.Config());
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.status().code(), ErrorCode::kBadConfig);
+  EXPECT_NE(newer.status().message().find("trigger"), std::string::npos);
+
+  const std::string dir = backend.Path() + ".d";
+  std::filesystem::create_directory(dir);
+  auto opened = OpenTriggerStore(BackendConfig{"sqlite://" + dir, "app", nullptr});
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.status().code(), ErrorCode::kBadConfig);
+}
+
 // ---- Conditions ------------------------------------------------------------
 
 TYPED_TEST(TriggerStoreCompliance, ConditionsRoundTripInRegistrationOrder) {
@@ -168,7 +194,8 @@ TYPED_TEST(TriggerStoreCompliance, ValidConditionsRecordReplaceAndClear) {
   EXPECT_EQ(this->store_->ValidConditions().value(),
             (std::vector<IdJson>{{"v1", "a2"}, {"v2", "b"}, {"v3", "c"}}));
   ASSERT_TRUE(this->store_->ClearValidConditions({"v2", "unknown"}).ok());
-  EXPECT_EQ(this->store_->ValidConditions().value(), (std::vector<IdJson>{{"v1", "a2"}, {"v3", "c"}}));
+  EXPECT_EQ(this->store_->ValidConditions().value(),
+            (std::vector<IdJson>{{"v1", "a2"}, {"v3", "c"}}));
   ASSERT_TRUE(this->store_->ClearValidConditions({}).ok());
   EXPECT_EQ(this->store_->ValidConditions().value().size(), 2u);
 }
@@ -388,7 +415,8 @@ TYPED_TEST(TriggerStoreCompliance, EventMarkersWindowStateAndPaging) {
   ASSERT_TRUE(this->store_->LinkTriggerRunToEvents({"c"}, "inv", "r").ok());
 
   auto all =
-      this->store_->EventMarkers(kStart, kStart + 3, std::nullopt, EventMarkerState::kAll, 10, 0).value();
+      this->store_->EventMarkers(kStart, kStart + 3, std::nullopt, EventMarkerState::kAll, 10, 0)
+          .value();
   ASSERT_EQ(all.markers.size(), 3u);
   EXPECT_EQ(all.total, 3);
   EXPECT_FALSE(all.truncated);
@@ -398,7 +426,8 @@ TYPED_TEST(TriggerStoreCompliance, EventMarkersWindowStateAndPaging) {
   EXPECT_TRUE(all.markers[2].triggered);
 
   auto page =
-      this->store_->EventMarkers(kStart, kStart + 3, std::nullopt, EventMarkerState::kAll, 1, 1).value();
+      this->store_->EventMarkers(kStart, kStart + 3, std::nullopt, EventMarkerState::kAll, 1, 1)
+          .value();
   ASSERT_EQ(page.markers.size(), 1u);
   EXPECT_EQ(page.markers[0].event_id, "b");
   EXPECT_EQ(page.total, 3);
@@ -412,8 +441,9 @@ TYPED_TEST(TriggerStoreCompliance, EventMarkersWindowStateAndPaging) {
   EXPECT_EQ(count_of(std::nullopt, EventMarkerState::kTriggered), 1);
   EXPECT_EQ(count_of(std::nullopt, EventMarkerState::kUntriggered), 2);
   EXPECT_EQ(count_of("x", EventMarkerState::kAll), 2);
-  EXPECT_EQ(this->store_->EventMarkers(0, 1, std::nullopt, EventMarkerState::kAll, -1, 0).status().code(),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(
+      this->store_->EventMarkers(0, 1, std::nullopt, EventMarkerState::kAll, -1, 0).status().code(),
+      ErrorCode::kInvalidArgument);
 }
 
 TYPED_TEST(TriggerStoreCompliance, EventCodesAreDistinctAndSorted) {
@@ -443,13 +473,15 @@ TYPED_TEST(TriggerStoreCompliance, TriggerRunsAndTheirIndexes) {
   for (const auto& r : {r1, r2, r3}) ASSERT_TRUE(this->store_->StoreTriggerRun(r).ok());
 
   EXPECT_EQ(this->store_->GetTriggerRun("r1").value(), "run:r1");
-  EXPECT_EQ(this->store_->RunsForEvent("e1").value(), (std::vector<std::string>{"run:r2", "run:r1"}));
+  EXPECT_EQ(this->store_->RunsForEvent("e1").value(),
+            (std::vector<std::string>{"run:r2", "run:r1"}));
   EXPECT_EQ(this->store_->RunsForEvent("e2").value(), (std::vector<std::string>{"run:r2"}));
   EXPECT_EQ(this->store_->RunsForInvocation("inv-1").value(), (std::vector<std::string>{"run:r1"}));
   EXPECT_EQ(this->store_->RunsSourcedByInvocation("src-A").value(),
             (std::vector<std::string>{"run:r2", "run:r1"}));
   EXPECT_TRUE(this->store_->RunsSourcedByInvocation("inv-1").value().empty());
-  EXPECT_EQ(this->store_->RunsForValidCondition("vc-1").value(), (std::vector<std::string>{"run:r1"}));
+  EXPECT_EQ(this->store_->RunsForValidCondition("vc-1").value(),
+            (std::vector<std::string>{"run:r1"}));
   EXPECT_EQ(this->store_->ReferencedAtomicServiceRunIds().value(),
             (std::vector<std::string>{"asr-1", "asr-2"}));
 
@@ -493,7 +525,8 @@ TYPED_TEST(TriggerStoreCompliance, AgePurgeEventsDropsOldEventsAndTheirLinks) {
   ASSERT_TRUE(this->store_->StoreEvent(this->Event("old1", kStart - 1, "b")).ok());
   ASSERT_TRUE(this->store_->StoreEvent(this->Event("edge", kStart, "c")).ok());
   ASSERT_TRUE(this->store_->LinkTriggerRunToEvents({"old1"}, "inv", "r").ok());
-  EXPECT_EQ(this->store_->AgePurgeEvents(kStart).value(), (std::vector<std::string>{"old2", "old1"}));
+  EXPECT_EQ(this->store_->AgePurgeEvents(kStart).value(),
+            (std::vector<std::string>{"old2", "old1"}));
   EXPECT_EQ(this->store_->GetEvent("old1").value(), std::nullopt);
   EXPECT_TRUE(this->store_->InvocationsTriggeredByEvent("old1").value().empty());
   EXPECT_EQ(this->store_->EventCodes().value(), (std::vector<std::string>{"c"}));
@@ -577,8 +610,11 @@ TYPED_TEST(TriggerStoreCompliance, ConcurrentMixedUseStaysConsistent) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
         const std::string id = std::to_string(t) + "-" + std::to_string(i);
-        ASSERT_TRUE(this->store_->StoreEvent(this->Event("e" + id, kStart + i, "c" + std::to_string(t))).ok());
-        ASSERT_TRUE(this->store_->StoreTriggerRun(this->Run("r" + id, kStart + i, {"e" + id})).ok());
+        ASSERT_TRUE(
+            this->store_->StoreEvent(this->Event("e" + id, kStart + i, "c" + std::to_string(t)))
+                .ok());
+        ASSERT_TRUE(
+            this->store_->StoreTriggerRun(this->Run("r" + id, kStart + i, {"e" + id})).ok());
         ASSERT_TRUE(this->store_->LinkTriggerRunToEvents({"e" + id}, "i" + id, "r" + id).ok());
         ASSERT_TRUE(this->store_->RecordValidConditions({{"v" + id, "j"}}).ok());
         ASSERT_TRUE(this->store_->GetEvents({}, 5, 0).ok());
@@ -595,7 +631,6 @@ TYPED_TEST(TriggerStoreCompliance, ConcurrentMixedUseStaysConsistent) {
             static_cast<std::size_t>(kThreads * kPerThread));
   EXPECT_EQ(this->store_->EventCodes().value().size(), static_cast<std::size_t>(kThreads));
 }
-
 
 // ---- Storage: apps, reopening, processes -----------------------------------
 
@@ -683,8 +718,7 @@ TYPED_TEST(TriggerStoreCompliance, DataSurvivesReopening) {
     EXPECT_EQ(reopened->CountEvents(f).value(), 1);
     EXPECT_EQ(reopened->RunsSourcedByInvocation("src").value(),
               (std::vector<std::string>{"run:r"}));
-    EXPECT_EQ(reopened->ReferencedAtomicServiceRunIds().value(),
-              (std::vector<std::string>{"asr"}));
+    EXPECT_EQ(reopened->ReferencedAtomicServiceRunIds().value(), (std::vector<std::string>{"asr"}));
   }
 }
 

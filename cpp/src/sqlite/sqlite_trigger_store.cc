@@ -41,6 +41,7 @@ constexpr const char* kSchema = R"sql(
 CREATE TABLE trig_conditions (
   seq INTEGER PRIMARY KEY, app_id TEXT NOT NULL, condition_id TEXT NOT NULL,
   json TEXT NOT NULL, context_type TEXT NOT NULL, UNIQUE (app_id, condition_id));
+CREATE INDEX trig_conditions_order ON trig_conditions (app_id, seq);
 CREATE TABLE trig_source_conditions (
   seq INTEGER PRIMARY KEY, app_id TEXT NOT NULL, task_id_key TEXT NOT NULL,
   condition_id TEXT NOT NULL, UNIQUE (app_id, task_id_key, condition_id));
@@ -55,6 +56,7 @@ CREATE INDEX trig_trigger_conditions_trigger ON trig_trigger_conditions (app_id,
 CREATE TABLE trig_valid_conditions (
   seq INTEGER PRIMARY KEY, app_id TEXT NOT NULL, valid_condition_id TEXT NOT NULL,
   json TEXT NOT NULL, UNIQUE (app_id, valid_condition_id));
+CREATE INDEX trig_valid_conditions_order ON trig_valid_conditions (app_id, seq);
 CREATE TABLE trig_cron (
   app_id TEXT NOT NULL, condition_id TEXT NOT NULL, last_execution_us INTEGER NOT NULL,
   PRIMARY KEY (app_id, condition_id)) WITHOUT ROWID;
@@ -76,6 +78,7 @@ CREATE TABLE trig_event_links (
   seq INTEGER PRIMARY KEY, app_id TEXT NOT NULL, event_id TEXT NOT NULL,
   invocation_id TEXT NOT NULL, trigger_run_id TEXT, linked_at_us INTEGER NOT NULL,
   UNIQUE (app_id, event_id, invocation_id));
+CREATE INDEX trig_event_links_order ON trig_event_links (app_id, event_id, seq);
 CREATE TABLE trig_runs (
   app_id TEXT NOT NULL, trigger_run_id TEXT NOT NULL, trigger_id TEXT NOT NULL,
   task_id_key TEXT NOT NULL, logic TEXT NOT NULL, claimed_at_us INTEGER,
@@ -144,7 +147,9 @@ Status SqliteTriggerStore::RegisterCondition(const std::string& condition_id,
                 "INSERT INTO trig_conditions (app_id, condition_id, json, context_type) "
                 "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (app_id, condition_id) "
                 "DO UPDATE SET json = excluded.json, context_type = excluded.context_type",
-                [&](Stmt& s) { s.Bind(1, app_).Bind(2, condition_id).Bind(3, json).Bind(4, context_type); });
+                [&](Stmt& s) {
+                  s.Bind(1, app_).Bind(2, condition_id).Bind(3, json).Bind(4, context_type);
+                });
   });
 }
 
@@ -205,8 +210,8 @@ Result<std::vector<std::string>> SqliteTriggerStore::ConditionsSourcedFromTask(
 
 Status SqliteTriggerStore::DeleteTriggerTx(Conn& c, const std::string& trigger_id) {
   auto bind = [&](Stmt& s) { s.Bind(1, app_).Bind(2, trigger_id); };
-  if (Status s = Exec(c, "DELETE FROM trig_trigger_conditions WHERE app_id = ?1 AND trigger_id = ?2",
-                      bind);
+  if (Status s = Exec(
+          c, "DELETE FROM trig_trigger_conditions WHERE app_id = ?1 AND trigger_id = ?2", bind);
       !s.ok()) {
     return s;
   }
@@ -341,7 +346,8 @@ Result<std::vector<IdJson>> SqliteTriggerStore::ValidConditions() {
   std::vector<IdJson> out;
   Status s = db_->Read([&](Conn& c) {
     return ForEachRow(
-        c, "SELECT valid_condition_id, json FROM trig_valid_conditions WHERE app_id = ?1 ORDER BY seq",
+        c,
+        "SELECT valid_condition_id, json FROM trig_valid_conditions WHERE app_id = ?1 ORDER BY seq",
         [&](Stmt& s) { s.Bind(1, app_); },
         [&](Stmt& row) {
           out.push_back({row.Text(0), row.Text(1)});
@@ -357,9 +363,9 @@ Status SqliteTriggerStore::ClearValidConditions(
   if (valid_condition_ids.empty()) return Status::Ok();
   return db_->Write([&](Conn& c) -> Status {
     for (const std::string& id : valid_condition_ids) {
-      Status s = Exec(c,
-                      "DELETE FROM trig_valid_conditions WHERE app_id = ?1 AND valid_condition_id = ?2",
-                      [&](Stmt& s) { s.Bind(1, app_).Bind(2, id); });
+      Status s =
+          Exec(c, "DELETE FROM trig_valid_conditions WHERE app_id = ?1 AND valid_condition_id = ?2",
+               [&](Stmt& s) { s.Bind(1, app_).Bind(2, id); });
       if (!s.ok()) return s;
     }
     return Status::Ok();
@@ -412,10 +418,12 @@ Result<bool> SqliteTriggerStore::StoreLastCronExecution(const std::string& condi
         break;
     }
     stored = true;
-    return Exec(c,
-                "INSERT INTO trig_cron (app_id, condition_id, last_execution_us) VALUES (?1, ?2, ?3) "
-                "ON CONFLICT (app_id, condition_id) DO UPDATE SET last_execution_us = excluded.last_execution_us",
-                [&](Stmt& s) { s.Bind(1, app_).Bind(2, condition_id).Bind(3, execution_us); });
+    return Exec(
+        c,
+        "INSERT INTO trig_cron (app_id, condition_id, last_execution_us) VALUES (?1, ?2, ?3) "
+        "ON CONFLICT (app_id, condition_id) DO UPDATE SET last_execution_us = "
+        "excluded.last_execution_us",
+        [&](Stmt& s) { s.Bind(1, app_).Bind(2, condition_id).Bind(3, execution_us); });
   });
   if (!s.ok()) return s;
   return stored;
@@ -427,8 +435,8 @@ Result<bool> SqliteTriggerStore::ClaimTriggerRun(const std::string& trigger_run_
     return Status::InvalidArgument("expiration_seconds must be in [0, 1e10], got " +
                                    std::to_string(expiration_seconds));
   }
-  const bool sweep = claims_since_sweep_.fetch_add(1) % kClaimSweepInterval ==
-                     kClaimSweepInterval - 1;
+  const bool sweep =
+      claims_since_sweep_.fetch_add(1) % kClaimSweepInterval == kClaimSweepInterval - 1;
   bool claimed = false;
   Status s = db_->Write([&](Conn& c) -> Status {
     claimed = false;
@@ -450,13 +458,14 @@ Result<bool> SqliteTriggerStore::ClaimTriggerRun(const std::string& trigger_run_
         });
     if (!q.ok() || held) return q;
     claimed = true;
-    return Exec(c,
-                "INSERT INTO trig_claims (app_id, trigger_run_id, expires_us) VALUES (?1, ?2, ?3) "
-                "ON CONFLICT (app_id, trigger_run_id) DO UPDATE SET expires_us = excluded.expires_us",
-                [&](Stmt& s) {
-                  s.Bind(1, app_).Bind(2, trigger_run_id);
-                  s.Bind(3, now + expiration_seconds * kMicrosPerSecond);
-                });
+    return Exec(
+        c,
+        "INSERT INTO trig_claims (app_id, trigger_run_id, expires_us) VALUES (?1, ?2, ?3) "
+        "ON CONFLICT (app_id, trigger_run_id) DO UPDATE SET expires_us = excluded.expires_us",
+        [&](Stmt& s) {
+          s.Bind(1, app_).Bind(2, trigger_run_id);
+          s.Bind(3, now + expiration_seconds * kMicrosPerSecond);
+        });
   });
   if (!s.ok()) return s;
   return claimed;
@@ -480,7 +489,8 @@ Status SqliteTriggerStore::Purge() {
 
 Result<std::unique_ptr<TriggerStore>> NewSqliteTriggerStore(std::shared_ptr<sqlite::Database> db,
                                                             const BackendConfig& config) {
-  if (Status s = db->EnsureSchema("trigger", sqlite_trigger::kSchemaVersion, sqlite_trigger::kSchema);
+  if (Status s =
+          db->EnsureSchema("trigger", sqlite_trigger::kSchemaVersion, sqlite_trigger::kSchema);
       !s.ok()) {
     return s;
   }

@@ -218,7 +218,8 @@ Result<EventMarkerPage> SqliteTriggerStore::EventMarkers(
         c,
         std::string("SELECT e.event_id, e.event_code, e.timestamp_us, e.matched, ") + kLinked +
             ", e.emitted_by_invocation_id, e.emitted_by_runner_context_id FROM trig_events e "
-            "WHERE " + w.sql + " ORDER BY e.timestamp_us, e.event_id LIMIT ? OFFSET ?",
+            "WHERE " +
+            w.sql + " ORDER BY e.timestamp_us, e.event_id LIMIT ? OFFSET ?",
         [&](Stmt& s) {
           w.Bind(s);
           s.Bind(n + 1, limit).Bind(n + 2, offset);

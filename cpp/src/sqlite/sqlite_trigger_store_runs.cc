@@ -16,13 +16,14 @@ constexpr const char* kRunOrder = " ORDER BY r.run_time_us, r.trigger_run_id";
 Status SqliteTriggerStore::DeleteRunTx(Conn& c, const std::string& trigger_run_id,
                                        std::int64_t* deleted) {
   auto bind = [&](Stmt& s) { s.Bind(1, app_).Bind(2, trigger_run_id); };
-  if (Status s = Exec(c, "DELETE FROM trig_run_refs WHERE app_id = ?1 AND trigger_run_id = ?2", bind);
+  if (Status s =
+          Exec(c, "DELETE FROM trig_run_refs WHERE app_id = ?1 AND trigger_run_id = ?2", bind);
       !s.ok()) {
     return s;
   }
   std::int64_t changes = 0;
-  if (Status s =
-          Exec(c, "DELETE FROM trig_runs WHERE app_id = ?1 AND trigger_run_id = ?2", bind, &changes);
+  if (Status s = Exec(c, "DELETE FROM trig_runs WHERE app_id = ?1 AND trigger_run_id = ?2", bind,
+                      &changes);
       !s.ok()) {
     return s;
   }
@@ -33,28 +34,31 @@ Status SqliteTriggerStore::DeleteRunTx(Conn& c, const std::string& trigger_run_i
 Status SqliteTriggerStore::StoreTriggerRun(const TriggerRunRow& run) {
   return db_->Write([&](Conn& c) -> Status {
     if (Status s = DeleteRunTx(c, run.trigger_run_id, nullptr); !s.ok()) return s;
-    std::optional<TimestampUs> run_time = run.executed_at_us ? run.executed_at_us : run.claimed_at_us;
-    Status s = Exec(c,
-                    "INSERT INTO trig_runs (app_id, trigger_run_id, trigger_id, task_id_key, logic, "
-                    "claimed_at_us, executed_at_us, run_time_us, triggered_invocation_id, "
-                    "atomic_service_run_id, json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                    [&](Stmt& s) {
-                      s.Bind(1, app_).Bind(2, run.trigger_run_id).Bind(3, run.trigger_id);
-                      s.Bind(4, run.task_id_key).Bind(5, run.logic).Bind(6, run.claimed_at_us);
-                      s.Bind(7, run.executed_at_us).Bind(8, run_time);
-                      s.Bind(9, run.triggered_invocation_id).Bind(10, run.atomic_service_run_id);
-                      s.Bind(11, run.json);
-                    });
+    std::optional<TimestampUs> run_time =
+        run.executed_at_us ? run.executed_at_us : run.claimed_at_us;
+    Status s =
+        Exec(c,
+             "INSERT INTO trig_runs (app_id, trigger_run_id, trigger_id, task_id_key, logic, "
+             "claimed_at_us, executed_at_us, run_time_us, triggered_invocation_id, "
+             "atomic_service_run_id, json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+             [&](Stmt& s) {
+               s.Bind(1, app_).Bind(2, run.trigger_run_id).Bind(3, run.trigger_id);
+               s.Bind(4, run.task_id_key).Bind(5, run.logic).Bind(6, run.claimed_at_us);
+               s.Bind(7, run.executed_at_us).Bind(8, run_time);
+               s.Bind(9, run.triggered_invocation_id).Bind(10, run.atomic_service_run_id);
+               s.Bind(11, run.json);
+             });
     if (!s.ok()) return s;
     auto add_refs = [&](RunRef kind, const std::vector<std::string>& ids) -> Status {
       for (const std::string& id : ids) {
-        Status r = Exec(c,
-                        "INSERT OR IGNORE INTO trig_run_refs (app_id, kind, ref_id, trigger_run_id) "
-                        "VALUES (?1, ?2, ?3, ?4)",
-                        [&](Stmt& s) {
-                          s.Bind(1, app_).Bind(2, static_cast<std::int64_t>(kind));
-                          s.Bind(3, id).Bind(4, run.trigger_run_id);
-                        });
+        Status r =
+            Exec(c,
+                 "INSERT OR IGNORE INTO trig_run_refs (app_id, kind, ref_id, trigger_run_id) "
+                 "VALUES (?1, ?2, ?3, ?4)",
+                 [&](Stmt& s) {
+                   s.Bind(1, app_).Bind(2, static_cast<std::int64_t>(kind));
+                   s.Bind(3, id).Bind(4, run.trigger_run_id);
+                 });
         if (!r.ok()) return r;
       }
       return Status::Ok();
@@ -84,15 +88,16 @@ Result<std::optional<std::string>> SqliteTriggerStore::GetTriggerRun(
 Result<std::vector<std::string>> SqliteTriggerStore::RunsByRef(RunRef kind,
                                                                const std::string& ref_id) {
   Result<std::vector<std::string>> out = std::vector<std::string>();
+  // CROSS JOIN keeps trig_run_refs as the outer loop (a lookup by its primary
+  // key); without statistics SQLite would otherwise walk every run of the app.
   Status s = db_->Read([&](Conn& c) {
-    out = Texts(c,
-                std::string("SELECT r.json FROM trig_run_refs x JOIN trig_runs r "
-                            "ON r.app_id = x.app_id AND r.trigger_run_id = x.trigger_run_id "
-                            "WHERE x.app_id = ?1 AND x.kind = ?2 AND x.ref_id = ?3") +
-                    kRunOrder,
-                [&](Stmt& s) {
-                  s.Bind(1, app_).Bind(2, static_cast<std::int64_t>(kind)).Bind(3, ref_id);
-                });
+    out = Texts(
+        c,
+        std::string("SELECT r.json FROM trig_run_refs x CROSS JOIN trig_runs r "
+                    "ON r.app_id = x.app_id AND r.trigger_run_id = x.trigger_run_id "
+                    "WHERE x.app_id = ?1 AND x.kind = ?2 AND x.ref_id = ?3") +
+            kRunOrder,
+        [&](Stmt& s) { s.Bind(1, app_).Bind(2, static_cast<std::int64_t>(kind)).Bind(3, ref_id); });
     return out.status();
   });
   if (!s.ok()) return s;
