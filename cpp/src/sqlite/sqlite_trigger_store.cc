@@ -156,7 +156,8 @@ Status SqliteTriggerStore::RegisterCondition(const std::string& condition_id,
 Result<std::optional<std::string>> SqliteTriggerStore::GetCondition(
     const std::string& condition_id) {
   std::optional<std::string> out;
-  Status s = db_->Read([&](Conn& c) {
+  Status s = db_->Read([&](Conn& c) -> Status {
+    out.reset();  // a retried transaction starts clean
     return ForEachRow(
         c, "SELECT json FROM trig_conditions WHERE app_id = ?1 AND condition_id = ?2",
         [&](Stmt& s) { s.Bind(1, app_).Bind(2, condition_id); },
@@ -262,6 +263,7 @@ Result<std::optional<TriggerDefinitionRow>> SqliteTriggerStore::GetTrigger(
     const std::string& trigger_id) {
   std::optional<TriggerDefinitionRow> out;
   Status s = db_->Read([&](Conn& c) -> Status {
+    out.reset();  // a retried transaction starts clean
     Status q = ForEachRow(
         c,
         "SELECT task_id_key, logic, argument_provider_json FROM trig_triggers "
@@ -285,6 +287,7 @@ Result<std::vector<TriggerDefinitionRow>> SqliteTriggerStore::TriggersForConditi
     const std::string& condition_id) {
   std::vector<TriggerDefinitionRow> out;
   Status s = db_->Read([&](Conn& c) -> Status {
+    out.clear();  // a retried transaction starts clean
     Status q = ForEachRow(
         c,
         "SELECT t.trigger_id, t.task_id_key, t.logic, t.argument_provider_json "
@@ -344,7 +347,8 @@ Status SqliteTriggerStore::RecordValidConditions(const std::vector<IdJson>& vali
 
 Result<std::vector<IdJson>> SqliteTriggerStore::ValidConditions() {
   std::vector<IdJson> out;
-  Status s = db_->Read([&](Conn& c) {
+  Status s = db_->Read([&](Conn& c) -> Status {
+    out.clear();  // a retried transaction starts clean
     return ForEachRow(
         c,
         "SELECT valid_condition_id, json FROM trig_valid_conditions WHERE app_id = ?1 ORDER BY seq",
@@ -377,7 +381,8 @@ Status SqliteTriggerStore::ClearValidConditions(
 Result<std::optional<TimestampUs>> SqliteTriggerStore::LastCronExecution(
     const std::string& condition_id) {
   std::optional<TimestampUs> out;
-  Status s = db_->Read([&](Conn& c) {
+  Status s = db_->Read([&](Conn& c) -> Status {
+    out.reset();  // a retried transaction starts clean
     return ForEachRow(
         c, "SELECT last_execution_us FROM trig_cron WHERE app_id = ?1 AND condition_id = ?2",
         [&](Stmt& s) { s.Bind(1, app_).Bind(2, condition_id); },

@@ -119,6 +119,7 @@ Status SqliteTriggerStore::StoreEvent(const EventRow& event) {
 Result<std::optional<StoredEvent>> SqliteTriggerStore::GetEvent(const std::string& event_id) {
   std::optional<StoredEvent> out;
   Status s = db_->Read([&](Conn& c) -> Status {
+    out.reset();  // a retried transaction starts clean
     Status q = ForEachRow(
         c, "SELECT json FROM trig_events WHERE app_id = ?1 AND event_id = ?2",
         [&](Stmt& s) { s.Bind(1, app_).Bind(2, event_id); },

@@ -72,7 +72,8 @@ Status SqliteTriggerStore::StoreTriggerRun(const TriggerRunRow& run) {
 Result<std::optional<std::string>> SqliteTriggerStore::GetTriggerRun(
     const std::string& trigger_run_id) {
   std::optional<std::string> out;
-  Status s = db_->Read([&](Conn& c) {
+  Status s = db_->Read([&](Conn& c) -> Status {
+    out.reset();  // a retried transaction starts clean
     return ForEachRow(
         c, "SELECT json FROM trig_runs WHERE app_id = ?1 AND trigger_run_id = ?2",
         [&](Stmt& s) { s.Bind(1, app_).Bind(2, trigger_run_id); },
