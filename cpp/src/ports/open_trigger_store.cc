@@ -1,4 +1,5 @@
 #include "mem/mem_trigger_store.h"
+#include "sqlite/sqlite_trigger_store.h"
 
 namespace pynenc_cpp {
 
@@ -6,7 +7,9 @@ Result<std::unique_ptr<TriggerStore>> OpenTriggerStore(const BackendConfig& conf
   Result<ParsedBackendUri> parsed = CheckBackendConfig(config);
   if (!parsed.ok()) return parsed.status();
   if (parsed.value().kind == BackendKind::kMemory) return NewMemTriggerStore(config);
-  return Status::BadConfig("backend URI '" + config.uri + "': the sqlite trigger store is not built yet");
+  Result<std::shared_ptr<sqlite::Database>> db = sqlite::OpenDatabase(config);
+  if (!db.ok()) return db.status();
+  return NewSqliteTriggerStore(std::move(db).value(), config);
 }
 
 Result<EventMarkerState> ParseEventMarkerState(const std::string& state) {
