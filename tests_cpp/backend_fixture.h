@@ -51,6 +51,9 @@ class SqliteBackend {
 };
 
 using AllBackends = ::testing::Types<MemBackend, SqliteBackend>;
+// Backends whose data outlives the component object and is shared between
+// processes: the reopen and cross-process suites run on these only.
+using DurableBackends = ::testing::Types<SqliteBackend>;
 
 // Names typed-test instantiations "Mem", "Sqlite", ... in test ids.
 struct BackendNames {

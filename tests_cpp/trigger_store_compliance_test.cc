@@ -76,6 +76,11 @@ class TriggerStoreCompliance : public testing::BackendTest<B> {
 
 TYPED_TEST_SUITE(TriggerStoreCompliance, testing::AllBackends, testing::BackendNames);
 
+// Reopening and cross-process cases, for backends that are durable and shared.
+template <typename B>
+class TriggerStoreDurable : public TriggerStoreCompliance<B> {};
+TYPED_TEST_SUITE(TriggerStoreDurable, testing::DurableBackends, testing::BackendNames);
+
 std::string J(const std::string& id) { return "{\"event_id\": \"" + id + "\"}"; }
 
 // ---- Opening ---------------------------------------------------------------
@@ -679,96 +684,87 @@ TYPED_TEST(TriggerStoreCompliance, AppsSharingStorageAreIsolated) {
 
 // A durable backend keeps everything when the store is closed and reopened on
 // the same location. (Memory is process-local: a new store starts empty.)
-TYPED_TEST(TriggerStoreCompliance, DataSurvivesReopening) {
-  if constexpr (std::is_same_v<TypeParam, testing::MemBackend>) {
-    GTEST_SKIP() << "memory:// is not durable";
-  } else {
-    ASSERT_TRUE(this->store_->RegisterCondition("c", "j", "Cron").ok());
-    ASSERT_TRUE(this->store_->RegisterSourceTaskCondition("t", "c").ok());
-    ASSERT_TRUE(
-        this->store_->RegisterTrigger({"t1", "tasks.a", {"c", "d"}, "or", "{\"p\": 1}"}).ok());
-    ASSERT_TRUE(this->store_->RecordValidConditions({{"v", "vj"}}).ok());
-    ASSERT_TRUE(this->store_->StoreLastCronExecution("c", 7, CronExpectation::Absent()).value());
-    ASSERT_TRUE(this->store_->ClaimTriggerRun("r", 60).value());
-    EventRow e = this->Event("e", kStart, "x");
-    e.matched = true;
-    e.emitted_by_invocation_id = "inv";
-    ASSERT_TRUE(this->store_->StoreEvent(e).ok());
-    ASSERT_TRUE(this->store_->LinkTriggerRunToEvents({"e"}, "i", "r").ok());
-    TriggerRunRow r = this->Run("r", kStart, {"e"});
-    r.source_invocation_ids = {"src"};
-    r.atomic_service_run_id = "asr";
-    ASSERT_TRUE(this->store_->StoreTriggerRun(r).ok());
-    this->store_.reset();
+TYPED_TEST(TriggerStoreDurable, DataSurvivesReopening) {
+  ASSERT_TRUE(this->store_->RegisterCondition("c", "j", "Cron").ok());
+  ASSERT_TRUE(this->store_->RegisterSourceTaskCondition("t", "c").ok());
+  ASSERT_TRUE(
+      this->store_->RegisterTrigger({"t1", "tasks.a", {"c", "d"}, "or", "{\"p\": 1}"}).ok());
+  ASSERT_TRUE(this->store_->RecordValidConditions({{"v", "vj"}}).ok());
+  ASSERT_TRUE(this->store_->StoreLastCronExecution("c", 7, CronExpectation::Absent()).value());
+  ASSERT_TRUE(this->store_->ClaimTriggerRun("r", 60).value());
+  EventRow e = this->Event("e", kStart, "x");
+  e.matched = true;
+  e.emitted_by_invocation_id = "inv";
+  ASSERT_TRUE(this->store_->StoreEvent(e).ok());
+  ASSERT_TRUE(this->store_->LinkTriggerRunToEvents({"e"}, "i", "r").ok());
+  TriggerRunRow r = this->Run("r", kStart, {"e"});
+  r.source_invocation_ids = {"src"};
+  r.atomic_service_run_id = "asr";
+  ASSERT_TRUE(this->store_->StoreTriggerRun(r).ok());
+  this->store_.reset();
 
-    std::unique_ptr<TriggerStore> reopened = this->Open();
-    ASSERT_NE(reopened, nullptr);
-    EXPECT_EQ(reopened->GetCondition("c").value(), "j");
-    EXPECT_EQ(reopened->ConditionsSourcedFromTask("t", "Cron").value(),
-              (std::vector<std::string>{"j"}));
-    EXPECT_EQ(reopened->GetTrigger("t1").value(),
-              (TriggerDefinitionRow{"t1", "tasks.a", {"c", "d"}, "or", "{\"p\": 1}"}));
-    EXPECT_EQ(reopened->ValidConditions().value(), (std::vector<IdJson>{{"v", "vj"}}));
-    EXPECT_EQ(reopened->LastCronExecution("c").value(), 7);
-    EXPECT_FALSE(reopened->ClaimTriggerRun("r", 60).value());
-    EXPECT_EQ(reopened->GetEvent("e").value(), (StoredEvent{J("e"), {"i"}}));
-    EventFilter f;
-    f.matched = true;
-    f.emitted_by_invocation_id = "inv";
-    EXPECT_EQ(reopened->CountEvents(f).value(), 1);
-    EXPECT_EQ(reopened->RunsSourcedByInvocation("src").value(),
-              (std::vector<std::string>{"run:r"}));
-    EXPECT_EQ(reopened->ReferencedAtomicServiceRunIds().value(), (std::vector<std::string>{"asr"}));
-  }
+  std::unique_ptr<TriggerStore> reopened = this->Open();
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(reopened->GetCondition("c").value(), "j");
+  EXPECT_EQ(reopened->ConditionsSourcedFromTask("t", "Cron").value(),
+            (std::vector<std::string>{"j"}));
+  EXPECT_EQ(reopened->GetTrigger("t1").value(),
+            (TriggerDefinitionRow{"t1", "tasks.a", {"c", "d"}, "or", "{\"p\": 1}"}));
+  EXPECT_EQ(reopened->ValidConditions().value(), (std::vector<IdJson>{{"v", "vj"}}));
+  EXPECT_EQ(reopened->LastCronExecution("c").value(), 7);
+  EXPECT_FALSE(reopened->ClaimTriggerRun("r", 60).value());
+  EXPECT_EQ(reopened->GetEvent("e").value(), (StoredEvent{J("e"), {"i"}}));
+  EventFilter f;
+  f.matched = true;
+  f.emitted_by_invocation_id = "inv";
+  EXPECT_EQ(reopened->CountEvents(f).value(), 1);
+  EXPECT_EQ(reopened->RunsSourcedByInvocation("src").value(), (std::vector<std::string>{"run:r"}));
+  EXPECT_EQ(reopened->ReferencedAtomicServiceRunIds().value(), (std::vector<std::string>{"asr"}));
 }
 
 // Forked processes race on one claim and one cron tick over the same file:
 // exactly one process wins each.
-TYPED_TEST(TriggerStoreCompliance, ProcessesRacingClaimAndCronHaveOneWinner) {
-  if constexpr (std::is_same_v<TypeParam, testing::MemBackend>) {
-    GTEST_SKIP() << "memory:// is process-local";
-  } else {
-    constexpr int kChildren = 4;
-    constexpr int kAttempts = 25;
-    std::vector<pid_t> children;
-    for (int i = 0; i < kChildren; ++i) {
-      pid_t pid = fork();
-      ASSERT_GE(pid, 0);
-      if (pid == 0) {
-        // Exit code: bit 0 = some error, then claim wins * 2 + cron wins * 32.
-        auto opened = OpenTriggerStore(this->backend_.Config(this->clock_));
-        if (!opened.ok()) _exit(1);
-        std::unique_ptr<TriggerStore> store = std::move(opened).value();
-        int claims = 0, crons = 0;
-        for (int k = 0; k < kAttempts; ++k) {
-          auto claim = store->ClaimTriggerRun("shared", 60);
-          auto cron = store->StoreLastCronExecution("cron", 1000 + i, CronExpectation::Absent());
-          if (!claim.ok() || !cron.ok()) _exit(1);
-          claims += claim.value() ? 1 : 0;
-          crons += cron.value() ? 1 : 0;
-        }
-        _exit(std::min(claims, 15) * 2 + std::min(crons, 7) * 32);
+TYPED_TEST(TriggerStoreDurable, ProcessesRacingClaimAndCronHaveOneWinner) {
+  constexpr int kChildren = 4;
+  constexpr int kAttempts = 25;
+  std::vector<pid_t> children;
+  for (int i = 0; i < kChildren; ++i) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // Exit code: bit 0 = some error, then claim wins * 2 + cron wins * 32.
+      auto opened = OpenTriggerStore(this->backend_.Config(this->clock_));
+      if (!opened.ok()) _exit(1);
+      std::unique_ptr<TriggerStore> store = std::move(opened).value();
+      int claims = 0, crons = 0;
+      for (int k = 0; k < kAttempts; ++k) {
+        auto claim = store->ClaimTriggerRun("shared", 60);
+        auto cron = store->StoreLastCronExecution("cron", 1000 + i, CronExpectation::Absent());
+        if (!claim.ok() || !cron.ok()) _exit(1);
+        claims += claim.value() ? 1 : 0;
+        crons += cron.value() ? 1 : 0;
       }
-      children.push_back(pid);
+      _exit(std::min(claims, 15) * 2 + std::min(crons, 7) * 32);
     }
-    int claims = 0, crons = 0;
-    for (pid_t pid : children) {
-      int status = 0;
-      ASSERT_EQ(waitpid(pid, &status, 0), pid);
-      ASSERT_TRUE(WIFEXITED(status));
-      const int code = WEXITSTATUS(status);
-      ASSERT_EQ(code & 1, 0) << "child failed";
-      claims += (code >> 1) & 15;
-      crons += code >> 5;
-    }
-    EXPECT_EQ(claims, 1);
-    EXPECT_EQ(crons, 1);
-    EXPECT_FALSE(this->store_->ClaimTriggerRun("shared", 60).value());
-    auto cron = this->store_->LastCronExecution("cron").value();
-    ASSERT_TRUE(cron.has_value());
-    EXPECT_GE(*cron, 1000);
-    EXPECT_LT(*cron, 1000 + kChildren);
+    children.push_back(pid);
   }
+  int claims = 0, crons = 0;
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    const int code = WEXITSTATUS(status);
+    ASSERT_EQ(code & 1, 0) << "child failed";
+    claims += (code >> 1) & 15;
+    crons += code >> 5;
+  }
+  EXPECT_EQ(claims, 1);
+  EXPECT_EQ(crons, 1);
+  EXPECT_FALSE(this->store_->ClaimTriggerRun("shared", 60).value());
+  auto cron = this->store_->LastCronExecution("cron").value();
+  ASSERT_TRUE(cron.has_value());
+  EXPECT_GE(*cron, 1000);
+  EXPECT_LT(*cron, 1000 + kChildren);
 }
 
 // Threads on separate stores (separate connections) over the same storage race
