@@ -43,6 +43,8 @@ CREATE INDEX state_invocations_workflow ON state_invocations (app_id, workflow_i
   WHERE workflow_id IS NOT NULL;
 CREATE INDEX state_invocations_workflow_type ON state_invocations (app_id, workflow_type)
   WHERE workflow_id IS NOT NULL;
+CREATE INDEX state_invocations_in_workflow ON state_invocations (app_id, seq)
+  WHERE workflow_id IS NOT NULL;
 
 CREATE TABLE state_history (
   seq INTEGER PRIMARY KEY,
