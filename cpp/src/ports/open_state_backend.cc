@@ -1,4 +1,6 @@
 #include "mem/mem_state_backend.h"
+#include "sqlite/sqlite_db.h"
+#include "sqlite/sqlite_state_backend.h"
 
 namespace pynenc_cpp {
 
@@ -6,7 +8,9 @@ Result<std::unique_ptr<StateBackend>> OpenStateBackend(const BackendConfig& conf
   Result<ParsedBackendUri> parsed = CheckBackendConfig(config);
   if (!parsed.ok()) return parsed.status();
   if (parsed.value().kind == BackendKind::kMemory) return NewMemStateBackend(config);
-  return Status::BadConfig("backend URI '" + config.uri + "': the sqlite state backend is not built yet");
+  Result<std::shared_ptr<sqlite::Database>> db = sqlite::OpenDatabase(config);
+  if (!db.ok()) return db.status();
+  return sqlite::NewSqliteStateBackend(std::move(db).value(), config);
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> DiscoverAppInfos(
@@ -16,7 +20,11 @@ Result<std::vector<std::pair<std::string, std::string>>> DiscoverAppInfos(
   if (any_app.app_id.empty()) any_app.app_id = "discovery";
   Result<ParsedBackendUri> parsed = CheckBackendConfig(any_app);
   if (!parsed.ok()) return parsed.status();
-  return MemDiscoverAppInfos();
+  if (parsed.value().kind == BackendKind::kMemory) return MemDiscoverAppInfos();
+  // sqlite://: app infos live in the file, so discovery reads every app's row.
+  Result<std::shared_ptr<sqlite::Database>> db = sqlite::OpenDatabase(any_app);
+  if (!db.ok()) return db.status();
+  return sqlite::SqliteDiscoverAppInfos(db.value());
 }
 
 }  // namespace pynenc_cpp
