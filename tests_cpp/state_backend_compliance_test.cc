@@ -74,11 +74,15 @@ class StateBackendCompliance : public testing::BackendTest<B> {
 
 TYPED_TEST_SUITE(StateBackendCompliance, testing::AllBackends, testing::BackendNames);
 
+// Cross-process cases, for backends that are durable and shared.
+template <typename B>
+class StateBackendDurable : public StateBackendCompliance<B> {};
+TYPED_TEST_SUITE(StateBackendDurable, testing::DurableBackends, testing::BackendNames);
+
 TYPED_TEST(StateBackendCompliance, OpenRejectsBadUriAndEmptyAppId) {
   EXPECT_EQ(OpenStateBackend(BackendConfig{"nope", "a", nullptr}).status().code(),
             ErrorCode::kBadConfig);
-  EXPECT_EQ(OpenStateBackend(this->Storage()).status().code(),
-            ErrorCode::kBadConfig);
+  EXPECT_EQ(OpenStateBackend(this->Storage()).status().code(), ErrorCode::kBadConfig);
   EXPECT_EQ(DiscoverAppInfos(BackendConfig{"ftp://x", "", nullptr}).status().code(),
             ErrorCode::kBadConfig);
 }
@@ -111,8 +115,10 @@ TYPED_TEST(StateBackendCompliance, UpsertReplacesAndMovesIndexes) {
             (std::vector<std::string>{"b"}));
   EXPECT_EQ(Strs(this->sb_->ChildInvocations(InvocationId("p2")).value()),
             (std::vector<std::string>{"a"}));
-  EXPECT_EQ(Strs(this->sb_->InvocationsByParentEvent("e1").value()), (std::vector<std::string>{"b"}));
-  EXPECT_EQ(Strs(this->sb_->InvocationsByParentEvent("e2").value()), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(Strs(this->sb_->InvocationsByParentEvent("e1").value()),
+            (std::vector<std::string>{"b"}));
+  EXPECT_EQ(Strs(this->sb_->InvocationsByParentEvent("e2").value()),
+            (std::vector<std::string>{"a"}));
   EXPECT_EQ(Strs(this->sb_->InvocationIdsByWorkflow("w1", std::nullopt).value()),
             (std::vector<std::string>{"b"}));
   EXPECT_EQ(Strs(this->sb_->InvocationIdsByWorkflow(std::nullopt, "t2").value()),
@@ -139,14 +145,16 @@ TYPED_TEST(StateBackendCompliance, ChildrenAndEventIndexesKeepInsertionOrder) {
 
 TYPED_TEST(StateBackendCompliance, InvocationIdsByWorkflowFilters) {
   ASSERT_TRUE(
-      this->sb_->UpsertInvocations({Inv("a", std::nullopt, std::nullopt, Wf("w1", "t1")),
-                              Inv("b", std::nullopt, std::nullopt, Wf("w1", "t1")),
-                              Inv("c", std::nullopt, std::nullopt, Wf("w2", "t1")),
-                              Inv("d", std::nullopt, std::nullopt, Wf("w3", "t2")), Inv("plain")})
+      this->sb_
+          ->UpsertInvocations({Inv("a", std::nullopt, std::nullopt, Wf("w1", "t1")),
+                               Inv("b", std::nullopt, std::nullopt, Wf("w1", "t1")),
+                               Inv("c", std::nullopt, std::nullopt, Wf("w2", "t1")),
+                               Inv("d", std::nullopt, std::nullopt, Wf("w3", "t2")), Inv("plain")})
           .ok());
   using V = std::vector<std::string>;
   EXPECT_EQ(Strs(this->sb_->InvocationIdsByWorkflow("w1", std::nullopt).value()), (V{"a", "b"}));
-  EXPECT_EQ(Strs(this->sb_->InvocationIdsByWorkflow(std::nullopt, "t1").value()), (V{"a", "b", "c"}));
+  EXPECT_EQ(Strs(this->sb_->InvocationIdsByWorkflow(std::nullopt, "t1").value()),
+            (V{"a", "b", "c"}));
   EXPECT_EQ(Strs(this->sb_->InvocationIdsByWorkflow("w2", "t1").value()), (V{"c"}));
   EXPECT_EQ(Strs(this->sb_->InvocationIdsByWorkflow("w2", "t2").value()), V{});
   EXPECT_EQ(Strs(this->sb_->InvocationIdsByWorkflow(std::nullopt, std::nullopt).value()),
@@ -184,7 +192,8 @@ TYPED_TEST(StateBackendCompliance, HistoryDuplicateKeyReplacesJson) {
 
 TYPED_TEST(StateBackendCompliance, AddHistoriesForManyInvocationsAndEmptyHistory) {
   ASSERT_TRUE(
-      this->sb_->AddHistories({InvocationId("a"), InvocationId("b")}, Hist(5, S::kPending, "j")).ok());
+      this->sb_->AddHistories({InvocationId("a"), InvocationId("b")}, Hist(5, S::kPending, "j"))
+          .ok());
   EXPECT_EQ(this->sb_->GetHistory(InvocationId("a")).value().size(), 1u);
   auto b = this->sb_->GetHistory(InvocationId("b")).value();
   ASSERT_EQ(b.size(), 1u);
@@ -240,7 +249,8 @@ TYPED_TEST(StateBackendCompliance, InvocationsInRangeAreDistinctSortedAndPaged) 
   using V = std::vector<std::string>;
   EXPECT_EQ(Strs(this->sb_->InvocationsInRange(0, 30, std::nullopt, 100).value()),
             (V{"a", "b", "c", "d"}));
-  EXPECT_EQ(Strs(this->sb_->InvocationsInRange(0, 30, std::nullopt, 3).value()), (V{"a", "b", "c"}));
+  EXPECT_EQ(Strs(this->sb_->InvocationsInRange(0, 30, std::nullopt, 3).value()),
+            (V{"a", "b", "c"}));
   EXPECT_EQ(Strs(this->sb_->InvocationsInRange(0, 30, InvocationId("c"), 3).value()), (V{"d"}));
   EXPECT_EQ(Strs(this->sb_->InvocationsInRange(20, 20, std::nullopt, 100).value()),
             (V{"a", "b", "c", "d"}));
@@ -282,8 +292,9 @@ TYPED_TEST(StateBackendCompliance, RunnerContexts) {
   ASSERT_TRUE(this->sb_->StoreRunnerContext(replaced).ok());
   EXPECT_EQ(this->sb_->GetRunnerContext(RunnerId("runner-alpha-3")).value().pid, 99);
 
-  auto many = this->sb_->GetRunnerContexts({RunnerId("runner-alpha-3"), RunnerId("unknown"),
-                                      RunnerId("runner-alpha-1"), RunnerId("runner-alpha-3")})
+  auto many = this->sb_
+                  ->GetRunnerContexts({RunnerId("runner-alpha-3"), RunnerId("unknown"),
+                                       RunnerId("runner-alpha-1"), RunnerId("runner-alpha-3")})
                   .value();
   ASSERT_EQ(many.size(), 2u);
   EXPECT_EQ(many[0].runner_id.str(), "runner-alpha-3");
@@ -342,7 +353,8 @@ TYPED_TEST(StateBackendCompliance, WorkflowSubInvocationsAndData) {
   ASSERT_TRUE(this->sb_->StoreWorkflowSubInvocation(wf, InvocationId("s2")).ok());
   ASSERT_TRUE(this->sb_->StoreWorkflowSubInvocation(wf, InvocationId("s1")).ok());
   ASSERT_TRUE(this->sb_->StoreWorkflowSubInvocation(wf, InvocationId("s2")).ok());
-  EXPECT_EQ(Strs(this->sb_->WorkflowSubInvocations(wf).value()), (std::vector<std::string>{"s2", "s1"}));
+  EXPECT_EQ(Strs(this->sb_->WorkflowSubInvocations(wf).value()),
+            (std::vector<std::string>{"s2", "s1"}));
   EXPECT_TRUE(this->sb_->WorkflowSubInvocations(WorkflowId("other")).value().empty());
 
   EXPECT_EQ(this->sb_->GetWorkflowData(wf, "k").status().code(), ErrorCode::kNotFound);
@@ -350,7 +362,8 @@ TYPED_TEST(StateBackendCompliance, WorkflowSubInvocationsAndData) {
   ASSERT_TRUE(this->sb_->SetWorkflowData(wf, "k", "v2").ok());
   EXPECT_EQ(this->sb_->GetWorkflowData(wf, "k").value(), "v2");
   EXPECT_EQ(this->sb_->GetWorkflowData(wf, "missing").status().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(this->sb_->GetWorkflowData(WorkflowId("other"), "k").status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(this->sb_->GetWorkflowData(WorkflowId("other"), "k").status().code(),
+            ErrorCode::kNotFound);
 }
 
 TYPED_TEST(StateBackendCompliance, PurgeClearsEverythingButAppInfo) {
@@ -382,7 +395,8 @@ TYPED_TEST(StateBackendCompliance, PurgeClearsEverythingButAppInfo) {
   EXPECT_EQ(this->sb_->GetAppInfo().value(), "info");
   // Usable again after a purge.
   ASSERT_TRUE(this->sb_->UpsertInvocations({Inv("b", "p")}).ok());
-  EXPECT_EQ(Strs(this->sb_->ChildInvocations(InvocationId("p")).value()), std::vector<std::string>{"b"});
+  EXPECT_EQ(Strs(this->sb_->ChildInvocations(InvocationId("p")).value()),
+            std::vector<std::string>{"b"});
 }
 
 // memory:// instances are separate stores; sqlite:// instances of one app on one
@@ -426,9 +440,11 @@ TYPED_TEST(StateBackendCompliance, ConcurrentWritersAndReaders) {
         EXPECT_TRUE(this->sb_->UpsertInvocations({Inv(id, "parent")}).ok());
         // Timestamps deliberately out of order across threads.
         EXPECT_TRUE(
-            this->sb_->AddHistories({InvocationId(id)}, Hist((kPerThread - i) * 10 + t, S::kRegistered))
+            this->sb_
+                ->AddHistories({InvocationId(id)}, Hist((kPerThread - i) * 10 + t, S::kRegistered))
                 .ok());
-        EXPECT_TRUE(this->sb_->AddHistories({InvocationId(id)}, Hist(100000 + i, S::kPending)).ok());
+        EXPECT_TRUE(
+            this->sb_->AddHistories({InvocationId(id)}, Hist(100000 + i, S::kPending)).ok());
         EXPECT_TRUE(this->sb_->SetResult(InvocationId(id), id).ok());
         EXPECT_TRUE(this->sb_->StoreRunnerContext(Ctx("runner-" + std::to_string(t))).ok());
       }
@@ -445,7 +461,8 @@ TYPED_TEST(StateBackendCompliance, ConcurrentWritersAndReaders) {
   EXPECT_EQ(this->sb_->InvocationsInRange(0, 1 << 30, std::nullopt, 100000).value().size(),
             static_cast<std::size_t>(kThreads * kPerThread));
   EXPECT_EQ(this->sb_->GetResult(InvocationId("t3-17")).value(), "t3-17");
-  EXPECT_EQ(this->sb_->MatchRunnerContexts("runner-").value().size(), static_cast<std::size_t>(kThreads));
+  EXPECT_EQ(this->sb_->MatchRunnerContexts("runner-").value().size(),
+            static_cast<std::size_t>(kThreads));
   for (int t = 0; t < kThreads; ++t) {
     auto h = this->sb_->GetHistory(InvocationId("t" + std::to_string(t) + "-0")).value();
     ASSERT_EQ(h.size(), 2u);
@@ -453,7 +470,6 @@ TYPED_TEST(StateBackendCompliance, ConcurrentWritersAndReaders) {
     EXPECT_EQ(h[1].status, S::kPending);
   }
 }
-
 
 // Writes one record of every kind for `sb`'s app, tagged with `tag`.
 void FillEveryTable(StateBackend& sb, const std::string& app_id, const std::string& tag) {
@@ -610,54 +626,50 @@ TYPED_TEST(StateBackendCompliance, ContestedWritesOfOneKeyLeaveExactlyOneWinner)
 
 // Processes sharing one file: each writes its own history and contests one
 // invocation and one sub-invocation; nothing is lost and exactly one upsert wins.
-// Only storage shared across processes can pass it, so memory:// skips it.
-TYPED_TEST(StateBackendCompliance, ContestedWritesFromSeveralProcesses) {
-  if constexpr (kIsMem<TypeParam>) {
-    GTEST_SKIP() << "memory:// is private to one process";
-  } else {
-    constexpr int kChildren = 3;
-    constexpr int kEach = 40;
-    std::vector<pid_t> children;
-    for (int k = 0; k < kChildren; ++k) {
-      pid_t pid = fork();
-      ASSERT_GE(pid, 0);
-      if (pid == 0) {
-        // Reuses the parent's backend object: the Database must open fresh handles.
-        int failures = 0;
-        const std::string n = std::to_string(k);
-        for (int i = 0; i < kEach; ++i) {
-          failures += !this->sb_->UpsertInvocations({Inv("shared", "parent-" + n)}).ok();
-          failures += !this->sb_
-                           ->AddHistories({InvocationId("c" + n + "-" + std::to_string(i))},
-                                          Hist(i, S::kRegistered))
-                           .ok();
-          failures += !this->sb_->StoreWorkflowSubInvocation(WorkflowId("w"), InvocationId("sub"))
-                           .ok();
-        }
-        _exit(failures == 0 ? 0 : 1);
+// Only storage shared across processes can pass it (DurableBackends).
+TYPED_TEST(StateBackendDurable, ContestedWritesFromSeveralProcesses) {
+  constexpr int kChildren = 3;
+  constexpr int kEach = 40;
+  std::vector<pid_t> children;
+  for (int k = 0; k < kChildren; ++k) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // Reuses the parent's backend object: the Database must open fresh handles.
+      int failures = 0;
+      const std::string n = std::to_string(k);
+      for (int i = 0; i < kEach; ++i) {
+        failures += !this->sb_->UpsertInvocations({Inv("shared", "parent-" + n)}).ok();
+        failures += !this->sb_
+                         ->AddHistories({InvocationId("c" + n + "-" + std::to_string(i))},
+                                        Hist(i, S::kRegistered))
+                         .ok();
+        failures +=
+            !this->sb_->StoreWorkflowSubInvocation(WorkflowId("w"), InvocationId("sub")).ok();
       }
-      children.push_back(pid);
+      _exit(failures == 0 ? 0 : 1);
     }
-    for (pid_t pid : children) {
-      int status = 0;
-      ASSERT_EQ(waitpid(pid, &status, 0), pid);
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    }
-    EXPECT_EQ(this->sb_->HistoryInRange(0, kEach, std::nullopt, 1000).value().records.size(),
-              static_cast<std::size_t>(kChildren * kEach));
-    EXPECT_EQ(Strs(this->sb_->WorkflowSubInvocations(WorkflowId("w")).value()),
-              std::vector<std::string>{"sub"});
-    const std::string parent =
-        this->sb_->GetInvocation(InvocationId("shared")).value().parent_invocation_id->str();
-    std::size_t listed = 0;
-    for (int k = 0; k < kChildren; ++k) {
-      const std::string p = "parent-" + std::to_string(k);
-      auto kids = this->sb_->ChildInvocations(InvocationId(p)).value();
-      EXPECT_EQ(kids.size(), p == parent ? 1u : 0u) << p;
-      listed += kids.size();
-    }
-    EXPECT_EQ(listed, 1u);
+    children.push_back(pid);
   }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(this->sb_->HistoryInRange(0, kEach, std::nullopt, 1000).value().records.size(),
+            static_cast<std::size_t>(kChildren * kEach));
+  EXPECT_EQ(Strs(this->sb_->WorkflowSubInvocations(WorkflowId("w")).value()),
+            std::vector<std::string>{"sub"});
+  const std::string parent =
+      this->sb_->GetInvocation(InvocationId("shared")).value().parent_invocation_id->str();
+  std::size_t listed = 0;
+  for (int k = 0; k < kChildren; ++k) {
+    const std::string p = "parent-" + std::to_string(k);
+    auto kids = this->sb_->ChildInvocations(InvocationId(p)).value();
+    EXPECT_EQ(kids.size(), p == parent ? 1u : 0u) << p;
+    listed += kids.size();
+  }
+  EXPECT_EQ(listed, 1u);
 }
 
 }  // namespace
