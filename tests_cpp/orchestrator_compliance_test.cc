@@ -12,6 +12,7 @@
 
 #include "backend_fixture.h"
 #include "pynenc_cpp/ports/orchestrator.h"
+#include "sqlite/sqlite_db.h"
 
 namespace pynenc_cpp {
 namespace {
@@ -713,6 +714,33 @@ TYPED_TEST(OrchestratorCompliance, ContestedWritesFromManyProcessesHaveOneWinner
         });
     EXPECT_EQ(accepted, 1);
     EXPECT_EQ(this->orch_->ActiveAtomicServiceExecutions().value().size(), 1u);
+  }
+}
+
+TYPED_TEST(OrchestratorCompliance, UnusableStoreIsAClearConfigError) {
+  if constexpr (!std::is_same_v<TypeParam, testing::SqliteBackend>) {
+    GTEST_SKIP() << "only a file can be unusable";
+  } else {
+    // A schema version this build does not know is refused, never used.
+    auto db = sqlite::Database::Open(sqlite::SqliteOptions{this->backend_.Path()});
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    ASSERT_TRUE(db.value()
+                    ->Write([](sqlite::Conn& c) {
+                      return c.Exec(
+                          "UPDATE pynenc_cpp_schema SET version = 99"
+                          " WHERE component = 'orchestrator'");
+                    })
+                    .ok());
+    auto newer = OpenOrchestrator(this->backend_.Config(this->clock_));
+    ASSERT_FALSE(newer.ok());
+    EXPECT_EQ(newer.status().code(), ErrorCode::kBadConfig);
+    EXPECT_NE(newer.status().message().find("orchestrator"), std::string::npos);
+
+    const std::string dir = this->backend_.Path() + ".d";
+    std::filesystem::create_directory(dir);
+    auto on_dir = OpenOrchestrator(BackendConfig{"sqlite://" + dir, "app", this->clock_});
+    ASSERT_FALSE(on_dir.ok());
+    EXPECT_EQ(on_dir.status().code(), ErrorCode::kBadConfig);
   }
 }
 

@@ -23,7 +23,8 @@ Result<std::vector<std::string>> DecodeQueues(const std::string& text) {
     const std::size_t colon = text.find(':', pos);
     if (colon == std::string::npos || colon == pos) break;
     const std::string digits = text.substr(pos, colon - pos);
-    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (digits.size() > 12 ||  // no std::stoul overflow (it would throw)
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       break;
     }
     const std::size_t len = std::stoul(digits);
