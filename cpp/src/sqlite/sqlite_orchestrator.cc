@@ -307,13 +307,13 @@ Result<std::vector<InvocationId>> SqliteOrchestrator::ListInvocations(
     return Status::InvalidArgument("limit and offset must be >= 0");
   }
   if (limit == 0) return std::vector<InvocationId>();
-  std::string sql = "SELECT id FROM orch_invocations WHERE app_id = ?";
-  if (task_id) sql += " AND task_id = ?";
-  // Integers are formatted into the text: limit/offset are validated numbers.
-  sql += StatusFilter("status", statuses) + " ORDER BY status_us DESC, seq DESC LIMIT " +
-         std::to_string(limit) + " OFFSET " + std::to_string(offset);
+  // Limit and offset are bound, so paging reuses one cached statement.
+  std::string sql = "SELECT id FROM orch_invocations WHERE app_id = ?1";
+  if (task_id) sql += " AND task_id = ?4";
+  sql += StatusFilter("status", statuses) + " ORDER BY status_us DESC, seq DESC LIMIT ?2 OFFSET ?3";
   return SelectIds(sql, [&](sqlite::Stmt& q) {
-    if (task_id) q.Bind(2, task_id->str());
+    q.Bind(2, limit).Bind(3, offset);
+    if (task_id) q.Bind(4, task_id->str());
   });
 }
 
@@ -443,8 +443,8 @@ Result<std::vector<InvocationId>> SqliteOrchestrator::GetBlockingInvocations(
       "SELECT i.id FROM (SELECT DISTINCT waited FROM orch_waits WHERE app_id = ?1) w"
       " JOIN orch_invocations i ON i.app_id = ?1 AND i.id = w.waited"
       " WHERE NOT EXISTS (SELECT 1 FROM orch_waits o WHERE o.app_id = ?1 AND o.waiter = i.id)" +
-      AvailableForRunFilter("i.status") + " ORDER BY i.seq LIMIT " + std::to_string(max_count);
-  return SelectIds(sql);
+      AvailableForRunFilter("i.status") + " ORDER BY i.seq LIMIT ?2";
+  return SelectIds(sql, [&](sqlite::Stmt& q) { q.Bind(2, max_count); });
 }
 
 Status SqliteOrchestrator::Purge() {
