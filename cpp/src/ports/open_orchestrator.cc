@@ -1,4 +1,6 @@
 #include "mem/mem_orchestrator.h"
+#include "sqlite/sqlite_db.h"
+#include "sqlite/sqlite_orchestrator.h"
 
 namespace pynenc_cpp {
 
@@ -6,7 +8,9 @@ Result<std::unique_ptr<Orchestrator>> OpenOrchestrator(const BackendConfig& conf
   Result<ParsedBackendUri> parsed = CheckBackendConfig(config);
   if (!parsed.ok()) return parsed.status();
   if (parsed.value().kind == BackendKind::kMemory) return NewMemOrchestrator(config);
-  return Status::BadConfig("backend URI '" + config.uri + "': the sqlite orchestrator is not built yet");
+  Result<std::shared_ptr<sqlite::Database>> db = sqlite::OpenDatabase(config);
+  if (!db.ok()) return db.status();
+  return NewSqliteOrchestrator(db.value(), config);
 }
 
 }  // namespace pynenc_cpp
