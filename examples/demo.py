@@ -2,7 +2,7 @@
 
 Run it with `make demo`. A ThreadRunner executes the tasks in this process; the
 broker, orchestrator, state backend, trigger store and client-data store are all
-pynenc-cpp's native in-memory components.
+pynenc-cpp's native SQLite components, in one file (printed below).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from demo_tasks import add, app, fibonacci, sum_of_squares, word_count  # noqa: E402
+from demo_tasks import DEMO_DB, add, app, fibonacci, sum_of_squares, word_count  # noqa: E402
 
 
 def main() -> int:
@@ -27,6 +27,8 @@ def main() -> int:
         f"{type(app.state_backend).__name__}, {type(app.trigger).__name__}, "
         f"{type(app.client_data_store).__name__}"
     )
+    print(f"database: {DEMO_DB}")
+    app.purge()  # start from an empty app (other apps in the file are untouched)
     runner = threading.Thread(target=app.runner.run, daemon=True)
     runner.start()
     try:

@@ -1,13 +1,22 @@
-"""Tasks of the demo app. The app runs every component through pynenc-cpp."""
+"""Tasks of the demo app. The app runs every component through pynenc-cpp, on
+its embedded default backend: one SQLite file."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 from pynenc import PynencBuilder
+
+#: The demo's database; override with PYNENC_CPP_DEMO_DB.
+DEMO_DB = os.environ.get(
+    "PYNENC_CPP_DEMO_DB", os.path.join(tempfile.gettempdir(), "pynenc_cpp_demo.db")
+)
 
 app = (
     PynencBuilder()
     .app_id("pynenc_cpp_demo")
-    .cpp_mem()
+    .cpp_sqlite(path=DEMO_DB)
     .thread_runner()
     .logging_level("error")
     .build()

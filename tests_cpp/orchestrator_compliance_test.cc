@@ -63,6 +63,11 @@ class OrchestratorCompliance : public testing::BackendTest<B> {
 
 TYPED_TEST_SUITE(OrchestratorCompliance, testing::AllBackends, testing::BackendNames);
 
+// Reopening, cross-process and unusable-file cases, for durable shared backends.
+template <typename B>
+class OrchestratorDurable : public OrchestratorCompliance<B> {};
+TYPED_TEST_SUITE(OrchestratorDurable, testing::DurableBackends, testing::BackendNames);
+
 TEST(OpenOrchestratorTest, RejectsUnsupportedUri) {
   auto r = OpenOrchestrator(BackendConfig{"redis://localhost:6379/0", "app", nullptr});
   ASSERT_FALSE(r.ok());
@@ -587,10 +592,7 @@ TYPED_TEST(OrchestratorCompliance, AppsSharingAStoreAreIsolated) {
   EXPECT_EQ(this->orch_->ActiveAtomicServiceExecutions().value().size(), 1u);
 }
 
-TYPED_TEST(OrchestratorCompliance, DataSurvivesReopeningTheStore) {
-  if constexpr (std::is_same_v<TypeParam, testing::MemBackend>) {
-    GTEST_SKIP() << "memory:// lives and dies with its handle";
-  }
+TYPED_TEST(OrchestratorDurable, DataSurvivesReopeningTheStore) {
   this->Register("b", "t");
   this->Register("a", "t");
   this->Move("a", S::kPending, "r1");
@@ -689,59 +691,52 @@ int CountForkedSuccesses(const testing::SqliteBackend& backend, std::shared_ptr<
   return successes;
 }
 
-TYPED_TEST(OrchestratorCompliance, ContestedWritesFromManyProcessesHaveOneWinner) {
-  if constexpr (!std::is_same_v<TypeParam, testing::SqliteBackend>) {
-    GTEST_SKIP() << "only a shared file is visible from another process";
-  } else {
-    constexpr int kProcesses = 6;
-    this->Register("p");
-    const int wins =
-        CountForkedSuccesses(this->backend_, this->clock_, kProcesses, [](Orchestrator& o, int i) {
-          auto r = o.TransitionStatus(InvocationId("p"), S::kPending, "proc-" + std::to_string(i));
-          if (r.ok()) return 0;
-          return r.status().code() == ErrorCode::kIllegalTransition ? 1 : 2;
-        });
-    EXPECT_EQ(wins, 1);
-    EXPECT_EQ(this->StatusOf("p"), S::kPending);
+TYPED_TEST(OrchestratorDurable, ContestedWritesFromManyProcessesHaveOneWinner) {
+  constexpr int kProcesses = 6;
+  this->Register("p");
+  const int wins =
+      CountForkedSuccesses(this->backend_, this->clock_, kProcesses, [](Orchestrator& o, int i) {
+        auto r = o.TransitionStatus(InvocationId("p"), S::kPending, "proc-" + std::to_string(i));
+        if (r.ok()) return 0;
+        return r.status().code() == ErrorCode::kIllegalTransition ? 1 : 2;
+      });
+  EXPECT_EQ(wins, 1);
+  EXPECT_EQ(this->StatusOf("p"), S::kPending);
 
-    const int accepted =
-        CountForkedSuccesses(this->backend_, this->clock_, kProcesses, [](Orchestrator& o, int i) {
-          auto r =
-              o.RecordAtomicServiceStart("proc-" + std::to_string(i), "run-" + std::to_string(i),
-                                         std::nullopt, AtomicServiceStatus::kRunning, "");
-          if (!r.ok()) return 2;
-          return r.value().accepted ? 0 : 1;
-        });
-    EXPECT_EQ(accepted, 1);
-    EXPECT_EQ(this->orch_->ActiveAtomicServiceExecutions().value().size(), 1u);
-  }
+  const int accepted =
+      CountForkedSuccesses(this->backend_, this->clock_, kProcesses, [](Orchestrator& o, int i) {
+        auto r = o.RecordAtomicServiceStart("proc-" + std::to_string(i), "run-" + std::to_string(i),
+                                            std::nullopt, AtomicServiceStatus::kRunning, "");
+        if (!r.ok()) return 2;
+        return r.value().accepted ? 0 : 1;
+      });
+  EXPECT_EQ(accepted, 1);
+  EXPECT_EQ(this->orch_->ActiveAtomicServiceExecutions().value().size(), 1u);
 }
 
-TYPED_TEST(OrchestratorCompliance, UnusableStoreIsAClearConfigError) {
-  if constexpr (!std::is_same_v<TypeParam, testing::SqliteBackend>) {
-    GTEST_SKIP() << "only a file can be unusable";
-  } else {
-    // A schema version this build does not know is refused, never used.
-    auto db = sqlite::Database::Open(sqlite::SqliteOptions{this->backend_.Path()});
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    ASSERT_TRUE(db.value()
-                    ->Write([](sqlite::Conn& c) {
-                      return c.Exec(
-                          "UPDATE pynenc_cpp_schema SET version = 99"
-                          " WHERE component = 'orchestrator'");
-                    })
-                    .ok());
-    auto newer = OpenOrchestrator(this->backend_.Config(this->clock_));
-    ASSERT_FALSE(newer.ok());
-    EXPECT_EQ(newer.status().code(), ErrorCode::kBadConfig);
-    EXPECT_NE(newer.status().message().find("orchestrator"), std::string::npos);
+TEST(SqliteOrchestrator, UnusableStoreIsAClearConfigError) {
+  testing::SqliteBackend backend;
+  ASSERT_TRUE(OpenOrchestrator(backend.Config()).ok());  // creates the schema, version 1
+  // A schema version this build does not know is refused, never used.
+  auto db = sqlite::Database::Open(sqlite::SqliteOptions{backend.Path()});
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  ASSERT_TRUE(db.value()
+                  ->Write([](sqlite::Conn& c) {
+                    return c.Exec(
+                        "UPDATE pynenc_cpp_schema SET version = 99"
+                        " WHERE component = 'orchestrator'");
+                  })
+                  .ok());
+  auto newer = OpenOrchestrator(backend.Config(nullptr));
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.status().code(), ErrorCode::kBadConfig);
+  EXPECT_NE(newer.status().message().find("orchestrator"), std::string::npos);
 
-    const std::string dir = this->backend_.Path() + ".d";
-    std::filesystem::create_directory(dir);
-    auto on_dir = OpenOrchestrator(BackendConfig{"sqlite://" + dir, "app", this->clock_});
-    ASSERT_FALSE(on_dir.ok());
-    EXPECT_EQ(on_dir.status().code(), ErrorCode::kBadConfig);
-  }
+  const std::string dir = backend.Path() + ".d";
+  std::filesystem::create_directory(dir);
+  auto on_dir = OpenOrchestrator(BackendConfig{"sqlite://" + dir, "app", nullptr});
+  ASSERT_FALSE(on_dir.ok());
+  EXPECT_EQ(on_dir.status().code(), ErrorCode::kBadConfig);
 }
 
 }  // namespace

@@ -76,9 +76,7 @@ def test_processes_writing_one_file_lose_nothing(tmp_path: Path) -> None:
             broker.route([f"{sys.argv[2]}-{i}"], "q", 0.0)
         """
     )
-    procs = [
-        subprocess.Popen([sys.executable, "-c", script, uri, f"p{n}"]) for n in range(4)
-    ]
+    procs = [subprocess.Popen([sys.executable, "-c", script, uri, f"p{n}"]) for n in range(4)]
     for p in procs:
         assert p.wait(timeout=120) == 0
     broker = _core.Broker(uri, "shared")

@@ -35,10 +35,6 @@ Result<ParsedBackendUri> CheckBackendConfig(const BackendConfig& config) {
   if (config.app_id.empty()) return Status::BadConfig("app_id must not be empty");
   Result<ParsedBackendUri> parsed = ParseBackendUri(config.uri);
   if (!parsed.ok()) return parsed;
-  if (parsed.value().kind == BackendKind::kRedis) {
-    return Status::BadConfig("backend URI '" + config.uri +
-                             "': redis:// is not built into this version of the engine");
-  }
   return parsed;
 }
 

@@ -8,6 +8,10 @@ Result<std::unique_ptr<StateBackend>> OpenStateBackend(const BackendConfig& conf
   Result<ParsedBackendUri> parsed = CheckBackendConfig(config);
   if (!parsed.ok()) return parsed.status();
   if (parsed.value().kind == BackendKind::kMemory) return NewMemStateBackend(config);
+  if (parsed.value().kind == BackendKind::kRedis) {
+    return Status::BadConfig("backend URI '" + config.uri +
+                             "': the redis state backend is not built yet");
+  }
   Result<std::shared_ptr<sqlite::Database>> db = sqlite::OpenDatabase(config);
   if (!db.ok()) return db.status();
   return sqlite::NewSqliteStateBackend(std::move(db).value(), config);

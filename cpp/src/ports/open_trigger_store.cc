@@ -7,6 +7,10 @@ Result<std::unique_ptr<TriggerStore>> OpenTriggerStore(const BackendConfig& conf
   Result<ParsedBackendUri> parsed = CheckBackendConfig(config);
   if (!parsed.ok()) return parsed.status();
   if (parsed.value().kind == BackendKind::kMemory) return NewMemTriggerStore(config);
+  if (parsed.value().kind == BackendKind::kRedis) {
+    return Status::BadConfig("backend URI '" + config.uri +
+                             "': the redis trigger store is not built yet");
+  }
   Result<std::shared_ptr<sqlite::Database>> db = sqlite::OpenDatabase(config);
   if (!db.ok()) return db.status();
   return NewSqliteTriggerStore(std::move(db).value(), config);

@@ -30,8 +30,8 @@ struct ParsedBackendUri {
 // kBadConfig naming the URI and what is wrong with it.
 Result<ParsedBackendUri> ParseBackendUri(const std::string& uri);
 
-// kBadConfig unless the backend named by `config.uri` is built into this engine
-// (memory:// and sqlite:// are; redis:// is not yet).
+// kBadConfig for an unusable URI or an empty app id. Checks the syntax only;
+// opening the storage reports the rest.
 // Checks the URI and the app id; returns the parsed URI on success.
 Result<ParsedBackendUri> CheckBackendConfig(const BackendConfig& config);
 
