@@ -1,0 +1,367 @@
+#include "redis/redis_client.h"
+
+#include <hiredis/hiredis.h>
+#include <openssl/sha.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <unordered_map>
+
+namespace pynenc_cpp::redis {
+namespace {
+
+timeval ToTimeval(std::int64_t ms) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(ms / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((ms % 1000) * 1000);
+  return tv;
+}
+
+Value Convert(const redisReply* r) {
+  Value v;
+  if (r == nullptr) return v;
+  switch (r->type) {
+    case REDIS_REPLY_INTEGER:
+      v.type = Value::Type::kInt;
+      v.integer = r->integer;
+      break;
+    case REDIS_REPLY_STRING:
+      v.type = Value::Type::kString;
+      v.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_STATUS:
+      v.type = Value::Type::kStatus;
+      v.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_ERROR:
+      v.type = Value::Type::kError;
+      v.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_ARRAY:
+      v.type = Value::Type::kArray;
+      v.elements.reserve(r->elements);
+      for (size_t i = 0; i < r->elements; ++i) v.elements.push_back(Convert(r->element[i]));
+      break;
+    default:
+      break;  // nil
+  }
+  return v;
+}
+
+bool ParseInt(const std::string& text, long lo, long hi, long* out) {
+  if (text.empty()) return false;
+  char* tail = nullptr;
+  const long v = std::strtol(text.c_str(), &tail, 10);
+  if (*tail != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+// A live hiredis connection. Used by one thread at a time.
+class Connection {
+ public:
+  explicit Connection(redisContext* ctx) : ctx_(ctx) {}
+  ~Connection() {
+    if (ctx_ != nullptr) redisFree(ctx_);
+  }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  redisContext* ctx() { return ctx_; }
+  bool broken() const { return ctx_ == nullptr || ctx_->err != 0; }
+  std::string error() const { return ctx_ == nullptr ? "no connection" : ctx_->errstr; }
+  void Abandon() { ctx_ = nullptr; }
+
+  // Appends one command to the output buffer.
+  void Append(const std::vector<std::string>& argv) {
+    std::vector<const char*> args;
+    std::vector<size_t> lens;
+    args.reserve(argv.size());
+    lens.reserve(argv.size());
+    for (const std::string& a : argv) {
+      args.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), args.data(), lens.data());
+  }
+
+  // Reads the next reply; false on an I/O error (see error()).
+  bool Read(Value* out) {
+    void* raw = nullptr;
+    if (redisGetReply(ctx_, &raw) != REDIS_OK) return false;
+    *out = Convert(static_cast<redisReply*>(raw));
+    freeReplyObject(raw);
+    return true;
+  }
+
+ private:
+  redisContext* ctx_;
+};
+
+Result<RedisOptions> ParseRedisLocation(const std::string& location) {
+  RedisOptions o;
+  std::string rest = location;
+  std::string query;
+  if (auto q = rest.find('?'); q != std::string::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  std::string hostport = rest;
+  if (auto slash = rest.find('/'); slash != std::string::npos) {
+    hostport = rest.substr(0, slash);
+    const std::string db = rest.substr(slash + 1);
+    long v = 0;
+    if (!db.empty()) {
+      if (!ParseInt(db, 0, 1'000'000, &v)) {
+        return Status::BadConfig("redis URI database '" + db + "' is not a number");
+      }
+      o.db = static_cast<int>(v);
+    }
+  }
+  const auto colon = hostport.rfind(':');
+  if (colon == std::string::npos) {
+    o.host = hostport;
+  } else {
+    o.host = hostport.substr(0, colon);
+    long port = 0;
+    if (!ParseInt(hostport.substr(colon + 1), 1, 65535, &port)) {
+      return Status::BadConfig("redis URI port '" + hostport.substr(colon + 1) +
+                               "' is not a port number (1-65535)");
+    }
+    o.port = static_cast<int>(port);
+  }
+  if (o.host.empty()) return Status::BadConfig("redis URI '" + location + "' has no host");
+  std::size_t start = 0;
+  while (start < query.size()) {
+    std::size_t end = query.find('&', start);
+    if (end == std::string::npos) end = query.size();
+    const std::string pair = query.substr(start, end - start);
+    start = end + 1;
+    if (pair.empty()) continue;
+    const auto eq = pair.find('=');
+    const std::string key = pair.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : pair.substr(eq + 1);
+    long v = 0;
+    if (key == "connect_timeout_ms" || key == "io_timeout_ms") {
+      if (!ParseInt(value, 1, 3'600'000, &v)) {
+        return Status::BadConfig("redis option " + key + "='" + value +
+                                 "': expected milliseconds between 1 and 3600000");
+      }
+      (key == "connect_timeout_ms" ? o.connect_timeout_ms : o.io_timeout_ms) = static_cast<int>(v);
+    } else if (key == "password") {
+      o.password = value;
+    } else {
+      return Status::BadConfig("unknown redis option '" + key +
+                               "'; known: connect_timeout_ms, io_timeout_ms, password");
+    }
+  }
+  return o;
+}
+
+Script::Script(std::string source) : source_(std::move(source)) {
+  unsigned char digest[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(source_.data()), source_.size(), digest);
+  char hex[2 * SHA_DIGEST_LENGTH + 1];
+  for (int i = 0; i < SHA_DIGEST_LENGTH; ++i) std::snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+  sha1_.assign(hex, 2 * SHA_DIGEST_LENGTH);
+}
+
+std::string KeyPrefix(const std::string& app_id, const std::string& component) {
+  return "pynenc:{" + app_id + "}:" + component + ":";
+}
+
+Client::Client(RedisOptions options) : options_(std::move(options)), pid_(getpid()) {}
+
+Client::~Client() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pid_ != getpid()) {
+    for (auto& c : idle_) c->Abandon();
+  }
+  idle_.clear();
+}
+
+std::string Client::Describe() const {
+  return options_.host + ":" + std::to_string(options_.port) + "/" + std::to_string(options_.db);
+}
+
+Result<std::shared_ptr<Client>> Client::Open(const RedisOptions& options) {
+  static std::mutex registry_mu;
+  static std::unordered_map<std::string, std::weak_ptr<Client>> registry;
+  const std::string key = options.host + ":" + std::to_string(options.port) + "/" +
+                          std::to_string(options.db) + "|" + options.password + "|" +
+                          std::to_string(options.connect_timeout_ms) + "|" +
+                          std::to_string(options.io_timeout_ms) + "|" + std::to_string(getpid());
+  std::lock_guard<std::mutex> lock(registry_mu);
+  if (auto existing = registry[key].lock()) return existing;
+  std::shared_ptr<Client> client(new Client(options));
+  Result<Value> pong = client->Command({"PING"});
+  if (!pong.ok()) return pong.status();
+  if (pong.value().is_error()) {
+    return Status::BackendFailure("redis at " + client->Describe() +
+                                  " refused PING: " + pong.value().str);
+  }
+  registry[key] = client;
+  return client;
+}
+
+Result<std::unique_ptr<Connection>> Client::Connect() {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
+  auto backoff = std::chrono::milliseconds(50);
+  std::string cause;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    redisContext* ctx = redisConnectWithTimeout(options_.host.c_str(), options_.port,
+                                                ToTimeval(std::max<long>(left, 1)));
+    auto conn = std::make_unique<Connection>(ctx);
+    if (ctx != nullptr && ctx->err == 0) {
+      redisSetTimeout(ctx, ToTimeval(options_.io_timeout_ms));
+      redisEnableKeepAlive(ctx);
+      std::vector<std::vector<std::string>> setup;
+      if (!options_.password.empty()) setup.push_back({"AUTH", options_.password});
+      if (options_.db != 0) setup.push_back({"SELECT", std::to_string(options_.db)});
+      bool ok = true;
+      for (const auto& cmd : setup) {
+        conn->Append(cmd);
+        Value v;
+        if (!conn->Read(&v) || v.is_error()) {
+          cause = v.is_error() ? v.str : conn->error();
+          ok = false;
+          if (v.is_error()) {
+            return Status::BadConfig("redis at " + Describe() + " refused " + cmd[0] + ": " +
+                                     cause);
+          }
+          break;
+        }
+      }
+      if (ok) return conn;
+    } else {
+      cause = ctx == nullptr ? "cannot allocate a connection" : ctx->errstr;
+    }
+    if (std::chrono::steady_clock::now() + backoff >= deadline) break;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+  return Status::BackendFailure("cannot reach redis at " + options_.host + ":" +
+                                std::to_string(options_.port) + ": " + cause + " (gave up after " +
+                                std::to_string(options_.connect_timeout_ms) + " ms)");
+}
+
+Result<std::unique_ptr<Connection>> Client::Acquire(bool* reused) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pid_ != getpid()) {  // forked: pooled sockets belong to the parent
+      for (auto& c : idle_) c->Abandon();
+      idle_.clear();
+      pid_ = getpid();
+    }
+    if (!idle_.empty()) {
+      auto conn = std::move(idle_.back());
+      idle_.pop_back();
+      *reused = true;
+      return conn;
+    }
+  }
+  *reused = false;
+  return Connect();
+}
+
+void Client::Release(std::unique_ptr<Connection> conn) {
+  if (conn->broken()) return;  // dropped: the next call connects afresh
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pid_ != getpid()) {
+    conn->Abandon();
+    return;
+  }
+  idle_.push_back(std::move(conn));
+}
+
+template <typename T, typename Fn>
+Result<T> Client::WithConnection(Fn&& send) {
+  for (int attempt = 0;; ++attempt) {
+    bool reused = false;
+    Result<std::unique_ptr<Connection>> acquired = Acquire(&reused);
+    if (!acquired.ok()) return acquired.status();
+    std::unique_ptr<Connection> conn = std::move(acquired).value();
+    std::optional<T> out = send(*conn);
+    if (out) {
+      Release(std::move(conn));
+      return std::move(*out);
+    }
+    const std::string cause = conn->error();
+    if (reused && attempt == 0) continue;  // a stale pooled connection: try a fresh one
+    return Status::BackendFailure("connection to redis at " + Describe() + " failed: " + cause +
+                                  " (the command may or may not have been applied)");
+  }
+}
+
+Result<Value> Client::Command(const std::vector<std::string>& argv) {
+  return WithConnection<Value>([&](Connection& c) -> std::optional<Value> {
+    c.Append(argv);
+    Value v;
+    if (!c.Read(&v)) return std::nullopt;
+    return v;
+  });
+}
+
+Result<std::vector<Value>> Client::Pipeline(const std::vector<std::vector<std::string>>& commands) {
+  return WithConnection<std::vector<Value>>(
+      [&](Connection& c) -> std::optional<std::vector<Value>> {
+        for (const auto& cmd : commands) c.Append(cmd);
+        std::vector<Value> out(commands.size());
+        for (Value& v : out) {
+          if (!c.Read(&v)) return std::nullopt;
+        }
+        return out;
+      });
+}
+
+Result<Value> Client::BlockingCommand(const std::vector<std::string>& argv, std::int64_t block_ms) {
+  return WithConnection<Value>([&](Connection& c) -> std::optional<Value> {
+    redisSetTimeout(c.ctx(), ToTimeval(options_.io_timeout_ms + block_ms));
+    c.Append(argv);
+    Value v;
+    const bool ok = c.Read(&v);
+    if (ok) redisSetTimeout(c.ctx(), ToTimeval(options_.io_timeout_ms));
+    if (!ok) return std::nullopt;
+    return v;
+  });
+}
+
+Result<Value> Client::Eval(const Script& script, const std::vector<std::string>& keys,
+                           const std::vector<std::string>& args) {
+  auto argv = [&](const std::string& verb, const std::string& body) {
+    std::vector<std::string> a{verb, body, std::to_string(keys.size())};
+    a.insert(a.end(), keys.begin(), keys.end());
+    a.insert(a.end(), args.begin(), args.end());
+    return a;
+  };
+  Result<Value> r = Command(argv("EVALSHA", script.sha1()));
+  if (!r.ok() || !r.value().is_error() || r.value().str.rfind("NOSCRIPT", 0) != 0) return r;
+  Result<Value> loaded = Command({"SCRIPT", "LOAD", script.source()});
+  if (!loaded.ok()) return loaded;
+  if (loaded.value().is_error()) {
+    return Status::BackendFailure("redis at " + Describe() +
+                                  " could not load a script: " + loaded.value().str);
+  }
+  return Command(argv("EVALSHA", script.sha1()));
+}
+
+Result<std::shared_ptr<Client>> OpenClient(const BackendConfig& config) {
+  Result<ParsedBackendUri> parsed = ParseBackendUri(config.uri);
+  if (!parsed.ok()) return parsed.status();
+  if (parsed.value().kind != BackendKind::kRedis) {
+    return Status::BadConfig("backend URI '" + config.uri + "' is not a redis:// URI");
+  }
+  Result<RedisOptions> options = ParseRedisLocation(parsed.value().location);
+  if (!options.ok()) return options.status();
+  return Client::Open(options.value());
+}
+
+}  // namespace pynenc_cpp::redis

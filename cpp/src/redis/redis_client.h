@@ -1,0 +1,119 @@
+// Shared Redis plumbing for every Redis backend (not a public header).
+//
+// A Client is one Redis server + database as seen by this process: a pool of
+// hiredis connections, reconnect with backoff, Lua scripts run by EVALSHA (loaded
+// on NOSCRIPT), pipelines. The five components of an app opened on the same
+// server share one Client. Keys are namespaced by the components (see
+// KeyPrefix), so several apps share one database.
+//
+// Thread safety: Client is thread-safe; each call borrows a connection for its
+// duration. Fork safety: a child process never uses its parent's connections.
+// Errors: replies that are Redis errors come back as Value{kError} (the caller
+// decides); failures to reach or talk to the server come back as
+// kBackendFailure naming host, port and cause.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "pynenc_cpp/core/error.h"
+#include "pynenc_cpp/ports/backend_config.h"
+
+struct redisContext;
+
+namespace pynenc_cpp::redis {
+
+struct RedisOptions {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  int db = 0;
+  int connect_timeout_ms = 2000;  // total time spent (re)connecting before giving up
+  int io_timeout_ms = 5000;       // per command (blocking commands add their block time)
+  std::string password;
+};
+
+// Parses the location part of "redis://<location>":
+// "host:port[/db][?connect_timeout_ms=N&io_timeout_ms=N&password=P]". kBadConfig on error.
+Result<RedisOptions> ParseRedisLocation(const std::string& location);
+
+// One reply, converted from hiredis' redisReply.
+struct Value {
+  enum class Type { kNil, kInt, kString, kStatus, kError, kArray };
+  Type type = Type::kNil;
+  std::int64_t integer = 0;
+  std::string str;  // kString, kStatus, kError
+  std::vector<Value> elements;
+
+  bool is_nil() const { return type == Type::kNil; }
+  bool is_error() const { return type == Type::kError; }
+};
+
+// A Lua script and its SHA1, computed once.
+class Script {
+ public:
+  explicit Script(std::string source);
+  const std::string& source() const { return source_; }
+  const std::string& sha1() const { return sha1_; }
+
+ private:
+  std::string source_;
+  std::string sha1_;
+};
+
+class Connection;
+
+class Client {
+ public:
+  // Opens (or joins this process's already open) client for the server and
+  // verifies it answers PING within the connect timeout: otherwise
+  // kBackendFailure "cannot reach redis at host:port: <cause>".
+  static Result<std::shared_ptr<Client>> Open(const RedisOptions& options);
+
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  ~Client();
+
+  // Runs one command. Values are binary-safe.
+  Result<Value> Command(const std::vector<std::string>& argv);
+  // Sends every command in one round trip; replies in order.
+  Result<std::vector<Value>> Pipeline(const std::vector<std::vector<std::string>>& commands);
+  // EVALSHA `script` (SCRIPT LOAD and again on NOSCRIPT).
+  Result<Value> Eval(const Script& script, const std::vector<std::string>& keys,
+                     const std::vector<std::string>& args);
+  // A blocking command (BLMOVE, BLPOP, ...) that the server may hold for up to
+  // `block_ms`: the socket timeout is extended by that much for this call.
+  Result<Value> BlockingCommand(const std::vector<std::string>& argv, std::int64_t block_ms);
+
+  const RedisOptions& options() const { return options_; }
+  // "host:port/db", for messages.
+  std::string Describe() const;
+
+ private:
+  explicit Client(RedisOptions options);
+  Result<std::unique_ptr<Connection>> Acquire(bool* reused);
+  Result<std::unique_ptr<Connection>> Connect();
+  void Release(std::unique_ptr<Connection> conn);
+  // Runs `send` on a pooled connection; an I/O failure on a connection reused
+  // from the pool (likely dropped while idle, e.g. by a server restart) is
+  // retried once on a fresh connection. A failure on a fresh connection is
+  // reported: the command may or may not have been applied.
+  template <typename T, typename Fn>
+  Result<T> WithConnection(Fn&& send);
+
+  const RedisOptions options_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
+  long pid_;                                       // guarded by mu_
+};
+
+// The Client named by a redis:// BackendConfig. REQUIRES: config.uri is redis.
+Result<std::shared_ptr<Client>> OpenClient(const BackendConfig& config);
+
+// The key prefix of one component of one app: "pynenc:{app_id}:{component}:".
+// The braces make every key of an app hash to one Redis Cluster slot.
+std::string KeyPrefix(const std::string& app_id, const std::string& component);
+
+}  // namespace pynenc_cpp::redis

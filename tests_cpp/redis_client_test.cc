@@ -1,0 +1,132 @@
+// Redis plumbing against a real redis-server started by the test: commands,
+// pipelines, scripts (NOSCRIPT reload), clear errors for an unreachable server,
+// reconnecting after a restart, and fork safety.
+#include "redis/redis_client.h"
+
+#include <gtest/gtest.h>
+
+#include "backend_fixture.h"
+
+namespace pynenc_cpp::redis {
+namespace {
+
+using pynenc_cpp::testing::RedisServer;
+
+RedisOptions Local(int port) {
+  RedisOptions o;
+  o.port = port;
+  o.connect_timeout_ms = 1000;
+  return o;
+}
+
+TEST(RedisOptions, ParsesLocations) {
+  auto o = ParseRedisLocation("example:6380/3?connect_timeout_ms=100&io_timeout_ms=200");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o.value().host, "example");
+  EXPECT_EQ(o.value().port, 6380);
+  EXPECT_EQ(o.value().db, 3);
+  EXPECT_EQ(o.value().connect_timeout_ms, 100);
+  EXPECT_EQ(o.value().io_timeout_ms, 200);
+  EXPECT_EQ(ParseRedisLocation("h").value().port, 6379);
+  for (const char* bad :
+       {":6379", "h:0", "h:99999", "h:x", "h:1/x", "h:1?colour=red", "h:1?io_timeout_ms=0"}) {
+    EXPECT_EQ(ParseRedisLocation(bad).status().code(), ErrorCode::kBadConfig) << bad;
+  }
+}
+
+TEST(RedisClient, CommandsPipelinesAndScripts) {
+  RedisServer server;
+  auto c = Client::Open(Local(server.port()));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Client& client = *c.value();
+  EXPECT_EQ(client.Command({"SET", "k", std::string("v\0w", 3)}).value().str, "OK");
+  EXPECT_EQ(client.Command({"GET", "k"}).value().str, std::string("v\0w", 3));
+  EXPECT_TRUE(client.Command({"GET", "missing"}).value().is_nil());
+  EXPECT_TRUE(client.Command({"NOSUCHCOMMAND"}).value().is_error());
+  auto replies = client.Pipeline({{"RPUSH", "l", "a", "b"}, {"LRANGE", "l", "0", "-1"}});
+  ASSERT_TRUE(replies.ok());
+  EXPECT_EQ(replies.value()[0].integer, 2);
+  ASSERT_EQ(replies.value()[1].elements.size(), 2u);
+  EXPECT_EQ(replies.value()[1].elements[1].str, "b");
+
+  Script incr("return redis.call('INCRBY', KEYS[1], ARGV[1])");
+  EXPECT_EQ(client.Eval(incr, {"n"}, {"5"}).value().integer, 5);
+  ASSERT_EQ(client.Command({"SCRIPT", "FLUSH"}).value().str, "OK");  // forces NOSCRIPT
+  EXPECT_EQ(client.Eval(incr, {"n"}, {"2"}).value().integer, 7);
+  EXPECT_EQ(incr.sha1().size(), 40u);
+}
+
+TEST(RedisClient, UnreachableServerIsAClearErrorWithinTheTimeout) {
+  const int port = RedisServer::FreePort();  // nothing listens there
+  RedisOptions o = Local(port);
+  o.connect_timeout_ms = 300;
+  const auto start = std::chrono::steady_clock::now();
+  auto c = Client::Open(o);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), ErrorCode::kBackendFailure);
+  EXPECT_NE(c.status().message().find("127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << c.status().message();
+  EXPECT_NE(c.status().message().find("refused"), std::string::npos) << c.status().message();
+  EXPECT_LT(took, std::chrono::seconds(3));
+}
+
+TEST(RedisClient, ReconnectsAfterTheServerRestarts) {
+  RedisServer server(/*appendonly=*/true);
+  auto c = Client::Open(Local(server.port()));
+  ASSERT_TRUE(c.ok());
+  Client& client = *c.value();
+  ASSERT_EQ(client.Command({"SET", "survives", "yes"}).value().str, "OK");
+  server.Stop();
+  auto down = client.Command({"GET", "survives"});
+  ASSERT_FALSE(down.ok());
+  EXPECT_EQ(down.status().code(), ErrorCode::kBackendFailure);
+  server.Start();
+  auto back = client.Command({"GET", "survives"});
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back.value().str, "yes");  // appendonly: acknowledged writes survive
+}
+
+TEST(RedisClient, BlockingCommandWaitsServerSide) {
+  RedisServer server;
+  auto c = Client::Open(Local(server.port()));
+  ASSERT_TRUE(c.ok());
+  auto empty = c.value()->BlockingCommand({"BLPOP", "nothing", "0.2"}, 200);
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_TRUE(empty.value().is_nil());
+  std::thread pusher([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    (void)c.value()->Command({"RPUSH", "work", "job"});
+  });
+  auto got = c.value()->BlockingCommand({"BLPOP", "work", "5"}, 5000);
+  pusher.join();
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got.value().elements.size(), 2u);
+  EXPECT_EQ(got.value().elements[1].str, "job");
+}
+
+TEST(RedisClient, ForkedChildUsesItsOwnConnections) {
+  RedisServer server;
+  auto c = Client::Open(Local(server.port()));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.value()->Command({"SET", "parent", "1"}).ok());
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto r = c.value()->Command({"INCR", "child"});
+    _exit(r.ok() && r.value().integer == 1 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  // The parent's pooled connection still works after the child exited.
+  EXPECT_EQ(c.value()->Command({"GET", "child"}).value().str, "1");
+}
+
+TEST(RedisKeys, PrefixIsPerAppAndComponentInOneClusterSlot) {
+  EXPECT_EQ(KeyPrefix("shop", "broker"), "pynenc:{shop}:broker:");
+  EXPECT_NE(KeyPrefix("a", "broker"), KeyPrefix("b", "broker"));
+}
+
+}  // namespace
+}  // namespace pynenc_cpp::redis
