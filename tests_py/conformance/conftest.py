@@ -15,11 +15,14 @@ Environment knobs (development aids):
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import tempfile
 import uuid
 from collections.abc import Iterator
 
+import psutil
 import pytest
 from pynenc import Pynenc, PynencBuilder
 from pynenc_tests.conftest import *  # noqa: F403  (pynenc's shared fixtures)
@@ -59,6 +62,35 @@ def cpp_db_path() -> Iterator[str]:
 @pytest.fixture(params=[f"cpp_{b}" for b in BACKENDS])
 def app_instance(request: pytest.FixtureRequest, cpp_db_path: str) -> Pynenc:
     return build_app(request.param.removeprefix("cpp_"), cpp_db_path)
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Become a child subreaper: processes orphaned by a test (e.g. the workers of a
+    runner that pynenc's suite SIGKILLs) are re-parented to pytest, not to init,
+    so ``reap_leftover_processes`` can find and stop them."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+@pytest.fixture(autouse=True)
+def reap_leftover_processes() -> Iterator[None]:
+    """Kill every process a test left behind.
+
+    pynenc 0.4.0's ``test_runner_reroutes_on_real_os_signal[...-sigkill]`` kills a
+    runner process whose worker processes never notice their parent died; they
+    would poll the (deleted) database forever and slow every later test.
+    """
+    yield
+    leftovers = psutil.Process().children(recursive=True)
+    for proc in leftovers:
+        try:
+            proc.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(leftovers, timeout=10)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

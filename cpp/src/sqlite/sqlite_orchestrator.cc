@@ -43,8 +43,6 @@ CREATE TABLE orch_invocations (
 CREATE INDEX orch_invocations_task ON orch_invocations (app_id, task_id, seq);
 CREATE INDEX orch_invocations_call ON orch_invocations (app_id, call_id, seq);
 CREATE INDEX orch_invocations_status ON orch_invocations (app_id, status, status_us);
-CREATE INDEX orch_invocations_time ON orch_invocations (app_id, status_us, seq);
-CREATE INDEX orch_invocations_task_time ON orch_invocations (app_id, task_id, status_us, seq);
 CREATE INDEX orch_invocations_purge ON orch_invocations (app_id, purge_mark_us, seq)
   WHERE purge_mark_us IS NOT NULL;
 CREATE TABLE orch_args (
