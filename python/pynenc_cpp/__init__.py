@@ -10,10 +10,11 @@ own ABCs and delegate every call to the native engine in ``pynenc_cpp._core``.
 """
 
 from pynenc_cpp import _core
-from pynenc_cpp.broker import CppBroker, CppMemBroker, CppSqliteBroker
+from pynenc_cpp.broker import CppBroker, CppMemBroker, CppRedisBroker, CppSqliteBroker
 from pynenc_cpp.client_data_store import (
     CppClientDataStore,
     CppMemClientDataStore,
+    CppRedisClientDataStore,
     CppSqliteClientDataStore,
 )
 from pynenc_cpp.errors import (
@@ -23,9 +24,19 @@ from pynenc_cpp.errors import (
     InvalidArgument,
     InvocationNotFound,
 )
-from pynenc_cpp.orchestrator import CppMemOrchestrator, CppOrchestrator, CppSqliteOrchestrator
-from pynenc_cpp.state_backend import CppMemStateBackend, CppSqliteStateBackend, CppStateBackend
-from pynenc_cpp.trigger import CppMemTrigger, CppSqliteTrigger, CppTrigger
+from pynenc_cpp.orchestrator import (
+    CppMemOrchestrator,
+    CppOrchestrator,
+    CppRedisOrchestrator,
+    CppSqliteOrchestrator,
+)
+from pynenc_cpp.state_backend import (
+    CppMemStateBackend,
+    CppRedisStateBackend,
+    CppSqliteStateBackend,
+    CppStateBackend,
+)
+from pynenc_cpp.trigger import CppMemTrigger, CppRedisTrigger, CppSqliteTrigger, CppTrigger
 
 __version__: str = _core.__version__
 
@@ -40,6 +51,11 @@ __all__ = [
     "CppMemStateBackend",
     "CppMemTrigger",
     "CppOrchestrator",
+    "CppRedisBroker",
+    "CppRedisClientDataStore",
+    "CppRedisOrchestrator",
+    "CppRedisStateBackend",
+    "CppRedisTrigger",
     "CppSqliteBroker",
     "CppSqliteClientDataStore",
     "CppSqliteOrchestrator",

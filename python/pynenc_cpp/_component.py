@@ -1,5 +1,5 @@
 """Shared plumbing of the adapters: each adapter class is written once against
-the engine, and the backend (memory or SQLite) is chosen by a small mixin that
+the engine, and the backend (memory, SQLite or Redis) is chosen by a small mixin that
 says which engine URI to open."""
 
 from __future__ import annotations
@@ -49,6 +49,24 @@ class SqliteBackend:
     @property
     def engine_uri(self) -> str:
         return sqlite_uri(self.cpp_conf)
+
+
+class RedisBackend:
+    """A Redis server shared by all components of the app (and by other apps)."""
+
+    cpp_conf: ConfigCpp
+
+    @property
+    def engine_uri(self) -> str:
+        return redis_uri(self.cpp_conf)
+
+
+def redis_uri(conf: ConfigCpp) -> str:
+    """The engine URI for the Redis settings of ``conf``; BadConfig if unusable."""
+    url = conf.cpp_redis_url
+    if not isinstance(url, str) or not url.startswith("redis://"):
+        raise BadConfig(f"cpp_redis_url={url!r}: expected redis://host:port/db")
+    return url
 
 
 def sqlite_uri(conf: ConfigCpp) -> str:

@@ -9,7 +9,7 @@ from pynenc.broker.base_broker import BaseBroker
 from pynenc.identifiers.invocation_id import InvocationId
 
 from pynenc_cpp import _core
-from pynenc_cpp._component import CppComponentMixin, MemBackend, SqliteBackend
+from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
@@ -70,3 +70,7 @@ class CppMemBroker(MemBackend, CppBroker):
 
 class CppSqliteBroker(SqliteBackend, CppBroker):
     """The native broker on the app's SQLite file (``cpp_sqlite_path``)."""
+
+
+class CppRedisBroker(RedisBackend, CppBroker):
+    """The native broker on the app's Redis server (``cpp_redis_url``)."""

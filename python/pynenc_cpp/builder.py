@@ -1,4 +1,5 @@
-"""The pynenc builder plugin: adds ``cpp_mem()`` and ``cpp_sqlite()`` to ``PynencBuilder``.
+"""The pynenc builder plugin: adds ``cpp_mem()``, ``cpp_sqlite()`` and ``cpp_redis()``
+to ``PynencBuilder``.
 
 Registered in the ``pynenc.plugins`` entry-point group (see pyproject.toml), so
 the methods are available as soon as pynenc-cpp is installed::
@@ -28,13 +29,14 @@ _CLASS_STEMS = {
 
 
 def components(backend: str) -> dict[str, str]:
-    """The ``*_cls`` config of every component for ``backend`` ("Mem" or "Sqlite")."""
+    """The ``*_cls`` config of every component for ``backend`` ("Mem", "Sqlite", "Redis")."""
     return {f"{kind}_cls": f"Cpp{backend}{_CLASS_STEMS[kind]}" for kind in _KINDS}
 
 
 #: Component class names per backend, as pynenc resolves them from config.
 MEM_COMPONENTS: dict[str, str] = components("Mem")
 SQLITE_COMPONENTS: dict[str, str] = components("Sqlite")
+REDIS_COMPONENTS: dict[str, str] = components("Redis")
 
 
 def _use(builder: PynencBuilder, classes: dict[str, str], in_memory: bool) -> None:
@@ -89,6 +91,20 @@ def cpp_sqlite(
     return builder
 
 
+def cpp_redis(builder: PynencBuilder, url: str = "redis://127.0.0.1:6379/0") -> PynencBuilder:
+    """Use the native Redis components: every component of the app on one server.
+
+    :param url: ``redis://host:port/db``, optionally with
+        ``?connect_timeout_ms=N&io_timeout_ms=N&password=P``. Keys are namespaced
+        by app id, so several apps share one database.
+    """
+    if not isinstance(url, str) or not url.startswith("redis://"):
+        raise ValueError(f"url={url!r}: expected redis://host:port/db")
+    _use(builder, REDIS_COMPONENTS, in_memory=False)
+    builder._config["cpp_redis_url"] = url
+    return builder
+
+
 def _validate(config: dict[str, Any]) -> None:
     """Reject wrong types and values of the cpp_* settings before anything is built."""
     path = config.get("cpp_sqlite_path")
@@ -97,6 +113,9 @@ def _validate(config: dict[str, Any]) -> None:
     mode = config.get("cpp_sqlite_synchronous")
     if mode is not None and mode not in SYNCHRONOUS_MODES:
         raise ValueError(f"cpp_sqlite_synchronous={mode!r}: expected one of {SYNCHRONOUS_MODES}")
+    url = config.get("cpp_redis_url")
+    if url is not None and (not isinstance(url, str) or not url.startswith("redis://")):
+        raise ValueError(f"cpp_redis_url={url!r}: expected redis://host:port/db")
     timeout = config.get("cpp_sqlite_busy_timeout_ms")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int)):
         raise TypeError(f"cpp_sqlite_busy_timeout_ms must be an int, got {type(timeout).__name__}")
@@ -109,4 +128,5 @@ class CppPlugin:
     def register_builder_methods(builder_cls: type[PynencBuilder]) -> None:
         builder_cls.register_plugin_method("cpp_mem", cpp_mem)
         builder_cls.register_plugin_method("cpp_sqlite", cpp_sqlite)
+        builder_cls.register_plugin_method("cpp_redis", cpp_redis)
         builder_cls.register_plugin_validator(_validate)

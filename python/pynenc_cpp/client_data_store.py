@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from pynenc.client_data_store.base_client_data_store import BaseClientDataStore
 
 from pynenc_cpp import _core
-from pynenc_cpp._component import CppComponentMixin, MemBackend, SqliteBackend
+from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
@@ -41,3 +41,7 @@ class CppMemClientDataStore(MemBackend, CppClientDataStore):
 
 class CppSqliteClientDataStore(SqliteBackend, CppClientDataStore):
     """The native client data store on the app's SQLite file (``cpp_sqlite_path``)."""
+
+
+class CppRedisClientDataStore(RedisBackend, CppClientDataStore):
+    """The native client data store on the app's Redis server (``cpp_redis_url``)."""

@@ -23,8 +23,12 @@ class ConfigCpp(ConfigPynencBase):
         last transactions) or ``"full"`` (fsync at every commit).
     :cvar ConfigField[int] cpp_sqlite_busy_timeout_ms:
         How long a write waits for another process's lock before failing (5000).
+    :cvar ConfigField[str] cpp_redis_url:
+        The Redis server of the ``cpp_redis`` components:
+        ``redis://host:port/db[?connect_timeout_ms=N&io_timeout_ms=N&password=P]``.
     """
 
     cpp_sqlite_path = ConfigField("")
     cpp_sqlite_synchronous = ConfigField("normal")
     cpp_sqlite_busy_timeout_ms = ConfigField(5000)
+    cpp_redis_url = ConfigField("redis://127.0.0.1:6379/0")

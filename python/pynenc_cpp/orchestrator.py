@@ -26,7 +26,7 @@ from pynenc.orchestrator.atomic_service import (
 from pynenc.orchestrator.base_orchestrator import BaseBlockingControl, BaseOrchestrator
 
 from pynenc_cpp import _core
-from pynenc_cpp._component import CppComponentMixin, MemBackend, SqliteBackend
+from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
 from pynenc_cpp._convert import (
     as_invocation_ids,
     from_us,
@@ -369,3 +369,7 @@ class CppMemOrchestrator(MemBackend, CppOrchestrator):
 
 class CppSqliteOrchestrator(SqliteBackend, CppOrchestrator):
     """The native orchestrator on the app's SQLite file (``cpp_sqlite_path``)."""
+
+
+class CppRedisOrchestrator(RedisBackend, CppOrchestrator):
+    """The native orchestrator on the app's Redis server (``cpp_redis_url``)."""

@@ -24,7 +24,14 @@ from pynenc.state_backend.base_state_backend import BaseStateBackend, Invocation
 from pynenc.workflow.workflow_identity import WorkflowIdentity
 
 from pynenc_cpp import _core
-from pynenc_cpp._component import CppComponentMixin, MemBackend, SqliteBackend, sqlite_uri
+from pynenc_cpp._component import (
+    CppComponentMixin,
+    MemBackend,
+    RedisBackend,
+    SqliteBackend,
+    redis_uri,
+    sqlite_uri,
+)
 from pynenc_cpp._convert import as_invocation_ids, to_us
 from pynenc_cpp.config import ConfigCpp
 from pynenc_cpp.errors import InvocationNotFound
@@ -323,6 +330,15 @@ class CppSqliteStateBackend(SqliteBackend, CppStateBackend):
         if not conf.cpp_sqlite_path:
             return {}
         return _discover(sqlite_uri(conf))
+
+
+class CppRedisStateBackend(RedisBackend, CppStateBackend):
+    """The native state backend on the app's Redis server (``cpp_redis_url``)."""
+
+    @staticmethod
+    def discover_app_infos() -> dict[str, AppInfo]:
+        """Every app registered on the default-configured Redis server."""
+        return _discover(redis_uri(ConfigCpp()))
 
 
 def _discover(uri: str) -> dict[str, AppInfo]:

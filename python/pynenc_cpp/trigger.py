@@ -30,7 +30,7 @@ from pynenc.trigger.monitoring import (
 )
 
 from pynenc_cpp import _core
-from pynenc_cpp._component import CppComponentMixin, MemBackend, SqliteBackend
+from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
 from pynenc_cpp._convert import from_us, opt_from_us, opt_to_us, to_us
 
 if TYPE_CHECKING:
@@ -396,3 +396,7 @@ class CppMemTrigger(MemBackend, CppTrigger):
 
 class CppSqliteTrigger(SqliteBackend, CppTrigger):
     """The native trigger store on the app's SQLite file (``cpp_sqlite_path``)."""
+
+
+class CppRedisTrigger(RedisBackend, CppTrigger):
+    """The native trigger store on the app's Redis server (``cpp_redis_url``)."""

@@ -30,25 +30,27 @@ from pynenc_tests.conftest import *  # noqa: F403  (pynenc's shared fixtures)
 from pynenc_cpp.builder import components
 from tests_py.conformance.exclusions import EXCLUDED
 
-ALL_BACKENDS = ("mem", "sqlite")
+ALL_BACKENDS = ("mem", "sqlite", "redis")
 BACKENDS = tuple(
     b for b in os.environ.get("PYNENC_CPP_BACKENDS", ",".join(ALL_BACKENDS)).split(",") if b
 )
 
 
-def build_app(backend: str, db_path: str) -> Pynenc:
-    """A fresh pynenc-cpp app on `backend` ("mem" or "sqlite"), unique app id."""
+def build_app(backend: str, db_path: str, redis_url: str = "") -> Pynenc:
+    """A fresh pynenc-cpp app on `backend` ("mem", "sqlite", "redis"), unique app id."""
     builder = PynencBuilder().app_id(f"cpp-conf-{uuid.uuid4().hex[:8]}")
     only = os.environ.get("PYNENC_CPP_ONLY")
     if only:
         key = f"{only}_cls"
-        ours = components("Mem" if backend == "mem" else "Sqlite")
+        ours = components(backend.capitalize())
         if key not in ours:
             raise ValueError(f"PYNENC_CPP_ONLY={only!r}: expected one of {sorted(ours)}")
         base = builder.memory() if backend == "mem" else builder.sqlite(sqlite_db_path=db_path)
         return base.custom_config(**{key: ours[key], "cpp_sqlite_path": db_path + ".cpp"}).build()
     if backend == "mem":
         return builder.cpp_mem().build()
+    if backend == "redis":
+        return builder.cpp_redis(redis_url).build()
     return builder.cpp_sqlite(path=db_path).build()
 
 
@@ -61,7 +63,9 @@ def cpp_db_path() -> Iterator[str]:
 
 @pytest.fixture(params=[f"cpp_{b}" for b in BACKENDS])
 def app_instance(request: pytest.FixtureRequest, cpp_db_path: str) -> Pynenc:
-    return build_app(request.param.removeprefix("cpp_"), cpp_db_path)
+    backend = request.param.removeprefix("cpp_")
+    redis_url = request.getfixturevalue("redis_url") if backend == "redis" else ""
+    return build_app(backend, cpp_db_path, redis_url)
 
 
 _PR_SET_CHILD_SUBREAPER = 36

@@ -3,11 +3,14 @@
 pynenc builds one combination per runner, in a memory family (runners that
 share the process) and an SQLite family (every runner, including the ones that
 fork processes). Here the memory family runs on ``cpp_mem`` and the SQLite
-family on ``cpp_sqlite``; child processes rebuild the components from the
-config alone (environment variables, as pynenc's own fixture does).
+family on ``cpp_sqlite`` and on ``cpp_redis``; child processes rebuild the
+components from the config alone (environment variables, as pynenc's own
+fixture does).
 """
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 from _pytest.monkeypatch import MonkeyPatch
@@ -24,24 +27,31 @@ from pynenc_cpp.builder import components
 from tests_py.conformance.conftest import BACKENDS
 
 
-def _cpp_combinations() -> list[AppComponents]:
-    wanted = {"Mem": "mem", "SQLite": "sqlite"}
-    return [c for c in build_test_combinations() if wanted[c.family.label] in BACKENDS]
+def _cpp_combinations() -> list[tuple[str, AppComponents]]:
+    """pynenc's combinations, the memory family on cpp_mem and the SQLite family
+    (every runner, including process runners) on cpp_sqlite and on cpp_redis."""
+    out: list[tuple[str, AppComponents]] = []
+    for combo in build_test_combinations():
+        backends = ("sqlite", "redis") if combo.family.is_sqlite else ("mem",)
+        out += [(b, combo) for b in backends if b in BACKENDS]
+    return out
 
 
-def _combination_id(c: AppComponents) -> str:
-    return c.combination_id.replace("Mem ", "CppMem ").replace("SQLite ", "CppSqlite ")
+def _combination_id(param: tuple[str, AppComponents]) -> str:
+    backend, combo = param
+    family = combo.combination_id.split(" ", 1)[1]
+    return f"Cpp{backend.capitalize()} {family}"
 
 
 @pytest.fixture(params=_cpp_combinations(), ids=_combination_id)
 def app_combination_instance(
     request: pytest.FixtureRequest, monkeypatch: MonkeyPatch, cpp_db_path: str
 ) -> Pynenc:
-    combo: AppComponents = request.param
-    ours = components("Sqlite" if combo.family.is_sqlite else "Mem")
+    backend, combo = request.param
+    ours = components(backend.capitalize())
     test_module, test_name = util.get_module_name(request)
     env = {
-        "PYNENC__APP_ID": f"{test_module}.{test_name}",
+        "PYNENC__APP_ID": f"{test_module}.{test_name}.{uuid.uuid4().hex[:8]}",
         "PYNENC__SERIALIZER_CLS": combo.serializer.__name__,
         "PYNENC__RUNNER_CLS": combo.runner.__name__,
         "PYNENC__LOGGING_LEVEL": "info",
@@ -50,8 +60,10 @@ def app_combination_instance(
         "PYNENC__INVOCATION_WAIT_RESULTS_SLEEP_TIME_SEC": "0.01",
     }
     env.update({f"PYNENC__{key.upper()}": cls for key, cls in ours.items()})
-    if combo.family.is_sqlite:
+    if backend == "sqlite":
         env["PYNENC__CPP_SQLITE_PATH"] = cpp_db_path
+    if backend == "redis":
+        env["PYNENC__CPP_REDIS_URL"] = request.getfixturevalue("redis_url")
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     return Pynenc()
