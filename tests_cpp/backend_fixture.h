@@ -148,7 +148,13 @@ class RedisServer {
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     addr.sin_port = htons(static_cast<uint16_t>(port_));
-    const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    if (ok) {  // accepting is not enough: a server loading its AOF answers LOADING
+      const char ping[] = "PING\r\n";
+      char reply[64] = {};
+      ok = write(fd, ping, sizeof(ping) - 1) == static_cast<ssize_t>(sizeof(ping) - 1) &&
+           read(fd, reply, sizeof(reply) - 1) > 0 && std::string(reply).rfind("+PONG", 0) == 0;
+    }
     close(fd);
     return ok;
   }

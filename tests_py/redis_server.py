@@ -57,11 +57,14 @@ class RedisServer:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"redis-server exited: see {self.data_dir / 'redis.log'}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return self
+            try:  # accepting is not enough: a server loading its AOF answers LOADING
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(64).startswith(b"+PONG"):
+                        return self
             except OSError:
-                time.sleep(0.01)
+                pass
+            time.sleep(0.01)
         raise RuntimeError(f"redis-server did not start on port {self.port}")
 
     def stop(self, sig: int = signal.SIGTERM) -> None:

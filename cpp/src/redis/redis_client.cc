@@ -301,37 +301,68 @@ Result<T> Client::WithConnection(Fn&& send) {
   }
 }
 
+namespace {
+
+// A server that is loading its dataset (just restarted) refuses every command
+// with LOADING; nothing was applied, so waiting and sending again is safe.
+bool IsLoading(const Value& v) { return v.is_error() && v.str.rfind("LOADING", 0) == 0; }
+
+}  // namespace
+
+template <typename T, typename Fn>
+Result<T> Client::WhileLoading(Fn&& attempt, bool (*loading)(const T&)) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
+  while (true) {
+    Result<T> r = attempt();
+    if (!r.ok() || !loading(r.value()) || std::chrono::steady_clock::now() >= deadline) return r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 Result<Value> Client::Command(const std::vector<std::string>& argv) {
-  return WithConnection<Value>([&](Connection& c) -> std::optional<Value> {
-    c.Append(argv);
-    Value v;
-    if (!c.Read(&v)) return std::nullopt;
-    return v;
-  });
+  return WhileLoading<Value>(
+      [&] {
+        return WithConnection<Value>([&](Connection& c) -> std::optional<Value> {
+          c.Append(argv);
+          Value v;
+          if (!c.Read(&v)) return std::nullopt;
+          return v;
+        });
+      },
+      +[](const Value& v) { return IsLoading(v); });
 }
 
 Result<std::vector<Value>> Client::Pipeline(const std::vector<std::vector<std::string>>& commands) {
-  return WithConnection<std::vector<Value>>(
-      [&](Connection& c) -> std::optional<std::vector<Value>> {
-        for (const auto& cmd : commands) c.Append(cmd);
-        std::vector<Value> out(commands.size());
-        for (Value& v : out) {
-          if (!c.Read(&v)) return std::nullopt;
-        }
-        return out;
-      });
+  return WhileLoading<std::vector<Value>>(
+      [&] {
+        return WithConnection<std::vector<Value>>(
+            [&](Connection& c) -> std::optional<std::vector<Value>> {
+              for (const auto& cmd : commands) c.Append(cmd);
+              std::vector<Value> out(commands.size());
+              for (Value& v : out) {
+                if (!c.Read(&v)) return std::nullopt;
+              }
+              return out;
+            });
+      },
+      +[](const std::vector<Value>& vs) { return !vs.empty() && IsLoading(vs.front()); });
 }
 
 Result<Value> Client::BlockingCommand(const std::vector<std::string>& argv, std::int64_t block_ms) {
-  return WithConnection<Value>([&](Connection& c) -> std::optional<Value> {
-    redisSetTimeout(c.ctx(), ToTimeval(options_.io_timeout_ms + block_ms));
-    c.Append(argv);
-    Value v;
-    const bool ok = c.Read(&v);
-    if (ok) redisSetTimeout(c.ctx(), ToTimeval(options_.io_timeout_ms));
-    if (!ok) return std::nullopt;
-    return v;
-  });
+  return WhileLoading<Value>(
+      [&] {
+        return WithConnection<Value>([&](Connection& c) -> std::optional<Value> {
+          redisSetTimeout(c.ctx(), ToTimeval(options_.io_timeout_ms + block_ms));
+          c.Append(argv);
+          Value v;
+          const bool ok = c.Read(&v);
+          if (ok) redisSetTimeout(c.ctx(), ToTimeval(options_.io_timeout_ms));
+          if (!ok) return std::nullopt;
+          return v;
+        });
+      },
+      +[](const Value& v) { return IsLoading(v); });
 }
 
 Result<Value> Client::Eval(const Script& script, const std::vector<std::string>& keys,

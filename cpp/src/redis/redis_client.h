@@ -9,8 +9,9 @@
 // Thread safety: Client is thread-safe; each call borrows a connection for its
 // duration. Fork safety: a child process never uses its parent's connections.
 // Errors: replies that are Redis errors come back as Value{kError} (the caller
-// decides); failures to reach or talk to the server come back as
-// kBackendFailure naming host, port and cause.
+// decides), except LOADING (a server reading its data after a restart), which
+// is waited out up to the connect timeout; failures to reach or talk to the
+// server come back as kBackendFailure naming host, port and cause.
 #pragma once
 
 #include <cstdint>
@@ -102,6 +103,10 @@ class Client {
   // reported: the command may or may not have been applied.
   template <typename T, typename Fn>
   Result<T> WithConnection(Fn&& send);
+  // Repeats `attempt` while the server answers LOADING (it is reading its data
+  // after a restart), up to the connect timeout.
+  template <typename T, typename Fn>
+  Result<T> WhileLoading(Fn&& attempt, bool (*loading)(const T&));
 
   const RedisOptions options_;
   std::mutex mu_;
