@@ -334,6 +334,36 @@ TEST(RedisBroker, ContestedPopAcrossThreadsHasOneWinner) {
   }
 }
 
+// Calls of `command` since the last CONFIG RESETSTAT, from INFO commandstats.
+std::int64_t Calls(redis::Client& client, const std::string& command) {
+  auto info = client.Command({"INFO", "commandstats"});
+  EXPECT_TRUE(info.ok());
+  const std::string needle = "cmdstat_" + command + ":calls=";
+  const auto at = info.value().str.find(needle);
+  return at == std::string::npos ? 0 : std::stoll(info.value().str.substr(at + needle.size()));
+}
+
+TEST(RedisBroker, BatchRouteIsOneScriptCallAndIdleWaitsBlockServerSide) {
+  RedisBackend backend;
+  auto b = NewBroker(backend.Config());
+  auto client = redis::OpenClient(backend.Config()).value();
+  ASSERT_TRUE(b->Route({InvocationId("warm-up")}, "q", 0).ok());  // loads the script
+  EXPECT_EQ(Pop(*b, "q")->str(), "warm-up");
+  ASSERT_TRUE(client->Command({"CONFIG", "RESETSTAT"}).ok());
+  std::vector<InvocationId> ids;
+  for (int i = 0; i < 2500; ++i) ids.emplace_back("id-" + std::to_string(i));
+  ASSERT_TRUE(b->Route(ids, "q", 3).ok());
+  EXPECT_EQ(Calls(*client, "evalsha"), 1);
+  EXPECT_EQ(b->Count({"q"}).value(), 2500);
+  for (int i = 0; i < 2500; ++i) ASSERT_EQ(Pop(*b, "q")->str(), "id-" + std::to_string(i));
+  // An idle 1 s wait: BLPOP slices of 100 ms, one pop attempt after each.
+  ASSERT_TRUE(client->Command({"CONFIG", "RESETSTAT"}).ok());
+  EXPECT_FALSE(Pop(*b, "q", 1000).has_value());
+  EXPECT_GE(Calls(*client, "blpop"), 5);
+  EXPECT_LE(Calls(*client, "blpop"), 11);
+  EXPECT_LE(Calls(*client, "evalsha"), 12);
+}
+
 TEST(RedisBroker, ItemsOfASilentConsumerAreRedeliveredAtTheHead) {
   RedisBackend backend;
   auto silent = ShortLeaseBroker(backend.Config(), 200);
