@@ -395,6 +395,27 @@ TEST(RedisBroker, AcknowledgedDeliveriesAreNotRedelivered) {
   EXPECT_FALSE(Pop(*other, "q").has_value());
 }
 
+// An entry in a consumer's processing list that no caller received (a pop
+// whose reply was lost with the connection) goes back to its queue on close.
+TEST(RedisBroker, ClosingRequeuesEntriesNoCallerReceived) {
+  RedisBackend backend;
+  auto client = redis::OpenClient(backend.Config()).value();
+  auto a = NewBroker(backend.Config());
+  auto other = NewBroker(backend.Config());
+  ASSERT_TRUE(other->Route({InvocationId("real")}, "q", 0).ok());
+  EXPECT_EQ(Pop(*a, "q")->str(), "real");
+  auto keys = client->Command({"KEYS", "*proc:*"});  // test only: a private server
+  ASSERT_TRUE(keys.ok());
+  ASSERT_EQ(keys.value().elements.size(), 1u);
+  redis::Script ghost(
+      "return redis.call('RPUSH', KEYS[1], cmsgpack.pack({'q', '0', "
+      "'00000000000000000099:ghost'}))");
+  ASSERT_TRUE(client->Eval(ghost, {keys.value().elements[0].str}, {}).ok());
+  a.reset();
+  EXPECT_EQ(Pop(*other, "q")->str(), "ghost");
+  EXPECT_FALSE(Pop(*other, "q").has_value());  // "real" was received: acknowledged
+}
+
 TEST(RedisBroker, BlockedRetrieverGetsTheItemOfAConsumerThatDies) {
   RedisBackend backend;
   auto survivor = ShortLeaseBroker(backend.Config(), 10'000);

@@ -85,6 +85,26 @@ redis.call('DEL', KEYS[1])
 return 1
 )lua");
 
+// KEYS: proc. ARGV: key prefix, entries handed to callers...
+// Moves every other processing entry (popped by a script whose reply was lost
+// with the connection, so never handed out) back to its queue position.
+const Script kRequeueScript(R"lua(
+local known = {}
+for i = 2, #ARGV do known[ARGV[i]] = true end
+local moved = 0
+for _, e in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+  if not known[e] then
+    local d = cmsgpack.unpack(e)
+    redis.call('ZADD', ARGV[1] .. 'q:' .. d[1], d[2], d[3])
+    redis.call('RPUSH', ARGV[1] .. 'w:' .. d[1], '1')
+    redis.call('SADD', ARGV[1] .. 'queues', d[1])
+    redis.call('LREM', KEYS[1], 1, e)
+    moved = moved + 1
+  end
+end
+return moved
+)lua");
+
 Status ReplyError(const Client& client, const std::string& what, const Value& v) {
   return Status::BackendFailure("redis at " + client.Describe() + ": " + what +
                                 " failed: " + v.str);
@@ -143,7 +163,11 @@ class RedisBroker final : public Broker {
 
   ~RedisBroker() override {
     if (!registered_.load()) return;
-    // Clean close: every delivery was handed to a caller; acknowledge them all.
+    // Clean close: deliveries handed to callers are acknowledged; any other
+    // processing entry goes back to its queue. If that fails, the lease lapses
+    // and another consumer's recovery redelivers everything instead.
+    Result<Value> requeued = RequeueUnknown();
+    if (!requeued.ok() || requeued.value().is_error()) return;
     (void)client_->Pipeline({{"DEL", prefix_ + "proc:" + consumer_},
                              {"SREM", prefix_ + "consumers", consumer_},
                              {"DEL", prefix_ + "lease:" + consumer_}});
@@ -248,9 +272,35 @@ class RedisBroker final : public Broker {
                 std::make_move_iterator(entries.end()));
   }
 
+  // Runs kRequeueScript with every delivery of this object still held by a caller.
+  Result<Value> RequeueUnknown() {
+    std::vector<std::string> args{prefix_};
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [thread, entries] : unacked_) {
+        args.insert(args.end(), entries.begin(), entries.end());
+      }
+    }
+    return RetryWhileLoading(*client_, [&] {
+      return client_->Eval(kRequeueScript, {prefix_ + "proc:" + consumer_}, args);
+    });
+  }
+
   // One pop attempt (acknowledging `acks`, refreshing the lease, maybe recovering).
   Result<std::optional<InvocationId>> PopOnce(const std::string& queue,
                                               std::vector<std::string> acks, bool consume_token) {
+    if (suspect_.exchange(false)) {
+      // A previous pop lost its connection: it may have moved an item that no
+      // caller received. (A pop racing in another thread may be requeued too: a
+      // duplicate delivery, which the orchestrator's status CAS refuses.)
+      Result<Value> requeued = RequeueUnknown();
+      if (!requeued.ok()) {
+        suspect_.store(true);
+        Remember(std::move(acks));
+        return requeued.status();
+      }
+      if (requeued.value().is_error()) suspect_.store(true);
+    }
     std::vector<std::string> args{consumer_,
                                   std::to_string(options_.lease_ms),
                                   consume_token ? "1" : "0",
@@ -267,7 +317,10 @@ class RedisBroker final : public Broker {
     });
     if (!r.ok() || r.value().is_error()) {
       Remember(std::move(acks));  // LREM is idempotent: retry them next time
-      if (!r.ok()) return r.status();
+      if (!r.ok()) {
+        suspect_.store(true);
+        return r.status();
+      }
       return ReplyError(*client_, "retrieve from '" + queue + "'", r.value());
     }
     registered_.store(true);
@@ -287,6 +340,7 @@ class RedisBroker final : public Broker {
   const std::string consumer_;
   std::atomic<std::uint64_t> interrupt_epoch_{0};
   std::atomic<bool> registered_{false};
+  std::atomic<bool> suspect_{false};  // a pop's reply was lost: see RequeueUnknown
   std::mutex mu_;
   // Per calling thread: processing entries delivered and not yet acknowledged.
   std::unordered_map<std::thread::id, std::vector<std::string>> unacked_;  // guarded by mu_
