@@ -1,4 +1,5 @@
 #include "mem/mem_broker.h"
+#include "redis/redis_broker.h"
 #include "sqlite/sqlite_broker.h"
 
 namespace pynenc_cpp {
@@ -8,7 +9,9 @@ Result<std::unique_ptr<Broker>> OpenBroker(const BackendConfig& config) {
   if (!parsed.ok()) return parsed.status();
   if (parsed.value().kind == BackendKind::kMemory) return NewMemBroker(config);
   if (parsed.value().kind == BackendKind::kRedis) {
-    return Status::BadConfig("backend URI '" + config.uri + "': the redis broker is not built yet");
+    Result<std::shared_ptr<redis::Client>> client = redis::OpenClient(config);
+    if (!client.ok()) return client.status();
+    return redis::NewRedisBroker(std::move(client).value(), config);
   }
   Result<std::shared_ptr<sqlite::Database>> db = sqlite::OpenDatabase(config);
   if (!db.ok()) return db.status();

@@ -1,0 +1,52 @@
+// Factories of the Redis broker and client data store (concrete classes in
+// redis_broker.cc). Key layout, under redis::KeyPrefix(app_id, "broker"):
+//   seq            INCR counter; one INCRBY per routed batch
+//   q:<queue>      ZSET, score -priority, member "<20-digit seq>:<id>" (ZPOPMIN
+//                  gives highest priority first, FIFO within a priority)
+//   w:<queue>      LIST of wake-up tokens, one per routed id (bounded): blocked
+//                  retrievers BLPOP it in slices of at most 100 ms
+//   queues         SET of queue names ever routed (Purge walks it)
+//   consumers      SET of consumer ids (one per broker object: host-pid-random)
+//   lease:<cid>    lease of a live consumer (SET PX), refreshed by its Retrieves
+//   proc:<cid>     LIST of deliveries not yet acknowledged (msgpack [queue, score,
+//                  member]); a Retrieve acknowledges the calling thread's previous
+//                  deliveries
+//   recovery       SET NX PX guard: at most one recovery pass per interval
+// Recovery: a Retrieve that wins the guard moves every processing item of a
+// consumer whose lease expired back into its queue at its original position
+// (same priority, ahead of later routes) and forgets that consumer. A process
+// killed after a pop therefore loses nothing; the item is redelivered.
+//
+// Client data store: one HASH "data" under KeyPrefix(app_id, "client_data").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "pynenc_cpp/ports/broker.h"
+#include "pynenc_cpp/ports/client_data_store.h"
+#include "redis/redis_client.h"
+
+namespace pynenc_cpp::redis {
+
+struct RedisBrokerOptions {
+  std::int64_t lease_ms = 10'000;             // a consumer silent this long is presumed dead
+  std::int64_t recovery_interval_ms = 1'000;  // at most one recovery pass per interval
+  std::int64_t wake_slice_ms = 100;           // Interrupt() is honoured within one slice
+  std::int64_t wake_token_bound = 1'000;      // wake-up list trimmed to this length
+};
+
+// Thread- and process-safe. Every Retrieve by this object refreshes its lease.
+// Destroying it acknowledges its outstanding deliveries and unregisters it.
+Result<std::unique_ptr<Broker>> NewRedisBroker(std::shared_ptr<Client> client,
+                                               const BackendConfig& config);
+// As above with explicit lease/recovery timings (tests use short ones).
+Result<std::unique_ptr<Broker>> NewRedisBroker(std::shared_ptr<Client> client,
+                                               const BackendConfig& config,
+                                               const RedisBrokerOptions& options);
+
+// Thread- and process-safe.
+Result<std::unique_ptr<ClientDataStore>> NewRedisClientDataStore(std::shared_ptr<Client> client,
+                                                                 const BackendConfig& config);
+
+}  // namespace pynenc_cpp::redis
