@@ -110,31 +110,6 @@ Status ReplyError(const Client& client, const std::string& what, const Value& v)
                                 " failed: " + v.str);
 }
 
-// A server that restarted answers LOADING until its AOF/RDB is read; the
-// command was not executed, so it is safe to repeat. (Belongs in Client; kept
-// here until the plumbing handles it for every component.)
-bool IsLoading(const Value& v) { return v.is_error() && v.str.rfind("LOADING", 0) == 0; }
-bool IsLoading(const std::vector<Value>& vs) {
-  return std::any_of(vs.begin(), vs.end(), [](const Value& v) { return IsLoading(v); });
-}
-
-// Runs `call` again while the server is loading, for up to the connect timeout;
-// then returns the last result (an error reply the caller reports).
-template <typename Fn>
-auto RetryWhileLoading(const Client& client, Fn&& call) -> decltype(call()) {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(client.options().connect_timeout_ms);
-  auto backoff = std::chrono::milliseconds(10);
-  while (true) {
-    auto r = call();
-    if (!r.ok() || !IsLoading(r.value()) || std::chrono::steady_clock::now() + backoff > deadline) {
-      return r;
-    }
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
-  }
-}
-
 std::string NewConsumerId() {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
@@ -180,11 +155,8 @@ class RedisBroker final : public Broker {
                                   std::to_string(options_.wake_token_bound)};
     args.reserve(ids.size() + 3);
     for (const InvocationId& id : ids) args.push_back(id.str());
-    Result<Value> r = RetryWhileLoading(*client_, [&] {
-      return client_->Eval(kRouteScript,
-                           {prefix_ + "seq", QueueKey(queue), WakeKey(queue), prefix_ + "queues"},
-                           args);
-    });
+    Result<Value> r = client_->Eval(
+        kRouteScript, {prefix_ + "seq", QueueKey(queue), WakeKey(queue), prefix_ + "queues"}, args);
     if (!r.ok()) return r.status();
     if (r.value().is_error()) return ReplyError(*client_, "route to '" + queue + "'", r.value());
     return Status::Ok();
@@ -206,9 +178,7 @@ class RedisBroker final : public Broker {
       const std::int64_t slice = std::max<std::int64_t>(1, std::min(left, options_.wake_slice_ms));
       char seconds[32];
       std::snprintf(seconds, sizeof(seconds), "%.3f", static_cast<double>(slice) / 1000.0);
-      Result<Value> token = RetryWhileLoading(*client_, [&] {
-        return client_->BlockingCommand({"BLPOP", wake, seconds}, slice);
-      });
+      Result<Value> token = client_->BlockingCommand({"BLPOP", wake, seconds}, slice);
       if (!token.ok()) return token.status();
       if (token.value().is_error()) return ReplyError(*client_, "BLPOP", token.value());
       const bool took_token = !token.value().is_nil();
@@ -226,8 +196,7 @@ class RedisBroker final : public Broker {
     std::vector<std::vector<std::string>> cmds;
     cmds.reserve(queues.size());
     for (const std::string& q : queues) cmds.push_back({"ZCARD", QueueKey(q)});
-    Result<std::vector<Value>> r =
-        RetryWhileLoading(*client_, [&] { return client_->Pipeline(cmds); });
+    Result<std::vector<Value>> r = client_->Pipeline(cmds);
     if (!r.ok()) return r.status();
     std::int64_t total = 0;
     for (const Value& v : r.value()) {
@@ -238,9 +207,8 @@ class RedisBroker final : public Broker {
   }
 
   Status Purge() override {
-    Result<Value> r = RetryWhileLoading(*client_, [&] {
-      return client_->Eval(kPurgeScript, {prefix_ + "queues", prefix_ + "consumers"}, {prefix_});
-    });
+    Result<Value> r =
+        client_->Eval(kPurgeScript, {prefix_ + "queues", prefix_ + "consumers"}, {prefix_});
     if (!r.ok()) return r.status();
     if (r.value().is_error()) return ReplyError(*client_, "purge", r.value());
     std::lock_guard<std::mutex> lock(mu_);
@@ -281,9 +249,7 @@ class RedisBroker final : public Broker {
         args.insert(args.end(), entries.begin(), entries.end());
       }
     }
-    return RetryWhileLoading(*client_, [&] {
-      return client_->Eval(kRequeueScript, {prefix_ + "proc:" + consumer_}, args);
-    });
+    return client_->Eval(kRequeueScript, {prefix_ + "proc:" + consumer_}, args);
   }
 
   // One pop attempt (acknowledging `acks`, refreshing the lease, maybe recovering).
@@ -308,13 +274,11 @@ class RedisBroker final : public Broker {
                                   std::to_string(options_.recovery_interval_ms),
                                   prefix_};
     args.insert(args.end(), acks.begin(), acks.end());
-    Result<Value> r = RetryWhileLoading(*client_, [&] {
-      return client_->Eval(
-          kPopScript,
-          {QueueKey(queue), WakeKey(queue), prefix_ + "consumers", prefix_ + "lease:" + consumer_,
-           prefix_ + "proc:" + consumer_, prefix_ + "recovery"},
-          args);
-    });
+    Result<Value> r = client_->Eval(
+        kPopScript,
+        {QueueKey(queue), WakeKey(queue), prefix_ + "consumers", prefix_ + "lease:" + consumer_,
+         prefix_ + "proc:" + consumer_, prefix_ + "recovery"},
+        args);
     if (!r.ok() || r.value().is_error()) {
       Remember(std::move(acks));  // LREM is idempotent: retry them next time
       if (!r.ok()) {
@@ -352,18 +316,14 @@ class RedisClientDataStore final : public ClientDataStore {
       : client_(std::move(client)), key_(KeyPrefix(config.app_id, "client_data") + "data") {}
 
   Status Store(const std::string& key, const std::string& value) override {
-    Result<Value> r = RetryWhileLoading(*client_, [&] {
-      return client_->Command({"HSET", key_, key, value});
-    });
+    Result<Value> r = client_->Command({"HSET", key_, key, value});
     if (!r.ok()) return r.status();
     if (r.value().is_error()) return ReplyError(*client_, "HSET", r.value());
     return Status::Ok();
   }
 
   Result<std::string> Retrieve(const std::string& key) override {
-    Result<Value> r = RetryWhileLoading(*client_, [&] {
-      return client_->Command({"HGET", key_, key});
-    });
+    Result<Value> r = client_->Command({"HGET", key_, key});
     if (!r.ok()) return r.status();
     if (r.value().is_error()) return ReplyError(*client_, "HGET", r.value());
     if (r.value().is_nil()) return Status::NotFound("client data key not found: " + key);
@@ -371,7 +331,7 @@ class RedisClientDataStore final : public ClientDataStore {
   }
 
   Status Purge() override {
-    Result<Value> r = RetryWhileLoading(*client_, [&] { return client_->Command({"DEL", key_}); });
+    Result<Value> r = client_->Command({"DEL", key_});
     if (!r.ok()) return r.status();
     if (r.value().is_error()) return ReplyError(*client_, "DEL", r.value());
     return Status::Ok();
