@@ -1,4 +1,6 @@
 #include "mem/mem_orchestrator.h"
+#include "redis/redis_client.h"
+#include "redis/redis_orchestrator.h"
 #include "sqlite/sqlite_db.h"
 #include "sqlite/sqlite_orchestrator.h"
 
@@ -9,8 +11,9 @@ Result<std::unique_ptr<Orchestrator>> OpenOrchestrator(const BackendConfig& conf
   if (!parsed.ok()) return parsed.status();
   if (parsed.value().kind == BackendKind::kMemory) return NewMemOrchestrator(config);
   if (parsed.value().kind == BackendKind::kRedis) {
-    return Status::BadConfig("backend URI '" + config.uri +
-                             "': the redis orchestrator is not built yet");
+    Result<std::shared_ptr<redis::Client>> client = redis::OpenClient(config);
+    if (!client.ok()) return client.status();
+    return NewRedisOrchestrator(client.value(), config);
   }
   Result<std::shared_ptr<sqlite::Database>> db = sqlite::OpenDatabase(config);
   if (!db.ok()) return db.status();

@@ -1,0 +1,361 @@
+// Redis orchestrator, part 1: invocation records, their indexes, queries, auto
+// purge, the wait graph and purge. Key layout: redis_orchestrator_impl.h.
+//
+// TransitionStatus keeps the status machine in C++ (core ApplyTransition): it
+// reads the record, computes the next one, and writes it with a Lua
+// compare-and-set that also moves every index; if another client changed the
+// record in between, it re-reads and tries again (bounded). Of racing callers
+// exactly one wins; the others see its record and get the machine's own error.
+#include <charconv>
+
+#include "redis/redis_orchestrator_impl.h"
+
+namespace pynenc_cpp {
+namespace redis_orchestrator {
+namespace {
+
+using redis::Value;
+
+constexpr int kCasAttempts = 100;
+
+Status UnknownInvocation(const InvocationId& id) {
+  return Status::NotFound("invocation '" + id.str() + "' is not registered in the orchestrator");
+}
+
+std::vector<std::string> StatusNames(const std::vector<InvocationStatus>& statuses) {
+  std::vector<std::string> out;
+  for (InvocationStatus s : statuses) out.emplace_back(StatusName(s));
+  return out;
+}
+
+void AppendRecord(std::vector<std::string>& args, const StatusRecord& r) {
+  args.emplace_back(StatusName(r.status));
+  args.push_back(std::to_string(r.timestamp_us));
+  args.push_back(r.runner_id ? "1" : "0");
+  args.push_back(r.runner_id.value_or(""));
+}
+
+// Escapes glob metacharacters so SCAN MATCH sees `s` literally.
+std::string GlobEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+Status ReplyError(const Value& v, const std::string& what) {
+  return Status::BackendFailure("redis orchestrator: " + what + ": " + v.str);
+}
+
+Result<std::vector<std::string>> Strings(const Value& v, const std::string& what) {
+  if (v.is_error()) return ReplyError(v, what);
+  if (v.type != Value::Type::kArray) {
+    return Status::BackendFailure("redis orchestrator: " + what + ": expected an array reply");
+  }
+  std::vector<std::string> out;
+  out.reserve(v.elements.size());
+  for (const Value& e : v.elements) {
+    if (e.type == Value::Type::kInt) {
+      out.push_back(std::to_string(e.integer));
+    } else {
+      out.push_back(e.str);
+    }
+  }
+  return out;
+}
+
+Result<std::int64_t> ParseInt(const std::string& s, const std::string& what) {
+  std::int64_t n = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (ec != std::errc() || end != s.data() + s.size()) {
+    return Status::BackendFailure("redis orchestrator: " + what + ": malformed integer '" + s +
+                                  "'");
+  }
+  return n;
+}
+
+Result<Value> RedisOrchestrator::Run(const redis::Script& script, std::vector<std::string> args,
+                                     const std::string& what) {
+  args.insert(args.begin(), prefix_);
+  Result<Value> r = client_->Eval(script, {prefix_ + "seq"}, args);
+  if (!r.ok()) return r;
+  if (r.value().is_error()) return ReplyError(r.value(), what);
+  return r;
+}
+
+Result<std::vector<InvocationId>> RedisOrchestrator::RunIds(const redis::Script& script,
+                                                            std::vector<std::string> args,
+                                                            const std::string& what) {
+  Result<Value> r = Run(script, std::move(args), what);
+  if (!r.ok()) return r.status();
+  Result<std::vector<std::string>> s = Strings(r.value(), what);
+  if (!s.ok()) return s.status();
+  std::vector<InvocationId> out;
+  out.reserve(s.value().size());
+  for (std::string& id : s.value()) out.emplace_back(std::move(id));
+  return out;
+}
+
+Result<std::optional<StatusRecord>> RedisOrchestrator::ReadRecord(const InvocationId& id) {
+  Result<Value> r = client_->Command({"HMGET", prefix_ + "inv:" + id.str(), "st", "ts", "own"});
+  if (!r.ok()) return r.status();
+  const Value& v = r.value();
+  if (v.is_error()) return ReplyError(v, "read status record");
+  if (v.type != Value::Type::kArray || v.elements.size() != 3) {
+    return Status::BackendFailure("redis orchestrator: read status record: bad reply");
+  }
+  if (v.elements[0].is_nil()) return std::optional<StatusRecord>();
+  std::optional<InvocationStatus> status = ParseStatus(v.elements[0].str);
+  if (!status) {
+    return Status::BackendFailure("redis orchestrator: invocation '" + id.str() +
+                                  "' has unknown status '" + v.elements[0].str + "'");
+  }
+  Result<std::int64_t> ts = ParseInt(v.elements[1].str, "status time of " + id.str());
+  if (!ts.ok()) return ts.status();
+  StatusRecord rec{*status, std::nullopt, ts.value()};
+  if (!v.elements[2].is_nil()) rec.runner_id = v.elements[2].str;
+  return std::optional<StatusRecord>(rec);
+}
+
+Result<StatusRecord> RedisOrchestrator::RegisterInvocations(
+    const std::vector<NewInvocation>& invocations, const std::optional<std::string>& runner_id) {
+  for (const NewInvocation& inv : invocations) {
+    if (inv.id.empty()) return Status::InvalidArgument("invocation id must not be empty");
+  }
+  const StatusRecord record{InvocationStatus::kRegistered, runner_id, clock_->NowMicros()};
+  if (invocations.empty()) return record;
+  std::vector<std::string> args;
+  args.reserve(4 + 3 * invocations.size());
+  args.emplace_back(StatusName(record.status));
+  args.push_back(std::to_string(record.timestamp_us));
+  args.push_back(runner_id ? "1" : "0");
+  args.push_back(runner_id.value_or(""));
+  for (const NewInvocation& inv : invocations) {
+    args.push_back(inv.id.str());
+    args.push_back(inv.task_id.str());
+    args.push_back(inv.call_id.str());
+  }
+  Result<Value> r = Run(RegisterScript(), std::move(args), "register invocations");
+  if (!r.ok()) return r.status();
+  return record;
+}
+
+Result<StatusRecord> RedisOrchestrator::TransitionStatus(
+    const InvocationId& id, InvocationStatus to, const std::optional<std::string>& runner_id) {
+  for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
+    Result<std::optional<StatusRecord>> current = ReadRecord(id);
+    if (!current.ok()) return current.status();
+    if (!current.value()) return UnknownInvocation(id);
+    const StatusRecord& cur = *current.value();
+    Result<StatusRecord> next = ApplyTransition(cur, to, runner_id, clock_->NowMicros());
+    if (!next.ok()) return next;
+    std::vector<std::string> args{id.str()};
+    AppendRecord(args, cur);
+    AppendRecord(args, next.value());
+    Result<Value> r = Run(TransitionScript(), std::move(args), "status transition");
+    if (!r.ok()) return r.status();
+    if (r.value().type != Value::Type::kInt) {
+      return Status::BackendFailure("redis orchestrator: status transition: bad reply");
+    }
+    if (r.value().integer == 1) return next;
+    if (r.value().integer == -1) return UnknownInvocation(id);  // purged meanwhile
+  }
+  return Status::BackendFailure("redis orchestrator: status transition of '" + id.str() +
+                                "' lost the compare-and-set " + std::to_string(kCasAttempts) +
+                                " times in a row");
+}
+
+Result<StatusRecord> RedisOrchestrator::GetStatusRecord(const InvocationId& id) {
+  Result<std::optional<StatusRecord>> r = ReadRecord(id);
+  if (!r.ok()) return r.status();
+  if (!r.value()) return UnknownInvocation(id);
+  return *r.value();
+}
+
+Result<std::vector<InvocationId>> RedisOrchestrator::FilterByStatus(
+    const std::vector<InvocationId>& ids, const std::vector<InvocationStatus>& statuses) {
+  std::vector<InvocationId> out;
+  if (statuses.empty() || ids.empty()) return out;  // an empty filter selects nothing here
+  std::vector<std::vector<std::string>> cmds;
+  cmds.reserve(ids.size());
+  for (const InvocationId& id : ids) cmds.push_back({"HGET", prefix_ + "inv:" + id.str(), "st"});
+  Result<std::vector<Value>> replies = client_->Pipeline(cmds);
+  if (!replies.ok()) return replies.status();
+  const std::vector<std::string> names = StatusNames(statuses);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const Value& v = replies.value()[i];
+    if (v.is_error()) return ReplyError(v, "filter by status");
+    if (v.is_nil()) continue;
+    for (const std::string& n : names) {
+      if (v.str == n) {
+        out.push_back(ids[i]);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+Status RedisOrchestrator::IndexArguments(const InvocationId& id,
+                                         const std::map<std::string, std::string>& args) {
+  std::vector<std::string> argv{id.str()};
+  for (const auto& [k, v] : args) {
+    argv.push_back(k);
+    argv.push_back(v);
+  }
+  Result<Value> r = Run(IndexArgumentsScript(), std::move(argv), "index arguments");
+  if (!r.ok()) return r.status();
+  if (r.value().integer == 0) return UnknownInvocation(id);
+  return Status::Ok();
+}
+
+Result<std::vector<InvocationId>> RedisOrchestrator::GetExistingInvocations(
+    const TaskId& task_id, const std::map<std::string, std::string>& key_args,
+    const std::vector<InvocationStatus>& statuses) {
+  std::vector<std::string> args{task_id.str(), std::to_string(statuses.size())};
+  for (InvocationStatus s : statuses) args.emplace_back(StatusName(s));
+  for (const auto& [k, v] : key_args) {
+    args.push_back(k);
+    args.push_back(v);
+  }
+  return RunIds(ExistingScript(), std::move(args), "existing invocations");
+}
+
+Result<std::vector<InvocationId>> RedisOrchestrator::GetTaskInvocations(const TaskId& task_id) {
+  Result<Value> r = client_->Command({"ZRANGE", prefix_ + "task:" + task_id.str(), "0", "-1"});
+  if (!r.ok()) return r.status();
+  Result<std::vector<std::string>> s = Strings(r.value(), "task invocations");
+  if (!s.ok()) return s.status();
+  std::vector<InvocationId> out;
+  for (std::string& id : s.value()) out.emplace_back(std::move(id));
+  return out;
+}
+
+Result<std::vector<InvocationId>> RedisOrchestrator::GetCallInvocations(const CallId& call_id) {
+  Result<Value> r = client_->Command({"ZRANGE", prefix_ + "call:" + call_id.str(), "0", "-1"});
+  if (!r.ok()) return r.status();
+  Result<std::vector<std::string>> s = Strings(r.value(), "call invocations");
+  if (!s.ok()) return s.status();
+  std::vector<InvocationId> out;
+  for (std::string& id : s.value()) out.emplace_back(std::move(id));
+  return out;
+}
+
+Result<std::vector<InvocationId>> RedisOrchestrator::ListInvocations(
+    const std::optional<TaskId>& task_id, const std::vector<InvocationStatus>& statuses,
+    std::int64_t limit, std::int64_t offset) {
+  if (limit < 0 || offset < 0) {
+    return Status::InvalidArgument("limit and offset must be >= 0");
+  }
+  if (limit == 0) return std::vector<InvocationId>();
+  std::vector<std::string> args{std::to_string(limit), std::to_string(offset),
+                                task_id ? "1" : "0", task_id ? task_id->str() : ""};
+  for (InvocationStatus s : statuses) args.emplace_back(StatusName(s));
+  return RunIds(ListScript(), std::move(args), "list invocations");
+}
+
+Result<std::int64_t> RedisOrchestrator::CountInvocations(
+    const std::optional<TaskId>& task_id, const std::vector<InvocationStatus>& statuses) {
+  std::vector<std::string> args{task_id ? "1" : "0", task_id ? task_id->str() : ""};
+  // Each status once: the per-status counts are summed.
+  for (InvocationStatus s : AllStatuses()) {
+    for (InvocationStatus want : statuses) {
+      if (want == s) {
+        args.emplace_back(StatusName(s));
+        break;
+      }
+    }
+  }
+  Result<Value> r = Run(CountScript(), std::move(args), "count invocations");
+  if (!r.ok()) return r.status();
+  return r.value().integer;
+}
+
+Status RedisOrchestrator::IncrementRetries(const InvocationId& id) {
+  Result<Value> r = Run(IncrementRetriesScript(), {id.str()}, "increment retries");
+  if (!r.ok()) return r.status();
+  if (r.value().integer == 0) return UnknownInvocation(id);
+  return Status::Ok();
+}
+
+Result<std::int64_t> RedisOrchestrator::GetRetries(const InvocationId& id) {
+  Result<Value> r = client_->Command({"HGET", prefix_ + "inv:" + id.str(), "retries"});
+  if (!r.ok()) return r.status();
+  if (r.value().is_error()) return ReplyError(r.value(), "get retries");
+  if (r.value().is_nil()) return UnknownInvocation(id);
+  return ParseInt(r.value().str, "retries of " + id.str());
+}
+
+Status RedisOrchestrator::ScheduleAutoPurge(const InvocationId& id) {
+  Result<Value> r = Run(ScheduleAutoPurgeScript(), {id.str(), std::to_string(clock_->NowMicros())},
+                        "schedule auto purge");
+  if (!r.ok()) return r.status();
+  if (r.value().integer == 0) return UnknownInvocation(id);
+  return Status::Ok();
+}
+
+Result<std::vector<InvocationId>> RedisOrchestrator::AutoPurge(TimestampUs older_than_us) {
+  const TimestampUs cutoff = clock_->NowMicros() - older_than_us;
+  return RunIds(AutoPurgeScript(), {std::to_string(cutoff)}, "auto purge");
+}
+
+Status RedisOrchestrator::WaitingForResults(const InvocationId& waiter,
+                                            const std::vector<InvocationId>& waited) {
+  if (waited.empty()) return Status::Ok();
+  std::vector<std::string> args{waiter.str()};
+  for (const InvocationId& w : waited) args.push_back(w.str());
+  return Run(WaitingScript(), std::move(args), "waiting for results").status();
+}
+
+Status RedisOrchestrator::ReleaseWaiters(const InvocationId& waited) {
+  return Run(ReleaseScript(), {waited.str()}, "release waiters").status();
+}
+
+Result<std::vector<InvocationId>> RedisOrchestrator::GetBlockingInvocations(
+    std::int64_t max_count) {
+  if (max_count < 0) return Status::InvalidArgument("max_num_invocations must be >= 0");
+  std::vector<std::string> args{std::to_string(max_count)};
+  for (InvocationStatus s : AllStatuses()) {
+    if (IsAvailableForRun(s)) args.emplace_back(StatusName(s));
+  }
+  return RunIds(BlockingScript(), std::move(args), "blocking invocations");
+}
+
+Status RedisOrchestrator::Purge() {
+  // SCAN (never KEYS) over this app's orchestrator keys, deleted batch by batch.
+  const std::string match = GlobEscape(prefix_) + "*";
+  std::string cursor = "0";
+  do {
+    Result<Value> r = client_->Command({"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
+    if (!r.ok()) return r.status();
+    const Value& v = r.value();
+    if (v.is_error()) return ReplyError(v, "purge (scan)");
+    if (v.type != Value::Type::kArray || v.elements.size() != 2) {
+      return Status::BackendFailure("redis orchestrator: purge (scan): bad reply");
+    }
+    cursor = v.elements[0].str;
+    Result<std::vector<std::string>> keys = Strings(v.elements[1], "purge (scan)");
+    if (!keys.ok()) return keys.status();
+    if (keys.value().empty()) continue;
+    std::vector<std::string> del{"UNLINK"};
+    for (std::string& k : keys.value()) del.push_back(std::move(k));
+    Result<Value> d = client_->Command(del);
+    if (!d.ok()) return d.status();
+    if (d.value().is_error()) return ReplyError(d.value(), "purge (unlink)");
+  } while (cursor != "0");
+  return Status::Ok();
+}
+
+}  // namespace redis_orchestrator
+
+Result<std::unique_ptr<Orchestrator>> NewRedisOrchestrator(std::shared_ptr<redis::Client> client,
+                                                           const BackendConfig& config) {
+  return std::unique_ptr<Orchestrator>(
+      std::make_unique<redis_orchestrator::RedisOrchestrator>(std::move(client), config));
+}
+
+}  // namespace pynenc_cpp

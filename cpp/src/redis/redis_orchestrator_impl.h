@@ -1,0 +1,143 @@
+// Internal: the Redis orchestrator class, shared by its source files
+//   redis_orchestrator.cc          invocations, indexes, auto purge, wait graph, purge
+//   redis_orchestrator_runners.cc  heartbeats, recovery queries, atomic-service rows
+//   redis_orchestrator_scripts.cc  the Lua scripts
+// Not a public header; users go through NewRedisOrchestrator.
+//
+// Key layout, every key under P = KeyPrefix(app_id, "orchestrator"):
+//   P seq                 INCR counter: registration sequence numbers
+//   P inv:<id>            hash: seq, task, call, st (status name), ts (status us),
+//                         own (owner; absent = no owner), retries
+//   P all / task:<t> / call:<c> / status:<s>
+//                         sorted sets of ids scored by seq (registration order)
+//   P arg:<len(k)>:<k>=<v> sorted set of ids scored by seq; P args:<id> hash k -> v
+//   P times               sorted set scored by status time, members
+//                         "<seq, 20 digits><id>": newest-first pages, ties newest seq
+//   P purge               auto-purge marks, scored by mark time, same members
+//   P wf:<id> / wb:<id>   sets: what <id> waits for / who waits for <id>;
+//   P waited              set of ids someone waits for
+//   P runner:<id>         hash: c (creation), hb, a (0/1), q (encoded queues);
+//   P runners             sorted set of runner ids scored by creation
+//   P exec:<run>          hash: runner, start, end (absent while running), st,
+//                         reason, seq; P execs (set of runs), P exec_running (set),
+//                         P exec_seq (INCR counter: insertion order)
+// Every write is one script, so each is atomic against every other client.
+// Thread safety: the class holds no mutable state; redis::Client is thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "redis/redis_orchestrator.h"
+
+namespace pynenc_cpp::redis_orchestrator {
+
+const redis::Script& RegisterScript();
+const redis::Script& TransitionScript();
+const redis::Script& IndexArgumentsScript();
+const redis::Script& ExistingScript();
+const redis::Script& ListScript();
+const redis::Script& CountScript();
+const redis::Script& IncrementRetriesScript();
+const redis::Script& ScheduleAutoPurgeScript();
+const redis::Script& AutoPurgeScript();
+const redis::Script& WaitingScript();
+const redis::Script& ReleaseScript();
+const redis::Script& BlockingScript();
+const redis::Script& HeartbeatScript();
+const redis::Script& RunnersScript();
+const redis::Script& PendingRecoveryScript();
+const redis::Script& RunningRecoveryScript();
+const redis::Script& ExecutionStartScript();
+const redis::Script& ExecutionFinalizeScript();
+const redis::Script& ExecutionsScript();
+const redis::Script& ExecutionDropScript();
+
+// kBackendFailure for a Redis error reply, naming what was being done.
+Status ReplyError(const redis::Value& v, const std::string& what);
+// The elements of an array reply of strings; kBackendFailure otherwise.
+Result<std::vector<std::string>> Strings(const redis::Value& v, const std::string& what);
+// An integer parsed from a stored decimal string; kBackendFailure if malformed.
+Result<std::int64_t> ParseInt(const std::string& s, const std::string& what);
+
+class RedisOrchestrator final : public Orchestrator {
+ public:
+  RedisOrchestrator(std::shared_ptr<redis::Client> client, const BackendConfig& config)
+      : client_(std::move(client)),
+        clock_(ClockOrReal(config)),
+        prefix_(redis::KeyPrefix(config.app_id, "orchestrator")) {}
+
+  // redis_orchestrator.cc
+  Result<StatusRecord> RegisterInvocations(const std::vector<NewInvocation>& invocations,
+                                           const std::optional<std::string>& runner_id) override;
+  Result<StatusRecord> TransitionStatus(const InvocationId& id, InvocationStatus to,
+                                        const std::optional<std::string>& runner_id) override;
+  Result<StatusRecord> GetStatusRecord(const InvocationId& id) override;
+  Result<std::vector<InvocationId>> FilterByStatus(
+      const std::vector<InvocationId>& ids, const std::vector<InvocationStatus>& statuses) override;
+  Status IndexArguments(const InvocationId& id,
+                        const std::map<std::string, std::string>& args) override;
+  Result<std::vector<InvocationId>> GetExistingInvocations(
+      const TaskId& task_id, const std::map<std::string, std::string>& key_args,
+      const std::vector<InvocationStatus>& statuses) override;
+  Result<std::vector<InvocationId>> GetTaskInvocations(const TaskId& task_id) override;
+  Result<std::vector<InvocationId>> GetCallInvocations(const CallId& call_id) override;
+  Result<std::vector<InvocationId>> ListInvocations(const std::optional<TaskId>& task_id,
+                                                    const std::vector<InvocationStatus>& statuses,
+                                                    std::int64_t limit,
+                                                    std::int64_t offset) override;
+  Result<std::int64_t> CountInvocations(const std::optional<TaskId>& task_id,
+                                        const std::vector<InvocationStatus>& statuses) override;
+  Status IncrementRetries(const InvocationId& id) override;
+  Result<std::int64_t> GetRetries(const InvocationId& id) override;
+  Status ScheduleAutoPurge(const InvocationId& id) override;
+  Result<std::vector<InvocationId>> AutoPurge(TimestampUs older_than_us) override;
+  Status WaitingForResults(const InvocationId& waiter,
+                           const std::vector<InvocationId>& waited) override;
+  Status ReleaseWaiters(const InvocationId& waited) override;
+  Result<std::vector<InvocationId>> GetBlockingInvocations(std::int64_t max_count) override;
+  Status Purge() override;
+
+  // redis_orchestrator_runners.cc
+  Status RegisterHeartbeats(
+      const std::vector<std::string>& runner_ids, bool can_run_atomic_service,
+      const std::optional<std::vector<std::string>>& consumed_queues) override;
+  Result<std::vector<RunnerInfo>> ActiveRunners(
+      TimestampUs timeout_us, std::optional<bool> can_run_atomic_service) override;
+  Result<std::vector<InvocationId>> PendingForRecovery(TimestampUs max_pending_us) override;
+  Result<std::vector<InvocationId>> RunningForRecovery(TimestampUs heartbeat_timeout_us) override;
+  Result<AtomicServiceStart> RecordAtomicServiceStart(const std::string& runner_id,
+                                                      const std::string& run_id,
+                                                      std::optional<TimestampUs> started_at_us,
+                                                      AtomicServiceStatus status,
+                                                      const std::string& reason) override;
+  Status FinalizeAtomicService(const std::string& runner_id, const std::string& run_id,
+                               TimestampUs end_us, AtomicServiceStatus status,
+                               const std::string& reason) override;
+  Result<std::vector<AtomicServiceExecution>> ActiveAtomicServiceExecutions() override;
+  Result<std::vector<AtomicServiceExecution>> AtomicServiceExecutionsInRange(
+      TimestampUs start_us, TimestampUs end_us, std::int64_t limit,
+      const std::optional<std::string>& runner_id, TimestampUs min_duration_us) override;
+  Result<std::int64_t> PurgeAtomicServiceExecutions(const ExecutionPurgePolicy& policy) override;
+
+ private:
+  // Runs `script` with ARGV = {prefix, args...}; a Redis error reply becomes
+  // kBackendFailure naming `what`.
+  Result<redis::Value> Run(const redis::Script& script, std::vector<std::string> args,
+                           const std::string& what);
+  // Runs a script whose reply is an array of invocation ids.
+  Result<std::vector<InvocationId>> RunIds(const redis::Script& script,
+                                           std::vector<std::string> args, const std::string& what);
+  // The stored record of `id`; nullopt for an unknown id.
+  Result<std::optional<StatusRecord>> ReadRecord(const InvocationId& id);
+  // Every execution row (only running ones if `running_only`), newest start
+  // first, ties newest insertion first; with each row's stored seq.
+  Result<std::vector<std::pair<AtomicServiceExecution, std::string>>> Executions(
+      bool running_only);
+
+  const std::shared_ptr<redis::Client> client_;
+  const std::shared_ptr<Clock> clock_;
+  const std::string prefix_;
+};
+
+}  // namespace pynenc_cpp::redis_orchestrator

@@ -1,0 +1,252 @@
+// Redis orchestrator, part 2: runner heartbeats, the recovery queries and
+// atomic-service execution rows. Key layout: redis_orchestrator_impl.h.
+#include <algorithm>
+#include <unordered_set>
+
+#include "redis/redis_orchestrator_impl.h"
+
+namespace pynenc_cpp::redis_orchestrator {
+namespace {
+
+using redis::Value;
+
+// Consumed queues are stored as one string of items "<byte length>:<bytes>"
+// back to back, so any queue name round-trips.
+std::string EncodeQueues(const std::vector<std::string>& queues) {
+  std::string out;
+  for (const std::string& q : queues) out += std::to_string(q.size()) + ":" + q;
+  return out;
+}
+
+Result<std::vector<std::string>> DecodeQueues(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t colon = text.find(':', pos);
+    if (colon == std::string::npos || colon == pos || colon - pos > 12) break;
+    Result<std::int64_t> len = ParseInt(text.substr(pos, colon - pos), "queue length");
+    if (!len.ok() || len.value() < 0) break;
+    const auto n = static_cast<std::size_t>(len.value());
+    if (colon + 1 + n > text.size()) break;
+    out.push_back(text.substr(colon + 1, n));
+    pos = colon + 1 + n;
+  }
+  if (pos != text.size()) {
+    return Status::BackendFailure("redis orchestrator: malformed consumed queues '" + text + "'");
+  }
+  return out;
+}
+
+}  // namespace
+
+Status RedisOrchestrator::RegisterHeartbeats(
+    const std::vector<std::string>& runner_ids, bool can_run_atomic_service,
+    const std::optional<std::vector<std::string>>& consumed_queues) {
+  for (const std::string& id : runner_ids) {
+    if (id.empty()) return Status::InvalidArgument("runner id must not be empty");
+  }
+  if (runner_ids.empty()) return Status::Ok();
+  std::vector<std::string> args{std::to_string(clock_->NowMicros()),
+                                can_run_atomic_service ? "1" : "0", consumed_queues ? "1" : "0",
+                                consumed_queues ? EncodeQueues(*consumed_queues) : ""};
+  args.insert(args.end(), runner_ids.begin(), runner_ids.end());
+  return Run(HeartbeatScript(), std::move(args), "register heartbeats").status();
+}
+
+Result<std::vector<RunnerInfo>> RedisOrchestrator::ActiveRunners(
+    TimestampUs timeout_us, std::optional<bool> can_run_atomic_service) {
+  const TimestampUs cutoff = clock_->NowMicros() - timeout_us;
+  Result<Value> r = Run(RunnersScript(), {}, "active runners");
+  if (!r.ok()) return r.status();
+  Result<std::vector<std::string>> flat = Strings(r.value(), "active runners");
+  if (!flat.ok()) return flat.status();
+  const std::vector<std::string>& f = flat.value();
+  std::vector<RunnerInfo> out;
+  for (std::size_t i = 0; i + 5 <= f.size(); i += 5) {
+    Result<std::int64_t> created = ParseInt(f[i + 1], "runner creation");
+    Result<std::int64_t> beat = ParseInt(f[i + 2], "runner heartbeat");
+    if (!created.ok()) return created.status();
+    if (!beat.ok()) return beat.status();
+    const bool atomic = f[i + 3] == "1";
+    if (beat.value() < cutoff) continue;
+    if (can_run_atomic_service && atomic != *can_run_atomic_service) continue;
+    Result<std::vector<std::string>> queues = DecodeQueues(f[i + 4]);
+    if (!queues.ok()) return queues.status();
+    // The script returns creation order, ties by id (sorted-set order).
+    out.push_back(RunnerInfo{f[i], created.value(), beat.value(), atomic,
+                             std::move(queues).value()});
+  }
+  return out;
+}
+
+Result<std::vector<InvocationId>> RedisOrchestrator::PendingForRecovery(
+    TimestampUs max_pending_us) {
+  const TimestampUs cutoff = clock_->NowMicros() - max_pending_us;
+  return RunIds(PendingRecoveryScript(), {std::to_string(cutoff)}, "pending for recovery");
+}
+
+Result<std::vector<InvocationId>> RedisOrchestrator::RunningForRecovery(
+    TimestampUs heartbeat_timeout_us) {
+  const TimestampUs cutoff = clock_->NowMicros() - heartbeat_timeout_us;
+  return RunIds(RunningRecoveryScript(), {std::to_string(cutoff)}, "running for recovery");
+}
+
+Result<AtomicServiceStart> RedisOrchestrator::RecordAtomicServiceStart(
+    const std::string& runner_id, const std::string& run_id,
+    std::optional<TimestampUs> started_at_us, AtomicServiceStatus status,
+    const std::string& reason) {
+  if (run_id.empty()) return Status::InvalidArgument("atomic_service_run_id must not be empty");
+  const TimestampUs start = started_at_us.value_or(clock_->NowMicros());
+  // The gate (find the newest RUNNING row, store ours as RUNNING or BLOCKED)
+  // runs inside one script: of racing clients exactly one sees no prior row.
+  Result<Value> r = Run(ExecutionStartScript(),
+                        {runner_id, run_id, std::to_string(start),
+                         std::string(AtomicServiceStatusName(status)), reason},
+                        "record atomic service start");
+  if (!r.ok()) return r.status();
+  Result<std::vector<std::string>> f = Strings(r.value(), "record atomic service start");
+  if (!f.ok()) return f.status();
+  if (f.value().size() != 2) {
+    return Status::BackendFailure("redis orchestrator: record atomic service start: bad reply");
+  }
+  Result<std::int64_t> started = ParseInt(f.value()[1], "atomic service start");
+  if (!started.ok()) return started.status();
+  return AtomicServiceStart{f.value()[0] == "1", started.value()};
+}
+
+Status RedisOrchestrator::FinalizeAtomicService(const std::string& runner_id,
+                                                const std::string& run_id, TimestampUs end_us,
+                                                AtomicServiceStatus status,
+                                                const std::string& reason) {
+  if (status == AtomicServiceStatus::kRunning) {
+    return Status::InvalidArgument("finalize needs a terminal status, not 'running'");
+  }
+  if (run_id.empty()) return Status::InvalidArgument("atomic_service_run_id must not be empty");
+  return Run(ExecutionFinalizeScript(),
+             {runner_id, run_id, std::to_string(end_us),
+              std::string(AtomicServiceStatusName(status)), reason},
+             "finalize atomic service")
+      .status();
+}
+
+Result<std::vector<std::pair<AtomicServiceExecution, std::string>>> RedisOrchestrator::Executions(
+    bool running_only) {
+  Result<Value> r = Run(ExecutionsScript(), {running_only ? "1" : "0"}, "atomic service rows");
+  if (!r.ok()) return r.status();
+  Result<std::vector<std::string>> flat = Strings(r.value(), "atomic service rows");
+  if (!flat.ok()) return flat.status();
+  const std::vector<std::string>& f = flat.value();
+  struct Row {
+    AtomicServiceExecution e;
+    std::string seq_text;
+    std::int64_t seq;
+  };
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i + 8 <= f.size(); i += 8) {
+    Result<std::int64_t> start = ParseInt(f[i + 2], "atomic service start");
+    Result<std::int64_t> seq = ParseInt(f[i + 7], "atomic service seq");
+    if (!start.ok()) return start.status();
+    if (!seq.ok()) return seq.status();
+    std::optional<TimestampUs> end;
+    if (f[i + 4] == "1") {
+      Result<std::int64_t> e = ParseInt(f[i + 3], "atomic service end");
+      if (!e.ok()) return e.status();
+      end = e.value();
+    }
+    std::optional<AtomicServiceStatus> st = ParseAtomicServiceStatus(f[i + 5]);
+    if (!st) {
+      return Status::BackendFailure("redis orchestrator: atomic service row has unknown status '" +
+                                    f[i + 5] + "'");
+    }
+    rows.push_back(
+        Row{AtomicServiceExecution{f[i], f[i + 1], start.value(), end, *st, f[i + 6]}, f[i + 7],
+            seq.value()});
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    if (a.e.start_us != b.e.start_us) return a.e.start_us > b.e.start_us;
+    return a.seq > b.seq;
+  });
+  std::vector<std::pair<AtomicServiceExecution, std::string>> out;
+  out.reserve(rows.size());
+  for (Row& row : rows) out.emplace_back(std::move(row.e), std::move(row.seq_text));
+  return out;
+}
+
+Result<std::vector<AtomicServiceExecution>> RedisOrchestrator::ActiveAtomicServiceExecutions() {
+  auto rows = Executions(true);
+  if (!rows.ok()) return rows.status();
+  std::vector<AtomicServiceExecution> out;
+  for (auto& [e, seq] : rows.value()) {
+    if (e.status == AtomicServiceStatus::kRunning) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Result<std::vector<AtomicServiceExecution>> RedisOrchestrator::AtomicServiceExecutionsInRange(
+    TimestampUs start_us, TimestampUs end_us, std::int64_t limit,
+    const std::optional<std::string>& runner_id, TimestampUs min_duration_us) {
+  std::vector<AtomicServiceExecution> out;
+  if (limit <= 0) return out;
+  auto rows = Executions(false);
+  if (!rows.ok()) return rows.status();
+  for (auto& [e, seq] : rows.value()) {
+    if (static_cast<std::int64_t>(out.size()) >= limit) break;
+    if (e.end_us.value_or(e.start_us) < start_us || e.start_us > end_us) continue;
+    if (runner_id && e.runner_id != *runner_id) continue;
+    if (min_duration_us > 0 && (!e.end_us || *e.end_us - e.start_us < min_duration_us)) continue;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Result<std::int64_t> RedisOrchestrator::PurgeAtomicServiceExecutions(
+    const ExecutionPurgePolicy& policy) {
+  const std::unordered_set<std::string> protected_ids(policy.protected_run_ids.begin(),
+                                                      policy.protected_run_ids.end());
+  auto rows = Executions(false);
+  if (!rows.ok()) return rows.status();
+  // Rules applied in C++ on a snapshot, oldest first; the drop script deletes a
+  // row only if it is still the same insertion (seq) and not running, so a row
+  // replaced or restarted meanwhile is kept.
+  struct Finished {
+    const std::string* run_id;
+    const std::string* seq;
+    std::optional<TimestampUs> end_us;
+    bool dropped = false;
+  };
+  std::vector<Finished> finished;
+  for (auto it = rows.value().rbegin(); it != rows.value().rend(); ++it) {
+    if (it->first.status == AtomicServiceStatus::kRunning) continue;
+    finished.push_back(Finished{&it->first.run_id, &it->second, it->first.end_us});
+  }
+  std::int64_t left = static_cast<std::int64_t>(finished.size());
+  if (policy.retention_us > 0) {
+    const TimestampUs cutoff = clock_->NowMicros() - policy.retention_us;
+    for (Finished& f : finished) {
+      if (protected_ids.count(*f.run_id) || !f.end_us || *f.end_us >= cutoff) continue;
+      f.dropped = true;
+      --left;
+    }
+  }
+  if (policy.max_records > 0) {
+    std::int64_t excess = left - policy.max_records;
+    for (Finished& f : finished) {
+      if (excess <= 0) break;
+      if (f.dropped || protected_ids.count(*f.run_id)) continue;
+      f.dropped = true;
+      --excess;
+    }
+  }
+  std::vector<std::string> args;
+  for (const Finished& f : finished) {
+    if (!f.dropped) continue;
+    args.push_back(*f.run_id);
+    args.push_back(*f.seq);
+  }
+  if (args.empty()) return std::int64_t{0};
+  Result<Value> r = Run(ExecutionDropScript(), std::move(args), "purge atomic service rows");
+  if (!r.ok()) return r.status();
+  return r.value().integer;
+}
+
+}  // namespace pynenc_cpp::redis_orchestrator

@@ -1,0 +1,459 @@
+// Lua scripts of the Redis orchestrator. Key layout: redis_orchestrator_impl.h.
+// Every script gets ARGV[1] = the component key prefix P and KEYS[1] = P.."seq"
+// (a real key of the app, so a cluster routes the call to the app's slot; every
+// other key the script touches shares that slot through the {app} hash tag).
+#include "redis/redis_orchestrator_impl.h"
+
+namespace pynenc_cpp::redis_orchestrator {
+using redis::Script;
+namespace {
+
+// Helpers shared by the scripts (prepended to each).
+constexpr const char* kCommon = R"lua(
+local P = ARGV[1]
+local function pad(seq) return string.format('%020d', tonumber(seq)) end
+local function argkey(k, v) return P .. 'arg:' .. #k .. ':' .. k .. '=' .. v end
+local function release(id)
+  local wb = P .. 'wb:' .. id
+  for _, w in ipairs(redis.call('SMEMBERS', wb)) do
+    redis.call('SREM', P .. 'wf:' .. w, id)
+  end
+  redis.call('DEL', wb)
+  redis.call('SREM', P .. 'waited', id)
+  local wf = P .. 'wf:' .. id
+  for _, w in ipairs(redis.call('SMEMBERS', wf)) do
+    local k = P .. 'wb:' .. w
+    redis.call('SREM', k, id)
+    if redis.call('EXISTS', k) == 0 then redis.call('SREM', P .. 'waited', w) end
+  end
+  redis.call('DEL', wf)
+end
+local function forget(id)
+  local k = P .. 'inv:' .. id
+  local f = redis.call('HMGET', k, 'seq', 'task', 'call', 'st')
+  if not f[1] then return end
+  redis.call('ZREM', P .. 'all', id)
+  redis.call('ZREM', P .. 'task:' .. f[2], id)
+  redis.call('ZREM', P .. 'call:' .. f[3], id)
+  redis.call('ZREM', P .. 'status:' .. f[4], id)
+  local m = pad(f[1]) .. id
+  redis.call('ZREM', P .. 'times', m)
+  redis.call('ZREM', P .. 'purge', m)
+  local args = redis.call('HGETALL', P .. 'args:' .. id)
+  for i = 1, #args, 2 do redis.call('ZREM', argkey(args[i], args[i + 1]), id) end
+  redis.call('DEL', P .. 'args:' .. id, k)
+  release(id)
+end
+)lua";
+
+Script Make(const char* body) { return Script(std::string(kCommon) + body); }
+
+}  // namespace
+
+// ARGV: P, status, ts, has_owner, owner, then (id, task, call) triples.
+const Script& RegisterScript() {
+  static const Script s = Make(R"lua(
+local st, ts = ARGV[2], ARGV[3]
+for i = 6, #ARGV, 3 do
+  local id, task, call = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local k = P .. 'inv:' .. id
+  if redis.call('EXISTS', k) == 0 then
+    local seq = redis.call('INCR', P .. 'seq')
+    redis.call('HSET', k, 'seq', seq, 'task', task, 'call', call, 'st', st, 'ts', ts, 'retries', 0)
+    if ARGV[4] == '1' then redis.call('HSET', k, 'own', ARGV[5]) end
+    redis.call('ZADD', P .. 'all', seq, id)
+    redis.call('ZADD', P .. 'task:' .. task, seq, id)
+    redis.call('ZADD', P .. 'call:' .. call, seq, id)
+    redis.call('ZADD', P .. 'status:' .. st, seq, id)
+    redis.call('ZADD', P .. 'times', ts, pad(seq) .. id)
+  end
+end
+return 1
+)lua");
+  return s;
+}
+
+// The compare-and-set of a status record.
+// ARGV: P, id, expected (status, ts, has_owner, owner), new (status, ts, has_owner, owner).
+// Returns -1 (unknown id), 0 (the record changed since it was read), 1 (written).
+const Script& TransitionScript() {
+  static const Script s = Make(R"lua(
+local id = ARGV[2]
+local k = P .. 'inv:' .. id
+local f = redis.call('HMGET', k, 'seq', 'st', 'ts', 'own')
+if not f[1] then return -1 end
+local has_owner = f[4] and '1' or '0'
+if f[2] ~= ARGV[3] or f[3] ~= ARGV[4] or has_owner ~= ARGV[5] or (f[4] and f[4] ~= ARGV[6]) then
+  return 0
+end
+redis.call('HSET', k, 'st', ARGV[7], 'ts', ARGV[8])
+if ARGV[9] == '1' then redis.call('HSET', k, 'own', ARGV[10]) else redis.call('HDEL', k, 'own') end
+redis.call('ZREM', P .. 'status:' .. f[2], id)
+redis.call('ZADD', P .. 'status:' .. ARGV[7], f[1], id)
+redis.call('ZADD', P .. 'times', ARGV[8], pad(f[1]) .. id)
+return 1
+)lua");
+  return s;
+}
+
+// ARGV: P, id, then (key, value) pairs. Returns 0 for an unknown id.
+const Script& IndexArgumentsScript() {
+  static const Script s = Make(R"lua(
+local id = ARGV[2]
+local seq = redis.call('HGET', P .. 'inv:' .. id, 'seq')
+if not seq then return 0 end
+local ak = P .. 'args:' .. id
+for i = 3, #ARGV, 2 do
+  local old = redis.call('HGET', ak, ARGV[i])
+  if old then redis.call('ZREM', argkey(ARGV[i], old), id) end
+  redis.call('HSET', ak, ARGV[i], ARGV[i + 1])
+  redis.call('ZADD', argkey(ARGV[i], ARGV[i + 1]), seq, id)
+end
+return 1
+)lua");
+  return s;
+}
+
+// ARGV: P, task, n, n statuses, then (key, value) pairs. Walks the smallest of
+// the task index and the argument indexes, registration order.
+const Script& ExistingScript() {
+  static const Script s = Make(R"lua(
+local task = ARGV[2]
+local ns = tonumber(ARGV[3])
+local want = nil
+if ns > 0 then
+  want = {}
+  for i = 4, 3 + ns do want[ARGV[i]] = true end
+end
+local first_pair = 4 + ns
+local src = P .. 'task:' .. task
+local best = redis.call('ZCARD', src)
+for i = first_pair, #ARGV, 2 do
+  local ak = argkey(ARGV[i], ARGV[i + 1])
+  local n = redis.call('ZCARD', ak)
+  if n < best then best, src = n, ak end
+end
+local out = {}
+if best == 0 then return out end
+for _, id in ipairs(redis.call('ZRANGE', src, 0, -1)) do
+  local f = redis.call('HMGET', P .. 'inv:' .. id, 'task', 'st')
+  local ok = f[1] == task and (want == nil or want[f[2]])
+  local i = first_pair
+  while ok and i <= #ARGV do
+    ok = redis.call('HGET', P .. 'args:' .. id, ARGV[i]) == ARGV[i + 1]
+    i = i + 2
+  end
+  if ok then out[#out + 1] = id end
+end
+return out
+)lua");
+  return s;
+}
+
+// ARGV: P, limit, offset, has_task, task, statuses... Newest status time first,
+// ties newest registration first (the 'times' members are padded seq .. id).
+const Script& ListScript() {
+  static const Script s = Make(R"lua(
+local limit, offset = tonumber(ARGV[2]), tonumber(ARGV[3])
+local has_task, task = ARGV[4] == '1', ARGV[5]
+local want = nil
+if #ARGV >= 6 then
+  want = {}
+  for i = 6, #ARGV do want[ARGV[i]] = true end
+end
+local out = {}
+if limit == 0 then return out end
+if not has_task and want == nil then
+  for i, m in ipairs(redis.call('ZREVRANGE', P .. 'times', offset, offset + limit - 1)) do
+    out[i] = string.sub(m, 21)
+  end
+  return out
+end
+local skipped, pos, batch = 0, 0, 512
+while true do
+  local ms = redis.call('ZREVRANGE', P .. 'times', pos, pos + batch - 1)
+  if #ms == 0 then return out end
+  for _, m in ipairs(ms) do
+    local id = string.sub(m, 21)
+    local f = redis.call('HMGET', P .. 'inv:' .. id, 'task', 'st')
+    if (not has_task or f[1] == task) and (want == nil or want[f[2]]) then
+      if skipped < offset then
+        skipped = skipped + 1
+      else
+        out[#out + 1] = id
+        if #out >= limit then return out end
+      end
+    end
+  end
+  pos = pos + batch
+end
+)lua");
+  return s;
+}
+
+// ARGV: P, has_task, task, statuses...
+const Script& CountScript() {
+  static const Script s = Make(R"lua(
+local has_task = ARGV[2] == '1'
+local tk = P .. 'task:' .. ARGV[3]
+if #ARGV < 4 then
+  if has_task then return redis.call('ZCARD', tk) end
+  return redis.call('ZCARD', P .. 'all')
+end
+local n = 0
+for i = 4, #ARGV do
+  local sk = P .. 'status:' .. ARGV[i]
+  if has_task then n = n + redis.call('ZINTERCARD', 2, tk, sk) else n = n + redis.call('ZCARD', sk) end
+end
+return n
+)lua");
+  return s;
+}
+
+// ARGV: P, id. Returns 0 for an unknown id.
+const Script& IncrementRetriesScript() {
+  static const Script s = Make(R"lua(
+local k = P .. 'inv:' .. ARGV[2]
+if redis.call('EXISTS', k) == 0 then return 0 end
+redis.call('HINCRBY', k, 'retries', 1)
+return 1
+)lua");
+  return s;
+}
+
+// ARGV: P, id, now. Returns 0 for an unknown id.
+const Script& ScheduleAutoPurgeScript() {
+  static const Script s = Make(R"lua(
+local seq = redis.call('HGET', P .. 'inv:' .. ARGV[2], 'seq')
+if not seq then return 0 end
+redis.call('ZADD', P .. 'purge', ARGV[3], pad(seq) .. ARGV[2])
+return 1
+)lua");
+  return s;
+}
+
+// ARGV: P, cutoff. Forgets every invocation marked at or before cutoff; returns
+// their ids, oldest mark first (ties: registration order).
+const Script& AutoPurgeScript() {
+  static const Script s = Make(R"lua(
+local out = {}
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', P .. 'purge', '-inf', ARGV[2])) do
+  local id = string.sub(m, 21)
+  out[#out + 1] = id
+  forget(id)
+end
+return out
+)lua");
+  return s;
+}
+
+// ARGV: P, waiter, waited...
+const Script& WaitingScript() {
+  static const Script s = Make(R"lua(
+local waiter = ARGV[2]
+for i = 3, #ARGV do
+  redis.call('SADD', P .. 'wf:' .. waiter, ARGV[i])
+  redis.call('SADD', P .. 'wb:' .. ARGV[i], waiter)
+  redis.call('SADD', P .. 'waited', ARGV[i])
+end
+return 1
+)lua");
+  return s;
+}
+
+// ARGV: P, id.
+const Script& ReleaseScript() {
+  static const Script s = Make(R"lua(
+release(ARGV[2])
+return 1
+)lua");
+  return s;
+}
+
+// ARGV: P, max_count, available-for-run status names...
+const Script& BlockingScript() {
+  static const Script s = Make(R"lua(
+local avail = {}
+for i = 3, #ARGV do avail[ARGV[i]] = true end
+local found = {}
+for _, id in ipairs(redis.call('SMEMBERS', P .. 'waited')) do
+  if redis.call('EXISTS', P .. 'wf:' .. id) == 0 then
+    local f = redis.call('HMGET', P .. 'inv:' .. id, 'seq', 'st')
+    if f[1] and avail[f[2]] then found[#found + 1] = {tonumber(f[1]), id} end
+  end
+end
+table.sort(found, function(a, b) return a[1] < b[1] end)
+local out = {}
+for i = 1, math.min(#found, tonumber(ARGV[2])) do out[i] = found[i][2] end
+return out
+)lua");
+  return s;
+}
+
+// ARGV: P, now, can_run_atomic ('0'/'1'), has_queues, queues (encoded), runner ids...
+const Script& HeartbeatScript() {
+  static const Script s = Make(R"lua(
+for i = 6, #ARGV do
+  local k = P .. 'runner:' .. ARGV[i]
+  if redis.call('HSETNX', k, 'c', ARGV[2]) == 1 then
+    redis.call('ZADD', P .. 'runners', ARGV[2], ARGV[i])
+    redis.call('HSET', k, 'q', '')
+  end
+  redis.call('HSET', k, 'hb', ARGV[2], 'a', ARGV[3])
+  if ARGV[4] == '1' then redis.call('HSET', k, 'q', ARGV[5]) end
+end
+return 1
+)lua");
+  return s;
+}
+
+// ARGV: P. Every runner, creation then id order, flattened (id, c, hb, a, q).
+const Script& RunnersScript() {
+  static const Script s = Make(R"lua(
+local out = {}
+for _, id in ipairs(redis.call('ZRANGE', P .. 'runners', 0, -1)) do
+  local f = redis.call('HMGET', P .. 'runner:' .. id, 'c', 'hb', 'a', 'q')
+  if f[1] then
+    out[#out + 1] = id
+    for j = 1, 4 do out[#out + 1] = f[j] or '' end
+  end
+end
+return out
+)lua");
+  return s;
+}
+
+// ARGV: P, cutoff. PENDING invocations with status time <= cutoff, registration order.
+const Script& PendingRecoveryScript() {
+  static const Script s = Make(R"lua(
+local cutoff = tonumber(ARGV[2])
+local out = {}
+for _, id in ipairs(redis.call('ZRANGE', P .. 'status:pending', 0, -1)) do
+  local ts = redis.call('HGET', P .. 'inv:' .. id, 'ts')
+  if ts and tonumber(ts) <= cutoff then out[#out + 1] = id end
+end
+return out
+)lua");
+  return s;
+}
+
+// ARGV: P, cutoff. RUNNING invocations whose owner's heartbeat is missing or < cutoff.
+const Script& RunningRecoveryScript() {
+  static const Script s = Make(R"lua(
+local cutoff = tonumber(ARGV[2])
+local out = {}
+for _, id in ipairs(redis.call('ZRANGE', P .. 'status:running', 0, -1)) do
+  local own = redis.call('HGET', P .. 'inv:' .. id, 'own')
+  if own and own ~= '' then
+    local hb = redis.call('HGET', P .. 'runner:' .. own, 'hb')
+    if not hb or tonumber(hb) < cutoff then out[#out + 1] = id end
+  end
+end
+return out
+)lua");
+  return s;
+}
+
+// The single-runner gate, decided inside the script.
+// ARGV: P, runner, run, start, status, reason. Returns {accepted 0/1, start}.
+const Script& ExecutionStartScript() {
+  static const Script s = Make(R"lua(
+local runner, run, start, st, reason = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+if st == 'running' then
+  local best = nil
+  for _, r in ipairs(redis.call('SMEMBERS', P .. 'exec_running')) do
+    local f = redis.call('HMGET', P .. 'exec:' .. r, 'start', 'seq', 'runner')
+    local s, q = tonumber(f[1]), tonumber(f[2])
+    if best == nil or s > best.s or (s == best.s and q > best.q) then
+      best = {s = s, q = q, run = r, runner = f[3], start = f[1]}
+    end
+  end
+  if best then
+    if best.run == run then return {1, best.start} end
+    st = 'blocked'
+    if reason == '' then reason = 'prior_running:' .. best.run .. ' runner:' .. best.runner end
+  end
+end
+local k = P .. 'exec:' .. run
+redis.call('DEL', k)
+local seq = redis.call('INCR', P .. 'exec_seq')
+redis.call('HSET', k, 'runner', runner, 'start', start, 'st', st, 'reason', reason, 'seq', seq)
+if st == 'blocked' then redis.call('HSET', k, 'end', start) end
+redis.call('SADD', P .. 'execs', run)
+if st == 'running' then
+  redis.call('SADD', P .. 'exec_running', run)
+else
+  redis.call('SREM', P .. 'exec_running', run)
+end
+if st == 'blocked' then return {0, start} end
+return {1, start}
+)lua");
+  return s;
+}
+
+// ARGV: P, runner, run, end, status, reason.
+const Script& ExecutionFinalizeScript() {
+  static const Script s = Make(R"lua(
+local runner, run, e, st, reason = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local k = P .. 'exec:' .. run
+local cur = redis.call('HGET', k, 'st')
+if not cur then
+  local seq = redis.call('INCR', P .. 'exec_seq')
+  redis.call('HSET', k, 'runner', runner, 'start', e, 'end', e, 'st', st, 'reason', reason,
+             'seq', seq)
+  redis.call('SADD', P .. 'execs', run)
+  return 1
+end
+if cur ~= 'running' then return 0 end
+redis.call('HSET', k, 'end', e, 'st', st)
+if reason ~= '' then redis.call('HSET', k, 'reason', reason) end
+redis.call('SREM', P .. 'exec_running', run)
+return 1
+)lua");
+  return s;
+}
+
+// ARGV: P, running_only ('0'/'1'). Rows flattened (runner, run, start, end or '',
+// has_end, status, reason, seq), unordered.
+const Script& ExecutionsScript() {
+  static const Script s = Make(R"lua(
+local set = ARGV[2] == '1' and 'exec_running' or 'execs'
+local out = {}
+for _, r in ipairs(redis.call('SMEMBERS', P .. set)) do
+  local f = redis.call('HMGET', P .. 'exec:' .. r, 'runner', 'start', 'end', 'st', 'reason', 'seq')
+  if f[2] then
+    out[#out + 1] = f[1]
+    out[#out + 1] = r
+    out[#out + 1] = f[2]
+    out[#out + 1] = f[3] or ''
+    out[#out + 1] = f[3] and '1' or '0'
+    out[#out + 1] = f[4]
+    out[#out + 1] = f[5] or ''
+    out[#out + 1] = f[6]
+  end
+end
+return out
+)lua");
+  return s;
+}
+
+// ARGV: P, then (run, seq) pairs. Drops each row still stored with that seq and
+// not running; returns the number dropped.
+const Script& ExecutionDropScript() {
+  static const Script s = Make(R"lua(
+local n = 0
+for i = 2, #ARGV, 2 do
+  local k = P .. 'exec:' .. ARGV[i]
+  local f = redis.call('HMGET', k, 'seq', 'st')
+  if f[1] == ARGV[i + 1] and f[2] ~= 'running' then
+    redis.call('DEL', k)
+    redis.call('SREM', P .. 'execs', ARGV[i])
+    n = n + 1
+  end
+end
+return n
+)lua");
+  return s;
+}
+
+}  // namespace pynenc_cpp::redis_orchestrator
