@@ -273,6 +273,29 @@ TYPED_TEST(OrchestratorCompliance, PaginationIsNewestFirstAndStable) {
   EXPECT_EQ(this->orch_->CountInvocations(TaskId("none"), {}).value(), 0);
 }
 
+TYPED_TEST(OrchestratorCompliance, StatusFilteredPagesMergeStatusesNewestFirst) {
+  for (const char* id : {"a", "b", "c", "d", "e", "f"}) {
+    this->Register(id, std::string(id) < "d" ? "t1" : "t2");
+    this->clock_->Advance(kSecond);
+  }
+  this->Move("b", S::kPending, "r");  // newest
+  this->Move("e", S::kPending, "r");  // same time as b, registered later: before b
+  this->Move("e", S::kRunning, "r");
+  this->clock_->Advance(kSecond);
+  this->Move("a", S::kPending, "r");
+  const std::vector<S> waiting{S::kRegistered, S::kPending};
+  EXPECT_EQ(this->orch_->ListInvocations(std::nullopt, waiting, 100, 0).value(),
+            Ids({"a", "b", "f", "d", "c"}));
+  EXPECT_EQ(this->orch_->ListInvocations(std::nullopt, waiting, 2, 1).value(), Ids({"b", "f"}));
+  EXPECT_EQ(this->orch_->ListInvocations(TaskId("t2"), waiting, 1, 1).value(), Ids({"d"}));
+  EXPECT_EQ(this->orch_->ListInvocations(TaskId("t2"), {}, 10, 0).value(), Ids({"e", "f", "d"}));
+  EXPECT_EQ(this->orch_->ListInvocations(std::nullopt, {S::kRunning}, 10, 0).value(), Ids({"e"}));
+  EXPECT_TRUE(this->orch_->ListInvocations(std::nullopt, {S::kFailed}, 10, 0).value().empty());
+  EXPECT_EQ(this->orch_->CountInvocations(TaskId("t2"), waiting).value(), 2);
+  this->clock_->Advance(10 * kSecond);
+  EXPECT_EQ(this->orch_->PendingForRecovery(5 * kSecond).value(), Ids({"a", "b"}));
+}
+
 TYPED_TEST(OrchestratorCompliance, RetriesCount) {
   this->Register("a");
   ASSERT_TRUE(this->orch_->IncrementRetries(Inv("a")).ok());

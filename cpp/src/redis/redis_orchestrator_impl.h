@@ -13,6 +13,7 @@
 //   P arg:<len(k)>:<k>=<v> sorted set of ids scored by seq; P args:<id> hash k -> v
 //   P times               sorted set scored by status time, members
 //                         "<seq, 20 digits><id>": newest-first pages, ties newest seq
+//   P stimes:<s>          the same, per status (status-filtered pages, recovery)
 //   P purge               auto-purge marks, scored by mark time, same members
 //   P wf:<id> / wb:<id>   sets: what <id> waits for / who waits for <id>;
 //   P waited              set of ids someone waits for
@@ -125,6 +126,11 @@ class RedisOrchestrator final : public Orchestrator {
   // kBackendFailure naming `what`.
   Result<redis::Value> Run(const redis::Script& script, std::vector<std::string> args,
                            const std::string& what);
+  // client_->Command / Pipeline, waiting while the server answers LOADING (it
+  // accepts connections before it has read its AOF back after a restart), up to
+  // the connect timeout; then the LOADING reply is returned as it is.
+  Result<redis::Value> Command(const std::vector<std::string>& argv);
+  Result<std::vector<redis::Value>> Pipeline(const std::vector<std::vector<std::string>>& cmds);
   // Runs a script whose reply is an array of invocation ids.
   Result<std::vector<InvocationId>> RunIds(const redis::Script& script,
                                            std::vector<std::string> args, const std::string& what);

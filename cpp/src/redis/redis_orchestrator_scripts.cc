@@ -38,6 +38,7 @@ local function forget(id)
   redis.call('ZREM', P .. 'status:' .. f[4], id)
   local m = pad(f[1]) .. id
   redis.call('ZREM', P .. 'times', m)
+  redis.call('ZREM', P .. 'stimes:' .. f[4], m)
   redis.call('ZREM', P .. 'purge', m)
   local args = redis.call('HGETALL', P .. 'args:' .. id)
   for i = 1, #args, 2 do redis.call('ZREM', argkey(args[i], args[i + 1]), id) end
@@ -66,6 +67,7 @@ for i = 6, #ARGV, 3 do
     redis.call('ZADD', P .. 'call:' .. call, seq, id)
     redis.call('ZADD', P .. 'status:' .. st, seq, id)
     redis.call('ZADD', P .. 'times', ts, pad(seq) .. id)
+    redis.call('ZADD', P .. 'stimes:' .. st, ts, pad(seq) .. id)
   end
 end
 return 1
@@ -90,7 +92,10 @@ redis.call('HSET', k, 'st', ARGV[7], 'ts', ARGV[8])
 if ARGV[9] == '1' then redis.call('HSET', k, 'own', ARGV[10]) else redis.call('HDEL', k, 'own') end
 redis.call('ZREM', P .. 'status:' .. f[2], id)
 redis.call('ZADD', P .. 'status:' .. ARGV[7], f[1], id)
-redis.call('ZADD', P .. 'times', ARGV[8], pad(f[1]) .. id)
+local m = pad(f[1]) .. id
+redis.call('ZADD', P .. 'times', ARGV[8], m)
+redis.call('ZREM', P .. 'stimes:' .. f[2], m)
+redis.call('ZADD', P .. 'stimes:' .. ARGV[7], ARGV[8], m)
 return 1
 )lua");
   return s;
@@ -151,41 +156,57 @@ return out
 }
 
 // ARGV: P, limit, offset, has_task, task, statuses... Newest status time first,
-// ties newest registration first (the 'times' members are padded seq .. id).
+// ties newest registration first (members are "<seq, 20 digits><id>"). With a
+// status filter it merges the per-status time indexes newest first, so a page
+// reads only offset + limit matching entries (plus task mismatches).
 const Script& ListScript() {
   static const Script s = Make(R"lua(
 local limit, offset = tonumber(ARGV[2]), tonumber(ARGV[3])
 local has_task, task = ARGV[4] == '1', ARGV[5]
-local want = nil
-if #ARGV >= 6 then
-  want = {}
-  for i = 6, #ARGV do want[ARGV[i]] = true end
-end
 local out = {}
 if limit == 0 then return out end
-if not has_task and want == nil then
+if not has_task and #ARGV < 6 then
   for i, m in ipairs(redis.call('ZREVRANGE', P .. 'times', offset, offset + limit - 1)) do
     out[i] = string.sub(m, 21)
   end
   return out
 end
-local skipped, pos, batch = 0, 0, 512
+local batch = 256
+local streams = {}
+if #ARGV < 6 then
+  streams[1] = {key = P .. 'times', pos = 0, buf = {}, i = 1}
+else
+  for i = 6, #ARGV do
+    streams[#streams + 1] = {key = P .. 'stimes:' .. ARGV[i], pos = 0, buf = {}, i = 1}
+  end
+end
+local function head(st)
+  if st.done then return nil end
+  if st.i > #st.buf then
+    st.buf = redis.call('ZREVRANGE', st.key, st.pos, st.pos + batch - 1, 'WITHSCORES')
+    st.pos, st.i = st.pos + batch, 1
+    if #st.buf == 0 then st.done = true return nil end
+  end
+  return st.buf[st.i], tonumber(st.buf[st.i + 1])
+end
+local skipped = 0
 while true do
-  local ms = redis.call('ZREVRANGE', P .. 'times', pos, pos + batch - 1)
-  if #ms == 0 then return out end
-  for _, m in ipairs(ms) do
-    local id = string.sub(m, 21)
-    local f = redis.call('HMGET', P .. 'inv:' .. id, 'task', 'st')
-    if (not has_task or f[1] == task) and (want == nil or want[f[2]]) then
-      if skipped < offset then
-        skipped = skipped + 1
-      else
-        out[#out + 1] = id
-        if #out >= limit then return out end
-      end
+  local best, bm, bs = nil, nil, nil
+  for _, st in ipairs(streams) do
+    local m, sc = head(st)
+    if m and (best == nil or sc > bs or (sc == bs and m > bm)) then best, bm, bs = st, m, sc end
+  end
+  if best == nil then return out end
+  best.i = best.i + 2
+  local id = string.sub(bm, 21)
+  if not has_task or redis.call('HGET', P .. 'inv:' .. id, 'task') == task then
+    if skipped < offset then
+      skipped = skipped + 1
+    else
+      out[#out + 1] = id
+      if #out >= limit then return out end
     end
   end
-  pos = pos + batch
 end
 )lua");
   return s;
@@ -323,15 +344,14 @@ return out
   return s;
 }
 
-// ARGV: P, cutoff. PENDING invocations with status time <= cutoff, registration order.
+// ARGV: P, cutoff. PENDING invocations with status time <= cutoff, registration
+// order: a range of the pending time index, sorted by its seq-prefixed members.
 const Script& PendingRecoveryScript() {
   static const Script s = Make(R"lua(
-local cutoff = tonumber(ARGV[2])
+local ms = redis.call('ZRANGEBYSCORE', P .. 'stimes:pending', '-inf', ARGV[2])
+table.sort(ms)
 local out = {}
-for _, id in ipairs(redis.call('ZRANGE', P .. 'status:pending', 0, -1)) do
-  local ts = redis.call('HGET', P .. 'inv:' .. id, 'ts')
-  if ts and tonumber(ts) <= cutoff then out[#out + 1] = id end
-end
+for i, m in ipairs(ms) do out[i] = string.sub(m, 21) end
 return out
 )lua");
   return s;
