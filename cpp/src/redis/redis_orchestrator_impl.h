@@ -13,7 +13,8 @@
 //   P arg:<len(k)>:<k>=<v> sorted set of ids scored by seq; P args:<id> hash k -> v
 //   P times               sorted set scored by status time, members
 //                         "<seq, 20 digits><id>": newest-first pages, ties newest seq
-//   P stimes:<s>          the same, per status (status-filtered pages, recovery)
+//   P stimes:<s> / ttimes:<t>  the same, per status / per task (filtered pages,
+//                         pending recovery)
 //   P purge               auto-purge marks, scored by mark time, same members
 //   P wf:<id> / wb:<id>   sets: what <id> waits for / who waits for <id>;
 //   P waited              set of ids someone waits for

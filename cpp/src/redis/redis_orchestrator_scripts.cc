@@ -39,6 +39,7 @@ local function forget(id)
   local m = pad(f[1]) .. id
   redis.call('ZREM', P .. 'times', m)
   redis.call('ZREM', P .. 'stimes:' .. f[4], m)
+  redis.call('ZREM', P .. 'ttimes:' .. f[2], m)
   redis.call('ZREM', P .. 'purge', m)
   local args = redis.call('HGETALL', P .. 'args:' .. id)
   for i = 1, #args, 2 do redis.call('ZREM', argkey(args[i], args[i + 1]), id) end
@@ -68,6 +69,7 @@ for i = 6, #ARGV, 3 do
     redis.call('ZADD', P .. 'status:' .. st, seq, id)
     redis.call('ZADD', P .. 'times', ts, pad(seq) .. id)
     redis.call('ZADD', P .. 'stimes:' .. st, ts, pad(seq) .. id)
+    redis.call('ZADD', P .. 'ttimes:' .. task, ts, pad(seq) .. id)
   end
 end
 return 1
@@ -82,7 +84,7 @@ const Script& TransitionScript() {
   static const Script s = Make(R"lua(
 local id = ARGV[2]
 local k = P .. 'inv:' .. id
-local f = redis.call('HMGET', k, 'seq', 'st', 'ts', 'own')
+local f = redis.call('HMGET', k, 'seq', 'st', 'ts', 'own', 'task')
 if not f[1] then return -1 end
 local has_owner = f[4] and '1' or '0'
 if f[2] ~= ARGV[3] or f[3] ~= ARGV[4] or has_owner ~= ARGV[5] or (f[4] and f[4] ~= ARGV[6]) then
@@ -96,6 +98,7 @@ local m = pad(f[1]) .. id
 redis.call('ZADD', P .. 'times', ARGV[8], m)
 redis.call('ZREM', P .. 'stimes:' .. f[2], m)
 redis.call('ZADD', P .. 'stimes:' .. ARGV[7], ARGV[8], m)
+redis.call('ZADD', P .. 'ttimes:' .. f[5], ARGV[8], m)
 return 1
 )lua");
   return s;
@@ -157,28 +160,26 @@ return out
 
 // ARGV: P, limit, offset, has_task, task, statuses... Newest status time first,
 // ties newest registration first (members are "<seq, 20 digits><id>"). With a
-// status filter it merges the per-status time indexes newest first, so a page
-// reads only offset + limit matching entries (plus task mismatches).
+// task filter only, it reads that task's time index; with a status filter it
+// merges the per-status time indexes newest first, so a page reads only
+// offset + limit matching entries (plus, with a task too, other tasks' entries).
 const Script& ListScript() {
   static const Script s = Make(R"lua(
 local limit, offset = tonumber(ARGV[2]), tonumber(ARGV[3])
 local has_task, task = ARGV[4] == '1', ARGV[5]
 local out = {}
 if limit == 0 then return out end
-if not has_task and #ARGV < 6 then
-  for i, m in ipairs(redis.call('ZREVRANGE', P .. 'times', offset, offset + limit - 1)) do
+if #ARGV < 6 then
+  local key = has_task and (P .. 'ttimes:' .. task) or (P .. 'times')
+  for i, m in ipairs(redis.call('ZREVRANGE', key, offset, offset + limit - 1)) do
     out[i] = string.sub(m, 21)
   end
   return out
 end
 local batch = 256
 local streams = {}
-if #ARGV < 6 then
-  streams[1] = {key = P .. 'times', pos = 0, buf = {}, i = 1}
-else
-  for i = 6, #ARGV do
-    streams[#streams + 1] = {key = P .. 'stimes:' .. ARGV[i], pos = 0, buf = {}, i = 1}
-  end
+for i = 6, #ARGV do
+  streams[#streams + 1] = {key = P .. 'stimes:' .. ARGV[i], pos = 0, buf = {}, i = 1}
 end
 local function head(st)
   if st.done then return nil end
