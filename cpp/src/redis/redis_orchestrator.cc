@@ -6,10 +6,7 @@
 // compare-and-set that also moves every index; if another client changed the
 // record in between, it re-reads and tries again (bounded). Of racing callers
 // exactly one wins; the others see its record and get the machine's own error.
-#include <algorithm>
 #include <charconv>
-#include <chrono>
-#include <thread>
 
 #include "redis/redis_orchestrator_impl.h"
 
@@ -81,46 +78,10 @@ Result<std::int64_t> ParseInt(const std::string& s, const std::string& what) {
   return n;
 }
 
-namespace {
-
-bool IsLoading(const Value& v) { return v.is_error() && v.str.rfind("LOADING", 0) == 0; }
-
-// Calls `fn` again while its reply says the server is loading its dataset,
-// backing off from 5 ms to 100 ms, until `timeout_ms` has passed.
-template <typename T, typename Fn, typename Loading>
-Result<T> WhileLoading(int timeout_ms, Fn fn, Loading loading) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  auto backoff = std::chrono::milliseconds(5);
-  while (true) {
-    Result<T> r = fn();
-    if (!r.ok() || !loading(r.value()) || std::chrono::steady_clock::now() >= deadline) return r;
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
-  }
-}
-
-}  // namespace
-
-Result<Value> RedisOrchestrator::Command(const std::vector<std::string>& argv) {
-  return WhileLoading<Value>(
-      client_->options().connect_timeout_ms, [&] { return client_->Command(argv); }, IsLoading);
-}
-
-Result<std::vector<Value>> RedisOrchestrator::Pipeline(
-    const std::vector<std::vector<std::string>>& cmds) {
-  return WhileLoading<std::vector<Value>>(
-      client_->options().connect_timeout_ms, [&] { return client_->Pipeline(cmds); },
-      [](const std::vector<Value>& replies) {
-        return std::any_of(replies.begin(), replies.end(), IsLoading);
-      });
-}
-
 Result<Value> RedisOrchestrator::Run(const redis::Script& script, std::vector<std::string> args,
                                      const std::string& what) {
   args.insert(args.begin(), prefix_);
-  Result<Value> r = WhileLoading<Value>(
-      client_->options().connect_timeout_ms,
-      [&] { return client_->Eval(script, {prefix_ + "seq"}, args); }, IsLoading);
+  Result<Value> r = client_->Eval(script, {prefix_ + "seq"}, args);
   if (!r.ok()) return r;
   if (r.value().is_error()) return ReplyError(r.value(), what);
   return r;
@@ -140,7 +101,7 @@ Result<std::vector<InvocationId>> RedisOrchestrator::RunIds(const redis::Script&
 }
 
 Result<std::optional<StatusRecord>> RedisOrchestrator::ReadRecord(const InvocationId& id) {
-  Result<Value> r = Command({"HMGET", prefix_ + "inv:" + id.str(), "st", "ts", "own"});
+  Result<Value> r = client_->Command({"HMGET", prefix_ + "inv:" + id.str(), "st", "ts", "own"});
   if (!r.ok()) return r.status();
   const Value& v = r.value();
   if (v.is_error()) return ReplyError(v, "read status record");
@@ -222,7 +183,7 @@ Result<std::vector<InvocationId>> RedisOrchestrator::FilterByStatus(
   std::vector<std::vector<std::string>> cmds;
   cmds.reserve(ids.size());
   for (const InvocationId& id : ids) cmds.push_back({"HGET", prefix_ + "inv:" + id.str(), "st"});
-  Result<std::vector<Value>> replies = Pipeline(cmds);
+  Result<std::vector<Value>> replies = client_->Pipeline(cmds);
   if (!replies.ok()) return replies.status();
   const std::vector<std::string> names = StatusNames(statuses);
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -265,7 +226,7 @@ Result<std::vector<InvocationId>> RedisOrchestrator::GetExistingInvocations(
 }
 
 Result<std::vector<InvocationId>> RedisOrchestrator::GetTaskInvocations(const TaskId& task_id) {
-  Result<Value> r = Command({"ZRANGE", prefix_ + "task:" + task_id.str(), "0", "-1"});
+  Result<Value> r = client_->Command({"ZRANGE", prefix_ + "task:" + task_id.str(), "0", "-1"});
   if (!r.ok()) return r.status();
   Result<std::vector<std::string>> s = Strings(r.value(), "task invocations");
   if (!s.ok()) return s.status();
@@ -275,7 +236,7 @@ Result<std::vector<InvocationId>> RedisOrchestrator::GetTaskInvocations(const Ta
 }
 
 Result<std::vector<InvocationId>> RedisOrchestrator::GetCallInvocations(const CallId& call_id) {
-  Result<Value> r = Command({"ZRANGE", prefix_ + "call:" + call_id.str(), "0", "-1"});
+  Result<Value> r = client_->Command({"ZRANGE", prefix_ + "call:" + call_id.str(), "0", "-1"});
   if (!r.ok()) return r.status();
   Result<std::vector<std::string>> s = Strings(r.value(), "call invocations");
   if (!s.ok()) return s.status();
@@ -322,7 +283,7 @@ Status RedisOrchestrator::IncrementRetries(const InvocationId& id) {
 }
 
 Result<std::int64_t> RedisOrchestrator::GetRetries(const InvocationId& id) {
-  Result<Value> r = Command({"HGET", prefix_ + "inv:" + id.str(), "retries"});
+  Result<Value> r = client_->Command({"HGET", prefix_ + "inv:" + id.str(), "retries"});
   if (!r.ok()) return r.status();
   if (r.value().is_error()) return ReplyError(r.value(), "get retries");
   if (r.value().is_nil()) return UnknownInvocation(id);
@@ -369,7 +330,7 @@ Status RedisOrchestrator::Purge() {
   const std::string match = GlobEscape(prefix_) + "*";
   std::string cursor = "0";
   do {
-    Result<Value> r = Command({"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
+    Result<Value> r = client_->Command({"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
     if (!r.ok()) return r.status();
     const Value& v = r.value();
     if (v.is_error()) return ReplyError(v, "purge (scan)");
@@ -382,7 +343,7 @@ Status RedisOrchestrator::Purge() {
     if (keys.value().empty()) continue;
     std::vector<std::string> del{"UNLINK"};
     for (std::string& k : keys.value()) del.push_back(std::move(k));
-    Result<Value> d = Command(del);
+    Result<Value> d = client_->Command(del);
     if (!d.ok()) return d.status();
     if (d.value().is_error()) return ReplyError(d.value(), "purge (unlink)");
   } while (cursor != "0");

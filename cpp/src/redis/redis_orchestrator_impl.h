@@ -127,11 +127,6 @@ class RedisOrchestrator final : public Orchestrator {
   // kBackendFailure naming `what`.
   Result<redis::Value> Run(const redis::Script& script, std::vector<std::string> args,
                            const std::string& what);
-  // client_->Command / Pipeline, waiting while the server answers LOADING (it
-  // accepts connections before it has read its AOF back after a restart), up to
-  // the connect timeout; then the LOADING reply is returned as it is.
-  Result<redis::Value> Command(const std::vector<std::string>& argv);
-  Result<std::vector<redis::Value>> Pipeline(const std::vector<std::vector<std::string>>& cmds);
   // Runs a script whose reply is an array of invocation ids.
   Result<std::vector<InvocationId>> RunIds(const redis::Script& script,
                                            std::vector<std::string> args, const std::string& what);
