@@ -63,6 +63,7 @@ def test_typing_files_ship_with_the_package() -> None:
     assert not missing, f"_core.pyi lacks {missing}; regenerate it (docs/building.md)"
 
 
+@pytest.mark.timeout(1800)  # compiles the whole engine again, in an isolated build dir
 def test_wheel_installs_and_imports_in_a_fresh_virtualenv(tmp_path: Path) -> None:
     """`pip wheel .` -> fresh Python 3.12 venv -> `import pynenc_cpp` and run a task."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}

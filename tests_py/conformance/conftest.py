@@ -28,7 +28,7 @@ from pynenc import Pynenc, PynencBuilder
 from pynenc_tests.conftest import *  # noqa: F403  (pynenc's shared fixtures)
 
 from pynenc_cpp.builder import components
-from tests_py.conformance.exclusions import EXCLUDED
+from tests_py.conformance.exclusions import EXCLUDED, RERUNS, TIMING_SENSITIVE
 
 ALL_BACKENDS = ("mem", "sqlite", "redis")
 BACKENDS = tuple(
@@ -103,3 +103,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reason = EXCLUDED.get(name)
         if reason:
             item.add_marker(pytest.mark.skip(reason=f"excluded (docs/conformance.md): {reason}"))
+        if name in TIMING_SENSITIVE:
+            item.add_marker(pytest.mark.flaky(reruns=RERUNS))
