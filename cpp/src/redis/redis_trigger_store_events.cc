@@ -115,7 +115,7 @@ Result<std::vector<std::vector<std::string>>> RedisTriggerStore::LinksOf(
   if (event_ids.empty()) return out;
   std::vector<std::vector<std::string>> cmds;
   for (const std::string& id : event_ids) cmds.push_back({"ZRANGE", K("links:" + id), "0", "-1"});
-  Result<std::vector<Value>> replies = client_->Pipeline(cmds);
+  Result<std::vector<Value>> replies = PipeRetry(cmds);
   if (!replies.ok()) return replies.status();
   for (const Value& v : replies.value()) {
     if (v.is_error()) return Status::BackendFailure("redis ZRANGE failed: " + v.str);
@@ -127,7 +127,7 @@ Result<std::vector<std::vector<std::string>>> RedisTriggerStore::LinksOf(
 }
 
 Result<std::optional<StoredEvent>> RedisTriggerStore::GetEvent(const std::string& event_id) {
-  Result<std::vector<Value>> replies = client_->Pipeline(
+  Result<std::vector<Value>> replies = PipeRetry(
       {{"HGET", K("ev"), event_id}, {"ZRANGE", K("links:" + event_id), "0", "-1"}});
   if (!replies.ok()) return replies.status();
   const Value& row = replies.value()[0];
@@ -158,7 +158,7 @@ Result<std::vector<RedisTriggerStore::WindowEvent>> RedisTriggerStore::EventWind
   if (f.end_us && *f.end_us < std::numeric_limits<TimestampUs>::max()) {
     max = "(" + OrderKey(*f.end_us + 1);
   }
-  Result<Value> r = client_->Eval(kEventWindow, {index, K("ev")}, {min, max, K("links:")});
+  Result<Value> r = EvalRetry(kEventWindow, {index, K("ev")}, {min, max, K("links:")});
   if (!r.ok()) return r.status();
   if (r.value().is_error()) {
     return Status::BackendFailure("redis event window script failed: " + r.value().str);

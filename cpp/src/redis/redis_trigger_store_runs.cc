@@ -267,7 +267,7 @@ Result<std::int64_t> RedisTriggerStore::CascadeDeleteRunsForEvents(
   if (event_ids.empty()) return std::int64_t{0};
   std::vector<std::vector<std::string>> cmds;
   for (const std::string& e : event_ids) cmds.push_back({"SMEMBERS", K("run_ev:" + e)});
-  Result<std::vector<Value>> replies = client_->Pipeline(cmds);
+  Result<std::vector<Value>> replies = PipeRetry(cmds);
   if (!replies.ok()) return replies.status();
   std::set<std::string> doomed;
   for (const Value& v : replies.value()) {
