@@ -74,12 +74,15 @@ class TriggerStoreCompliance : public testing::BackendTest<B> {
   std::unique_ptr<TriggerStore> store_;
 };
 
-TYPED_TEST_SUITE(TriggerStoreCompliance, testing::AllBackends, testing::BackendNames);
+using TriggerBackends =
+    ::testing::Types<testing::MemBackend, testing::SqliteBackend, testing::RedisBackend>;
+TYPED_TEST_SUITE(TriggerStoreCompliance, TriggerBackends, testing::BackendNames);
 
 // Reopening and cross-process cases, for backends that are durable and shared.
 template <typename B>
 class TriggerStoreDurable : public TriggerStoreCompliance<B> {};
-TYPED_TEST_SUITE(TriggerStoreDurable, testing::DurableBackends, testing::BackendNames);
+using TriggerDurableBackends = ::testing::Types<testing::SqliteBackend, testing::RedisBackend>;
+TYPED_TEST_SUITE(TriggerStoreDurable, TriggerDurableBackends, testing::BackendNames);
 
 std::string J(const std::string& id) { return "{\"event_id\": \"" + id + "\"}"; }
 
@@ -794,6 +797,97 @@ TYPED_TEST(TriggerStoreCompliance, ClaimRaceAcrossStoreObjectsHasOneWinner) {
   go.store(true);
   for (auto& th : threads) th.join();
   EXPECT_EQ(winners.load(), 1);
+}
+
+// ---- Redis: restarts and outages -------------------------------------------
+
+BackendConfig RedisConfig(const testing::RedisServer& server, std::shared_ptr<Clock> clock) {
+  return BackendConfig{"redis://127.0.0.1:" + std::to_string(server.port()) + "/0", "redis-app",
+                       std::move(clock)};
+}
+
+// With appendonly, everything survives a server restart under a live store.
+TEST(TriggerStoreRedisTest, DataSurvivesServerRestartWithAppendonly) {
+  testing::RedisServer server(/*appendonly=*/true);
+  auto clock = std::make_shared<ManualClock>(kStart);
+  auto opened = OpenTriggerStore(RedisConfig(server, clock));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<TriggerStore> store = std::move(opened).value();
+  ASSERT_TRUE(store->RegisterCondition("c", "j", "Cron").ok());
+  ASSERT_TRUE(store->RegisterTrigger({"t1", "tasks.a", {"c"}, "and", std::nullopt}).ok());
+  ASSERT_TRUE(store->StoreLastCronExecution("c", 7, CronExpectation::Absent()).value());
+  ASSERT_TRUE(store->ClaimTriggerRun("r", 60).value());
+  EventRow e;
+  e.event_id = "e";
+  e.event_code = "x";
+  e.timestamp_us = kStart;
+  e.json = J("e");
+  ASSERT_TRUE(store->StoreEvent(e).ok());
+  ASSERT_TRUE(store->LinkTriggerRunToEvents({"e"}, "i", "r").ok());
+
+  server.Stop();
+  server.Start();
+
+  // The first call may need the client's reconnect; each call either succeeds
+  // or reports a clear failure, and the data is all there.
+  auto cond = store->GetCondition("c");
+  if (!cond.ok()) cond = store->GetCondition("c");
+  ASSERT_TRUE(cond.ok()) << cond.status().ToString();
+  EXPECT_EQ(cond.value(), "j");
+  EXPECT_EQ(store->TriggersForCondition("c").value().size(), 1u);
+  EXPECT_EQ(store->LastCronExecution("c").value(), 7);
+  EXPECT_FALSE(store->StoreLastCronExecution("c", 8, CronExpectation::Absent()).value());
+  EXPECT_FALSE(store->ClaimTriggerRun("r", 60).value());
+  EXPECT_EQ(store->GetEvent("e").value(), (StoredEvent{J("e"), {"i"}}));
+  EXPECT_EQ(store->EventCodes().value(), (std::vector<std::string>{"x"}));
+}
+
+// A call while the server is down is kBackendFailure naming host:port; the
+// same store works again once the server is back.
+TEST(TriggerStoreRedisTest, ServerDownIsBackendFailureNamingHostPort) {
+  testing::RedisServer server;
+  auto clock = std::make_shared<ManualClock>(kStart);
+  auto opened = OpenTriggerStore(RedisConfig(server, clock));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<TriggerStore> store = std::move(opened).value();
+  ASSERT_TRUE(store->RegisterCondition("c", "j", "Cron").ok());
+
+  server.Stop();
+  const std::string where = "127.0.0.1:" + std::to_string(server.port());
+  auto claim = store->ClaimTriggerRun("r", 60);
+  ASSERT_FALSE(claim.ok());
+  EXPECT_EQ(claim.status().code(), ErrorCode::kBackendFailure);
+  EXPECT_NE(claim.status().message().find(where), std::string::npos) << claim.status().ToString();
+  auto write = store->RegisterCondition("d", "k", "Cron");
+  ASSERT_FALSE(write.ok());
+  EXPECT_EQ(write.code(), ErrorCode::kBackendFailure);
+  EXPECT_NE(write.message().find(where), std::string::npos) << write.ToString();
+  auto events = store->GetEvents({}, 10, 0);
+  ASSERT_FALSE(events.ok());
+  EXPECT_EQ(events.status().code(), ErrorCode::kBackendFailure);
+
+  server.Start();
+  auto again = store->ClaimTriggerRun("r", 60);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again.value());
+  EXPECT_TRUE(store->RegisterCondition("d", "k", "Cron").ok());
+  EXPECT_EQ(store->GetCondition("d").value(), "k");
+}
+
+// Opening a store on a closed port is a clear kBackendFailure.
+TEST(TriggerStoreRedisTest, OpeningAClosedPortFails) {
+  int port = 0;
+  {
+    testing::RedisServer server;
+    port = server.port();
+  }
+  auto opened = OpenTriggerStore(
+      BackendConfig{"redis://127.0.0.1:" + std::to_string(port) + "/0?connect_timeout_ms=300",
+                    "app", nullptr});
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.status().code(), ErrorCode::kBackendFailure);
+  EXPECT_NE(opened.status().message().find("127.0.0.1:" + std::to_string(port)),
+            std::string::npos);
 }
 
 }  // namespace

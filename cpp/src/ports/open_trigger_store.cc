@@ -1,4 +1,5 @@
 #include "mem/mem_trigger_store.h"
+#include "redis/redis_trigger_store.h"
 #include "sqlite/sqlite_trigger_store.h"
 
 namespace pynenc_cpp {
@@ -8,8 +9,9 @@ Result<std::unique_ptr<TriggerStore>> OpenTriggerStore(const BackendConfig& conf
   if (!parsed.ok()) return parsed.status();
   if (parsed.value().kind == BackendKind::kMemory) return NewMemTriggerStore(config);
   if (parsed.value().kind == BackendKind::kRedis) {
-    return Status::BadConfig("backend URI '" + config.uri +
-                             "': the redis trigger store is not built yet");
+    Result<std::shared_ptr<redis::Client>> client = redis::OpenClient(config);
+    if (!client.ok()) return client.status();
+    return NewRedisTriggerStore(std::move(client).value(), config);
   }
   Result<std::shared_ptr<sqlite::Database>> db = sqlite::OpenDatabase(config);
   if (!db.ok()) return db.status();

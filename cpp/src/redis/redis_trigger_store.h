@@ -1,0 +1,18 @@
+// Factory of the Redis trigger store (the class lives in redis_trigger_store.cc).
+//
+// Key layout (P = KeyPrefix(app_id, "trigger")): see the comment at the top of
+// redis_trigger_store.cc. Thread-safe: the object holds no mutable state of its
+// own; every write is one Lua script (guarded compare-and-set, retried on
+// conflict), so concurrent callers in any thread or process see one winner.
+#pragma once
+
+#include <memory>
+
+#include "pynenc_cpp/ports/trigger_store.h"
+#include "redis/redis_client.h"
+
+namespace pynenc_cpp {
+// Time from ClockOrReal(config). Never fails today; Result for symmetry.
+Result<std::unique_ptr<TriggerStore>> NewRedisTriggerStore(std::shared_ptr<redis::Client> client,
+                                                           const BackendConfig& config);
+}  // namespace pynenc_cpp
