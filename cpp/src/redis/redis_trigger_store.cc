@@ -190,47 +190,8 @@ bool Reader::List(std::vector<std::string>* v) {
 
 // ---- Plumbing --------------------------------------------------------------
 
-namespace {
-
-bool IsLoading(const Value& v) { return v.is_error() && v.str.rfind("LOADING", 0) == 0; }
-
-// Calls `call` again while the server answers -LOADING, for up to `budget_ms`.
-template <typename T, typename Fn, typename Pred>
-Result<T> WhileLoading(int budget_ms, Fn&& call, Pred&& loading) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(budget_ms);
-  while (true) {
-    Result<T> r = call();
-    if (!r.ok() || !loading(r.value()) || std::chrono::steady_clock::now() >= deadline) return r;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-}
-
-}  // namespace
-
-Result<Value> RedisTriggerStore::RawCommand(const std::vector<std::string>& argv) {
-  return WhileLoading<Value>(
-      client_->options().connect_timeout_ms, [&] { return client_->Command(argv); }, IsLoading);
-}
-
-Result<Value> RedisTriggerStore::EvalRetry(const redis::Script& script,
-                                           const std::vector<std::string>& keys,
-                                           const std::vector<std::string>& args) {
-  return WhileLoading<Value>(
-      client_->options().connect_timeout_ms, [&] { return client_->Eval(script, keys, args); },
-      IsLoading);
-}
-
-Result<std::vector<Value>> RedisTriggerStore::PipeRetry(
-    const std::vector<std::vector<std::string>>& cmds) {
-  return WhileLoading<std::vector<Value>>(
-      client_->options().connect_timeout_ms, [&] { return client_->Pipeline(cmds); },
-      [](const std::vector<Value>& replies) {
-        return std::any_of(replies.begin(), replies.end(), IsLoading);
-      });
-}
-
 Result<Value> RedisTriggerStore::Cmd(const std::vector<std::string>& argv) {
-  Result<Value> r = RawCommand(argv);
+  Result<Value> r = client_->Command(argv);
   if (!r.ok()) return r.status();
   if (r.value().is_error()) {
     return Status::BackendFailure("redis " + argv[0] + " failed on " + client_->Describe() + ": " +
@@ -252,7 +213,7 @@ Result<bool> RedisTriggerStore::Apply(const Change& change) {
     args.push_back(std::to_string(op.size()));
     args.insert(args.end(), op.begin(), op.end());
   }
-  Result<Value> r = EvalRetry(kApply, {K("seq")}, args);
+  Result<Value> r = client_->Eval(kApply, {K("seq")}, args);
   if (!r.ok()) return r.status();
   if (r.value().is_error()) {
     return Status::BackendFailure("redis trigger script failed on " + client_->Describe() + ": " +
@@ -353,7 +314,7 @@ Result<std::vector<std::string>> RedisTriggerStore::ConditionsSourcedFromTask(
   std::vector<std::string> a{"HMGET", K("cond")}, b{"HMGET", K("cond_ctx")};
   a.insert(a.end(), ids.value().begin(), ids.value().end());
   b.insert(b.end(), ids.value().begin(), ids.value().end());
-  Result<std::vector<Value>> replies = PipeRetry({a, b});
+  Result<std::vector<Value>> replies = client_->Pipeline({a, b});
   if (!replies.ok()) return replies.status();
   for (const Value& v : replies.value()) {
     if (v.is_error()) return Status::BackendFailure("redis HMGET failed: " + v.str);
@@ -532,7 +493,7 @@ Result<bool> RedisTriggerStore::ClaimTriggerRun(const std::string& trigger_run_i
   const TimestampUs now = clock_->NowMicros();
   const TimestampUs expiry = now + expiration_seconds * kMicrosPerSecond;
   const std::int64_t ttl_ms = expiration_seconds * 1000 + kClaimSlackMs;
-  Result<Value> r = EvalRetry(kClaim, {K("claim:" + trigger_run_id)},
+  Result<Value> r = client_->Eval(kClaim, {K("claim:" + trigger_run_id)},
                                   {OrderKey(now), OrderKey(expiry), std::to_string(ttl_ms)});
   if (!r.ok()) return r.status();
   if (r.value().is_error()) {

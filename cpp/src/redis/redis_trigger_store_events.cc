@@ -53,16 +53,14 @@ bool DecodeEvent(const std::string& id, const std::string& blob, EventRow* row) 
   row->event_id = id;
   if (!(r.Str(&row->event_code) && r.Int(&row->timestamp_us) && r.Str(&row->json) &&
         r.Str(&matched) && r.Opt(&row->emitted_by_invocation_id) &&
-        r.Opt(&row->emitted_by_task_id) && r.Opt(&row->emitted_by_runner_context_id) &&
-        r.Done())) {
+        r.Opt(&row->emitted_by_task_id) && r.Opt(&row->emitted_by_runner_context_id) && r.Done())) {
     return false;
   }
   row->matched = matched == "1";
   return true;
 }
 
-void RedisTriggerStore::AddEventOps(const EventRow& row, const std::string& blob,
-                                    Change* c) const {
+void RedisTriggerStore::AddEventOps(const EventRow& row, const std::string& blob, Change* c) const {
   const std::string m = EventMember(row);
   c->Op({"HSET", K("ev"), row.event_id, blob});
   c->Op({"ZADD", K("ev_time"), "0", m});
@@ -115,7 +113,7 @@ Result<std::vector<std::vector<std::string>>> RedisTriggerStore::LinksOf(
   if (event_ids.empty()) return out;
   std::vector<std::vector<std::string>> cmds;
   for (const std::string& id : event_ids) cmds.push_back({"ZRANGE", K("links:" + id), "0", "-1"});
-  Result<std::vector<Value>> replies = PipeRetry(cmds);
+  Result<std::vector<Value>> replies = client_->Pipeline(cmds);
   if (!replies.ok()) return replies.status();
   for (const Value& v : replies.value()) {
     if (v.is_error()) return Status::BackendFailure("redis ZRANGE failed: " + v.str);
@@ -127,7 +125,7 @@ Result<std::vector<std::vector<std::string>>> RedisTriggerStore::LinksOf(
 }
 
 Result<std::optional<StoredEvent>> RedisTriggerStore::GetEvent(const std::string& event_id) {
-  Result<std::vector<Value>> replies = PipeRetry(
+  Result<std::vector<Value>> replies = client_->Pipeline(
       {{"HGET", K("ev"), event_id}, {"ZRANGE", K("links:" + event_id), "0", "-1"}});
   if (!replies.ok()) return replies.status();
   const Value& row = replies.value()[0];
@@ -158,7 +156,7 @@ Result<std::vector<RedisTriggerStore::WindowEvent>> RedisTriggerStore::EventWind
   if (f.end_us && *f.end_us < std::numeric_limits<TimestampUs>::max()) {
     max = "(" + OrderKey(*f.end_us + 1);
   }
-  Result<Value> r = EvalRetry(kEventWindow, {index, K("ev")}, {min, max, K("links:")});
+  Result<Value> r = client_->Eval(kEventWindow, {index, K("ev")}, {min, max, K("links:")});
   if (!r.ok()) return r.status();
   if (r.value().is_error()) {
     return Status::BackendFailure("redis event window script failed: " + r.value().str);
@@ -332,8 +330,8 @@ Result<std::vector<std::string>> RedisTriggerStore::CapPurgeEvents(std::int64_t 
   Result<Value> n = Cmd({"ZCARD", K("ev_time")});
   if (!n.ok()) return n.status();
   if (n.value().integer <= max_records) return ids;
-  Result<Value> r = Cmd({"ZRANGE", K("ev_time"), "0",
-                         std::to_string(n.value().integer - max_records - 1)});
+  Result<Value> r =
+      Cmd({"ZRANGE", K("ev_time"), "0", std::to_string(n.value().integer - max_records - 1)});
   if (!r.ok()) return r.status();
   for (const Value& v : r.value().elements) ids.push_back(v.str.substr(kOrderKeyLen));
   if (Status s = DeleteEvents(ids); !s.ok()) return s;

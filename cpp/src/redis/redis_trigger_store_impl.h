@@ -172,17 +172,9 @@ class RedisTriggerStore final : public TriggerStore {
     EventRow row;
     bool triggered = false;
   };
-
   std::string K(const std::string& suffix) const { return p_ + suffix; }
   // A command whose error reply becomes kBackendFailure.
   Result<redis::Value> Cmd(const std::vector<std::string>& argv);
-  // Client calls that wait out a server still loading its dataset after a
-  // restart (-LOADING replies) for up to the connect timeout, then return the
-  // reply as is.
-  Result<redis::Value> RawCommand(const std::vector<std::string>& argv);
-  Result<redis::Value> EvalRetry(const redis::Script& script, const std::vector<std::string>& keys,
-                                 const std::vector<std::string>& args);
-  Result<std::vector<redis::Value>> PipeRetry(const std::vector<std::vector<std::string>>& cmds);
   // Runs kApply: true if every guard held (and the ops ran), false otherwise.
   Result<bool> Apply(const Change& change);
   // Recomputes and applies `build` until its guards hold (bounded); `build`

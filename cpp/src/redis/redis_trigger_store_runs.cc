@@ -241,8 +241,8 @@ Result<std::int64_t> RedisTriggerStore::DeleteRuns(const std::vector<std::string
 
 Result<std::int64_t> RedisTriggerStore::AgePurgeTriggerRuns(TimestampUs threshold_us) {
   if (threshold_us <= kNoTime + 1) return std::int64_t{0};
-  Result<Value> r =
-      Cmd({"ZRANGEBYLEX", K("run_time"), "[" + OrderKey(kNoTime + 1), "(" + OrderKey(threshold_us)});
+  Result<Value> r = Cmd(
+      {"ZRANGEBYLEX", K("run_time"), "[" + OrderKey(kNoTime + 1), "(" + OrderKey(threshold_us)});
   if (!r.ok()) return r.status();
   std::vector<std::string> ids;
   for (const Value& v : r.value().elements) ids.push_back(v.str.substr(kOrderKeyLen));
@@ -254,8 +254,8 @@ Result<std::int64_t> RedisTriggerStore::CapPurgeTriggerRuns(std::int64_t max_rec
   Result<Value> n = Cmd({"ZCARD", K("run_time")});
   if (!n.ok()) return n.status();
   if (n.value().integer <= max_records) return std::int64_t{0};
-  Result<Value> r = Cmd({"ZRANGE", K("run_time"), "0",
-                         std::to_string(n.value().integer - max_records - 1)});
+  Result<Value> r =
+      Cmd({"ZRANGE", K("run_time"), "0", std::to_string(n.value().integer - max_records - 1)});
   if (!r.ok()) return r.status();
   std::vector<std::string> ids;
   for (const Value& v : r.value().elements) ids.push_back(v.str.substr(kOrderKeyLen));
@@ -267,7 +267,7 @@ Result<std::int64_t> RedisTriggerStore::CascadeDeleteRunsForEvents(
   if (event_ids.empty()) return std::int64_t{0};
   std::vector<std::vector<std::string>> cmds;
   for (const std::string& e : event_ids) cmds.push_back({"SMEMBERS", K("run_ev:" + e)});
-  Result<std::vector<Value>> replies = PipeRetry(cmds);
+  Result<std::vector<Value>> replies = client_->Pipeline(cmds);
   if (!replies.ok()) return replies.status();
   std::set<std::string> doomed;
   for (const Value& v : replies.value()) {
