@@ -8,6 +8,7 @@
 #include "redis/redis_state_backend.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -20,6 +21,15 @@
 
 namespace pynenc_cpp::redis {
 namespace {
+
+// Whole-string integer parse; nullopt on anything malformed (never throws).
+template <typename T>
+std::optional<T> ParseInt(const std::string& s, int base = 10) {
+  T v{};
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
 
 // --- packing of records into one binary-safe string -------------------------
 // Each field is "N" (absent) or "S<len>:<bytes>".
@@ -53,8 +63,13 @@ std::optional<Fields> Unpack(const std::string& packed, std::size_t count) {
     if (packed[i] != 'S') return std::nullopt;
     const std::size_t colon = packed.find(':', i);
     if (colon == std::string::npos) return std::nullopt;
-    const std::size_t len = std::stoull(packed.substr(i + 1, colon - i - 1));
-    if (colon + 1 + len > packed.size()) return std::nullopt;
+    if (colon == i + 1 || colon - i - 1 > 12) return std::nullopt;
+    std::size_t len = 0;
+    for (std::size_t d = i + 1; d < colon; ++d) {
+      if (packed[d] < '0' || packed[d] > '9') return std::nullopt;
+      len = len * 10 + static_cast<std::size_t>(packed[d] - '0');
+    }
+    if (len > packed.size() - colon - 1) return std::nullopt;
     out.emplace_back(packed.substr(colon + 1, len));
     i = colon + 1 + len;
   }
@@ -103,13 +118,16 @@ std::string PackRunner(const RunnerContextRecord& r) {
 std::optional<RunnerContextRecord> UnpackRunner(const std::string& packed) {
   std::optional<Fields> f = Unpack(packed, 6);
   if (!f || !(*f)[0] || !(*f)[1] || !(*f)[3] || !(*f)[4] || !(*f)[5]) return std::nullopt;
+  const std::optional<std::int64_t> pid = ParseInt<std::int64_t>(*(*f)[3]);
+  const std::optional<std::int64_t> thread_id = ParseInt<std::int64_t>(*(*f)[5]);
+  if (!pid || !thread_id) return std::nullopt;
   RunnerContextRecord r;
   r.runner_id = RunnerId(*(*f)[0]);
   r.runner_cls = *(*f)[1];
   if ((*f)[2]) r.parent_runner_id = RunnerId(*(*f)[2]);
-  r.pid = std::stoll(*(*f)[3]);
+  r.pid = *pid;
   r.hostname = *(*f)[4];
-  r.thread_id = std::stoll(*(*f)[5]);
+  r.thread_id = *thread_id;
   return r;
 }
 
@@ -140,9 +158,10 @@ constexpr std::size_t kPosLen = 32;
 
 std::optional<HistoryPosition> DecodePos(const std::string& member) {
   if (member.size() < kPosLen) return std::nullopt;
-  const std::uint64_t ts = std::stoull(member.substr(0, 16), nullptr, 16);
-  const std::uint64_t seq = std::stoull(member.substr(16, 16), nullptr, 16);
-  return HistoryPosition{static_cast<TimestampUs>(ts ^ (std::uint64_t{1} << 63)), seq};
+  const std::optional<std::uint64_t> ts = ParseInt<std::uint64_t>(member.substr(0, 16), 16);
+  const std::optional<std::uint64_t> seq = ParseInt<std::uint64_t>(member.substr(16, 16), 16);
+  if (!ts || !seq) return std::nullopt;
+  return HistoryPosition{static_cast<TimestampUs>(*ts ^ (std::uint64_t{1} << 63)), *seq};
 }
 
 // "<status>|<json>"
@@ -154,11 +173,13 @@ std::optional<HistoryRecord> UnpackHistory(const std::string& pos, const std::st
                                            const std::string& value) {
   const std::optional<HistoryPosition> p = DecodePos(pos);
   const std::size_t bar = value.find('|');
-  if (!p || bar == std::string::npos || bar == 0) return std::nullopt;
+  if (!p || bar == std::string::npos) return std::nullopt;
+  const std::optional<int> status = ParseInt<int>(value.substr(0, bar));
+  if (!status) return std::nullopt;
   HistoryRecord r;
   r.invocation_id = InvocationId(id);
   r.timestamp_us = p->timestamp_us;
-  r.status = static_cast<InvocationStatus>(std::stoi(value.substr(0, bar)));
+  r.status = static_cast<InvocationStatus>(*status);
   r.history_json = value.substr(bar + 1);
   return r;
 }
