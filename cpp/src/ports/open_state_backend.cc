@@ -1,4 +1,6 @@
 #include "mem/mem_state_backend.h"
+#include "redis/redis_client.h"
+#include "redis/redis_state_backend.h"
 #include "sqlite/sqlite_db.h"
 #include "sqlite/sqlite_state_backend.h"
 
@@ -9,8 +11,9 @@ Result<std::unique_ptr<StateBackend>> OpenStateBackend(const BackendConfig& conf
   if (!parsed.ok()) return parsed.status();
   if (parsed.value().kind == BackendKind::kMemory) return NewMemStateBackend(config);
   if (parsed.value().kind == BackendKind::kRedis) {
-    return Status::BadConfig("backend URI '" + config.uri +
-                             "': the redis state backend is not built yet");
+    Result<std::shared_ptr<redis::Client>> client = redis::OpenClient(config);
+    if (!client.ok()) return client.status();
+    return redis::NewRedisStateBackend(std::move(client).value(), config);
   }
   Result<std::shared_ptr<sqlite::Database>> db = sqlite::OpenDatabase(config);
   if (!db.ok()) return db.status();
@@ -25,6 +28,12 @@ Result<std::vector<std::pair<std::string, std::string>>> DiscoverAppInfos(
   Result<ParsedBackendUri> parsed = CheckBackendConfig(any_app);
   if (!parsed.ok()) return parsed.status();
   if (parsed.value().kind == BackendKind::kMemory) return MemDiscoverAppInfos();
+  // redis://: one app-info hash per server, so discovery lists every app on it.
+  if (parsed.value().kind == BackendKind::kRedis) {
+    Result<std::shared_ptr<redis::Client>> client = redis::OpenClient(any_app);
+    if (!client.ok()) return client.status();
+    return redis::RedisDiscoverAppInfos(client.value());
+  }
   // sqlite://: app infos live in the file, so discovery reads every app's row.
   Result<std::shared_ptr<sqlite::Database>> db = sqlite::OpenDatabase(any_app);
   if (!db.ok()) return db.status();
