@@ -179,11 +179,11 @@ class RedisBackend {
   RedisServer server_;
 };
 
-// Every backend; add RedisBackend here once every component's Redis backend exists.
-using AllBackends = ::testing::Types<MemBackend, SqliteBackend>;
+// Every backend.
+using AllBackends = ::testing::Types<MemBackend, SqliteBackend, RedisBackend>;
 // Backends whose data outlives the component object and is shared between
 // processes: the reopen and cross-process suites run on these only.
-using DurableBackends = ::testing::Types<SqliteBackend>;
+using DurableBackends = ::testing::Types<SqliteBackend, RedisBackend>;
 
 // Names typed-test instantiations "Mem", "Sqlite", ... in test ids.
 struct BackendNames {

@@ -28,11 +28,6 @@ using testing::RedisBackend;
 using testing::RedisServer;
 using testing::SqliteBackend;
 
-// Switched to the shared lists of backend_fixture.h when every Redis component exists.
-using BrokerBackends =
-    ::testing::Types<testing::MemBackend, testing::SqliteBackend, testing::RedisBackend>;
-using BrokerDurableBackends = ::testing::Types<testing::SqliteBackend, testing::RedisBackend>;
-
 std::unique_ptr<Broker> NewBroker(const BackendConfig& config) {
   auto r = OpenBroker(config);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -46,11 +41,11 @@ class BrokerCompliance : public testing::BackendTest<B> {
     return pynenc_cpp::NewBroker(this->backend_.Config(nullptr, app_id));
   }
 };
-TYPED_TEST_SUITE(BrokerCompliance, BrokerBackends, BackendNames);
+TYPED_TEST_SUITE(BrokerCompliance, testing::AllBackends, BackendNames);
 
 template <typename B>
 class ClientDataStoreCompliance : public testing::BackendTest<B> {};
-TYPED_TEST_SUITE(ClientDataStoreCompliance, BrokerBackends, BackendNames);
+TYPED_TEST_SUITE(ClientDataStoreCompliance, testing::AllBackends, BackendNames);
 
 std::optional<InvocationId> Pop(Broker& b, const std::string& q, std::int64_t timeout_ms = 0) {
   auto r = b.Retrieve(q, timeout_ms);
@@ -204,7 +199,7 @@ TYPED_TEST(ClientDataStoreCompliance, AppsAreIsolated) {
 
 template <typename B>
 class BrokerDurable : public testing::BackendTest<B> {};
-TYPED_TEST_SUITE(BrokerDurable, BrokerDurableBackends, BackendNames);
+TYPED_TEST_SUITE(BrokerDurable, testing::DurableBackends, BackendNames);
 
 // A temporary directory for files written by child processes.
 class TempDir {
@@ -253,10 +248,16 @@ std::multiset<std::string> PopInChildren(
     if (pid == 0) {
       auto b = OpenBroker(backend.Config());
       FILE* f = fopen(out.c_str(), "w");
-      if (!b.ok() || f == nullptr) _exit(2);
+      if (!b.ok() || f == nullptr) {
+        fprintf(stderr, "child open failed: %s\n", b.status().ToString().c_str());
+        _exit(2);
+      }
       while (true) {
         auto id = b.value()->Retrieve("q", timeout_ms);
-        if (!id.ok()) _exit(3);
+        if (!id.ok()) {
+          fprintf(stderr, "child retrieve failed: %s\n", id.status().ToString().c_str());
+          _exit(3);
+        }
         if (!id.value()) break;
         fprintf(f, "%s\n", id.value()->str().c_str());
       }

@@ -61,17 +61,13 @@ class OrchestratorCompliance : public testing::BackendTest<B> {
   std::unique_ptr<Orchestrator> orch_;
 };
 
-// Switched to the shared lists of backend_fixture.h when every Redis component is merged.
-using OrchestratorBackends =
-    ::testing::Types<testing::MemBackend, testing::SqliteBackend, testing::RedisBackend>;
-using OrchestratorDurableBackends = ::testing::Types<testing::SqliteBackend, testing::RedisBackend>;
 
-TYPED_TEST_SUITE(OrchestratorCompliance, OrchestratorBackends, testing::BackendNames);
+TYPED_TEST_SUITE(OrchestratorCompliance, testing::AllBackends, testing::BackendNames);
 
 // Reopening, cross-process and unusable-file cases, for durable shared backends.
 template <typename B>
 class OrchestratorDurable : public OrchestratorCompliance<B> {};
-TYPED_TEST_SUITE(OrchestratorDurable, OrchestratorDurableBackends, testing::BackendNames);
+TYPED_TEST_SUITE(OrchestratorDurable, testing::DurableBackends, testing::BackendNames);
 
 TEST(OpenOrchestratorTest, RejectsUnsupportedUri) {
   auto r = OpenOrchestrator(BackendConfig{"nosuch://localhost:6379/0", "app", nullptr});
@@ -695,8 +691,7 @@ TYPED_TEST(OrchestratorCompliance, ContestedWritesFromManyHandlesStayConsistent)
 // Forks `n` children that each run `child(index)` on a fresh handle of the same
 // store and exit with its result; returns how many exited 0.
 template <typename Backend, typename Child>
-int CountForkedSuccesses(const Backend& backend, std::shared_ptr<Clock> clock, int n,
-                         Child child) {
+int CountForkedSuccesses(const Backend& backend, std::shared_ptr<Clock> clock, int n, Child child) {
   std::vector<pid_t> pids;
   for (int i = 0; i < n; ++i) {
     const pid_t pid = fork();
@@ -767,13 +762,12 @@ TEST(SqliteOrchestrator, UnusableStoreIsAClearConfigError) {
   EXPECT_EQ(on_dir.status().code(), ErrorCode::kBadConfig);
 }
 
-
 // ---- Redis: server restart and an unreachable server ------------------------
 
 BackendConfig RedisConfig(int port, std::shared_ptr<Clock> clock = nullptr) {
-  return BackendConfig{"redis://127.0.0.1:" + std::to_string(port) +
-                           "/0?connect_timeout_ms=500&io_timeout_ms=2000",
-                       "restart-app", std::move(clock)};
+  return BackendConfig{
+      "redis://127.0.0.1:" + std::to_string(port) + "/0?connect_timeout_ms=500&io_timeout_ms=2000",
+      "restart-app", std::move(clock)};
 }
 
 TEST(RedisOrchestrator, DataSurvivesAServerRestartWithAppendOnly) {
@@ -834,8 +828,8 @@ TEST(RedisOrchestrator, ServerDownIsABackendFailureNamingHostAndPort) {
       << refused.status().ToString();
 
   server.Start();  // no appendonly: the data is gone, but the handle works again
-  auto again = orch.RegisterInvocations({NewInvocation{Inv("a"), TaskId("t"), CallId("t:a")}},
-                                        std::nullopt);
+  auto again =
+      orch.RegisterInvocations({NewInvocation{Inv("a"), TaskId("t"), CallId("t:a")}}, std::nullopt);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_TRUE(orch.TransitionStatus(Inv("a"), S::kPending, std::string("r1")).ok());
 }

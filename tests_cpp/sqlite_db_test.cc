@@ -140,11 +140,11 @@ TEST(SqliteDatabase, ConcurrentThreadWritersAllCommit) {
   for (auto& t : threads) t.join();
   std::int64_t n = 0;
   ASSERT_TRUE(db->Read([&](Conn& c) -> Status {
-                 auto q = c.Prepare("SELECT n FROM t");
-                 (void)q.value()->Step();
-                 n = q.value()->Int(0);
-                 return Status::Ok();
-               }).ok());
+                  auto q = c.Prepare("SELECT n FROM t");
+                  (void)q.value()->Step();
+                  n = q.value()->Int(0);
+                  return Status::Ok();
+                }).ok());
   EXPECT_EQ(n, kThreads * kEach);
 }
 

@@ -74,16 +74,13 @@ class StateBackendCompliance : public testing::BackendTest<B> {
 };
 
 // Switched to testing::AllBackends / DurableBackends once every Redis component is merged.
-using StateBackends =
-    ::testing::Types<testing::MemBackend, testing::SqliteBackend, testing::RedisBackend>;
-using DurableStateBackends = ::testing::Types<testing::SqliteBackend, testing::RedisBackend>;
 
-TYPED_TEST_SUITE(StateBackendCompliance, StateBackends, testing::BackendNames);
+TYPED_TEST_SUITE(StateBackendCompliance, testing::AllBackends, testing::BackendNames);
 
 // Cross-process cases, for backends that are durable and shared.
 template <typename B>
 class StateBackendDurable : public StateBackendCompliance<B> {};
-TYPED_TEST_SUITE(StateBackendDurable, DurableStateBackends, testing::BackendNames);
+TYPED_TEST_SUITE(StateBackendDurable, testing::DurableBackends, testing::BackendNames);
 
 TYPED_TEST(StateBackendCompliance, OpenRejectsBadUriAndEmptyAppId) {
   EXPECT_EQ(OpenStateBackend(BackendConfig{"nope", "a", nullptr}).status().code(),
@@ -747,8 +744,8 @@ TEST(RedisStateBackend, DataSurvivesAServerRestartWithAppendOnly) {
   ExpectEveryTable(*sb.value(), "kept");
   auto discovered = DiscoverAppInfos(BackendConfig{RedisUri(server), "", nullptr});
   ASSERT_TRUE(discovered.ok());
-  EXPECT_EQ(discovered.value(), (std::vector<std::pair<std::string, std::string>>{
-                                    {"restart-app", "kept"}}));
+  EXPECT_EQ(discovered.value(),
+            (std::vector<std::pair<std::string, std::string>>{{"restart-app", "kept"}}));
   // Orders continue after the restart.
   ASSERT_TRUE(sb.value()->UpsertInvocations({Inv("c", "p")}).ok());
   EXPECT_EQ(Strs(sb.value()->ChildInvocations(InvocationId("p")).value()),
@@ -772,8 +769,8 @@ TEST(RedisStateBackend, CallsWhileTheServerIsDownFailNamingItThenRecover) {
   Status upsert = sb.UpsertInvocations({Inv("x")});
   EXPECT_EQ(upsert.code(), ErrorCode::kBackendFailure);
   EXPECT_NE(upsert.ToString().find(where), std::string::npos) << upsert.ToString();
-  auto discovered = DiscoverAppInfos(BackendConfig{RedisUri(server) + "?connect_timeout_ms=300",
-                                                   "", nullptr});
+  auto discovered =
+      DiscoverAppInfos(BackendConfig{RedisUri(server) + "?connect_timeout_ms=300", "", nullptr});
   EXPECT_EQ(discovered.status().code(), ErrorCode::kBackendFailure);
   server.Start();
   // Not appendonly: the restarted server is empty, but the backend works again.

@@ -74,15 +74,12 @@ class TriggerStoreCompliance : public testing::BackendTest<B> {
   std::unique_ptr<TriggerStore> store_;
 };
 
-using TriggerBackends =
-    ::testing::Types<testing::MemBackend, testing::SqliteBackend, testing::RedisBackend>;
-TYPED_TEST_SUITE(TriggerStoreCompliance, TriggerBackends, testing::BackendNames);
+TYPED_TEST_SUITE(TriggerStoreCompliance, testing::AllBackends, testing::BackendNames);
 
 // Reopening and cross-process cases, for backends that are durable and shared.
 template <typename B>
 class TriggerStoreDurable : public TriggerStoreCompliance<B> {};
-using TriggerDurableBackends = ::testing::Types<testing::SqliteBackend, testing::RedisBackend>;
-TYPED_TEST_SUITE(TriggerStoreDurable, TriggerDurableBackends, testing::BackendNames);
+TYPED_TEST_SUITE(TriggerStoreDurable, testing::DurableBackends, testing::BackendNames);
 
 std::string J(const std::string& id) { return "{\"event_id\": \"" + id + "\"}"; }
 
@@ -881,13 +878,11 @@ TEST(TriggerStoreRedisTest, OpeningAClosedPortFails) {
     testing::RedisServer server;
     port = server.port();
   }
-  auto opened = OpenTriggerStore(
-      BackendConfig{"redis://127.0.0.1:" + std::to_string(port) + "/0?connect_timeout_ms=300",
-                    "app", nullptr});
+  auto opened = OpenTriggerStore(BackendConfig{
+      "redis://127.0.0.1:" + std::to_string(port) + "/0?connect_timeout_ms=300", "app", nullptr});
   ASSERT_FALSE(opened.ok());
   EXPECT_EQ(opened.status().code(), ErrorCode::kBackendFailure);
-  EXPECT_NE(opened.status().message().find("127.0.0.1:" + std::to_string(port)),
-            std::string::npos);
+  EXPECT_NE(opened.status().message().find("127.0.0.1:" + std::to_string(port)), std::string::npos);
 }
 
 }  // namespace

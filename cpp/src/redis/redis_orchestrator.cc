@@ -252,8 +252,8 @@ Result<std::vector<InvocationId>> RedisOrchestrator::ListInvocations(
     return Status::InvalidArgument("limit and offset must be >= 0");
   }
   if (limit == 0) return std::vector<InvocationId>();
-  std::vector<std::string> args{std::to_string(limit), std::to_string(offset),
-                                task_id ? "1" : "0", task_id ? task_id->str() : ""};
+  std::vector<std::string> args{std::to_string(limit), std::to_string(offset), task_id ? "1" : "0",
+                                task_id ? task_id->str() : ""};
   for (InvocationStatus s : statuses) args.emplace_back(StatusName(s));
   return RunIds(ListScript(), std::move(args), "list invocations");
 }

@@ -134,8 +134,7 @@ class RedisOrchestrator final : public Orchestrator {
   Result<std::optional<StatusRecord>> ReadRecord(const InvocationId& id);
   // Every execution row (only running ones if `running_only`), newest start
   // first, ties newest insertion first; with each row's stored seq.
-  Result<std::vector<std::pair<AtomicServiceExecution, std::string>>> Executions(
-      bool running_only);
+  Result<std::vector<std::pair<AtomicServiceExecution, std::string>>> Executions(bool running_only);
 
   const std::shared_ptr<redis::Client> client_;
   const std::shared_ptr<Clock> clock_;

@@ -73,8 +73,8 @@ Result<std::vector<RunnerInfo>> RedisOrchestrator::ActiveRunners(
     Result<std::vector<std::string>> queues = DecodeQueues(f[i + 4]);
     if (!queues.ok()) return queues.status();
     // The script returns creation order, ties by id (sorted-set order).
-    out.push_back(RunnerInfo{f[i], created.value(), beat.value(), atomic,
-                             std::move(queues).value()});
+    out.push_back(
+        RunnerInfo{f[i], created.value(), beat.value(), atomic, std::move(queues).value()});
   }
   return out;
 }
@@ -158,9 +158,8 @@ Result<std::vector<std::pair<AtomicServiceExecution, std::string>>> RedisOrchest
       return Status::BackendFailure("redis orchestrator: atomic service row has unknown status '" +
                                     f[i + 5] + "'");
     }
-    rows.push_back(
-        Row{AtomicServiceExecution{f[i], f[i + 1], start.value(), end, *st, f[i + 6]}, f[i + 7],
-            seq.value()});
+    rows.push_back(Row{AtomicServiceExecution{f[i], f[i + 1], start.value(), end, *st, f[i + 6]},
+                       f[i + 7], seq.value()});
   }
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     if (a.e.start_us != b.e.start_us) return a.e.start_us > b.e.start_us;

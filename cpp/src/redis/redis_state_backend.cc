@@ -83,12 +83,12 @@ std::optional<std::string> OptStr(const std::optional<T>& id) {
 }
 
 std::string PackInvocation(const InvocationRecord& r) {
-  return Pack({r.invocation_id.str(), r.call_id.str(), r.task_id.str(), r.arguments_id,
-               r.serialized_arguments, OptStr(r.parent_invocation_id), r.parent_event_id,
-               r.workflow ? std::optional<std::string>(r.workflow->workflow_id.str()) : std::nullopt,
-               r.workflow ? std::optional<std::string>(r.workflow->workflow_type.str())
-                          : std::nullopt,
-               r.workflow ? OptStr(r.workflow->parent_workflow_id) : std::nullopt});
+  return Pack(
+      {r.invocation_id.str(), r.call_id.str(), r.task_id.str(), r.arguments_id,
+       r.serialized_arguments, OptStr(r.parent_invocation_id), r.parent_event_id,
+       r.workflow ? std::optional<std::string>(r.workflow->workflow_id.str()) : std::nullopt,
+       r.workflow ? std::optional<std::string>(r.workflow->workflow_type.str()) : std::nullopt,
+       r.workflow ? OptStr(r.workflow->parent_workflow_id) : std::nullopt});
 }
 
 std::optional<InvocationRecord> UnpackInvocation(const std::string& packed) {
@@ -375,9 +375,7 @@ std::vector<InvocationId> ToIds(const Value& v) {
 class RedisStateBackend final : public StateBackend {
  public:
   RedisStateBackend(std::shared_ptr<Client> client, const BackendConfig& config)
-      : client_(std::move(client)),
-        app_id_(config.app_id),
-        p_(KeyPrefix(config.app_id, "state")) {}
+      : client_(std::move(client)), app_id_(config.app_id), p_(KeyPrefix(config.app_id, "state")) {}
 
   // --- invocations ---
   Status UpsertInvocations(const std::vector<InvocationRecord>& records) override {
@@ -416,8 +414,8 @@ class RedisStateBackend final : public StateBackend {
   Result<std::vector<InvocationId>> InvocationIdsByWorkflow(
       const std::optional<std::string>& workflow_id,
       const std::optional<std::string>& workflow_type) override {
-    Result<Value> v = Checked(client_->Eval(ByWorkflowScript(), {p_},
-                                            {workflow_id.value_or(""), workflow_type.value_or("")}));
+    Result<Value> v = Checked(client_->Eval(
+        ByWorkflowScript(), {p_}, {workflow_id.value_or(""), workflow_type.value_or("")}));
     if (!v.ok()) return v.status();
     return ToIds(v.value());
   }
@@ -427,8 +425,7 @@ class RedisStateBackend final : public StateBackend {
     if (ids.empty()) return Status::Ok();
     std::vector<std::string> args = {
         EncodeTs(record.timestamp_us),
-        std::to_string(record.timestamp_us) + ":" +
-            std::to_string(static_cast<int>(record.status)),
+        std::to_string(record.timestamp_us) + ":" + std::to_string(static_cast<int>(record.status)),
         PackHistoryValue(record)};
     for (const InvocationId& id : ids) args.push_back(id.str());
     return Checked(client_->Eval(AddHistoriesScript(), {p_}, args)).status();
@@ -453,8 +450,8 @@ class RedisStateBackend final : public StateBackend {
       min = "[" + EncodeTs(after->timestamp_us) + Hex16(after->sequence + 1);
     }
     const std::string max = "(" + EncodeTs(end_us) + "g";  // 'g' sorts after every hex digit
-    Result<Value> v = Checked(client_->Eval(HistoryRangeScript(), {p_},
-                                            {min, max, std::to_string(limit + 1)}));
+    Result<Value> v =
+        Checked(client_->Eval(HistoryRangeScript(), {p_}, {min, max, std::to_string(limit + 1)}));
     if (!v.ok()) return v.status();
     Result<std::vector<HistoryRecord>> records = Histories(v.value(), nullptr);
     if (!records.ok()) return records.status();
@@ -508,8 +505,8 @@ class RedisStateBackend final : public StateBackend {
   }
 
   Result<RunnerContextRecord> GetRunnerContext(const RunnerId& runner_id) override {
-    Result<std::string> packed = HashGet(p_ + "runners", runner_id.str(),
-                                         "runner context not found: " + runner_id.str());
+    Result<std::string> packed =
+        HashGet(p_ + "runners", runner_id.str(), "runner context not found: " + runner_id.str());
     if (!packed.ok()) return packed.status();
     std::optional<RunnerContextRecord> r = UnpackRunner(packed.value());
     if (!r) return Corrupt("runner context " + runner_id.str());
@@ -567,8 +564,9 @@ class RedisStateBackend final : public StateBackend {
 
   // --- workflows ---
   Status StoreWorkflowRun(const WorkflowRecord& run) override {
-    return Checked(client_->Eval(StoreRunScript(), {p_},
-                                 {run.workflow_id.str(), run.workflow_type.str(), PackWorkflow(run)}))
+    return Checked(
+               client_->Eval(StoreRunScript(), {p_},
+                             {run.workflow_id.str(), run.workflow_type.str(), PackWorkflow(run)}))
         .status();
   }
 
@@ -585,10 +583,9 @@ class RedisStateBackend final : public StateBackend {
 
   Result<std::vector<WorkflowRecord>> WorkflowRuns(
       const std::optional<TaskId>& workflow_type) override {
-    Result<Value> v =
-        workflow_type
-            ? Checked(client_->Eval(RunsOfTypeScript(), {p_}, {workflow_type->str()}))
-            : Checked(client_->Command({"HVALS", p_ + "wfruns"}));
+    Result<Value> v = workflow_type
+                          ? Checked(client_->Eval(RunsOfTypeScript(), {p_}, {workflow_type->str()}))
+                          : Checked(client_->Command({"HVALS", p_ + "wfruns"}));
     if (!v.ok()) return v.status();
     std::vector<WorkflowRecord> out;
     for (const Value& e : v.value().elements) {
@@ -615,7 +612,8 @@ class RedisStateBackend final : public StateBackend {
 
   Status SetWorkflowData(const WorkflowId& workflow, const std::string& key,
                          const std::string& value) override {
-    return Checked(client_->Command({"HSET", p_ + "wfdata:" + workflow.str(), key, value})).status();
+    return Checked(client_->Command({"HSET", p_ + "wfdata:" + workflow.str(), key, value}))
+        .status();
   }
 
   Result<std::string> GetWorkflowData(const WorkflowId& workflow, const std::string& key) override {

@@ -243,9 +243,9 @@ Result<std::unique_ptr<Conn>> Database::Acquire() {
     }
   }
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(options_.path.c_str(), &raw,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(options_.path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     Status s = OpenError(options_.path, rc, raw);
     sqlite3_close_v2(raw);
@@ -258,7 +258,19 @@ Result<std::unique_ptr<Conn>> Database::Acquire() {
   const std::string pragmas = std::string("PRAGMA journal_mode=WAL; PRAGMA synchronous=") +
                               (options_.synchronous_full ? "FULL" : "NORMAL") +
                               "; PRAGMA foreign_keys=OFF;";
-  if (Status s = conn->Exec(pragmas); !s.ok()) {
+  // Switching a new file to WAL needs a moment of exclusive access, and SQLite
+  // does not call the busy handler for it: several processes creating the same
+  // file at once get SQLITE_BUSY here. Retry within the busy timeout.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.busy_timeout_ms);
+  Status s = conn->Exec(pragmas);
+  for (auto backoff = std::chrono::milliseconds(1);
+       !s.ok() && conn->TakeBusy() && std::chrono::steady_clock::now() < deadline;
+       backoff = std::min(backoff * 2, std::chrono::milliseconds(50))) {
+    std::this_thread::sleep_for(backoff);
+    s = conn->Exec(pragmas);
+  }
+  if (!s.ok()) {
     if (s.message().find("not a database") != std::string::npos ||
         s.message().find("malformed") != std::string::npos) {
       return Status::BadConfig(s.message() + "; the file is not a valid SQLite database");
@@ -298,8 +310,8 @@ Status Database::Transaction(const char* begin, const std::function<Status(Conn&
     if (std::chrono::steady_clock::now() >= deadline) {
       return Status::BackendFailure("sqlite " + Quoted(options_.path) +
                                     ": database stayed locked for longer than busy_timeout_ms=" +
-                                    std::to_string(options_.busy_timeout_ms) + " (" +
-                                    s.message() + ")");
+                                    std::to_string(options_.busy_timeout_ms) + " (" + s.message() +
+                                    ")");
     }
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(50));
@@ -326,11 +338,11 @@ Status Database::EnsureSchema(const std::string& component, int version, const s
       const std::int64_t stored = q.Int(0);
       q.Reset();
       if (stored == version) return Status::Ok();
-      return Status::BadConfig(
-          "sqlite " + Quoted(options_.path) + ": the " + component + " schema is version " +
-          std::to_string(stored) + " but this pynenc-cpp knows version " + std::to_string(version) +
-          (stored > version ? " (the file was written by a newer pynenc-cpp)"
-                            : " (no migration from that version exists)"));
+      return Status::BadConfig("sqlite " + Quoted(options_.path) + ": the " + component +
+                               " schema is version " + std::to_string(stored) +
+                               " but this pynenc-cpp knows version " + std::to_string(version) +
+                               (stored > version ? " (the file was written by a newer pynenc-cpp)"
+                                                 : " (no migration from that version exists)"));
     }
     q.Reset();
     if (Status s = conn.Exec(ddl); !s.ok()) return s;
