@@ -10,6 +10,10 @@ import subprocess
 import time
 from pathlib import Path
 
+#: PIDs of servers owned by test fixtures; the conformance harness's reaper of
+#: leftover processes must not kill them.
+FIXTURE_PIDS: set[int] = set()
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -53,6 +57,7 @@ class RedisServer:
                 "no",
             ],
         )
+        FIXTURE_PIDS.add(self.proc.pid)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -72,4 +77,5 @@ class RedisServer:
             return
         self.proc.send_signal(sig)
         self.proc.wait(timeout=30)
+        FIXTURE_PIDS.discard(self.proc.pid)
         self.proc = None

@@ -69,8 +69,8 @@ def test_engine_uri_errors_are_value_errors() -> None:
         _core.Broker("just-a-path")
     with pytest.raises(ValueError, match="app_id must not be empty"):
         _core.ClientDataStore("memory://", "")
-    with pytest.raises(BadConfig, match="redis orchestrator is not built yet"):
-        _core.Orchestrator("redis://127.0.0.1:1/0", "a")
+    with pytest.raises(BadConfig, match="redis URI port '99999'"):
+        _core.Orchestrator("redis://127.0.0.1:99999/0", "a")
     with pytest.raises(BadConfig, match="unknown sqlite option 'colour'"):
         _core.Broker("sqlite:///tmp/x.db?colour=red", "a")
 

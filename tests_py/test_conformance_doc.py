@@ -7,19 +7,29 @@ from pathlib import Path
 
 import pytest
 
-from tests_py.conformance.exclusions import EXCLUDED
+from tests_py.conformance.exclusions import EXCLUDED, TIMING_SENSITIVE
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "conformance.md"
 
 
-def documented_exclusions() -> set[str]:
+def documented(columns: int) -> set[str]:
+    """Test names in the rows of the Exclusions section's tables with `columns` cells."""
     text = DOC.read_text()
     section = text.split("## Exclusions", 1)[1].split("\n## ", 1)[0]
-    return set(re.findall(r"^\| `([A-Za-z0-9_]+)` \|", section, flags=re.M))
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    return {
+        re.match(r"\| `([A-Za-z0-9_]+)`", row).group(1)  # type: ignore[union-attr]
+        for row in rows
+        if row.count(" | ") == columns - 1
+    }
 
 
 def test_exclusions_match_the_doc() -> None:
-    assert documented_exclusions() == set(EXCLUDED)
+    assert documented(columns=3) == set(EXCLUDED)
+
+
+def test_timing_sensitive_tests_match_the_doc() -> None:
+    assert documented(columns=2) == set(TIMING_SENSITIVE)
 
 
 def test_every_exclusion_has_a_reason() -> None:

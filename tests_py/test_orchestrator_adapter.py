@@ -165,8 +165,8 @@ def test_bad_input_gives_clear_exceptions(orch: CppMemOrchestrator) -> None:
         orch._engine.record_atomic_service_start("r", "run", None, "sleeping", "")
     with pytest.raises(TypeError):
         orch._engine.transition(123, S.PENDING, None)
-    with pytest.raises(_core.BadConfig):
-        _core.Orchestrator("redis://localhost:6379/0", "app")
+    with pytest.raises(_core.BadConfig, match="unknown scheme 'nosuch'"):
+        _core.Orchestrator("nosuch://localhost", "app")
     assert orch.filter_by_status([], frozenset({S.REGISTERED})) == []
 
 

@@ -29,6 +29,7 @@ from pynenc_tests.conftest import *  # noqa: F403  (pynenc's shared fixtures)
 
 from pynenc_cpp.builder import components
 from tests_py.conformance.exclusions import EXCLUDED, RERUNS, TIMING_SENSITIVE
+from tests_py.redis_server import FIXTURE_PIDS
 
 ALL_BACKENDS = ("mem", "sqlite", "redis")
 BACKENDS = tuple(
@@ -86,9 +87,10 @@ def reap_leftover_processes() -> Iterator[None]:
     pynenc 0.4.0's ``test_runner_reroutes_on_real_os_signal[...-sigkill]`` kills a
     runner process whose worker processes never notice their parent died; they
     would poll the (deleted) database forever and slow every later test.
+    Servers owned by fixtures (the session's redis-server) are spared.
     """
     yield
-    leftovers = psutil.Process().children(recursive=True)
+    leftovers = [p for p in psutil.Process().children(recursive=True) if p.pid not in FIXTURE_PIDS]
     for proc in leftovers:
         try:
             proc.send_signal(signal.SIGKILL)
