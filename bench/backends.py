@@ -10,6 +10,10 @@ builds ``bench/backends_bench.cc`` (Release, in build/bench) and runs it
 * route: Broker Route of one id + Retrieve (ops/s), against an INSERT transaction
   plus a DELETE ... RETURNING transaction on plain libsqlite3.
 
+For Redis (a private redis-server on a free port, started here) the raw peer is
+a plain hiredis loop making the same round trips: HSET + 3 x (HGETALL + HSET)
+per transition cycle, RPUSH + LMOVE per route.
+
 The table shows medians and the engine/raw ratio; the target is >= 0.50.
 """
 
@@ -20,10 +24,15 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests_py.redis_server import RedisServer  # noqa: E402
+
 BUILD = ROOT / "build" / "bench"
 
 
@@ -62,6 +71,8 @@ def main() -> int:
     args = parser.parse_args()
 
     binary = build()
+    tmp = tempfile.TemporaryDirectory(prefix="pynenc-bench-redis-")
+    server = RedisServer(Path(tmp.name)).start()
     runs: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in range(args.repeats):
         print(
@@ -71,8 +82,14 @@ def main() -> int:
             flush=True,
         )
         out = subprocess.run(
-            [str(binary), str(args.n)], check=True, capture_output=True, text=True
+            [str(binary), str(args.n), str(server.port)],
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
+        subprocess.run(
+            ["redis-cli", "-p", str(server.port), "FLUSHALL"], check=True, stdout=subprocess.DEVNULL
+        )
         for line in out.splitlines():
             row = json.loads(line)
             key = (row["backend"], row["scenario"])
@@ -80,6 +97,8 @@ def main() -> int:
             if row["raw"] is not None:
                 runs[key]["raw"].append(row["raw"])
     print(file=sys.stderr)
+    server.stop()
+    tmp.cleanup()
 
     print(
         f"{'backend':<8} {'scenario':<12} {'engine (median/s)':>18} {'raw (median/s)':>15} "

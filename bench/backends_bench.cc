@@ -10,6 +10,7 @@
 //   raw transitions: INSERT + 3 x (SELECT status + UPDATE) transactions
 //   raw route:       INSERT transaction + DELETE ... RETURNING transaction
 // Output: one JSON object per line: {"backend", "scenario", "engine", "raw"} (ops/s).
+#include <hiredis/hiredis.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 
@@ -156,6 +157,49 @@ double RawRoute(const std::string& path, int n) {
   return rate;
 }
 
+// ---- raw hiredis, same round trips as the engine ----------------------------
+// transitions: HSET (register) + 3 x (HGETALL + HSET), the engine's read + CAS.
+// route:       RPUSH + LMOVE into a processing list (a reliable pop).
+
+struct RawRedis {
+  redisContext* c = nullptr;
+  explicit RawRedis(int port) {
+    c = redisConnect("127.0.0.1", port);
+    Check(c != nullptr && c->err == 0, "raw redis connect");
+  }
+  ~RawRedis() { redisFree(c); }
+  void Cmd(const char* fmt, const std::string& a, const std::string& b = "") {
+    auto* r = static_cast<redisReply*>(redisCommand(c, fmt, a.c_str(), b.c_str()));
+    Check(r != nullptr && r->type != REDIS_REPLY_ERROR, fmt);
+    freeReplyObject(r);
+  }
+};
+
+double RawRedisTransitions(int port, int n) {
+  RawRedis raw(port);
+  const char* next[] = {"pending", "running", "success"};
+  const auto start = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    const std::string key = "raw:inv:" + std::to_string(i);
+    raw.Cmd("HSET %s status registered task m.t owner %s", key, "");
+    for (const char* status : next) {
+      raw.Cmd("HGETALL %s", key);
+      raw.Cmd("HSET %s status %s owner bench-runner", key, status);
+    }
+  }
+  return n / Seconds(start);
+}
+
+double RawRedisRoute(int port, int n) {
+  RawRedis raw(port);
+  const auto start = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    raw.Cmd("RPUSH raw:q %s", "inv-" + std::to_string(i));
+    raw.Cmd("LMOVE raw:q raw:processing:%s LEFT RIGHT", "me");
+  }
+  return n / Seconds(start);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -165,12 +209,26 @@ int main(int argc, char** argv) {
   const BackendConfig sqlite{"sqlite://" + dir + "/engine.db", "bench", nullptr};
   const BackendConfig mem{"memory://", "bench", nullptr};
 
-  std::printf("{\"backend\": \"sqlite\", \"scenario\": \"transitions\", \"engine\": %.1f, \"raw\": %.1f}\n",
-              EngineTransitions(sqlite, n), RawTransitions(dir + "/raw_t.db", n));
-  std::printf("{\"backend\": \"sqlite\", \"scenario\": \"route\", \"engine\": %.1f, \"raw\": %.1f}\n",
-              EngineRoute(sqlite, n), RawRoute(dir + "/raw_r.db", n));
-  std::printf("{\"backend\": \"mem\", \"scenario\": \"transitions\", \"engine\": %.1f, \"raw\": null}\n",
-              EngineTransitions(mem, n));
+  std::printf(
+      "{\"backend\": \"sqlite\", \"scenario\": \"transitions\", \"engine\": %.1f, \"raw\": %.1f}\n",
+      EngineTransitions(sqlite, n), RawTransitions(dir + "/raw_t.db", n));
+  std::printf(
+      "{\"backend\": \"sqlite\", \"scenario\": \"route\", \"engine\": %.1f, \"raw\": %.1f}\n",
+      EngineRoute(sqlite, n), RawRoute(dir + "/raw_r.db", n));
+  if (argc > 2) {  // a redis-server port, started by bench/backends.py
+    const int port = std::atoi(argv[2]);
+    const BackendConfig redis{"redis://127.0.0.1:" + std::to_string(port) + "/0", "bench", nullptr};
+    std::printf(
+        "{\"backend\": \"redis\", \"scenario\": \"transitions\", \"engine\": %.1f, \"raw\": "
+        "%.1f}\n",
+        EngineTransitions(redis, n), RawRedisTransitions(port, n));
+    std::printf(
+        "{\"backend\": \"redis\", \"scenario\": \"route\", \"engine\": %.1f, \"raw\": %.1f}\n",
+        EngineRoute(redis, n), RawRedisRoute(port, n));
+  }
+  std::printf(
+      "{\"backend\": \"mem\", \"scenario\": \"transitions\", \"engine\": %.1f, \"raw\": null}\n",
+      EngineTransitions(mem, n));
   std::printf("{\"backend\": \"mem\", \"scenario\": \"route\", \"engine\": %.1f, \"raw\": null}\n",
               EngineRoute(mem, n));
   std::filesystem::remove_all(dir);
