@@ -150,6 +150,7 @@ Result<Stmt*> Conn::Prepare(const std::string& sql) {
   auto it = statements_.find(sql);
   if (it != statements_.end()) {
     it->second->Reset();
+    in_use_.push_back(it->second.get());
     return it->second.get();
   }
   sqlite3_stmt* raw = nullptr;
@@ -159,6 +160,7 @@ Result<Stmt*> Conn::Prepare(const std::string& sql) {
   auto stmt = std::make_unique<Stmt>(raw, this);
   Stmt* out = stmt.get();
   statements_.emplace(sql, std::move(stmt));
+  in_use_.push_back(out);
   return out;
 }
 

@@ -73,6 +73,8 @@ class Stmt {
 
   // Clears bindings and rewinds. Called by Conn::Prepare before handing it out.
   void Reset();
+  // Rewinds only (ends a read cursor); bindings stay.
+  void Rewind() { sqlite3_reset(stmt_); }
 
  private:
   Status Error(int rc) const;
@@ -89,9 +91,11 @@ class Conn {
 
   // The statement for `sql`, compiled once per connection, reset and unbound.
   Result<Stmt*> Prepare(const std::string& sql);
-  // Rewinds every cached statement (ends their read cursors); called before COMMIT.
+  // Rewinds the statements handed out since the last call (ends their read
+  // cursors); called before COMMIT. Only those: a connection caches dozens.
   void ResetAll() {
-    for (auto& [sql, stmt] : statements_) stmt->Reset();
+    for (Stmt* stmt : in_use_) stmt->Rewind();
+    in_use_.clear();
   }
   // Runs `sql` (one or more statements, no results).
   Status Exec(const std::string& sql);
@@ -117,6 +121,7 @@ class Conn {
   std::string path_;
   bool busy_ = false;
   std::unordered_map<std::string, std::unique_ptr<Stmt>> statements_;
+  std::vector<Stmt*> in_use_;  // handed out by Prepare since the last ResetAll
 };
 
 class Database {
