@@ -6,7 +6,7 @@
 namespace pynenc_cpp::bindings {
 
 void InitBroker(py::module_& m) {
-  py::class_<Broker>(m, "Broker",
+  py::class_<Broker, std::shared_ptr<Broker>>(m, "Broker",
                      "Queues of invocation ids by name and priority (thread-safe).\n"
                      "Higher priority first; FIFO within one priority.")
       .def(OpenFromUri(&OpenBroker), py::arg("uri") = "memory://", py::arg("app_id") = "pynenc",

@@ -6,7 +6,7 @@
 namespace pynenc_cpp::bindings {
 
 void InitClientDataStore(py::module_& m) {
-  py::class_<ClientDataStore>(m, "ClientDataStore",
+  py::class_<ClientDataStore, std::shared_ptr<ClientDataStore>>(m, "ClientDataStore",
                               "Key -> serialized value store for large task data (thread-safe).")
       .def(OpenFromUri(&OpenClientDataStore), py::arg("uri") = "memory://",
            py::arg("app_id") = "pynenc",

@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,7 +61,10 @@ auto WithoutGil(Fn&& fn) {
 template <typename OpenFn>
 auto OpenFromUri(OpenFn open) {
   return py::init([open](std::string uri, std::string app_id) {
-    return Unwrap(open(BackendConfig{std::move(uri), std::move(app_id), nullptr}));
+    // Shared holders: a native Lifecycle keeps the component objects it works on.
+    auto opened = Unwrap(open(BackendConfig{std::move(uri), std::move(app_id), nullptr}));
+    using Port = typename decltype(opened)::element_type;
+    return std::shared_ptr<Port>(std::move(opened));
   });
 }
 

@@ -40,7 +40,7 @@ AtomicServiceStatus ParseServiceStatus(const std::string& name) {
 }  // namespace
 
 void InitOrchestrator(py::module_& m) {
-  py::class_<Orchestrator>(
+  py::class_<Orchestrator, std::shared_ptr<Orchestrator>>(
       m, "Orchestrator",
       "Invocation status records and indexes, blocking control, runner heartbeats and\n"
       "atomic-service execution rows (thread-safe; every call is atomic).")

@@ -5,6 +5,7 @@
 
 #include "conversions.h"
 #include "init.h"
+#include "records.h"
 
 namespace pynenc_cpp::bindings {
 namespace {
@@ -40,6 +41,8 @@ py::object IdOrNone(const std::optional<IdT>& id) {
   return id ? py::cast(id->str()) : py::none();
 }
 
+}  // namespace
+
 InvocationRecord InvocationFromDict(const py::dict& d) {
   constexpr const char* kWhat = "invocation record";
   InvocationRecord r;
@@ -72,6 +75,8 @@ py::dict InvocationToDict(const InvocationRecord& r) {
   d["parent_workflow_id"] = r.workflow ? IdOrNone(r.workflow->parent_workflow_id) : py::none();
   return d;
 }
+
+namespace {
 
 py::dict RunnerContextToDict(const RunnerContextRecord& r) {
   py::dict d;
@@ -107,7 +112,7 @@ using Cursor = std::optional<std::tuple<std::int64_t, std::uint64_t>>;
 }  // namespace
 
 void InitStateBackend(py::module_& m) {
-  py::class_<StateBackend>(
+  py::class_<StateBackend, std::shared_ptr<StateBackend>>(
       m, "StateBackend",
       "Invocations, history, results, runner contexts and workflows of one app (thread-safe).\n"
       "Payloads are opaque strings serialized by the adapter; queried fields are indexed.")

@@ -46,7 +46,7 @@ EventFilter MakeFilter(OptStr event_code, OptTime start_us, OptTime end_us,
                  py::arg("emitted_by_invocation_id") = py::none(),                     \
                  py::arg("emitted_by_task_id") = py::none()
 
-void InitConditionsAndTriggers(py::class_<TriggerStore>& c) {
+void InitConditionsAndTriggers(py::class_<TriggerStore, std::shared_ptr<TriggerStore>>& c) {
   c.def(
        "register_condition",
        [](TriggerStore& s, std::string id, std::string json, std::string context_type) {
@@ -142,7 +142,7 @@ void InitConditionsAndTriggers(py::class_<TriggerStore>& c) {
           py::arg("valid_condition_ids"), "Removes the named valid conditions (unknown ignored).");
 }
 
-void InitCronAndClaims(py::class_<TriggerStore>& c) {
+void InitCronAndClaims(py::class_<TriggerStore, std::shared_ptr<TriggerStore>>& c) {
   c.def(
        "last_cron_execution",
        [](TriggerStore& s, std::string id) {
@@ -176,7 +176,7 @@ void InitCronAndClaims(py::class_<TriggerStore>& c) {
           "Drops all trigger data of this store.");
 }
 
-void InitEvents(py::class_<TriggerStore>& c) {
+void InitEvents(py::class_<TriggerStore, std::shared_ptr<TriggerStore>>& c) {
   c.def(
        "store_event",
        [](TriggerStore& s, std::string event_id, std::string code, TimestampUs ts, std::string json,
@@ -263,7 +263,7 @@ void InitEvents(py::class_<TriggerStore>& c) {
           py::arg("event_id"), "Invocation ids linked to the event, in link order.");
 }
 
-void InitRunsAndRetention(py::class_<TriggerStore>& c) {
+void InitRunsAndRetention(py::class_<TriggerStore, std::shared_ptr<TriggerStore>>& c) {
   c.def(
        "store_trigger_run",
        [](TriggerStore& s, std::string run_id, std::string trigger_id, std::string task_key,
@@ -373,7 +373,7 @@ void InitRunsAndRetention(py::class_<TriggerStore>& c) {
 }  // namespace
 
 void InitTrigger(py::module_& m) {
-  py::class_<TriggerStore> c(m, "TriggerStore",
+  py::class_<TriggerStore, std::shared_ptr<TriggerStore>> c(m, "TriggerStore",
                              "Durable state of pynenc's trigger component (thread-safe):\n"
                              "conditions, triggers, valid conditions, cron times, claims,\n"
                              "events and trigger runs. Payloads are pynenc's JSON strings.");

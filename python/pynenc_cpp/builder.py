@@ -28,35 +28,54 @@ _CLASS_STEMS = {
 }
 
 
-def components(backend: str) -> dict[str, str]:
-    """The ``*_cls`` config of every component for ``backend`` ("Mem", "Sqlite", "Redis")."""
-    return {f"{kind}_cls": f"Cpp{backend}{_CLASS_STEMS[kind]}" for kind in _KINDS}
+def components(backend: str, native: bool = True) -> dict[str, str]:
+    """The ``*_cls`` config of every component for ``backend`` ("Mem", "Sqlite", "Redis").
+
+    :param native: Native mode (``Cpp<Backend>NativeOrchestrator``, the default)
+        or mixed mode (``Cpp<Backend>Orchestrator``: pynenc's orchestration code
+        over the native components).
+    """
+    classes = {f"{kind}_cls": f"Cpp{backend}{_CLASS_STEMS[kind]}" for kind in _KINDS}
+    if native:
+        classes["orchestrator_cls"] = f"Cpp{backend}NativeOrchestrator"
+    return classes
 
 
-#: Component class names per backend, as pynenc resolves them from config.
+#: Component class names per backend (native mode), as pynenc resolves them from config.
 MEM_COMPONENTS: dict[str, str] = components("Mem")
 SQLITE_COMPONENTS: dict[str, str] = components("Sqlite")
 REDIS_COMPONENTS: dict[str, str] = components("Redis")
 
 
-def _use(builder: PynencBuilder, classes: dict[str, str], in_memory: bool) -> None:
+def _check_native(native: object) -> bool:
+    if not isinstance(native, bool):
+        raise TypeError(f"native must be a bool, got {type(native).__name__}")
+    return native
+
+
+def _use(builder: PynencBuilder, backend: str, native: bool, in_memory: bool) -> None:
     # Importing registers the classes as subclasses of pynenc's ABCs, which is
     # how pynenc resolves the class names.
     import pynenc_cpp  # noqa: F401
 
+    classes = components(backend, native=_check_native(native))
     builder._config.update(classes)
+    builder._config["cpp_native"] = native
     builder._using_memory_components = in_memory
     builder._plugin_components.clear()
     builder._plugin_components.update(classes)
 
 
-def cpp_mem(builder: PynencBuilder) -> PynencBuilder:
+def cpp_mem(builder: PynencBuilder, *, native: bool = True) -> PynencBuilder:
     """Use the in-memory native components for every backend.
 
     Like pynenc's ``memory()``: state lives in this process, so only runners that
     share the process (``ThreadRunner``, ``DummyRunner``) can be used with it.
+
+    :param native: Native mode (default): each orchestration step is one engine
+        call. ``False``: mixed mode (pynenc's orchestration code, native storage).
     """
-    _use(builder, MEM_COMPONENTS, in_memory=True)
+    _use(builder, "Mem", native, in_memory=True)
     return builder
 
 
@@ -66,6 +85,7 @@ def cpp_sqlite(
     *,
     synchronous: str = "normal",
     busy_timeout_ms: int = 5000,
+    native: bool = True,
 ) -> PynencBuilder:
     """Use the native SQLite components: every component of the app in one file.
 
@@ -74,6 +94,8 @@ def cpp_sqlite(
         named after the app id in the system temp directory.
     :param synchronous: ``"normal"`` (default, WAL) or ``"full"`` (fsync every commit).
     :param busy_timeout_ms: How long a write waits for another process's lock.
+    :param native: Native mode (default): each orchestration step is one engine
+        call (one SQLite transaction). ``False``: mixed mode.
     """
     if synchronous not in SYNCHRONOUS_MODES:
         raise ValueError(f"synchronous={synchronous!r}: expected one of {SYNCHRONOUS_MODES}")
@@ -84,23 +106,27 @@ def cpp_sqlite(
     if path is None:
         app_id = builder._config.get("app_id", "pynenc")
         path = os.path.join(tempfile.gettempdir(), f"pynenc-cpp-{app_id}.db")
-    _use(builder, SQLITE_COMPONENTS, in_memory=False)
+    _use(builder, "Sqlite", native, in_memory=False)
     builder._config["cpp_sqlite_path"] = os.path.abspath(os.fspath(path))
     builder._config["cpp_sqlite_synchronous"] = synchronous
     builder._config["cpp_sqlite_busy_timeout_ms"] = busy_timeout_ms
     return builder
 
 
-def cpp_redis(builder: PynencBuilder, url: str = "redis://127.0.0.1:6379/0") -> PynencBuilder:
+def cpp_redis(
+    builder: PynencBuilder, url: str = "redis://127.0.0.1:6379/0", *, native: bool = True
+) -> PynencBuilder:
     """Use the native Redis components: every component of the app on one server.
 
     :param url: ``redis://host:port/db``, optionally with
         ``?connect_timeout_ms=N&io_timeout_ms=N&password=P``. Keys are namespaced
         by app id, so several apps share one database.
+    :param native: Native mode (default): each orchestration step is one engine
+        call. ``False``: mixed mode.
     """
     if not isinstance(url, str) or not url.startswith("redis://"):
         raise ValueError(f"url={url!r}: expected redis://host:port/db")
-    _use(builder, REDIS_COMPONENTS, in_memory=False)
+    _use(builder, "Redis", native, in_memory=False)
     builder._config["cpp_redis_url"] = url
     return builder
 
@@ -116,6 +142,9 @@ def _validate(config: dict[str, Any]) -> None:
     url = config.get("cpp_redis_url")
     if url is not None and (not isinstance(url, str) or not url.startswith("redis://")):
         raise ValueError(f"cpp_redis_url={url!r}: expected redis://host:port/db")
+    native = config.get("cpp_native")
+    if native is not None and not isinstance(native, bool):
+        raise TypeError(f"cpp_native must be a bool, got {type(native).__name__}")
     timeout = config.get("cpp_sqlite_busy_timeout_ms")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int)):
         raise TypeError(f"cpp_sqlite_busy_timeout_ms must be an int, got {type(timeout).__name__}")

@@ -26,9 +26,16 @@ class ConfigCpp(ConfigPynencBase):
     :cvar ConfigField[str] cpp_redis_url:
         The Redis server of the ``cpp_redis`` components:
         ``redis://host:port/db[?connect_timeout_ms=N&io_timeout_ms=N&password=P]``.
+    :cvar ConfigField[bool] cpp_native:
+        Native mode (default ``True``): the ``Cpp*NativeOrchestrator`` classes run
+        each hot-path step as one engine call. ``False`` makes them behave exactly
+        like the mixed-mode orchestrators (pynenc's own ``BaseOrchestrator`` code
+        over the native components). The builder's ``native=`` flag sets both this
+        and ``orchestrator_cls``, so child processes rebuild the same mode.
     """
 
     cpp_sqlite_path = ConfigField("")
     cpp_sqlite_synchronous = ConfigField("normal")
     cpp_sqlite_busy_timeout_ms = ConfigField(5000)
     cpp_redis_url = ConfigField("redis://127.0.0.1:6379/0")
+    cpp_native = ConfigField(True)

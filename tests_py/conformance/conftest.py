@@ -6,8 +6,13 @@ combination suites); both are overridden here to build pynenc-cpp apps, once
 per backend. Tests that pynenc-cpp does not run are listed, each with its
 reason, in ``exclusions.py`` and in docs/conformance.md.
 
+``app_instance`` is parametrized over backend x mode: ``cpp_mem-native`` uses
+``CppMemNativeOrchestrator`` (each hot-path step one engine call),
+``cpp_mem-mixed`` pynenc's own orchestration code over the native components.
+
 Environment knobs (development aids):
   ``PYNENC_CPP_BACKENDS=mem,sqlite``  which backends to parametrize (default: all built)
+  ``PYNENC_CPP_MODES=native,mixed``   which modes to parametrize (default: both)
   ``PYNENC_CPP_ONLY=<component>``     swap only that component (broker,
       orchestrator, state_backend, trigger, client_data_store) into pynenc's own
       app of the same family, to work on one component at a time.
@@ -35,24 +40,32 @@ ALL_BACKENDS = ("mem", "sqlite", "redis")
 BACKENDS = tuple(
     b for b in os.environ.get("PYNENC_CPP_BACKENDS", ",".join(ALL_BACKENDS)).split(",") if b
 )
+ALL_MODES = ("native", "mixed")
+MODES = tuple(m for m in os.environ.get("PYNENC_CPP_MODES", ",".join(ALL_MODES)).split(",") if m)
+for _mode in MODES:
+    if _mode not in ALL_MODES:
+        raise ValueError(f"PYNENC_CPP_MODES: unknown mode {_mode!r}; expected {ALL_MODES}")
 
 
-def build_app(backend: str, db_path: str, redis_url: str = "") -> Pynenc:
-    """A fresh pynenc-cpp app on `backend` ("mem", "sqlite", "redis"), unique app id."""
+def build_app(backend: str, db_path: str, redis_url: str = "", native: bool = True) -> Pynenc:
+    """A fresh pynenc-cpp app on `backend` ("mem", "sqlite", "redis"), unique app id.
+
+    `native` picks the mode: native orchestrator (default) or mixed mode.
+    """
     builder = PynencBuilder().app_id(f"cpp-conf-{uuid.uuid4().hex[:8]}")
     only = os.environ.get("PYNENC_CPP_ONLY")
     if only:
         key = f"{only}_cls"
-        ours = components(backend.capitalize())
+        ours = components(backend.capitalize(), native=native)
         if key not in ours:
             raise ValueError(f"PYNENC_CPP_ONLY={only!r}: expected one of {sorted(ours)}")
         base = builder.memory() if backend == "mem" else builder.sqlite(sqlite_db_path=db_path)
         return base.custom_config(**{key: ours[key], "cpp_sqlite_path": db_path + ".cpp"}).build()
     if backend == "mem":
-        return builder.cpp_mem().build()
+        return builder.cpp_mem(native=native).build()
     if backend == "redis":
-        return builder.cpp_redis(redis_url).build()
-    return builder.cpp_sqlite(path=db_path).build()
+        return builder.cpp_redis(redis_url, native=native).build()
+    return builder.cpp_sqlite(path=db_path, native=native).build()
 
 
 @pytest.fixture
@@ -62,11 +75,11 @@ def cpp_db_path() -> Iterator[str]:
         yield os.path.join(d, "app.db")
 
 
-@pytest.fixture(params=[f"cpp_{b}" for b in BACKENDS])
+@pytest.fixture(params=[f"cpp_{b}-{m}" for b in BACKENDS for m in MODES])
 def app_instance(request: pytest.FixtureRequest, cpp_db_path: str) -> Pynenc:
-    backend = request.param.removeprefix("cpp_")
+    backend, mode = request.param.removeprefix("cpp_").split("-")
     redis_url = request.getfixturevalue("redis_url") if backend == "redis" else ""
-    return build_app(backend, cpp_db_path, redis_url)
+    return build_app(backend, cpp_db_path, redis_url, native=mode == "native")
 
 
 _PR_SET_CHILD_SUBREAPER = 36

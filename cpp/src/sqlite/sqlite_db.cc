@@ -291,7 +291,15 @@ void Database::Release(std::unique_ptr<Conn> conn) {
   idle_.push_back(std::move(conn));
 }
 
+namespace {
+// The transactions open on this thread, innermost last (see Database::Write).
+thread_local std::vector<std::pair<const Database*, Conn*>> tl_open_transactions;
+}  // namespace
+
 Status Database::Transaction(const char* begin, const std::function<Status(Conn&)>& fn) {
+  for (const auto& [db, open] : tl_open_transactions) {
+    if (db == this) return fn(*open);  // joins the enclosing transaction
+  }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.busy_timeout_ms);
   auto backoff = std::chrono::milliseconds(1);
@@ -301,7 +309,9 @@ Status Database::Transaction(const char* begin, const std::function<Status(Conn&
     std::unique_ptr<Conn> conn = std::move(acquired).value();
     Status s = RunCached(*conn, begin);
     if (s.ok()) {
+      tl_open_transactions.emplace_back(this, conn.get());
       s = fn(*conn);
+      tl_open_transactions.pop_back();
       conn->ResetAll();
       if (s.ok()) s = RunCached(*conn, "COMMIT");
       if (!s.ok() && !sqlite3_get_autocommit(conn->raw())) (void)RunCached(*conn, "ROLLBACK");

@@ -1,0 +1,226 @@
+// _core.Lifecycle: the composite operations of native mode (see
+// pynenc_cpp/native/lifecycle.h). Registrations and conversions only; every
+// operation is one engine call with the GIL released. Values cross as:
+//   status record   (status, runner_id | None, timestamp_us)
+//   invocation      the state backend's record dict (bindings/records.h)
+#include "pynenc_cpp/native/lifecycle.h"
+
+#include "conversions.h"
+#include "init.h"
+#include "records.h"
+
+namespace pynenc_cpp::bindings {
+namespace {
+
+py::tuple RecordTuple(const StatusRecord& r) {
+  return py::make_tuple(r.status, r.runner_id, r.timestamp_us);
+}
+
+Actor MakeActor(std::optional<std::string> runner_id, std::string runner_context_id) {
+  return Actor{std::move(runner_id), std::move(runner_context_id)};
+}
+
+std::optional<TaskId> OptTask(const std::optional<std::string>& key) {
+  if (!key) return std::nullopt;
+  return TaskId(*key);
+}
+
+const char* ClaimKindName(ClaimKind kind) {
+  switch (kind) {
+    case ClaimKind::kClaimed:
+      return "claimed";
+    case ClaimKind::kNotAvailable:
+      return "not_available";
+    case ClaimKind::kNeedsCheck:
+      return "needs_check";
+  }
+  return "not_available";
+}
+
+RecoveryKind ParseRecoveryKind(const std::string& kind) {
+  if (kind == "pending") return RecoveryKind::kPending;
+  if (kind == "running") return RecoveryKind::kRunning;
+  throw EngineException(
+      Status::InvalidArgument("recovery kind must be 'pending' or 'running', got '" + kind + "'"));
+}
+
+}  // namespace
+
+void InitLifecycle(py::module_& m) {
+  py::class_<Lifecycle>(
+      m, "Lifecycle",
+      "Native mode's composite operations over one app's components (thread-safe). On\n"
+      "sqlite:// each operation is one transaction; on memory:// and redis:// a sequence\n"
+      "of atomic steps (see docs/native.md).")
+      .def(py::init([](const std::string& uri, const std::string& app_id,
+                       std::shared_ptr<Orchestrator> orchestrator,
+                       std::shared_ptr<StateBackend> state_backend, std::shared_ptr<Broker> broker,
+                       std::shared_ptr<TriggerStore> trigger, std::string status_context,
+                       std::string result_context, std::string exception_context) {
+             return Unwrap(OpenLifecycle(
+                 LifecycleParts{std::move(orchestrator), std::move(state_backend),
+                                std::move(broker), std::move(trigger)},
+                 BackendConfig{uri, app_id, nullptr},
+                 TriggerContextNames{std::move(status_context), std::move(result_context),
+                                     std::move(exception_context)}));
+           }),
+           py::arg("uri"), py::arg("app_id"), py::arg("orchestrator"), py::arg("state_backend"),
+           py::arg("broker"), py::arg("trigger").none(true), py::arg("status_context"),
+           py::arg("result_context"), py::arg("exception_context"),
+           "Builds the composite operations over the given component objects, opened on\n"
+           "`uri` for `app_id`. `trigger` may be None (every watched flag is then True).\n"
+           "The *_context names are the context types trigger conditions are registered\n"
+           "under. Raises ValueError (InvalidArgument) for a missing component.")
+      .def(
+          "register_and_route",
+          [](Lifecycle& l, const py::list& items, std::optional<std::string> runner_id,
+             std::string runner_context_id) {
+            std::vector<NewRoutedInvocation> batch;
+            batch.reserve(items.size());
+            for (py::handle item : items) {
+              auto t = item.cast<py::tuple>();
+              if (t.size() != 3) throw py::value_error("expected (record, queue, priority) items");
+              batch.push_back(NewRoutedInvocation{InvocationFromDict(t[0].cast<py::dict>()),
+                                                  t[1].cast<std::string>(),
+                                                  t[2].cast<double>()});
+            }
+            Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
+            ChangeOutcome out = WithoutGil([&] { return l.RegisterAndRoute(batch, actor); });
+            return py::make_tuple(RecordTuple(out.record), out.status_watched);
+          },
+          py::arg("items"), py::arg("runner_id"), py::arg("runner_context_id"),
+          "pynenc's register_new_invocations in one call: upsert the (record, queue, priority)\n"
+          "items, register them, one REGISTERED history row each, route them. Returns\n"
+          "(status record, status_watched).")
+      .def(
+          "change_status",
+          [](Lifecycle& l, InvocationId id, InvocationStatus to,
+             std::optional<std::string> runner_id, std::string runner_context_id,
+             std::optional<std::string> task_key, bool release_waiters) {
+            Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
+            ChangeOutcome out = WithoutGil(
+                [&] { return l.ChangeStatus(id, to, actor, OptTask(task_key), release_waiters); });
+            return py::make_tuple(RecordTuple(out.record), out.status_watched);
+          },
+          py::arg("invocation_id"), py::arg("status"), py::arg("runner_id"),
+          py::arg("runner_context_id"), py::arg("task_key") = py::none(),
+          py::arg("release_waiters") = true,
+          "pynenc's set_invocation_status in one call: transition, waiter release and\n"
+          "auto-purge mark for a final status, history row. Returns (record, status_watched).\n"
+          "Raises InvocationNotFound, IllegalTransition or OwnershipViolation.")
+      .def(
+          "claim",
+          [](Lifecycle& l, InvocationId id, std::optional<std::string> runner_id,
+             std::string runner_context_id) {
+            Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
+            ClaimOutcome out = WithoutGil([&] { return l.Claim(id, actor); });
+            py::object inv = out.invocation ? py::object(InvocationToDict(*out.invocation))
+                                            : py::object(py::none());
+            return py::make_tuple(ClaimKindName(out.kind), RecordTuple(out.record), inv,
+                                  out.status_watched);
+          },
+          py::arg("invocation_id"), py::arg("runner_id"), py::arg("runner_context_id"),
+          "Claims one id taken from the broker: returns (kind, record, invocation dict | None,\n"
+          "status_watched); kind is 'claimed' (now PENDING), 'not_available' or 'needs_check'\n"
+          "(its task may have running concurrency control: nothing changed).")
+      .def(
+          "set_task_runs_freely",
+          [](Lifecycle& l, const std::string& task_key) { l.SetTaskRunsFreely(TaskId(task_key)); },
+          py::arg("task_key"),
+          "Declares that the task has running concurrency control disabled, so claim moves\n"
+          "its invocations to PENDING directly.")
+      .def(
+          "finish_success",
+          [](Lifecycle& l, InvocationId id, std::string result,
+             std::optional<std::string> runner_id, std::string runner_context_id,
+             std::string task_key, bool release_waiters) {
+            Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
+            FinishOutcome out = WithoutGil([&] {
+              return l.FinishSuccess(id, result, actor, TaskId(task_key), release_waiters);
+            });
+            return py::make_tuple(RecordTuple(out.change.record), out.change.status_watched,
+                                  out.payload_watched);
+          },
+          py::arg("invocation_id"), py::arg("serialized_result"), py::arg("runner_id"),
+          py::arg("runner_context_id"), py::arg("task_key"), py::arg("release_waiters") = true,
+          "pynenc's set_invocation_result in one call: store the result, then SUCCESS as\n"
+          "change_status. Returns (record, status_watched, result_watched).")
+      .def(
+          "finish_failure",
+          [](Lifecycle& l, InvocationId id, std::string exception,
+             std::optional<std::string> runner_id, std::string runner_context_id,
+             std::string task_key, bool release_waiters) {
+            Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
+            FinishOutcome out = WithoutGil([&] {
+              return l.FinishFailure(id, exception, actor, TaskId(task_key), release_waiters);
+            });
+            return py::make_tuple(RecordTuple(out.change.record), out.change.status_watched,
+                                  out.payload_watched);
+          },
+          py::arg("invocation_id"), py::arg("serialized_exception"), py::arg("runner_id"),
+          py::arg("runner_context_id"), py::arg("task_key"), py::arg("release_waiters") = true,
+          "pynenc's set_invocation_exception in one call: store the exception, then FAILED as\n"
+          "change_status. Returns (record, status_watched, exception_watched).")
+      .def(
+          "retry",
+          [](Lifecycle& l, InvocationId id, std::string queue, double priority,
+             std::optional<std::string> runner_id, std::string runner_context_id,
+             std::string task_key) {
+            Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
+            ChangeOutcome out =
+                WithoutGil([&] { return l.Retry(id, queue, priority, actor, TaskId(task_key)); });
+            return py::make_tuple(RecordTuple(out.record), out.status_watched);
+          },
+          py::arg("invocation_id"), py::arg("queue"), py::arg("priority"), py::arg("runner_id"),
+          py::arg("runner_context_id"), py::arg("task_key"),
+          "pynenc's set_invocation_retry in one call: RETRY (history), retries + 1, route to\n"
+          "`queue` at `priority`. Returns (record, status_watched).")
+      .def(
+          "reroute",
+          [](Lifecycle& l, InvocationId id, std::string queue, double priority,
+             std::optional<std::string> runner_id, std::string runner_context_id,
+             std::string task_key) {
+            Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
+            ChangeOutcome out = WithoutGil(
+                [&] { return l.Reroute(id, queue, priority, actor, TaskId(task_key)); });
+            return py::make_tuple(RecordTuple(out.record), out.status_watched);
+          },
+          py::arg("invocation_id"), py::arg("queue"), py::arg("priority"), py::arg("runner_id"),
+          py::arg("runner_context_id"), py::arg("task_key"),
+          "One invocation of pynenc's reroute_invocations in one call: REROUTED (history),\n"
+          "route to `queue` at `priority`. Returns (record, status_watched).")
+      .def(
+          "recover_stale",
+          [](Lifecycle& l, const std::string& kind, std::int64_t limit_us,
+             std::optional<std::string> runner_id, std::string runner_context_id) {
+            RecoveryKind parsed = ParseRecoveryKind(kind);
+            Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
+            std::vector<Recovered> found =
+                WithoutGil([&] { return l.RecoverStale(parsed, limit_us, actor); });
+            py::list out;
+            for (const Recovered& r : found) {
+              out.append(
+                  py::make_tuple(r.id, RecordTuple(r.change.record), r.change.status_watched));
+            }
+            return out;
+          },
+          py::arg("kind"), py::arg("limit_us"), py::arg("runner_id"), py::arg("runner_context_id"),
+          "The recovery sweep: kind 'pending' moves invocations PENDING for longer than\n"
+          "`limit_us` to PENDING_RECOVERY, 'running' moves RUNNING ones whose owner's last\n"
+          "heartbeat is older than `limit_us` to RUNNING_RECOVERY (history rows written).\n"
+          "Returns [(invocation_id, record, status_watched)].");
+
+  m.def(
+      "history_json",
+      [](InvocationId id, InvocationStatus status, std::optional<std::string> runner_id,
+         std::int64_t timestamp_us, std::string runner_context_id,
+         std::optional<std::string> registered_by) {
+        return HistoryJson(id, StatusRecord{status, std::move(runner_id), timestamp_us},
+                           runner_context_id, registered_by);
+      },
+      py::arg("invocation_id"), py::arg("status"), py::arg("runner_id"), py::arg("timestamp_us"),
+      py::arg("runner_context_id"), py::arg("registered_by") = py::none(),
+      "The history JSON the Lifecycle writes (pynenc's InvocationHistory.to_json layout).");
+}
+
+}  // namespace pynenc_cpp::bindings

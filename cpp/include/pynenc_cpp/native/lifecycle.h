@@ -1,0 +1,195 @@
+// Lifecycle: the composite operations of native mode. Each method is one call
+// from Python (made with the GIL released) that performs every storage step
+// pynenc's BaseOrchestrator performs for one step of an invocation's life:
+// the status transition, the history row, waiter release, the auto-purge mark,
+// routing, result / exception storage, and the "does any trigger condition
+// watch this task?" check that lets Python skip pynenc's trigger reporting
+// when it could not match anything.
+//
+// A Lifecycle is built over the port objects of one app (orchestrator, state
+// backend, broker and, optionally, trigger store), so it works on every
+// backend. How atomic each operation is depends on the backend:
+//   * sqlite://  every operation is ONE `BEGIN IMMEDIATE` transaction when the
+//                components share one Database (they do when opened on the same
+//                path): the port calls join the composite's transaction.
+//   * memory://  each step is atomic under its component's lock; the steps of
+//                one operation are not atomic together (another thread may see
+//                the transition before the history row). Same as pynenc's
+//                MemOrchestrator + MemStateBackend.
+//   * redis://   each step is one round trip (the transition is a Lua
+//                compare-and-set); an operation is several round trips.
+// The status transition is always the first write of an operation that changes
+// a status, so an illegal or lost transition changes nothing.
+//
+// History rows are written exactly as pynenc's BaseStateBackend writes them
+// (InvocationHistory.to_json(): same keys, same isoformat timestamps); their
+// timestamp is the new status record's.
+//
+// Thread safety: thread-safe (the ports are); SetTaskRunsFreely is guarded.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pynenc_cpp/core/error.h"
+#include "pynenc_cpp/core/ids.h"
+#include "pynenc_cpp/core/status.h"
+#include "pynenc_cpp/ports/backend_config.h"
+#include "pynenc_cpp/ports/broker.h"
+#include "pynenc_cpp/ports/orchestrator.h"
+#include "pynenc_cpp/ports/state_backend.h"
+#include "pynenc_cpp/ports/trigger_store.h"
+
+namespace pynenc_cpp {
+
+// The components of one app a Lifecycle works on.
+struct LifecycleParts {
+  std::shared_ptr<Orchestrator> orchestrator;  // required
+  std::shared_ptr<StateBackend> state_backend;  // required
+  std::shared_ptr<Broker> broker;               // required
+  std::shared_ptr<TriggerStore> trigger;        // null: every "watched" flag is true
+};
+
+// The context-type names trigger conditions are registered under (the Python
+// adapter's `module.QualName` of pynenc's StatusContext, ResultContext,
+// ExceptionContext).
+struct TriggerContextNames {
+  std::string status;
+  std::string result;
+  std::string exception;
+};
+
+// Who performs an operation: the owner id used by the status machine and the
+// runner-context id stored in history rows.
+struct Actor {
+  std::optional<std::string> runner_id;
+  std::string runner_context_id;
+};
+
+// One new invocation for RegisterAndRoute.
+struct NewRoutedInvocation {
+  InvocationRecord record;  // the state-backend row (task and call ids inside)
+  std::string queue;        // broker queue of its task
+  double priority = 0.0;    // broker priority of its task
+};
+
+struct ChangeOutcome {
+  StatusRecord record;          // the new status record
+  bool status_watched = false;  // a StatusContext condition watches the task
+};
+
+struct FinishOutcome {
+  ChangeOutcome change;
+  bool payload_watched = false;  // a Result/ExceptionContext condition watches the task
+};
+
+enum class ClaimKind : unsigned char {
+  kClaimed,       // moved to PENDING by the actor (history written)
+  kNotAvailable,  // its status is not available for run: left untouched
+  kNeedsCheck,    // available, but its task may have running concurrency control:
+                  // left untouched; the caller checks and calls ChangeStatus
+};
+
+struct ClaimOutcome {
+  ClaimKind kind = ClaimKind::kNotAvailable;
+  StatusRecord record;  // the new record (kClaimed) or the current one
+  std::optional<InvocationRecord> invocation;  // set unless kNotAvailable
+  bool status_watched = false;                 // kClaimed only
+};
+
+enum class RecoveryKind : unsigned char {
+  kPending,  // PENDING for longer than the limit -> PENDING_RECOVERY
+  kRunning,  // RUNNING owned by a runner without a recent heartbeat -> RUNNING_RECOVERY
+};
+
+struct Recovered {
+  InvocationId id;
+  ChangeOutcome change;
+};
+
+class Lifecycle {
+ public:
+  Lifecycle() = default;
+  Lifecycle(const Lifecycle&) = delete;
+  Lifecycle& operator=(const Lifecycle&) = delete;
+  virtual ~Lifecycle() = default;
+
+  // pynenc's register_new_invocations: upserts the rows in the state backend,
+  // registers them (REGISTERED, owned by the actor), writes one REGISTERED
+  // history row each (registered_by = its parent), and routes them, grouped by
+  // (queue, priority) in first-seen order. `status_watched` is true if any of
+  // their tasks is watched. kInvalidArgument for an empty id.
+  virtual Result<ChangeOutcome> RegisterAndRoute(const std::vector<NewRoutedInvocation>& batch,
+                                                 const Actor& actor) = 0;
+
+  // pynenc's set_invocation_status: transition (compare-and-set), then for a
+  // final status the waiter release (if `release_waiters`) and the auto-purge
+  // mark, then the history row. `task` (if known) saves a lookup for the
+  // watched check. Errors of the transition are returned unchanged.
+  virtual Result<ChangeOutcome> ChangeStatus(const InvocationId& id, InvocationStatus to,
+                                             const Actor& actor,
+                                             const std::optional<TaskId>& task,
+                                             bool release_waiters) = 0;
+
+  // The per-id body of pynenc's get_additional_invocations_to_run for an id
+  // already taken from the broker: status check, invocation lookup, and, when
+  // the task is known to run freely (SetTaskRunsFreely), the move to PENDING
+  // with its history row. kNotFound for an unknown id; transition errors
+  // (another runner won the race) are returned unchanged.
+  virtual Result<ClaimOutcome> Claim(const InvocationId& id, const Actor& actor) = 0;
+
+  // Declares that `task` has running concurrency control disabled, so Claim may
+  // move its invocations to PENDING without asking the caller.
+  virtual void SetTaskRunsFreely(const TaskId& task) = 0;
+
+  // set_invocation_result: stores the serialized result, then ChangeStatus to
+  // SUCCESS. `payload_watched`: a ResultContext condition watches the task.
+  virtual Result<FinishOutcome> FinishSuccess(const InvocationId& id, const std::string& result,
+                                              const Actor& actor, const TaskId& task,
+                                              bool release_waiters) = 0;
+
+  // set_invocation_exception: stores the serialized exception, then ChangeStatus
+  // to FAILED. `payload_watched`: an ExceptionContext condition watches the task.
+  virtual Result<FinishOutcome> FinishFailure(const InvocationId& id, const std::string& exception,
+                                              const Actor& actor, const TaskId& task,
+                                              bool release_waiters) = 0;
+
+  // set_invocation_retry: ChangeStatus to RETRY, retries + 1, route again.
+  virtual Result<ChangeOutcome> Retry(const InvocationId& id, const std::string& queue,
+                                      double priority, const Actor& actor,
+                                      const TaskId& task) = 0;
+
+  // ChangeStatus to REROUTED, then route again (pynenc's reroute_invocations,
+  // one invocation).
+  virtual Result<ChangeOutcome> Reroute(const InvocationId& id, const std::string& queue,
+                                        double priority, const Actor& actor,
+                                        const TaskId& task) = 0;
+
+  // The recovery sweep (pynenc's recover_pending_invocations /
+  // recover_running_invocations before their reroute): every stale invocation
+  // of `kind` (`limit_us`: max pending time, or heartbeat timeout) is moved to
+  // PENDING_RECOVERY / RUNNING_RECOVERY with its history row. An invocation
+  // another runner moved meanwhile (illegal transition) is left out.
+  virtual Result<std::vector<Recovered>> RecoverStale(RecoveryKind kind, TimestampUs limit_us,
+                                                      const Actor& actor) = 0;
+};
+
+// Builds the Lifecycle for `parts` opened with `config` (the same URI and app
+// id as the components): on sqlite:// the transactional one. kInvalidArgument
+// if a required part is null; kBadConfig for an unusable URI.
+Result<std::unique_ptr<Lifecycle>> OpenLifecycle(LifecycleParts parts, const BackendConfig& config,
+                                                 TriggerContextNames names);
+
+// pynenc's InvocationHistory.to_json() for this row (json.dumps layout,
+// datetime.isoformat() timestamps). Exposed for tests.
+std::string HistoryJson(const InvocationId& id, const StatusRecord& record,
+                        const std::string& runner_context_id,
+                        const std::optional<std::string>& registered_by);
+
+// datetime.fromtimestamp(us / 1e6, UTC).isoformat().
+std::string IsoFormatUtc(TimestampUs us);
+
+}  // namespace pynenc_cpp

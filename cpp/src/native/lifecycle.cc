@@ -1,0 +1,290 @@
+// The Lifecycle over the ports (see pynenc_cpp/native/lifecycle.h). Every
+// operation runs inside Atomically(): a plain call here, one SQLite write
+// transaction in SqliteLifecycle (native/sqlite_lifecycle.cc).
+#include "native/port_lifecycle.h"
+
+#include <map>
+#include <utility>
+
+namespace pynenc_cpp {
+namespace native {
+
+PortLifecycle::PortLifecycle(LifecycleParts parts, TriggerContextNames names)
+    : parts_(std::move(parts)), names_(std::move(names)) {}
+
+Status PortLifecycle::Atomically(const std::function<Status()>& fn) { return fn(); }
+
+Result<bool> PortLifecycle::Watched(const TaskId& task, const std::string& context_type) {
+  if (!parts_.trigger) return true;
+  Result<std::vector<std::string>> found =
+      parts_.trigger->ConditionsSourcedFromTask(task.str(), context_type);
+  if (!found.ok()) return found.status();
+  return !found.value().empty();
+}
+
+Result<bool> PortLifecycle::StatusWatched(const InvocationId& id,
+                                          const std::optional<TaskId>& task) {
+  if (!parts_.trigger) return true;
+  if (task) return Watched(*task, names_.status);
+  Result<InvocationRecord> inv = parts_.state_backend->GetInvocation(id);
+  if (!inv.ok()) {
+    // Let pynenc's own reporting run (and fail exactly as it would).
+    if (inv.status().code() == ErrorCode::kNotFound) return true;
+    return inv.status();
+  }
+  return Watched(inv.value().task_id, names_.status);
+}
+
+Result<ChangeOutcome> PortLifecycle::ChangeSteps(const InvocationId& id, InvocationStatus to,
+                                                 const Actor& actor,
+                                                 const std::optional<TaskId>& task,
+                                                 bool release_waiters) {
+  Result<StatusRecord> record = parts_.orchestrator->TransitionStatus(id, to, actor.runner_id);
+  if (!record.ok()) return record.status();
+  if (IsFinal(to)) {
+    if (release_waiters) {
+      if (Status s = parts_.orchestrator->ReleaseWaiters(id); !s.ok()) return s;
+    }
+    if (Status s = parts_.orchestrator->ScheduleAutoPurge(id); !s.ok()) return s;
+  }
+  if (Status s = AddHistory(id, record.value(), actor, std::nullopt); !s.ok()) return s;
+  Result<bool> watched = StatusWatched(id, task);
+  if (!watched.ok()) return watched.status();
+  return ChangeOutcome{record.value(), watched.value()};
+}
+
+Status PortLifecycle::AddHistory(const InvocationId& id, const StatusRecord& record,
+                                 const Actor& actor,
+                                 const std::optional<std::string>& registered_by) {
+  HistoryRecord row;
+  row.invocation_id = id;
+  row.timestamp_us = record.timestamp_us;
+  row.status = record.status;
+  row.history_json = HistoryJson(id, record, actor.runner_context_id, registered_by);
+  return parts_.state_backend->AddHistories({id}, row);
+}
+
+Result<ChangeOutcome> PortLifecycle::RegisterAndRoute(
+    const std::vector<NewRoutedInvocation>& batch, const Actor& actor) {
+  for (const NewRoutedInvocation& inv : batch) {
+    if (inv.record.invocation_id.empty()) {
+      return Status::InvalidArgument("RegisterAndRoute: empty invocation id");
+    }
+  }
+  std::vector<InvocationRecord> rows;
+  std::vector<NewInvocation> news;
+  rows.reserve(batch.size());
+  news.reserve(batch.size());
+  // Routes grouped by (queue, priority), groups in first-seen order.
+  std::vector<std::pair<std::string, double>> route_order;
+  std::map<std::pair<std::string, double>, std::vector<InvocationId>> routes;
+  std::vector<TaskId> tasks;
+  for (const NewRoutedInvocation& inv : batch) {
+    rows.push_back(inv.record);
+    news.push_back(NewInvocation{inv.record.invocation_id, inv.record.task_id, inv.record.call_id});
+    auto key = std::make_pair(inv.queue, inv.priority);
+    auto [it, inserted] = routes.try_emplace(key);
+    if (inserted) route_order.push_back(key);
+    it->second.push_back(inv.record.invocation_id);
+    bool seen = false;
+    for (const TaskId& t : tasks) seen = seen || t == inv.record.task_id;
+    if (!seen) tasks.push_back(inv.record.task_id);
+  }
+  ChangeOutcome out;
+  Status s = Atomically([&]() -> Status {
+    if (Status u = parts_.state_backend->UpsertInvocations(rows); !u.ok()) return u;
+    Result<StatusRecord> record = parts_.orchestrator->RegisterInvocations(news, actor.runner_id);
+    if (!record.ok()) return record.status();
+    out.record = record.value();
+    for (const NewRoutedInvocation& inv : batch) {
+      std::optional<std::string> parent;
+      if (inv.record.parent_invocation_id) parent = inv.record.parent_invocation_id->str();
+      if (Status h = AddHistory(inv.record.invocation_id, out.record, actor, parent); !h.ok()) {
+        return h;
+      }
+    }
+    out.status_watched = false;
+    for (const TaskId& task : tasks) {
+      Result<bool> w = Watched(task, names_.status);
+      if (!w.ok()) return w.status();
+      out.status_watched = out.status_watched || w.value();
+      if (out.status_watched) break;
+    }
+    for (const auto& key : route_order) {
+      if (Status r = parts_.broker->Route(routes[key], key.first, key.second); !r.ok()) return r;
+    }
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Result<ChangeOutcome> PortLifecycle::ChangeStatus(const InvocationId& id, InvocationStatus to,
+                                                  const Actor& actor,
+                                                  const std::optional<TaskId>& task,
+                                                  bool release_waiters) {
+  std::optional<ChangeOutcome> out;
+  Status s = Atomically([&]() -> Status {
+    Result<ChangeOutcome> r = ChangeSteps(id, to, actor, task, release_waiters);
+    if (!r.ok()) return r.status();
+    out = r.value();
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return *out;
+}
+
+void PortLifecycle::SetTaskRunsFreely(const TaskId& task) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_tasks_.insert(task.str());
+}
+
+bool PortLifecycle::RunsFreely(const TaskId& task) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return free_tasks_.contains(task.str());
+}
+
+Result<ClaimOutcome> PortLifecycle::Claim(const InvocationId& id, const Actor& actor) {
+  ClaimOutcome out;
+  Status s = Atomically([&]() -> Status {
+    out = ClaimOutcome{};
+    Result<StatusRecord> current = parts_.orchestrator->GetStatusRecord(id);
+    if (!current.ok()) return current.status();
+    out.record = current.value();
+    if (!IsAvailableForRun(current.value().status)) {
+      out.kind = ClaimKind::kNotAvailable;
+      return Status::Ok();
+    }
+    Result<InvocationRecord> inv = parts_.state_backend->GetInvocation(id);
+    if (!inv.ok()) return inv.status();
+    out.invocation = inv.value();
+    if (!RunsFreely(inv.value().task_id)) {
+      out.kind = ClaimKind::kNeedsCheck;
+      return Status::Ok();
+    }
+    Result<ChangeOutcome> changed =
+        ChangeSteps(id, InvocationStatus::kPending, actor, inv.value().task_id, false);
+    if (!changed.ok()) return changed.status();
+    out.kind = ClaimKind::kClaimed;
+    out.record = changed.value().record;
+    out.status_watched = changed.value().status_watched;
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Result<FinishOutcome> PortLifecycle::Finish(const InvocationId& id, const std::string& payload,
+                                            bool success, const Actor& actor, const TaskId& task,
+                                            bool release_waiters) {
+  FinishOutcome out;
+  Status s = Atomically([&]() -> Status {
+    Status stored = success ? parts_.state_backend->SetResult(id, payload)
+                            : parts_.state_backend->SetException(id, payload);
+    if (!stored.ok()) return stored;
+    Result<ChangeOutcome> changed =
+        ChangeSteps(id, success ? InvocationStatus::kSuccess : InvocationStatus::kFailed, actor,
+                    task, release_waiters);
+    if (!changed.ok()) return changed.status();
+    out.change = changed.value();
+    Result<bool> w = Watched(task, success ? names_.result : names_.exception);
+    if (!w.ok()) return w.status();
+    out.payload_watched = w.value();
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Result<FinishOutcome> PortLifecycle::FinishSuccess(const InvocationId& id,
+                                                   const std::string& result, const Actor& actor,
+                                                   const TaskId& task, bool release_waiters) {
+  return Finish(id, result, true, actor, task, release_waiters);
+}
+
+Result<FinishOutcome> PortLifecycle::FinishFailure(const InvocationId& id,
+                                                   const std::string& exception,
+                                                   const Actor& actor, const TaskId& task,
+                                                   bool release_waiters) {
+  return Finish(id, exception, false, actor, task, release_waiters);
+}
+
+Result<ChangeOutcome> PortLifecycle::ChangeAndRoute(const InvocationId& id, InvocationStatus to,
+                                                    bool count_retry, const std::string& queue,
+                                                    double priority, const Actor& actor,
+                                                    const TaskId& task) {
+  ChangeOutcome out;
+  Status s = Atomically([&]() -> Status {
+    Result<ChangeOutcome> changed = ChangeSteps(id, to, actor, task, false);
+    if (!changed.ok()) return changed.status();
+    out = changed.value();
+    if (count_retry) {
+      if (Status r = parts_.orchestrator->IncrementRetries(id); !r.ok()) return r;
+    }
+    return parts_.broker->Route({id}, queue, priority);
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Result<ChangeOutcome> PortLifecycle::Retry(const InvocationId& id, const std::string& queue,
+                                           double priority, const Actor& actor,
+                                           const TaskId& task) {
+  return ChangeAndRoute(id, InvocationStatus::kRetry, true, queue, priority, actor, task);
+}
+
+Result<ChangeOutcome> PortLifecycle::Reroute(const InvocationId& id, const std::string& queue,
+                                             double priority, const Actor& actor,
+                                             const TaskId& task) {
+  return ChangeAndRoute(id, InvocationStatus::kRerouted, false, queue, priority, actor, task);
+}
+
+Result<std::vector<Recovered>> PortLifecycle::RecoverStale(RecoveryKind kind, TimestampUs limit_us,
+                                                           const Actor& actor) {
+  std::vector<Recovered> out;
+  Status s = Atomically([&]() -> Status {
+    out.clear();
+    Result<std::vector<InvocationId>> stale =
+        kind == RecoveryKind::kPending ? parts_.orchestrator->PendingForRecovery(limit_us)
+                                       : parts_.orchestrator->RunningForRecovery(limit_us);
+    if (!stale.ok()) return stale.status();
+    const InvocationStatus to = kind == RecoveryKind::kPending
+                                    ? InvocationStatus::kPendingRecovery
+                                    : InvocationStatus::kRunningRecovery;
+    for (const InvocationId& id : stale.value()) {
+      Result<ChangeOutcome> changed = ChangeSteps(id, to, actor, std::nullopt, false);
+      if (!changed.ok()) {
+        const ErrorCode code = changed.status().code();
+        // Moved or purged by someone else since the query: nothing to recover.
+        if (code == ErrorCode::kIllegalTransition || code == ErrorCode::kOwnershipViolation ||
+            code == ErrorCode::kNotFound) {
+          continue;
+        }
+        return changed.status();
+      }
+      out.push_back(Recovered{id, changed.value()});
+    }
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+}  // namespace native
+
+Result<std::unique_ptr<Lifecycle>> OpenLifecycle(LifecycleParts parts, const BackendConfig& config,
+                                                 TriggerContextNames names) {
+  if (!parts.orchestrator || !parts.state_backend || !parts.broker) {
+    return Status::InvalidArgument(
+        "Lifecycle needs an orchestrator, a state backend and a broker (got a null one)");
+  }
+  Result<ParsedBackendUri> parsed = CheckBackendConfig(config);
+  if (!parsed.ok()) return parsed.status();
+  if (parsed.value().kind == BackendKind::kSqlite) {
+    return native::NewSqliteLifecycle(std::move(parts), config, std::move(names));
+  }
+  return std::unique_ptr<Lifecycle>(
+      new native::PortLifecycle(std::move(parts), std::move(names)));
+}
+
+}  // namespace pynenc_cpp

@@ -1,0 +1,73 @@
+// The Lifecycle written once over the ports (not a public header). Backends
+// specialise by overriding Atomically() (the scope every operation runs in).
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "pynenc_cpp/native/lifecycle.h"
+
+namespace pynenc_cpp::native {
+
+class PortLifecycle : public Lifecycle {
+ public:
+  PortLifecycle(LifecycleParts parts, TriggerContextNames names);
+
+  Result<ChangeOutcome> RegisterAndRoute(const std::vector<NewRoutedInvocation>& batch,
+                                         const Actor& actor) override;
+  Result<ChangeOutcome> ChangeStatus(const InvocationId& id, InvocationStatus to,
+                                     const Actor& actor, const std::optional<TaskId>& task,
+                                     bool release_waiters) override;
+  Result<ClaimOutcome> Claim(const InvocationId& id, const Actor& actor) override;
+  void SetTaskRunsFreely(const TaskId& task) override;
+  Result<FinishOutcome> FinishSuccess(const InvocationId& id, const std::string& result,
+                                      const Actor& actor, const TaskId& task,
+                                      bool release_waiters) override;
+  Result<FinishOutcome> FinishFailure(const InvocationId& id, const std::string& exception,
+                                      const Actor& actor, const TaskId& task,
+                                      bool release_waiters) override;
+  Result<ChangeOutcome> Retry(const InvocationId& id, const std::string& queue, double priority,
+                              const Actor& actor, const TaskId& task) override;
+  Result<ChangeOutcome> Reroute(const InvocationId& id, const std::string& queue, double priority,
+                                const Actor& actor, const TaskId& task) override;
+  Result<std::vector<Recovered>> RecoverStale(RecoveryKind kind, TimestampUs limit_us,
+                                              const Actor& actor) override;
+
+ protected:
+  // Runs one operation's steps. Here: directly (each step atomic on its own).
+  // `fn` may run more than once (a retried transaction); it must reset what it
+  // fills in.
+  virtual Status Atomically(const std::function<Status()>& fn);
+
+ private:
+  Result<bool> Watched(const TaskId& task, const std::string& context_type);
+  Result<bool> StatusWatched(const InvocationId& id, const std::optional<TaskId>& task);
+  Status AddHistory(const InvocationId& id, const StatusRecord& record, const Actor& actor,
+                    const std::optional<std::string>& registered_by);
+  // Transition + waiters + auto-purge + history + watched check, no scope.
+  Result<ChangeOutcome> ChangeSteps(const InvocationId& id, InvocationStatus to,
+                                    const Actor& actor, const std::optional<TaskId>& task,
+                                    bool release_waiters);
+  Result<FinishOutcome> Finish(const InvocationId& id, const std::string& payload, bool success,
+                               const Actor& actor, const TaskId& task, bool release_waiters);
+  Result<ChangeOutcome> ChangeAndRoute(const InvocationId& id, InvocationStatus to,
+                                       bool count_retry, const std::string& queue,
+                                       double priority, const Actor& actor, const TaskId& task);
+  bool RunsFreely(const TaskId& task);
+
+  const LifecycleParts parts_;
+  const TriggerContextNames names_;
+  std::mutex mu_;
+  std::set<std::string> free_tasks_;  // guarded by mu_
+};
+
+// The SQLite Lifecycle: every operation is one BEGIN IMMEDIATE transaction on
+// the app's Database, which the components' own calls join.
+// REQUIRES: config.uri is sqlite://.
+Result<std::unique_ptr<Lifecycle>> NewSqliteLifecycle(LifecycleParts parts,
+                                                      const BackendConfig& config,
+                                                      TriggerContextNames names);
+
+}  // namespace pynenc_cpp::native

@@ -1,0 +1,514 @@
+"""Native mode: orchestrators whose hot path is one engine call per step.
+
+``CppMemNativeOrchestrator``, ``CppSqliteNativeOrchestrator`` and
+``CppRedisNativeOrchestrator`` are the mixed-mode orchestrators
+(``pynenc_cpp.orchestrator``) with pynenc's ``BaseOrchestrator`` hot-path
+methods overridden by the engine's composite operations (``_core.Lifecycle``):
+
+=================================== ==========================================
+pynenc method                        one engine call
+=================================== ==========================================
+register_new_invocations             upsert + register + history + route
+set_invocation_status                transition + waiters + auto-purge + history
+get_additional_invocations_to_run    per id: status check + lookup + PENDING + history
+set_invocation_result / _exception   store + SUCCESS / FAILED (as above)
+set_invocation_retry                 RETRY + history + retries + 1 + route
+reroute_invocations                  per id: REROUTED + history + route
+=================================== ==========================================
+
+Every side effect of pynenc's implementation is kept: the same history rows,
+waiter release, auto-purge marks, routing, log lines, and trigger reporting.
+Trigger reporting stays pynenc's Python code; the composite tells whether a
+trigger condition of the right context type watches the task, and the report is
+skipped only when none does (pynenc's report would then evaluate nothing).
+
+The native path is taken when the app's state backend and broker (and, for the
+cheap trigger check, its trigger) are pynenc-cpp components of the same backend;
+otherwise, or with ``cpp_native=False`` in the config, every method falls back
+to ``BaseOrchestrator``'s own code (mixed mode).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pynenc import context
+from pynenc.call import LazyCall
+from pynenc.conf.config_broker import validate_priority
+from pynenc.conf.config_task import ConcurrencyControlType
+from pynenc.exceptions import InvocationStatusError
+from pynenc.invocation.dist_invocation import DistributedInvocation
+from pynenc.invocation.status import InvocationStatus
+from pynenc.trigger.conditions import ExceptionContext, ResultContext, StatusContext
+
+from pynenc_cpp import _core
+from pynenc_cpp._component import MemBackend, RedisBackend, SqliteBackend
+from pynenc_cpp.broker import CppBroker
+from pynenc_cpp.errors import (
+    IllegalTransition,
+    InvocationNotFound,
+    OwnershipViolation,
+    to_pynenc_status_error,
+)
+from pynenc_cpp.orchestrator import (
+    CppOrchestrator,
+    UnregisteredInvocationTransitionError,
+    _record,
+)
+from pynenc_cpp.state_backend import CppStateBackend, _dtos, _invocation_record
+from pynenc_cpp.trigger import CppTrigger, _context_type_name
+
+if TYPE_CHECKING:
+    from pynenc import Pynenc
+    from pynenc.identifiers.invocation_id import InvocationId
+    from pynenc.runner.runner_context import RunnerContext
+    from pynenc.types import Params, Result
+
+_CONTEXT_NAMES = (
+    _context_type_name(StatusContext),
+    _context_type_name(ResultContext),
+    _context_type_name(ExceptionContext),
+)
+
+
+class CppNativeOrchestrator(CppOrchestrator):
+    """The orchestrator of native mode (backend picked by the subclass).
+
+    Thread-safe like the mixed-mode orchestrator. See the module docstring for
+    which pynenc methods become one engine call.
+    """
+
+    def __init__(self, app: Pynenc) -> None:
+        super().__init__(app)
+        self._lifecycle_key: tuple[int, int, int] | None = None
+        self._lifecycle_obj: _core.Lifecycle | None = None
+
+    # ---- plumbing ------------------------------------------------------------
+
+    def _lifecycle(self) -> _core.Lifecycle | None:
+        """The composite operations over this app's components, or None (mixed mode).
+
+        Rebuilt when the app's components are swapped (tests do that).
+        """
+        if not self.cpp_conf.cpp_native:
+            return None
+        app = self.app
+        state_backend, broker, trigger = app.state_backend, app.broker, app.trigger
+        key = (id(state_backend), id(broker), id(trigger))
+        if key == self._lifecycle_key:
+            return self._lifecycle_obj
+        lifecycle = None
+        if self._same_backend(state_backend) and self._same_backend(broker):
+            trigger_engine = trigger._engine if self._same_backend(trigger) else None
+            lifecycle = _core.Lifecycle(
+                self.engine_uri,
+                app.app_id,
+                self._engine,
+                state_backend._engine,
+                broker._engine,
+                trigger_engine,
+                *_CONTEXT_NAMES,
+            )
+        self._lifecycle_key, self._lifecycle_obj = key, lifecycle
+        return lifecycle
+
+    def _same_backend(self, component: object) -> bool:
+        """True if ``component`` is a pynenc-cpp component on this orchestrator's storage."""
+        if not isinstance(component, CppStateBackend | CppBroker | CppTrigger):
+            return False
+        for mixin in (MemBackend, SqliteBackend, RedisBackend):
+            if isinstance(self, mixin):
+                return isinstance(component, mixin) and component.engine_uri == self.engine_uri
+        return False
+
+    def _actor(self, runner_ctx: RunnerContext) -> tuple[str, str]:
+        """(owner id, runner-context id) of ``runner_ctx``, its context stored as pynenc does."""
+        self.app.state_backend.store_runner_context(runner_ctx)
+        return runner_ctx.runner_id, runner_ctx.runner_id
+
+    def _validate_route(self, queue: str, priority: float) -> None:
+        """The broker's checks of ``route_invocation(s)``, made before anything is written."""
+        self.app.broker._validate_queue_names((queue,))
+        validate_priority(priority, label="Broker priority")
+
+    def _status_error(self, exc: Exception, invocation_id: InvocationId, status: Any) -> Exception:
+        if isinstance(exc, IllegalTransition | OwnershipViolation):
+            return to_pynenc_status_error(exc)
+        return UnregisteredInvocationTransitionError(
+            from_status=None,
+            to_status=InvocationStatus(status),
+            allowed_statuses=frozenset({InvocationStatus.REGISTERED}),
+        )
+
+    def _invocation(self, record: dict[str, Any]) -> DistributedInvocation:
+        """The invocation for a state-backend record, as ``get_invocation`` builds it."""
+        inv_dto, call_dto = _dtos(record)
+        return DistributedInvocation.from_dto(inv_dto, call=LazyCall.from_dto(self.app, call_dto))
+
+    def _after_change(
+        self, invocation_id: InvocationId, status: InvocationStatus, watched: bool
+    ) -> None:
+        """What set_invocation_status does after the storage steps."""
+        if watched:
+            self.app.trigger.report_tasks_status([invocation_id], status)
+        self.app.logger.info(f"invocation:{invocation_id} status:{status.value}")
+
+    # ---- registration ------------------------------------------------------
+
+    def register_new_invocations(
+        self, invocations: list[DistributedInvocation[Params, Result]]
+    ) -> None:
+        lifecycle = self._lifecycle()
+        if lifecycle is None:
+            return super().register_new_invocations(invocations)
+        runner_ctx = context.get_or_create_runner_context(self.app.app_id)
+        runner_id, ctx_id = self._actor(runner_ctx)
+        items = []
+        validated: set[tuple[str, float]] = set()
+        for inv in invocations:
+            route = (inv.task.broker_queue, inv.task.broker_priority)
+            if route not in validated:
+                self._validate_route(*route)
+                validated.add(route)
+            items.append((_invocation_record(inv.to_dto(), inv.call.to_dto()), *route))
+        raw, watched = lifecycle.register_and_route(items, runner_id, ctx_id)
+        if watched:
+            status = _record(raw).status
+            self.app.trigger.report_tasks_status([i.invocation_id for i in invocations], status)
+        for invocation in invocations:
+            self.app.logger.info(
+                f"NEW task:{invocation.call.task.task_id.key} "
+                f"invocation:{invocation.invocation_id} REGISTERED and ROUTED"
+            )
+
+    # ---- status changes ----------------------------------------------------
+
+    def set_invocation_status(
+        self,
+        invocation_id: InvocationId,
+        status: InvocationStatus,
+        runner_ctx: RunnerContext,
+    ) -> None:
+        lifecycle = self._lifecycle()
+        if lifecycle is None:
+            return super().set_invocation_status(invocation_id, status, runner_ctx)
+        runner_id, ctx_id = self._actor(runner_ctx)
+        try:
+            _, watched = lifecycle.change_status(
+                invocation_id, status, runner_id, ctx_id, None, bool(self.conf.blocking_control)
+            )
+        except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
+            raise self._status_error(exc, invocation_id, status) from exc
+        self._after_change(invocation_id, InvocationStatus(status), watched)
+
+    def set_invocation_result(
+        self, invocation: DistributedInvocation, result: Any, runner_ctx: RunnerContext
+    ) -> None:
+        lifecycle = self._lifecycle()
+        if lifecycle is None:
+            return super().set_invocation_result(invocation, result, runner_ctx)
+        serialized = self.app.client_data_store.serialize(result)
+        runner_id, ctx_id = self._actor(runner_ctx)
+        inv_id = invocation.invocation_id
+        try:
+            _, status_watched, result_watched = lifecycle.finish_success(
+                inv_id,
+                serialized,
+                runner_id,
+                ctx_id,
+                invocation.call.task.task_id.key,
+                bool(self.conf.blocking_control),
+            )
+        except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
+            raise self._status_error(exc, inv_id, InvocationStatus.SUCCESS) from exc
+        self._after_change(inv_id, InvocationStatus.SUCCESS, status_watched)
+        if result_watched:
+            self.app.trigger.report_invocation_result(invocation, result)
+
+    def set_invocation_exception(
+        self, invocation: DistributedInvocation, exception: Exception, runner_ctx: RunnerContext
+    ) -> None:
+        lifecycle = self._lifecycle()
+        if lifecycle is None:
+            return super().set_invocation_exception(invocation, exception, runner_ctx)
+        serialized = self.app.state_backend.serialize_exception(exception)
+        runner_id, ctx_id = self._actor(runner_ctx)
+        inv_id = invocation.invocation_id
+        try:
+            _, status_watched, exception_watched = lifecycle.finish_failure(
+                inv_id,
+                serialized,
+                runner_id,
+                ctx_id,
+                invocation.call.task.task_id.key,
+                bool(self.conf.blocking_control),
+            )
+        except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
+            raise self._status_error(exc, inv_id, InvocationStatus.FAILED) from exc
+        self._after_change(inv_id, InvocationStatus.FAILED, status_watched)
+        if exception_watched:
+            self.app.trigger.report_invocation_failure(invocation, exception)
+
+    def set_invocation_retry(
+        self,
+        invocation: DistributedInvocation[Params, Result],
+        exception: Exception,
+        runner_ctx: RunnerContext,
+    ) -> None:
+        lifecycle = self._lifecycle()
+        if lifecycle is None:
+            return super().set_invocation_retry(invocation, exception, runner_ctx)
+        queue, priority = invocation.task.broker_queue, invocation.task.broker_priority
+        self._validate_route(queue, priority)
+        runner_id, ctx_id = self._actor(runner_ctx)
+        inv_id = invocation.invocation_id
+        try:
+            _, watched = lifecycle.retry(
+                inv_id, queue, priority, runner_id, ctx_id, invocation.call.task.task_id.key
+            )
+        except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
+            raise self._status_error(exc, inv_id, InvocationStatus.RETRY) from exc
+        self._after_change(inv_id, InvocationStatus.RETRY, watched)
+
+    def reroute_invocations(
+        self, invocations_to_reroute: set[InvocationId], runner_ctx: RunnerContext
+    ) -> None:
+        lifecycle = self._lifecycle()
+        if lifecycle is None:
+            return super().reroute_invocations(invocations_to_reroute, runner_ctx)
+        for invocation_id in invocations_to_reroute:
+            self._reroute_one(lifecycle, invocation_id, runner_ctx)
+
+    def _reroute_one(
+        self,
+        lifecycle: _core.Lifecycle,
+        invocation_id: InvocationId,
+        runner_ctx: RunnerContext,
+    ) -> None:
+        invocation = self.app.state_backend.get_invocation(invocation_id)
+        queue, priority = invocation.task.broker_queue, invocation.task.broker_priority
+        self._validate_route(queue, priority)
+        runner_id, ctx_id = self._actor(runner_ctx)
+        try:
+            _, watched = lifecycle.reroute(
+                invocation_id, queue, priority, runner_id, ctx_id, invocation.call.task.task_id.key
+            )
+        except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
+            raise self._status_error(exc, invocation_id, InvocationStatus.REROUTED) from exc
+        self._after_change(invocation_id, InvocationStatus.REROUTED, watched)
+
+    # ---- picking work ------------------------------------------------------
+
+    def _claim(
+        self,
+        lifecycle: _core.Lifecycle,
+        invocation_id: InvocationId,
+        runner_ctx: RunnerContext,
+        invocations_to_reroute: set[InvocationId],
+    ) -> DistributedInvocation | None:
+        """The per-id body of ``get_additional_invocations_to_run``.
+
+        Returns the invocation now PENDING for this runner, or None when it is
+        not to be run now (not available, deferred by concurrency control, or
+        taken by another runner first: logged as pynenc logs it).
+        """
+        runner_id, ctx_id = self._actor(runner_ctx)
+        try:
+            kind, _raw, record, watched = lifecycle.claim(invocation_id, runner_id, ctx_id)
+        except (IllegalTransition, OwnershipViolation) as exc:
+            ex = to_pynenc_status_error(exc)
+            self.app.logger.warning(
+                f"Could not set invocation:{invocation_id} to status:pending: {ex}"
+            )
+            return None
+        if kind == "not_available":
+            return None
+        invocation = self._invocation(record)
+        if kind == "claimed":
+            self._after_change(invocation_id, InvocationStatus.PENDING, watched)
+            return invocation
+        # needs_check: the task's running concurrency control is not known yet.
+        task = invocation.task
+        if task.conf.running_concurrency == ConcurrencyControlType.DISABLED:
+            lifecycle.set_task_runs_freely(task.task_id.key)
+        elif not self.is_candidate_to_run_by_concurrency_control(invocation):
+            if task.conf.reroute_on_concurrency_control:
+                self.set_invocation_status(
+                    invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED, runner_ctx
+                )
+                invocations_to_reroute.add(invocation_id)
+            else:
+                self.set_invocation_status(
+                    invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED_FINAL, runner_ctx
+                )
+            return None
+        try:
+            self.set_invocation_status(invocation_id, InvocationStatus.PENDING, runner_ctx)
+        except InvocationStatusError as ex:
+            self.app.logger.warning(
+                f"Could not set invocation:{invocation_id} to status:pending: {ex}"
+            )
+            return None
+        return invocation
+
+    def get_additional_invocations_to_run(
+        self,
+        missing_invocations: int,
+        blocking_invocation_ids: set[InvocationId],
+        invocations_to_reroute: set[InvocationId],
+        runner_ctx: RunnerContext,
+        queue_provider: Callable[[], Sequence[str]],
+        on_queue_retrieved: Callable[[str], None],
+    ) -> Iterator[DistributedInvocation]:
+        lifecycle = self._lifecycle()
+        if lifecycle is None:
+            yield from super().get_additional_invocations_to_run(
+                missing_invocations,
+                blocking_invocation_ids,
+                invocations_to_reroute,
+                runner_ctx,
+                queue_provider,
+                on_queue_retrieved,
+            )
+            return
+        broker = self.app.broker
+        while missing_invocations > 0:
+            retrieved_invocation = False
+            for queue_name in queue_provider():
+                invocation_id = broker.retrieve_invocation(queue_name)
+                if not invocation_id:
+                    continue
+                retrieved_invocation = True
+                on_queue_retrieved(queue_name)
+                if invocation_id not in blocking_invocation_ids:
+                    invocation = self._claim(
+                        lifecycle, invocation_id, runner_ctx, invocations_to_reroute
+                    )
+                    if invocation is not None:
+                        missing_invocations -= 1
+                        yield invocation
+                break
+            if not retrieved_invocation:
+                break
+
+    def claim_for_run(
+        self, invocation_id: InvocationId, runner_ctx: RunnerContext
+    ) -> DistributedInvocation | None:
+        """Claim one id already taken from the broker for ``runner_ctx``.
+
+        Same semantics as the per-id body of ``get_additional_invocations_to_run``
+        (status check, lookup, running concurrency control, PENDING with its
+        history row and trigger report); an invocation deferred by concurrency
+        control with ``reroute_on_concurrency_control`` is rerouted at once.
+        Returns None when the invocation is not to be run now.
+        """
+        to_reroute: set[InvocationId] = set()
+        lifecycle = self._lifecycle()
+        if lifecycle is None:
+            invocation = self._claim_mixed(invocation_id, runner_ctx, to_reroute)
+        else:
+            invocation = self._claim(lifecycle, invocation_id, runner_ctx, to_reroute)
+        if to_reroute:
+            self.reroute_invocations(to_reroute, runner_ctx)
+        return invocation
+
+    def _claim_mixed(
+        self,
+        invocation_id: InvocationId,
+        runner_ctx: RunnerContext,
+        invocations_to_reroute: set[InvocationId],
+    ) -> DistributedInvocation | None:
+        """``claim_for_run`` in mixed mode: pynenc's per-id body verbatim."""
+        if not self.get_invocation_status(invocation_id).is_available_for_run():
+            return None
+        invocation = self.app.state_backend.get_invocation(invocation_id)
+        if not self.is_candidate_to_run_by_concurrency_control(invocation):
+            if invocation.task.conf.reroute_on_concurrency_control:
+                self.set_invocation_status(
+                    invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED, runner_ctx
+                )
+                invocations_to_reroute.add(invocation_id)
+            else:
+                self.set_invocation_status(
+                    invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED_FINAL, runner_ctx
+                )
+            return None
+        try:
+            self.set_invocation_status(invocation_id, InvocationStatus.PENDING, runner_ctx)
+        except InvocationStatusError as ex:
+            self.app.logger.warning(
+                f"Could not set invocation:{invocation_id} to status:pending: {ex}"
+            )
+            return None
+        return invocation
+
+    # ---- recovery ----------------------------------------------------------
+
+    def recover_stale_invocations(self, runner_ctx: RunnerContext) -> list[InvocationId]:
+        """pynenc's two recovery core tasks in two engine calls (plus the reroutes).
+
+        PENDING invocations older than ``max_pending_seconds`` go to
+        PENDING_RECOVERY and RUNNING ones of runners without a heartbeat for
+        ``runner_considered_dead_after_minutes`` to RUNNING_RECOVERY (history,
+        trigger reports and log lines as pynenc's core tasks), then every one is
+        rerouted. Returns the recovered ids. For runners that run recovery
+        themselves (the C++ runner); pynenc's core tasks keep working unchanged.
+        """
+        lifecycle = self._lifecycle()
+        conf = self.app.conf
+        pending_us = _us(conf.max_pending_seconds)
+        running_us = _us(conf.runner_considered_dead_after_minutes * 60)
+        if lifecycle is None:
+            return self._recover_mixed(runner_ctx)
+        runner_id, ctx_id = self._actor(runner_ctx)
+        recovered: list[InvocationId] = []
+        for kind, limit_us, status, message in (
+            ("pending", pending_us, InvocationStatus.PENDING_RECOVERY, "timed-out pending"),
+            ("running", running_us, InvocationStatus.RUNNING_RECOVERY, "running"),
+        ):
+            for invocation_id, _raw, watched in lifecycle.recover_stale(
+                kind, limit_us, runner_id, ctx_id
+            ):
+                suffix = " from inactive runner" if kind == "running" else ""
+                self.app.logger.info(f"Recovering {message} invocation:{invocation_id}{suffix}")
+                self._after_change(invocation_id, status, watched)
+                recovered.append(invocation_id)
+        self.reroute_invocations(set(recovered), runner_ctx)
+        return recovered
+
+    def _recover_mixed(self, runner_ctx: RunnerContext) -> list[InvocationId]:
+        recovered: list[InvocationId] = []
+        for invocation_id in list(self.get_pending_invocations_for_recovery()):
+            self.set_invocation_status(invocation_id, InvocationStatus.PENDING_RECOVERY, runner_ctx)
+            recovered.append(invocation_id)
+        for invocation_id in list(self.get_running_invocations_for_recovery()):
+            self.set_invocation_status(invocation_id, InvocationStatus.RUNNING_RECOVERY, runner_ctx)
+            recovered.append(invocation_id)
+        self.reroute_invocations(set(recovered), runner_ctx)
+        return recovered
+
+
+def _us(seconds: float) -> int:
+    micros = round(seconds * 1_000_000)
+    return max(micros, 1) if seconds > 0 else micros
+
+
+class CppMemNativeOrchestrator(MemBackend, CppNativeOrchestrator):
+    """Native mode on process-local memory."""
+
+
+class CppSqliteNativeOrchestrator(SqliteBackend, CppNativeOrchestrator):
+    """Native mode on the app's SQLite file: each composite is one transaction."""
+
+
+class CppRedisNativeOrchestrator(RedisBackend, CppNativeOrchestrator):
+    """Native mode on the app's Redis server."""
+
+
+__all__ = [
+    "CppMemNativeOrchestrator",
+    "CppNativeOrchestrator",
+    "CppRedisNativeOrchestrator",
+    "CppSqliteNativeOrchestrator",
+]

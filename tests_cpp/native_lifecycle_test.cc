@@ -1,0 +1,334 @@
+// Lifecycle compliance suite (native mode's composite operations), run on every
+// backend over real components: each composite must leave the stores exactly
+// as pynenc's BaseOrchestrator sequence of calls would (status, history rows,
+// waiters, auto-purge marks, results, retries, queues). SQLite-only cases check
+// that an operation is one transaction (a failed step rolls the earlier ones back).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "backend_fixture.h"
+#include "pynenc_cpp/native/lifecycle.h"
+
+namespace pynenc_cpp {
+namespace {
+
+using S = InvocationStatus;
+constexpr TimestampUs kStart = 1'700'000'000'000'000;
+constexpr TimestampUs kSecond = 1'000'000;
+const TriggerContextNames kNames{"StatusContext", "ResultContext", "ExceptionContext"};
+const Actor kRunner{std::string("runner-1"), "runner-1"};
+
+template <typename B>
+class LifecycleCompliance : public testing::BackendTest<B> {
+ protected:
+  void SetUp() override {
+    clock_ = std::make_shared<ManualClock>(kStart);
+    const BackendConfig config = this->backend_.Config(clock_);
+    orch_ = std::shared_ptr<Orchestrator>(OpenOrchestrator(config).value());
+    state_ = std::shared_ptr<StateBackend>(OpenStateBackend(config).value());
+    broker_ = std::shared_ptr<Broker>(OpenBroker(config).value());
+    trigger_ = std::shared_ptr<TriggerStore>(OpenTriggerStore(config).value());
+    auto opened = OpenLifecycle(LifecycleParts{orch_, state_, broker_, trigger_}, config, kNames);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    life_ = std::move(opened).value();
+  }
+
+  static NewRoutedInvocation New(const std::string& id, const std::string& task = "mod.task",
+                                 const std::string& queue = "default", double priority = 0.0,
+                                 std::optional<std::string> parent = std::nullopt) {
+    NewRoutedInvocation n;
+    n.record.invocation_id = InvocationId(id);
+    n.record.task_id = TaskId(task);
+    n.record.call_id = CallId(task + ":" + id);
+    n.record.arguments_id = id;
+    n.record.serialized_arguments = "{}";
+    if (parent) n.record.parent_invocation_id = InvocationId(*parent);
+    n.queue = queue;
+    n.priority = priority;
+    return n;
+  }
+  void Register(const std::string& id, const std::string& task = "mod.task") {
+    auto r = life_->RegisterAndRoute({New(id, task)}, kRunner);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  // Registered, taken from the queue, PENDING and RUNNING for kRunner.
+  void Running(const std::string& id) {
+    Register(id);
+    ASSERT_TRUE(broker_->Retrieve("default", 0).ok());
+    life_->SetTaskRunsFreely(TaskId("mod.task"));
+    auto c = life_->Claim(InvocationId(id), kRunner);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ASSERT_EQ(c.value().kind, ClaimKind::kClaimed);
+    auto r = life_->ChangeStatus(InvocationId(id), S::kRunning, kRunner, std::nullopt, true);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  S StatusOf(const std::string& id) {
+    return orch_->GetStatusRecord(InvocationId(id)).value().status;
+  }
+  std::vector<S> HistoryOf(const std::string& id) {
+    std::vector<S> out;
+    for (const HistoryRecord& h : state_->GetHistory(InvocationId(id)).value()) {
+      out.push_back(h.status);
+    }
+    return out;
+  }
+  std::vector<std::string> Drain(const std::string& queue) {
+    std::vector<std::string> out;
+    while (true) {
+      auto got = broker_->Retrieve(queue, 0);
+      if (!got.ok() || !got.value()) return out;
+      out.push_back(got.value()->str());
+    }
+  }
+
+  std::shared_ptr<ManualClock> clock_;
+  std::shared_ptr<Orchestrator> orch_;
+  std::shared_ptr<StateBackend> state_;
+  std::shared_ptr<Broker> broker_;
+  std::shared_ptr<TriggerStore> trigger_;
+  std::unique_ptr<Lifecycle> life_;
+};
+
+TYPED_TEST_SUITE(LifecycleCompliance, testing::AllBackends, testing::BackendNames);
+
+TYPED_TEST(LifecycleCompliance, RegisterAndRouteStoresRegistersHistoriesAndRoutes) {
+  auto r = this->life_->RegisterAndRoute(
+      {this->New("a", "mod.t1", "q1", 1.0, "parent-x"), this->New("b", "mod.t2", "q2", 0.0),
+       this->New("c", "mod.t1", "q1", 1.0)},
+      kRunner);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r.value().record.status, S::kRegistered);
+  EXPECT_FALSE(r.value().status_watched);
+  for (const char* id : {"a", "b", "c"}) {
+    EXPECT_EQ(this->StatusOf(id), S::kRegistered);
+    EXPECT_TRUE(this->state_->GetInvocation(InvocationId(id)).ok());
+    EXPECT_EQ(this->HistoryOf(id), std::vector<S>{S::kRegistered});
+  }
+  auto history = this->state_->GetHistory(InvocationId("a")).value();
+  EXPECT_EQ(history[0].history_json,
+            HistoryJson(InvocationId("a"), r.value().record, "runner-1", "parent-x"));
+  EXPECT_EQ(this->Drain("q1"), (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(this->Drain("q2"), (std::vector<std::string>{"b"}));
+}
+
+TYPED_TEST(LifecycleCompliance, RegisterRejectsAnEmptyIdAndStoresNothing) {
+  auto r = this->life_->RegisterAndRoute({this->New("a"), this->New("")}, kRunner);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(this->orch_->GetStatusRecord(InvocationId("a")).ok());
+  EXPECT_EQ(this->broker_->Count({"default"}).value(), 0);
+}
+
+TYPED_TEST(LifecycleCompliance, WatchedFlagsFollowTheTriggerStore) {
+  ASSERT_TRUE(this->trigger_->RegisterCondition("c-status", "{}", "StatusContext").ok());
+  ASSERT_TRUE(this->trigger_->RegisterSourceTaskCondition("mod.watched", "c-status").ok());
+  ASSERT_TRUE(this->trigger_->RegisterCondition("c-result", "{}", "ResultContext").ok());
+  ASSERT_TRUE(this->trigger_->RegisterSourceTaskCondition("mod.task", "c-result").ok());
+  auto watched = this->life_->RegisterAndRoute({this->New("w", "mod.watched")}, kRunner);
+  ASSERT_TRUE(watched.ok());
+  EXPECT_TRUE(watched.value().status_watched);
+  auto plain = this->life_->RegisterAndRoute({this->New("p", "mod.task")}, kRunner);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain.value().status_watched);  // only a ResultContext condition watches it
+  // A status change found by id looks the task up.
+  auto changed = this->life_->ChangeStatus(InvocationId("w"), S::kPending, kRunner, std::nullopt,
+                                           true);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_TRUE(changed.value().status_watched);
+
+  ASSERT_TRUE(this->broker_->Retrieve("default", 0).ok());
+  this->life_->SetTaskRunsFreely(TaskId("mod.task"));
+  ASSERT_EQ(this->life_->Claim(InvocationId("p"), kRunner).value().kind, ClaimKind::kClaimed);
+  ASSERT_TRUE(this->life_->ChangeStatus(InvocationId("p"), S::kRunning, kRunner, TaskId("mod.task"),
+                                        true).ok());
+  auto done = this->life_->FinishSuccess(InvocationId("p"), "42", kRunner, TaskId("mod.task"), true);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_FALSE(done.value().change.status_watched);
+  EXPECT_TRUE(done.value().payload_watched);
+
+  // Without a trigger store every flag is true: Python then always reports.
+  auto blind = OpenLifecycle(LifecycleParts{this->orch_, this->state_, this->broker_, nullptr},
+                             this->backend_.Config(this->clock_), kNames);
+  ASSERT_TRUE(blind.ok());
+  auto r = blind.value()->RegisterAndRoute({this->New("x")}, kRunner);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r.value().status_watched);
+}
+
+TYPED_TEST(LifecycleCompliance, ChangeStatusToFinalReleasesWaitersAndMarksForPurge) {
+  this->Running("a");
+  this->Register("waiter");
+  ASSERT_TRUE(this->orch_->WaitingForResults(InvocationId("waiter"), {InvocationId("a")}).ok());
+  ASSERT_EQ(this->orch_->GetBlockingInvocations(10).value().size(), 0u);  // a is RUNNING
+  auto r = this->life_->ChangeStatus(InvocationId("a"), S::kKilled, kRunner, std::nullopt, true);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(this->StatusOf("a"), S::kKilled);
+  EXPECT_EQ(this->HistoryOf("a"),
+            (std::vector<S>{S::kRegistered, S::kPending, S::kRunning, S::kKilled}));
+  // The wait edge is gone: "waiter" waits for nothing any more...
+  ASSERT_TRUE(this->orch_->WaitingForResults(InvocationId("other"), {InvocationId("waiter")}).ok());
+  EXPECT_EQ(this->orch_->GetBlockingInvocations(10).value(),
+            std::vector<InvocationId>{InvocationId("waiter")});
+  // ... and "a" is marked for auto purge.
+  this->clock_->Advance(10 * kSecond);
+  auto purged = this->orch_->AutoPurge(kSecond);
+  ASSERT_TRUE(purged.ok());
+  EXPECT_EQ(purged.value(), std::vector<InvocationId>{InvocationId("a")});
+}
+
+TYPED_TEST(LifecycleCompliance, IllegalTransitionChangesNothing) {
+  this->Register("a");
+  auto r = this->life_->ChangeStatus(InvocationId("a"), S::kSuccess, kRunner, std::nullopt, true);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kIllegalTransition);
+  ASSERT_TRUE(r.status().transition().has_value());
+  EXPECT_EQ(this->StatusOf("a"), S::kRegistered);
+  EXPECT_EQ(this->HistoryOf("a"), std::vector<S>{S::kRegistered});
+  auto missing =
+      this->life_->ChangeStatus(InvocationId("nope"), S::kPending, kRunner, std::nullopt, true);
+  EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
+}
+
+TYPED_TEST(LifecycleCompliance, ClaimChecksStatusAndConcurrencyKnowledge) {
+  auto unknown = this->life_->Claim(InvocationId("nope"), kRunner);
+  EXPECT_EQ(unknown.status().code(), ErrorCode::kNotFound);
+
+  this->Register("a");
+  auto first = this->life_->Claim(InvocationId("a"), kRunner);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first.value().kind, ClaimKind::kNeedsCheck);  // task not known to run freely
+  ASSERT_TRUE(first.value().invocation.has_value());
+  EXPECT_EQ(first.value().invocation->task_id, TaskId("mod.task"));
+  EXPECT_EQ(this->StatusOf("a"), S::kRegistered);
+
+  this->life_->SetTaskRunsFreely(TaskId("mod.task"));
+  auto claimed = this->life_->Claim(InvocationId("a"), kRunner);
+  ASSERT_TRUE(claimed.ok());
+  EXPECT_EQ(claimed.value().kind, ClaimKind::kClaimed);
+  EXPECT_EQ(claimed.value().record.status, S::kPending);
+  EXPECT_EQ(claimed.value().record.runner_id, std::optional<std::string>("runner-1"));
+  EXPECT_EQ(this->HistoryOf("a"), (std::vector<S>{S::kRegistered, S::kPending}));
+
+  auto again = this->life_->Claim(InvocationId("a"), Actor{std::string("runner-2"), "runner-2"});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.value().kind, ClaimKind::kNotAvailable);
+  EXPECT_EQ(again.value().record.runner_id, std::optional<std::string>("runner-1"));
+}
+
+TYPED_TEST(LifecycleCompliance, FinishSuccessAndFailureStorePayloadAndStatus) {
+  this->Running("ok");
+  auto s = this->life_->FinishSuccess(InvocationId("ok"), "\"result\"", kRunner,
+                                      TaskId("mod.task"), true);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s.value().change.record.status, S::kSuccess);
+  EXPECT_EQ(s.value().change.record.runner_id, std::nullopt);  // released
+  EXPECT_EQ(this->state_->GetResult(InvocationId("ok")).value(), "\"result\"");
+  EXPECT_EQ(this->HistoryOf("ok").back(), S::kSuccess);
+
+  this->Running("bad");
+  auto f = this->life_->FinishFailure(InvocationId("bad"), "{\"error\": 1}", kRunner,
+                                      TaskId("mod.task"), true);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(this->StatusOf("bad"), S::kFailed);
+  EXPECT_EQ(this->state_->GetException(InvocationId("bad")).value(), "{\"error\": 1}");
+
+  // Not the owner: refused.
+  this->Running("other");
+  auto stolen = this->life_->FinishSuccess(InvocationId("other"), "1",
+                                           Actor{std::string("runner-2"), "runner-2"},
+                                           TaskId("mod.task"), true);
+  ASSERT_FALSE(stolen.ok());
+  EXPECT_EQ(stolen.status().code(), ErrorCode::kOwnershipViolation);
+  EXPECT_EQ(this->StatusOf("other"), S::kRunning);
+}
+
+TYPED_TEST(LifecycleCompliance, RetryCountsAndRoutesAgain) {
+  this->Running("a");
+  auto r = this->life_->Retry(InvocationId("a"), "retry-q", 2.0, kRunner, TaskId("mod.task"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(this->StatusOf("a"), S::kRetry);
+  EXPECT_EQ(this->orch_->GetRetries(InvocationId("a")).value(), 1);
+  EXPECT_EQ(this->Drain("retry-q"), std::vector<std::string>{"a"});
+  EXPECT_EQ(this->HistoryOf("a").back(), S::kRetry);
+}
+
+TYPED_TEST(LifecycleCompliance, RerouteMovesAndRoutes) {
+  this->Register("a");
+  ASSERT_TRUE(this->broker_->Retrieve("default", 0).ok());
+  ASSERT_TRUE(this->life_->ChangeStatus(InvocationId("a"), S::kConcurrencyControlled, kRunner,
+                                        std::nullopt, true).ok());
+  auto r = this->life_->Reroute(InvocationId("a"), "default", 0.0, kRunner, TaskId("mod.task"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(this->StatusOf("a"), S::kRerouted);
+  EXPECT_EQ(this->Drain("default"), std::vector<std::string>{"a"});
+}
+
+TYPED_TEST(LifecycleCompliance, RecoverStaleMovesOnlyStaleInvocations) {
+  this->life_->SetTaskRunsFreely(TaskId("mod.task"));
+  this->Register("old");
+  ASSERT_EQ(this->life_->Claim(InvocationId("old"), kRunner).value().kind, ClaimKind::kClaimed);
+  this->clock_->Advance(100 * kSecond);
+  this->Register("young");
+  ASSERT_EQ(this->life_->Claim(InvocationId("young"), kRunner).value().kind, ClaimKind::kClaimed);
+  auto pending = this->life_->RecoverStale(RecoveryKind::kPending, 50 * kSecond,
+                                           Actor{std::string("recoverer"), "recoverer"});
+  ASSERT_TRUE(pending.ok()) << pending.status().ToString();
+  ASSERT_EQ(pending.value().size(), 1u);
+  EXPECT_EQ(pending.value()[0].id, InvocationId("old"));
+  EXPECT_EQ(this->StatusOf("old"), S::kPendingRecovery);
+  EXPECT_EQ(this->StatusOf("young"), S::kPending);
+  EXPECT_EQ(this->HistoryOf("old").back(), S::kPendingRecovery);
+
+  // RUNNING owned by a runner with no heartbeat -> RUNNING_RECOVERY.
+  ASSERT_TRUE(this->life_->ChangeStatus(InvocationId("young"), S::kRunning, kRunner, std::nullopt,
+                                        true).ok());
+  auto running = this->life_->RecoverStale(RecoveryKind::kRunning, 50 * kSecond,
+                                           Actor{std::string("recoverer"), "recoverer"});
+  ASSERT_TRUE(running.ok()) << running.status().ToString();
+  ASSERT_EQ(running.value().size(), 1u);
+  EXPECT_EQ(this->StatusOf("young"), S::kRunningRecovery);
+}
+
+// SQLite: every operation is one transaction, so a failing step undoes the ones
+// before it (here the result stored before a refused SUCCESS transition).
+template <typename B>
+class LifecycleTransactional : public LifecycleCompliance<B> {};
+TYPED_TEST_SUITE(LifecycleTransactional, ::testing::Types<testing::SqliteBackend>,
+                 testing::BackendNames);
+
+TYPED_TEST(LifecycleTransactional, RefusedFinishLeavesNoResult) {
+  this->Register("a");  // REGISTERED -> SUCCESS is illegal
+  auto r = this->life_->FinishSuccess(InvocationId("a"), "1", kRunner, TaskId("mod.task"), true);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kIllegalTransition);
+  EXPECT_EQ(this->state_->GetResult(InvocationId("a")).status().code(), ErrorCode::kNotFound);
+}
+
+TYPED_TEST(LifecycleTransactional, RefusedFailureLeavesNoException) {
+  this->Register("a");  // REGISTERED -> FAILED is illegal
+  auto r = this->life_->FinishFailure(InvocationId("a"), "e", kRunner, TaskId("mod.task"), true);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(this->state_->GetException(InvocationId("a")).status().code(), ErrorCode::kNotFound);
+}
+
+TEST(HistoryJsonTest, MatchesPynencLayout) {
+  StatusRecord rec{InvocationStatus::kPending, std::string("r\"1"), 1'700'000'000'123'456};
+  EXPECT_EQ(HistoryJson(InvocationId("inv"), rec, "ctx", std::nullopt),
+            "{\"invocation_id\": \"inv\", \"_timestamp\": \"2023-11-14T22:13:20.123456+00:00\", "
+            "\"status_record\": {\"status\": \"pending\", \"runner_id\": \"r\\\"1\", "
+            "\"timestamp\": \"2023-11-14T22:13:20.123456+00:00\"}, \"runner_context_id\": "
+            "\"ctx\", \"registered_by_inv_id\": null}");
+  EXPECT_EQ(IsoFormatUtc(1'700'000'000'000'000), "2023-11-14T22:13:20+00:00");
+}
+
+TEST(OpenLifecycleTest, RejectsMissingParts) {
+  auto r = OpenLifecycle(LifecycleParts{}, BackendConfig{}, kNames);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace pynenc_cpp
