@@ -47,6 +47,9 @@ SQLITE_COMPONENTS: dict[str, str] = components("Sqlite")
 REDIS_COMPONENTS: dict[str, str] = components("Redis")
 
 
+_NATIVE_VALUES = ("true", "false", "1", "0", "yes", "no", "on", "off")
+
+
 def _check_native(native: object) -> bool:
     if not isinstance(native, bool):
         raise TypeError(f"native must be a bool, got {type(native).__name__}")
@@ -60,7 +63,7 @@ def _use(builder: PynencBuilder, backend: str, native: bool, in_memory: bool) ->
 
     classes = components(backend, native=_check_native(native))
     builder._config.update(classes)
-    builder._config["cpp_native"] = native
+    builder._config["cpp_native"] = "true" if native else "false"
     builder._using_memory_components = in_memory
     builder._plugin_components.clear()
     builder._plugin_components.update(classes)
@@ -143,8 +146,8 @@ def _validate(config: dict[str, Any]) -> None:
     if url is not None and (not isinstance(url, str) or not url.startswith("redis://")):
         raise ValueError(f"cpp_redis_url={url!r}: expected redis://host:port/db")
     native = config.get("cpp_native")
-    if native is not None and not isinstance(native, bool):
-        raise TypeError(f"cpp_native must be a bool, got {type(native).__name__}")
+    if native is not None and str(native).strip().lower() not in _NATIVE_VALUES:
+        raise ValueError(f"cpp_native={native!r}: expected true or false")
     timeout = config.get("cpp_sqlite_busy_timeout_ms")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int)):
         raise TypeError(f"cpp_sqlite_busy_timeout_ms must be an int, got {type(timeout).__name__}")

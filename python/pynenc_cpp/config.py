@@ -26,8 +26,10 @@ class ConfigCpp(ConfigPynencBase):
     :cvar ConfigField[str] cpp_redis_url:
         The Redis server of the ``cpp_redis`` components:
         ``redis://host:port/db[?connect_timeout_ms=N&io_timeout_ms=N&password=P]``.
-    :cvar ConfigField[bool] cpp_native:
-        Native mode (default ``True``): the ``Cpp*NativeOrchestrator`` classes run
+    :cvar ConfigField[str] cpp_native:
+        Native mode (default ``"true"``; read it through ``native_enabled``, which
+        also accepts ``false``/``0``/``no``/``off`` from an environment variable
+        such as ``PYNENC__CPP_NATIVE=false``): the ``Cpp*NativeOrchestrator`` classes run
         each hot-path step as one engine call. ``False`` makes them behave exactly
         like the mixed-mode orchestrators (pynenc's own ``BaseOrchestrator`` code
         over the native components). The builder's ``native=`` flag sets both this
@@ -38,4 +40,11 @@ class ConfigCpp(ConfigPynencBase):
     cpp_sqlite_synchronous = ConfigField("normal")
     cpp_sqlite_busy_timeout_ms = ConfigField(5000)
     cpp_redis_url = ConfigField("redis://127.0.0.1:6379/0")
-    cpp_native = ConfigField(True)
+    # A str, not a bool: cistell casts env values with the default's type, and
+    # bool("False") is True.
+    cpp_native = ConfigField("true")
+
+    @property
+    def native_enabled(self) -> bool:
+        """``cpp_native`` as a bool."""
+        return str(self.cpp_native).strip().lower() not in ("false", "0", "no", "off", "")

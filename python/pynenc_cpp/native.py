@@ -91,7 +91,7 @@ class CppNativeOrchestrator(CppOrchestrator):
 
         Rebuilt when the app's components are swapped (tests do that).
         """
-        if not self.cpp_conf.cpp_native:
+        if not self.cpp_conf.native_enabled:
             return None
         app = self.app
         state_backend, broker, trigger = app.state_backend, app.broker, app.trigger

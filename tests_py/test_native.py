@@ -1,0 +1,255 @@
+"""Native mode: the builder's mode flag, the native orchestrators' composite path
+against the real engine on every backend, and their fallback to mixed mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from pynenc import Pynenc, PynencBuilder
+from pynenc.exceptions import InvocationStatusOwnershipError, InvocationStatusTransitionError
+from pynenc.invocation import DistributedInvocation, InvocationStatus, InvocationStatusRecord
+from pynenc.runner.runner_context import RunnerContext
+from pynenc.state_backend.base_state_backend import InvocationHistory
+from pynenc.trigger import TriggerBuilder
+
+from pynenc_cpp import _core
+from pynenc_cpp.builder import components
+from pynenc_cpp.native import CppNativeOrchestrator
+from pynenc_cpp.orchestrator import CppOrchestrator
+
+S = InvocationStatus
+
+_task_app = Pynenc()
+
+
+@_task_app.task
+def add(x: int, y: int) -> int:
+    return x + y
+
+
+@_task_app.task
+def watcher() -> None:
+    return None
+
+
+@pytest.fixture(params=["mem", "sqlite", "redis"])
+def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pynenc]:
+    builder = PynencBuilder().app_id(f"native-{uuid.uuid4().hex[:8]}")
+    if request.param == "mem":
+        builder = builder.cpp_mem()
+    elif request.param == "sqlite":
+        builder = builder.cpp_sqlite(path=tmp_path / "native.db")
+    else:
+        builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
+    app = builder.build()
+    add.app = app
+    watcher.app = app
+    yield app
+    app.purge()
+
+
+def ctx(runner_id: str) -> RunnerContext:
+    return RunnerContext(runner_cls="TestRunner", runner_id=runner_id, pid=1, hostname="h")
+
+
+def statuses(app: Pynenc, inv: DistributedInvocation) -> list[InvocationStatus]:
+    return [h.status_record.status for h in app.state_backend.get_history(inv.invocation_id)]
+
+
+# ---- builder and config -----------------------------------------------------
+
+
+def test_components_pick_the_mode() -> None:
+    assert components("Redis")["orchestrator_cls"] == "CppRedisNativeOrchestrator"
+    assert components("Redis", native=False)["orchestrator_cls"] == "CppRedisOrchestrator"
+    assert components("Mem", native=False)["broker_cls"] == components("Mem")["broker_cls"]
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_builder_flag_sets_class_and_config(native: bool) -> None:
+    app = PynencBuilder().app_id(f"flag-{uuid.uuid4().hex[:6]}").cpp_mem(native=native).build()
+    assert isinstance(app.orchestrator, CppNativeOrchestrator) is native
+    assert isinstance(app.orchestrator, CppOrchestrator)
+    assert app.config_values["cpp_native"] == ("true" if native else "false")
+    assert app.orchestrator.cpp_conf.native_enabled is native
+
+
+def test_builder_rejects_a_non_bool_flag() -> None:
+    with pytest.raises(TypeError, match="native must be a bool"):
+        PynencBuilder().cpp_mem(native="yes")  # type: ignore[arg-type]
+
+
+def test_child_process_rebuilds_native_mode(tmp_path: Path) -> None:
+    """The mode travels with the config: a child rebuilding from env gets the same."""
+    code = (
+        "import pynenc_cpp\n"
+        "from pynenc import Pynenc\n"
+        "app = Pynenc()\n"
+        "print(type(app.orchestrator).__name__, app.orchestrator.cpp_conf.native_enabled)\n"
+    )
+    env = dict(os.environ)
+    env.update(
+        {
+            "PYNENC__APP_ID": "child-native",
+            "PYNENC__ORCHESTRATOR_CLS": "CppSqliteNativeOrchestrator",
+            "PYNENC__CPP_SQLITE_PATH": str(tmp_path / "child.db"),
+            "PYNENC__CPP_NATIVE": "false",
+        }
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["CppSqliteNativeOrchestrator", "False"]
+
+
+# ---- history rows -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("micros", [0, 123456])
+def test_history_json_is_pynencs(micros: int) -> None:
+    ts = datetime(2026, 1, 2, 3, 4, 5, micros, tzinfo=UTC)
+    record = InvocationStatusRecord(S.RUNNING, 'run"ner', ts)
+    hist = InvocationHistory(
+        invocation_id="inv-é", status_record=record, runner_context_id="ctx", registered_by_inv_id=None
+    )
+    hist._timestamp = ts
+    us = int(ts.timestamp()) * 1_000_000 + micros
+    assert _core.history_json("inv-é", "running", 'run"ner', us, "ctx", None) == hist.to_json()
+
+
+# ---- the composite path -------------------------------------------------------
+
+
+def test_native_path_is_taken_with_cpp_components(app: Pynenc) -> None:
+    assert isinstance(app.orchestrator, CppNativeOrchestrator)
+    assert app.orchestrator._lifecycle() is not None
+
+
+def test_full_lifecycle_writes_what_pynenc_writes(app: Pynenc) -> None:
+    orch = app.orchestrator
+    inv = add(1, 2)
+    assert app.broker.count_invocations() == 1
+    assert statuses(app, inv) == [S.REGISTERED]
+    runner = ctx("runner-a")
+    picked = list(orch.get_invocations_to_run(1, runner, lambda: ["default"], lambda q: None))
+    assert [p.invocation_id for p in picked] == [inv.invocation_id]
+    assert orch.get_invocation_status_record(inv.invocation_id).runner_id == "runner-a"
+    orch.set_invocation_status(inv.invocation_id, S.RUNNING, runner)
+    orch.set_invocation_result(picked[0], 3, runner)
+    assert inv.result == 3
+    assert statuses(app, inv) == [S.REGISTERED, S.PENDING, S.RUNNING, S.SUCCESS]
+    history = app.state_backend.get_history(inv.invocation_id)
+    assert history[1].runner_context_id == "runner-a"
+    assert app.state_backend.get_runner_context("runner-a") is not None
+
+
+def test_exception_and_retry(app: Pynenc) -> None:
+    orch = app.orchestrator
+    runner = ctx("runner-a")
+    inv = add(1, 2)
+    claimed = orch.claim_for_run(app.broker.retrieve_invocation(), runner)
+    assert claimed is not None
+    orch.set_invocation_status(inv.invocation_id, S.RUNNING, runner)
+    orch.set_invocation_retry(claimed, ValueError("again"), runner)
+    assert orch.get_invocation_status(inv.invocation_id) == S.RETRY
+    assert orch.get_invocation_retries(inv.invocation_id) == 1
+    assert app.broker.count_invocations() == 1  # routed again
+    claimed = orch.claim_for_run(app.broker.retrieve_invocation(), runner)
+    assert claimed is not None
+    orch.set_invocation_status(inv.invocation_id, S.RUNNING, runner)
+    orch.set_invocation_exception(claimed, ValueError("boom"), runner)
+    assert orch.get_invocation_status(inv.invocation_id) == S.FAILED
+    with pytest.raises(ValueError, match="boom"):
+        _ = inv.result
+
+
+def test_claim_for_run_returns_none_when_not_available(app: Pynenc) -> None:
+    inv = add(1, 2)
+    iid = app.broker.retrieve_invocation()
+    assert app.orchestrator.claim_for_run(iid, ctx("a")) is not None
+    assert app.orchestrator.claim_for_run(iid, ctx("b")) is None
+    assert app.orchestrator.get_invocation_status_record(inv.invocation_id).runner_id == "a"
+
+
+def test_status_errors_are_pynencs(app: Pynenc) -> None:
+    orch = app.orchestrator
+    inv = add(1, 2)
+    with pytest.raises(InvocationStatusTransitionError):
+        orch.set_invocation_status(inv.invocation_id, S.SUCCESS, ctx("a"))
+    orch.claim_for_run(app.broker.retrieve_invocation(), ctx("a"))
+    with pytest.raises(InvocationStatusOwnershipError):
+        orch.set_invocation_status(inv.invocation_id, S.RUNNING, ctx("b"))
+    with pytest.raises(KeyError):
+        orch.set_invocation_status("no-such-id", S.PENDING, ctx("a"))  # type: ignore[arg-type]
+    assert statuses(app, inv) == [S.REGISTERED, S.PENDING]
+
+
+def test_trigger_reporting_skipped_only_when_nothing_watches(
+    app: Pynenc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reported: list[tuple[list, object]] = []
+    original = app.trigger.report_tasks_status
+
+    def spy(ids: list, status: object = None) -> None:
+        reported.append((list(ids), status))
+        original(ids, status)
+
+    monkeypatch.setattr(app.trigger, "report_tasks_status", spy)
+    add(1, 2)
+    assert reported == []  # no condition watches add: pynenc's report would do nothing
+    app.trigger.register_task_triggers(
+        watcher, TriggerBuilder().on_status(add, statuses=[S.REGISTERED])
+    )
+    inv = add(3, 4)
+    assert reported == [([inv.invocation_id], S.REGISTERED)]
+    assert app.trigger.get_valid_conditions()  # pynenc's evaluation ran and matched
+
+
+def test_recover_stale_invocations(app: Pynenc) -> None:
+    app.conf.max_pending_seconds = 0.000001
+    orch = app.orchestrator
+    inv = add(1, 2)
+    orch.claim_for_run(app.broker.retrieve_invocation(), ctx("gone"))
+    recovered = orch.recover_stale_invocations(ctx("recoverer"))
+    assert recovered == [inv.invocation_id]
+    assert statuses(app, inv)[-2:] == [S.PENDING_RECOVERY, S.REROUTED]
+    assert app.broker.count_invocations() == 1
+
+
+def test_falls_back_to_mixed_mode_with_foreign_components() -> None:
+    app = (
+        PynencBuilder()
+        .app_id(f"foreign-{uuid.uuid4().hex[:6]}")
+        .memory()
+        .custom_config(orchestrator_cls="CppMemNativeOrchestrator")
+        .build()
+    )
+    add.app = app
+    assert isinstance(app.orchestrator, CppNativeOrchestrator)
+    assert app.orchestrator._lifecycle() is None
+    inv = add(1, 2)
+    assert statuses(app, inv) == [S.REGISTERED]
+    assert app.orchestrator.claim_for_run(app.broker.retrieve_invocation(), ctx("a")) is not None
+
+
+def test_cpp_native_false_uses_pynencs_code() -> None:
+    app = (
+        PynencBuilder()
+        .app_id(f"off-{uuid.uuid4().hex[:6]}")
+        .cpp_mem()
+        .custom_config(cpp_native=False)
+        .build()
+    )
+    assert isinstance(app.orchestrator, CppNativeOrchestrator)
+    assert app.orchestrator._lifecycle() is None
+    add.app = app
+    inv = add(1, 2)
+    assert json.loads(app.state_backend._engine.get_history(inv.invocation_id)[0])["invocation_id"]
