@@ -118,7 +118,10 @@ def test_history_json_is_pynencs(micros: int) -> None:
     ts = datetime(2026, 1, 2, 3, 4, 5, micros, tzinfo=UTC)
     record = InvocationStatusRecord(S.RUNNING, 'run"ner', ts)
     hist = InvocationHistory(
-        invocation_id="inv-é", status_record=record, runner_context_id="ctx", registered_by_inv_id=None
+        invocation_id="inv-é",
+        status_record=record,
+        runner_context_id="ctx",
+        registered_by_inv_id=None,
     )
     hist._timestamp = ts
     us = int(ts.timestamp()) * 1_000_000 + micros
