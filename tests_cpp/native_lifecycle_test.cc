@@ -11,6 +11,7 @@
 
 #include "backend_fixture.h"
 #include "pynenc_cpp/native/lifecycle.h"
+#include "redis/redis_client.h"
 
 namespace pynenc_cpp {
 namespace {
@@ -312,6 +313,56 @@ TYPED_TEST(LifecycleTransactional, RefusedFailureLeavesNoException) {
   auto r = this->life_->FinishFailure(InvocationId("a"), "e", kRunner, TaskId("mod.task"), true);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(this->state_->GetException(InvocationId("a")).status().code(), ErrorCode::kNotFound);
+}
+
+// Redis: Claim and Finish are one script, one round trip, in their common case;
+// the uncommon case falls back to the port-by-port sequence with its exact error.
+template <typename B>
+class LifecycleRoundTrips : public LifecycleCompliance<B> {
+ protected:
+  // Commands the server has processed (the INFO itself included).
+  std::int64_t Commands() {
+    auto client = redis::OpenClient(this->backend_.Config(this->clock_));
+    auto info = client.value()->Command({"INFO", "stats"});
+    const std::string& text = info.value().str;
+    const std::string key = "total_commands_processed:";
+    const std::size_t at = text.find(key) + key.size();
+    return std::stoll(text.substr(at, text.find('\r', at) - at));
+  }
+};
+TYPED_TEST_SUITE(LifecycleRoundTrips, ::testing::Types<testing::RedisBackend>,
+                 testing::BackendNames);
+
+TYPED_TEST(LifecycleRoundTrips, ClaimAndFinishAreOneRoundTripEach) {
+  this->life_->SetTaskRunsFreely(TaskId("mod.task"));
+  this->Register("a");
+  std::int64_t before = this->Commands();
+  auto claimed = this->life_->Claim(InvocationId("a"), kRunner);
+  ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
+  EXPECT_EQ(claimed.value().kind, ClaimKind::kClaimed);
+  EXPECT_EQ(this->Commands() - before, 2);  // the script + this INFO
+  ASSERT_TRUE(this->life_->ChangeStatus(InvocationId("a"), S::kRunning, kRunner, std::nullopt,
+                                        true).ok());
+  before = this->Commands();
+  auto done = this->life_->FinishSuccess(InvocationId("a"), "7", kRunner, TaskId("mod.task"), true);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(this->Commands() - before, 2);
+  EXPECT_EQ(this->StatusOf("a"), S::kSuccess);
+  EXPECT_EQ(this->state_->GetResult(InvocationId("a")).value(), "7");
+  EXPECT_EQ(this->HistoryOf("a"),
+            (std::vector<S>{S::kRegistered, S::kPending, S::kRunning, S::kSuccess}));
+  // The history rows written by the script are the ones the ports would write.
+  auto rows = this->state_->GetHistory(InvocationId("a")).value();
+  EXPECT_EQ(rows.back().history_json,
+            HistoryJson(InvocationId("a"), done.value().change.record, "runner-1", std::nullopt));
+
+  // Uncommon case: finishing an invocation that is not RUNNING falls back and
+  // reports the port's error.
+  this->Register("b");
+  auto refused = this->life_->FinishSuccess(InvocationId("b"), "1", kRunner, TaskId("mod.task"),
+                                            true);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kIllegalTransition);
 }
 
 TEST(HistoryJsonTest, MatchesPynencLayout) {

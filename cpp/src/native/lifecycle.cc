@@ -144,6 +144,11 @@ bool PortLifecycle::RunsFreely(const TaskId& task) {
   return free_tasks_.contains(task.str());
 }
 
+std::vector<std::string> PortLifecycle::FreeTasks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {free_tasks_.begin(), free_tasks_.end()};
+}
+
 Result<ClaimOutcome> PortLifecycle::Claim(const InvocationId& id, const Actor& actor) {
   ClaimOutcome out;
   Status s = Atomically([&]() -> Status {
@@ -282,6 +287,9 @@ Result<std::unique_ptr<Lifecycle>> OpenLifecycle(LifecycleParts parts, const Bac
   if (!parsed.ok()) return parsed.status();
   if (parsed.value().kind == BackendKind::kSqlite) {
     return native::NewSqliteLifecycle(std::move(parts), config, std::move(names));
+  }
+  if (parsed.value().kind == BackendKind::kRedis) {
+    return native::NewRedisLifecycle(std::move(parts), config, std::move(names));
   }
   return std::unique_ptr<Lifecycle>(
       new native::PortLifecycle(std::move(parts), std::move(names)));

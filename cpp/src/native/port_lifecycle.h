@@ -6,6 +6,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "pynenc_cpp/native/lifecycle.h"
 
@@ -36,6 +37,12 @@ class PortLifecycle : public Lifecycle {
                                               const Actor& actor) override;
 
  protected:
+  bool RunsFreely(const TaskId& task);
+  // Every task declared with SetTaskRunsFreely.
+  std::vector<std::string> FreeTasks();
+  const LifecycleParts& parts() const { return parts_; }
+  const TriggerContextNames& names() const { return names_; }
+
   // Runs one operation's steps. Here: directly (each step atomic on its own).
   // `fn` may run more than once (a retried transaction); it must reset what it
   // fills in.
@@ -55,7 +62,6 @@ class PortLifecycle : public Lifecycle {
   Result<ChangeOutcome> ChangeAndRoute(const InvocationId& id, InvocationStatus to,
                                        bool count_retry, const std::string& queue,
                                        double priority, const Actor& actor, const TaskId& task);
-  bool RunsFreely(const TaskId& task);
 
   const LifecycleParts parts_;
   const TriggerContextNames names_;
@@ -69,5 +75,11 @@ class PortLifecycle : public Lifecycle {
 Result<std::unique_ptr<Lifecycle>> NewSqliteLifecycle(LifecycleParts parts,
                                                       const BackendConfig& config,
                                                       TriggerContextNames names);
+
+// The Redis Lifecycle: Claim and FinishSuccess/FinishFailure are one Lua script
+// (one round trip) in their common case. REQUIRES: config.uri is redis://.
+Result<std::unique_ptr<Lifecycle>> NewRedisLifecycle(LifecycleParts parts,
+                                                     const BackendConfig& config,
+                                                     TriggerContextNames names);
 
 }  // namespace pynenc_cpp::native

@@ -34,6 +34,11 @@
 
 namespace pynenc_cpp::redis_orchestrator {
 
+// The helpers every orchestrator script starts with (P = ARGV[1], pad, argkey,
+// release, forget), for scripts of other modules that write orchestrator keys
+// (native/redis_lifecycle.cc).
+const char* LuaCommon();
+
 const redis::Script& RegisterScript();
 const redis::Script& TransitionScript();
 const redis::Script& IndexArgumentsScript();

@@ -52,6 +52,8 @@ Script Make(const char* body) { return Script(std::string(kCommon) + body); }
 
 }  // namespace
 
+const char* LuaCommon() { return kCommon; }
+
 // ARGV: P, status, ts, has_owner, owner, then (id, task, call) triples.
 const Script& RegisterScript() {
   static const Script s = Make(R"lua(

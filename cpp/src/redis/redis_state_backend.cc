@@ -704,6 +704,12 @@ class RedisStateBackend final : public StateBackend {
 
 }  // namespace
 
+std::string HistoryPositionPrefix(TimestampUs ts) { return EncodeTs(ts); }
+std::string HistoryValue(const HistoryRecord& r) { return PackHistoryValue(r); }
+std::optional<InvocationRecord> ParseInvocationRecord(const std::string& packed) {
+  return UnpackInvocation(packed);
+}
+
 Result<std::unique_ptr<StateBackend>> NewRedisStateBackend(std::shared_ptr<Client> client,
                                                            const BackendConfig& config) {
   if (config.app_id.empty()) return Status::BadConfig("the redis state backend needs an app_id");

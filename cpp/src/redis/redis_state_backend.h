@@ -27,6 +27,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +49,14 @@ inline constexpr const char* kAppInfosKey = "pynenc:app_infos";
 // kBackendFailure with the server's message.
 Result<std::unique_ptr<StateBackend>> NewRedisStateBackend(std::shared_ptr<Client> client,
                                                            const BackendConfig& config);
+
+// Layout helpers for scripts of other modules that write state-backend keys
+// (native/redis_lifecycle.cc): the first 16 hex digits of a history position
+// for timestamp `ts`, the stored value of a history entry ("<status>|<json>"),
+// and the decoder of the `rec` field of P inv:<id> (nullopt if malformed).
+std::string HistoryPositionPrefix(TimestampUs ts);
+std::string HistoryValue(const HistoryRecord& r);
+std::optional<InvocationRecord> ParseInvocationRecord(const std::string& packed);
 
 // Every (app_id, app_info_json) registered on `client`'s server, ascending by app id.
 Result<std::vector<std::pair<std::string, std::string>>> RedisDiscoverAppInfos(
