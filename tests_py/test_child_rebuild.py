@@ -46,7 +46,7 @@ def test_child_rebuilds_components_from_the_pickled_config(
     stem = "Sqlite" if backend == "sqlite" else "Redis"
     assert run_child(app) == [
         f"Cpp{stem}Broker",
-        f"Cpp{stem}Orchestrator",
+        f"Cpp{stem}NativeOrchestrator",  # native mode is the default
         f"Cpp{stem}StateBackend",
         f"Cpp{stem}Trigger",
         f"Cpp{stem}ClientDataStore",

@@ -22,7 +22,7 @@ def test_demo_prints_correct_results(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == (
-        "components: CppSqliteBroker, CppSqliteOrchestrator, CppSqliteStateBackend, "
+        "components: CppSqliteBroker, CppSqliteNativeOrchestrator, CppSqliteStateBackend, "
         "CppSqliteTrigger, CppSqliteClientDataStore"
     )
     for label, value in [
