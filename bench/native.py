@@ -40,6 +40,7 @@ from tests_py.redis_server import RedisServer  # noqa: E402
 
 BACKENDS = ("mem", "sqlite", "redis")
 MODES = ("mixed", "native")
+PHASES = ("submit", "run", "submit_cpu", "run_cpu")
 
 
 def build_app(backend: str, native: bool, tmp: Path, redis_url: str):  # noqa: ANN201
@@ -60,9 +61,9 @@ def one_run(backend: str, native: bool, n: int, tmp: Path, redis_url: str) -> di
     orch = app.orchestrator
     queues = list(app.broker.conf.queues)
 
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     invocations = [bench_tasks.noop(i) for i in range(n)]
-    t1 = time.perf_counter()
+    c1, t1 = time.process_time(), time.perf_counter()
     done = 0
     while done < n:
         batch = list(orch.get_invocations_to_run(8, runner, lambda: queues, lambda q: None))
@@ -72,11 +73,16 @@ def one_run(backend: str, native: bool, n: int, tmp: Path, redis_url: str) -> di
             orch.set_invocation_status(inv.invocation_id, InvocationStatus.RUNNING, runner)
             orch.set_invocation_result(inv, 0, runner)
         done += len(batch)
-    t2 = time.perf_counter()
+    c2, t2 = time.process_time(), time.perf_counter()
     if orch.get_invocation_status(invocations[-1].invocation_id) != InvocationStatus.SUCCESS:
         raise RuntimeError("the last invocation did not reach SUCCESS")
     app.purge()
-    return {"submit": (t1 - t0) / n * 1e6, "run": (t2 - t1) / n * 1e6}
+    return {
+        "submit": (t1 - t0) / n * 1e6,
+        "run": (t2 - t1) / n * 1e6,
+        "submit_cpu": (c1 - c0) / n * 1e6,
+        "run_cpu": (c2 - c1) / n * 1e6,
+    }
 
 
 def main() -> int:
@@ -96,7 +102,7 @@ def main() -> int:
         try:
             for backend in backends:
                 samples: dict[str, dict[str, list[float]]] = {
-                    m: {"submit": [], "run": []} for m in MODES
+                    m: {p: [] for p in PHASES} for m in MODES
                 }
                 for _ in range(args.repeats):
                     for mode in MODES:  # interleaved: both modes see the same machine load
@@ -113,14 +119,20 @@ def main() -> int:
                 server.stop()
 
     print(f"\nper-task orchestration cost, median of {args.repeats} runs of {args.n} tasks (us)")
-    print(f"{'backend':8} {'phase':7} {'mixed':>9} {'native':>9} {'mixed/native':>13}")
+    print("wall = elapsed time; cpu = this process's CPU time (Python + engine, not Redis)")
+    print(f"{'backend':8} {'phase':11} {'mixed':>9} {'native':>9} {'mixed/native':>13}")
     for backend, modes in results.items():
-        for phase in ("submit", "run"):
-            mixed, native = modes["mixed"][phase], modes["native"][phase]
-            print(f"{backend:8} {phase:7} {mixed:9.1f} {native:9.1f} {mixed / native:12.2f}x")
-        total_m = sum(modes["mixed"].values())
-        total_n = sum(modes["native"].values())
-        print(f"{backend:8} {'total':7} {total_m:9.1f} {total_n:9.1f} {total_m / total_n:12.2f}x")
+        for kind in ("", "_cpu"):
+            for phase in ("submit", "run"):
+                mixed, native = modes["mixed"][phase + kind], modes["native"][phase + kind]
+                label = phase + (" cpu" if kind else " wall")
+                print(f"{backend:8} {label:11} {mixed:9.1f} {native:9.1f} {mixed / native:12.2f}x")
+            total_m = modes["mixed"]["submit" + kind] + modes["mixed"]["run" + kind]
+            total_n = modes["native"]["submit" + kind] + modes["native"]["run" + kind]
+            label = "total" + (" cpu" if kind else " wall")
+            print(
+                f"{backend:8} {label:11} {total_m:9.1f} {total_n:9.1f} {total_m / total_n:12.2f}x"
+            )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0
