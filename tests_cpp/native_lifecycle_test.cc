@@ -5,7 +5,9 @@
 // that an operation is one transaction (a failed step rolls the earlier ones back).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
+#include <thread>
 #include <string>
 #include <type_traits>
 
@@ -291,6 +293,38 @@ TYPED_TEST(LifecycleCompliance, RecoverStaleMovesOnlyStaleInvocations) {
   ASSERT_TRUE(running.ok()) << running.status().ToString();
   ASSERT_EQ(running.value().size(), 1u);
   EXPECT_EQ(this->StatusOf("young"), S::kRunningRecovery);
+}
+
+TYPED_TEST(LifecycleCompliance, RacingClaimsHaveExactlyOneWinner) {
+  this->life_->SetTaskRunsFreely(TaskId("mod.task"));
+  constexpr int kInvocations = 20;
+  constexpr int kThreads = 4;
+  for (int i = 0; i < kInvocations; ++i) this->Register("r" + std::to_string(i));
+  std::atomic<int> claimed{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const Actor me{"runner-" + std::to_string(t), "runner-" + std::to_string(t)};
+      for (int i = 0; i < kInvocations; ++i) {
+        auto r = this->life_->Claim(InvocationId("r" + std::to_string(i)), me);
+        if (r.ok() && r.value().kind == ClaimKind::kClaimed) {
+          ++claimed;
+        } else if (!r.ok() && r.status().code() != ErrorCode::kIllegalTransition &&
+                   r.status().code() != ErrorCode::kOwnershipViolation) {
+          ++failed;  // a lost race must be reported as such, never as a failure
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(claimed.load(), kInvocations);
+  EXPECT_EQ(failed.load(), 0);
+  for (int i = 0; i < kInvocations; ++i) {
+    const std::string id = "r" + std::to_string(i);
+    EXPECT_EQ(this->StatusOf(id), S::kPending);
+    EXPECT_EQ(this->HistoryOf(id), (std::vector<S>{S::kRegistered, S::kPending}));
+  }
 }
 
 // SQLite: every operation is one transaction, so a failing step undoes the ones
