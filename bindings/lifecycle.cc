@@ -50,8 +50,9 @@ void InitLifecycle(py::module_& m) {
   py::class_<Lifecycle>(
       m, "Lifecycle",
       "Native mode's composite operations over one app's components (thread-safe). On\n"
-      "sqlite:// each operation is one transaction; on memory:// and redis:// a sequence\n"
-      "of atomic steps (see docs/native.md).")
+      "sqlite:// each operation is one transaction; on redis:// claim and finish are one\n"
+      "Lua script in their common case; otherwise a sequence of atomic steps (see\n"
+      "docs/native.md).")
       .def(py::init([](const std::string& uri, const std::string& app_id,
                        std::shared_ptr<Orchestrator> orchestrator,
                        std::shared_ptr<StateBackend> state_backend, std::shared_ptr<Broker> broker,

@@ -746,8 +746,9 @@ class TriggerStore:
 class Lifecycle:
     """
     Native mode's composite operations over one app's components (thread-safe). On
-    sqlite:// each operation is one transaction; on memory:// and redis:// a sequence
-    of atomic steps (see docs/native.md).
+    sqlite:// each operation is one transaction; on redis:// claim and finish are one
+    Lua script in their common case; otherwise a sequence of atomic steps (see
+    docs/native.md).
     """
     def __init__(
         self,

@@ -16,8 +16,11 @@
 //                one operation are not atomic together (another thread may see
 //                the transition before the history row). Same as pynenc's
 //                MemOrchestrator + MemStateBackend.
-//   * redis://   each step is one round trip (the transition is a Lua
-//                compare-and-set); an operation is several round trips.
+//   * redis://   Claim and FinishSuccess / FinishFailure are ONE Lua script
+//                (one round trip) in their common case (native/redis_lifecycle.cc);
+//                otherwise, and for every other operation, each step is atomic
+//                and one round trip (the transition is a read plus a Lua
+//                compare-and-set), so an operation is several round trips.
 // The status transition is always the first write of an operation that changes
 // a status, so an illegal or lost transition changes nothing.
 //
