@@ -256,3 +256,44 @@ def test_cpp_native_false_uses_pynencs_code() -> None:
     add.app = app
     inv = add(1, 2)
     assert json.loads(app.state_backend._engine.get_history(inv.invocation_id)[0])["invocation_id"]
+
+
+def test_result_and_exception_reports_follow_their_conditions(
+    app: Pynenc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    trigger = app.trigger
+    for name in ("report_invocation_result", "report_invocation_failure"):
+        original = getattr(trigger, name)
+
+        def spy(*args: object, _name: str = name, _original: object = original) -> None:
+            calls.append(_name)
+            _original(*args)  # type: ignore[operator]
+
+        monkeypatch.setattr(trigger, name, spy)
+    orch, runner = app.orchestrator, ctx("runner-a")
+
+    def finish(ok: bool) -> None:
+        add(1, 2)
+        inv = orch.claim_for_run(app.broker.retrieve_invocation(), runner)
+        assert inv is not None
+        orch.set_invocation_status(inv.invocation_id, S.RUNNING, runner)
+        if ok:
+            orch.set_invocation_result(inv, 3, runner)
+        else:
+            orch.set_invocation_exception(inv, ValueError("x"), runner)
+
+    finish(True)
+    finish(False)
+    assert calls == []  # nothing watches add's result or exception
+    app.trigger.register_task_triggers(
+        watcher,
+        [
+            TriggerBuilder().on_result(add, filter_result=3),
+            TriggerBuilder().on_exception(add, exception_types="ValueError"),
+        ],
+    )
+    finish(True)
+    finish(False)
+    assert calls == ["report_invocation_result", "report_invocation_failure"]
+    assert len(app.trigger.get_valid_conditions()) == 2  # pynenc's evaluation matched both
