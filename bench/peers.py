@@ -631,10 +631,10 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument(
-        "-n", type=int, default=None, help="S1 tasks per round (default 400, quick 100)"
+        "-n", type=int, default=None, help="S1 tasks per round (default 300, quick 100)"
     )
     parser.add_argument(
-        "-m", type=int, default=None, help="S2 round trips per round (default 100, quick 30)"
+        "-m", type=int, default=None, help="S2 round trips per round (default 80, quick 30)"
     )
     parser.add_argument(
         "--rounds", type=int, default=None, help="rounds per system (default 3, quick 1)"
@@ -666,8 +666,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{s.name:<34} {s.venv:<6} {s.note}")
         return 0
     quick = args.quick
-    args.n = args.n or (100 if quick else 400)
-    args.m = args.m or (30 if quick else 100)
+    args.n = args.n or (100 if quick else 300)
+    args.m = args.m or (30 if quick else 80)
     args.rounds = args.rounds or (1 if quick else 3)
     args.idle_s = args.idle_s if args.idle_s is not None else (2.0 if quick else 10.0)
     if args.systems:
