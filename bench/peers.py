@@ -348,6 +348,8 @@ def run_driver(spec: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"status": "ok"}
     t_setup = time.perf_counter()
     adapter.setup()
+    stopping = threading.Event()
+    threading.Thread(target=_watch_workers, args=(adapter, spec, stopping), daemon=True).start()
     try:
         # Warm-up: proves the workers are up (and lets pools scale up) before timing.
         warm = [adapter.submit(-1 - k) for k in range(spec["warmup"])]
@@ -401,8 +403,24 @@ def run_driver(spec: dict[str, Any]) -> dict[str, Any]:
                 "processes": len(after),
             }
     finally:
+        stopping.set()
         adapter.teardown()
     return out
+
+
+def _watch_workers(adapter: Adapter, spec: dict[str, Any], stopping: threading.Event) -> None:
+    """A worker that exits before teardown fails the round at once, with its log's tail
+    (instead of the driver waiting for results until the parent's timeout)."""
+    procs: list[subprocess.Popen[bytes]] = getattr(adapter, "procs", [])
+    while not stopping.wait(0.5):
+        for p in procs:
+            if p.poll() is not None and not stopping.is_set():
+                logs = sorted(Path(spec["workdir"]).glob(f"{spec['app_id']}-worker*.log"))
+                tail = " | ".join(
+                    " | ".join(log.read_text(errors="replace").strip().splitlines()[-4:])
+                    for log in logs
+                )
+                _emit({"status": "error", "error": f"worker exited {p.returncode}: {tail}"})
 
 
 def driver_main(spec_json: str) -> int:
@@ -415,9 +433,16 @@ def driver_main(spec_json: str) -> int:
             "error": f"{type(exc).__name__}: {exc}",
             "traceback": traceback.format_exc(limit=8),
         }
+    _emit(out)
+    return 0
+
+
+def _emit(out: dict[str, Any]) -> None:
+    """Report to the parent and exit now (daemon threads of in-process runners must
+    not delay exit; the parent kills what is left of this process group)."""
     sys.stdout.write("PEERS-RESULT " + json.dumps(out) + "\n")
     sys.stdout.flush()
-    os._exit(0)  # daemon threads of in-process runners must not delay exit
+    os._exit(0)
 
 
 def worker_main() -> int:

@@ -105,3 +105,24 @@ def test_unavailable_system_is_skipped_with_its_reason() -> None:
     assert summary == {"status": "skipped", "reason": "CppRunner not available"}
     table = peers.render_table({"cpp-redis-native-cpprunner": summary}, [])
     assert "SKIPPED" in table and "CppRunner not available" in table
+
+
+def test_a_worker_that_dies_fails_the_round_with_its_log(tmp_path: Path) -> None:
+    """The driver's watcher reports a dead worker at once, with its log's tail."""
+    script = f"""
+import subprocess, sys, threading
+sys.path.insert(0, {str(ROOT / "bench")!r})
+import peers
+log = open({str(tmp_path / "app-worker.log")!r}, "wb")
+proc = subprocess.Popen([sys.executable, "-c", "print('worker boom'); raise SystemExit(3)"],
+                        stdout=log, stderr=subprocess.STDOUT)
+adapter = type("A", (), {{"procs": [proc]}})()
+peers._watch_workers(adapter, {{"workdir": {str(tmp_path)!r}, "app_id": "app"}}, threading.Event())
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("PEERS-RESULT "))
+    result = json.loads(line[len("PEERS-RESULT ") :])
+    assert result["status"] == "error"
+    assert "worker exited 3" in result["error"] and "worker boom" in result["error"]
