@@ -32,8 +32,12 @@ HERE = Path(__file__).resolve().parent
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--stack", default="cpp-redis", choices=("cpp-mem", "cpp-sqlite", "cpp-redis"))
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument(
+        "--stack", default="cpp-redis", choices=("cpp-mem", "cpp-sqlite", "cpp-redis")
+    )
     parser.add_argument("--mode", default="mixed", choices=("mixed", "native"))
     parser.add_argument("-n", type=int, default=2000)
     parser.add_argument("--top", type=int, default=15)
@@ -65,8 +69,8 @@ def main() -> int:
             return 1
         app, noop = pynenc_app.app, pynenc_app.noop
         ctx = app.runner.runner_context
-        for inv in [noop(-1 - k) for k in range(10)]:  # warm-up, run below
-            pass
+        for k in range(10):  # warm-up: submitted here, run by _drain
+            noop(-1 - k)
         _drain(app, ctx)
 
         prof = cProfile.Profile()
@@ -107,11 +111,17 @@ def _report(title: str, prof: cProfile.Profile, seconds: float, n: int, top: int
     out = io.StringIO()
     stats = pstats.Stats(prof, stream=out).sort_stats("tottime")
     stats.print_stats(top)
-    print(f"== {title}: {n} tasks in {seconds:.3f} s = {1e6 * seconds / max(n, 1):.0f} us/task (under cProfile)")
+    print(
+        f"== {title}: {n} tasks in {seconds:.3f} s = {1e6 * seconds / max(n, 1):.0f} us/task (under cProfile)"
+    )
     lines = out.getvalue().splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.strip().startswith("ncalls")), 0)
     for ln in lines[start : start + top + 1]:
-        print(ln.replace(str(HERE.parent) + "/", "").replace(sys.prefix + "/lib/python3.12/site-packages/", ""))
+        print(
+            ln.replace(str(HERE.parent) + "/", "").replace(
+                sys.prefix + "/lib/python3.12/site-packages/", ""
+            )
+        )
     print()
 
 
