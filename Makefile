@@ -1,5 +1,5 @@
 # Developer and CI entry points. Each target installs what it needs.
-.PHONY: setup test demo wheel conformance bench clean
+.PHONY: setup test demo wheel conformance bench bench-peers clean
 
 setup:
 	bash scripts/setup.sh
@@ -18,6 +18,12 @@ conformance: setup
 bench: setup
 	.venv/bin/python bench/backends.py
 	.venv/bin/python bench/mem_backends.py
+
+# pynenc-cpp beside pure pynenc, pynenc-redis, pynenc-rustvello, Celery and RQ on
+# one local redis-server (docs/performance.md). ARGS="--quick" for a smoke run.
+bench-peers: setup
+	bash scripts/bench_setup.sh
+	.venv/bin/python bench/peers.py $(ARGS)
 
 wheel:
 	bash scripts/setup.sh

@@ -1,0 +1,191 @@
+"""The runner's own Python-side cost per task, excluding the task body.
+
+Not a test. Run with ``.venv/bin/python bench/runner_overhead.py`` (bench/peers.py
+runs it too). For each runner (``CppRunner`` when pynenc-cpp has it, and
+pynenc's ``ThreadRunner`` for reference), a fresh process builds a ``cpp_mem``
+app (native mode when available) whose runner runs in a thread, then:
+
+* wraps ``DistributedInvocation.run`` (the Python method a runner calls once per
+  invocation: status changes, argument and result (de)serialization, result
+  storage, the task call) with a timer, and
+* wraps the task's function (``task.func``, what ``run`` calls for the body)
+  with a timer,
+
+submits N no-op tasks, reads every result, and reports per task the time in
+``run`` minus the time in the body: the Python-side overhead of executing one
+invocation (the engine calls it makes, with the GIL released, included). The
+runner's loop outside ``run`` (retrieval, scheduling) is not in this figure; the
+wall time per task at 2 slots is reported beside it. If a runner does not call
+``DistributedInvocation.run`` at all, the wrapper sees 0 calls and the report
+says so instead of printing a figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+TARGET_US = 5.0
+
+
+def measure_one(runner: str, n: int) -> dict[str, Any]:
+    """In this process: the per-task figures for ``runner`` on cpp_mem."""
+    sys.path.insert(0, str(HERE))
+    cfg: dict[str, Any] = {
+        "app_id": f"overhead-{runner}-{uuid.uuid4().hex[:6]}",
+        "stack": "cpp-mem",
+        "mode": "native",
+        "runner": runner,
+        "sleep": 0.001,
+        "status_cache": 0.0,
+        "slots": 2,
+    }
+    os.environ["PEERS_PYNENC"] = json.dumps(cfg)
+    from peer_systems import pynenc_app
+
+    if pynenc_app.REASON and "native" in pynenc_app.REASON:
+        cfg["mode"] = "mixed"  # native mode not there yet: measure the runner on mixed
+        os.environ["PEERS_PYNENC"] = json.dumps(cfg)
+        pynenc_app = importlib.reload(pynenc_app)
+    if pynenc_app.REASON:
+        return {"runner": runner, "status": "skipped", "reason": pynenc_app.REASON}
+
+    from pynenc.invocation.dist_invocation import DistributedInvocation
+
+    run_ns: list[int] = []
+    body_ns: list[int] = []
+    orig_run = DistributedInvocation.run
+
+    def timed_run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        t = time.perf_counter_ns()
+        try:
+            return orig_run(self, *args, **kwargs)
+        finally:
+            run_ns.append(time.perf_counter_ns() - t)
+
+    DistributedInvocation.run = timed_run  # type: ignore[method-assign]
+    app, noop = pynenc_app.app, pynenc_app.noop
+    orig_func = noop.func
+
+    @functools.wraps(orig_func)  # pynenc reads the signature when it binds arguments
+    def timed_body(*args: Any, **kwargs: Any) -> Any:
+        t = time.perf_counter_ns()
+        try:
+            return orig_func(*args, **kwargs)
+        finally:
+            body_ns.append(time.perf_counter_ns() - t)
+
+    noop.func = timed_body
+    thread = threading.Thread(target=app.runner.run, daemon=True)
+    thread.start()
+    for inv in [noop(-1 - k) for k in range(20)]:  # warm-up
+        _ = inv.result
+    run_ns.clear()
+    body_ns.clear()
+    t0 = time.perf_counter()
+    invs = [noop(i) for i in range(n)]
+    results = [inv.result for inv in invs]
+    wall = time.perf_counter() - t0
+    app.runner.stop_runner_loop()
+    thread.join(timeout=10)
+    out: dict[str, Any] = {
+        "runner": runner,
+        "runner_class": type(app.runner).__name__,
+        "mode": cfg["mode"],
+        "status": "ok",
+        "n": n,
+        "completed": sum(1 for i, r in enumerate(results) if r == i),
+        "run_calls": len(run_ns),
+        "body_calls": len(body_ns),
+        "wall_us_per_task": 1e6 * wall / n,
+    }
+    if run_ns and body_ns:
+        out["run_us_median"] = statistics.median(run_ns) / 1000
+        out["body_us_median"] = statistics.median(body_ns) / 1000
+        out["overhead_us_mean"] = (sum(run_ns) - sum(body_ns)) / len(run_ns) / 1000
+        out["overhead_us_median"] = out["run_us_median"] - out["body_us_median"]
+    return out
+
+
+def text(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "runner overhead per task (cpp_mem, in DistributedInvocation.run minus the task body;"
+        f" target <= {TARGET_US:g} us for CppRunner):"
+    ]
+    for r in results:
+        name = r.get("runner_class") or r["runner"]
+        if r.get("status") != "ok":
+            lines.append(f"  {r['runner']}: {r.get('status')}: {r.get('reason') or r.get('error')}")
+        elif "overhead_us_median" not in r:
+            lines.append(
+                f"  {name} ({r['mode']}): DistributedInvocation.run called {r['run_calls']} times,"
+                f" body {r['body_calls']} times: no per-task split; wall {r['wall_us_per_task']:.1f} us/task"
+            )
+        else:
+            verdict = ""
+            if r["runner"] == "cpp":
+                verdict = " MET" if r["overhead_us_median"] <= TARGET_US else " NOT MET"
+            lines.append(
+                f"  {name} ({r['mode']}): overhead median {r['overhead_us_median']:.1f} us,"
+                f" mean {r['overhead_us_mean']:.1f} us (run {r['run_us_median']:.1f} us,"
+                f" body {r['body_us_median']:.2f} us); wall {r['wall_us_per_task']:.1f} us/task"
+                f" at 2 slots; {r['completed']}/{r['n']} completed{verdict}"
+            )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("-n", type=int, default=2000, help="tasks per runner")
+    parser.add_argument("--runners", default="cpp,thread", help="comma-separated: cpp, thread")
+    parser.add_argument(
+        "--json-stdout", action="store_true", help="print one OVERHEAD-RESULT json line"
+    )
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        try:
+            out = measure_one(args.one, args.n)
+        except Exception as exc:  # reported, never hidden
+            out = {"runner": args.one, "status": "error", "error": f"{type(exc).__name__}: {exc}"}
+        print("ONE-RESULT " + json.dumps(out), flush=True)
+        os._exit(0)  # the runner thread is a daemon; do not wait for it
+    results = []
+    for runner in [r.strip() for r in args.runners.split(",") if r.strip()]:
+        proc = subprocess.run(
+            [sys.executable, __file__, "--one", runner, "-n", str(args.n)],
+            capture_output=True,
+            timeout=300,
+        )
+        line = next(
+            (ln for ln in proc.stdout.decode().splitlines() if ln.startswith("ONE-RESULT ")), None
+        )
+        if line is None:
+            err = " | ".join(proc.stderr.decode(errors="replace").strip().splitlines()[-3:])
+            results.append({"runner": runner, "status": "error", "error": err})
+        else:
+            results.append(json.loads(line[len("ONE-RESULT ") :]))
+    doc = {"results": results, "text": text(results)}
+    if args.json_stdout:
+        print("OVERHEAD-RESULT " + json.dumps(doc))
+    else:
+        print(doc["text"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
