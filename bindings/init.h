@@ -10,4 +10,5 @@ void InitClientDataStore(pybind11::module_& m);
 void InitOrchestrator(pybind11::module_& m);
 void InitStateBackend(pybind11::module_& m);
 void InitTrigger(pybind11::module_& m);
+void InitRunner(pybind11::module_& m);
 }  // namespace pynenc_cpp::bindings

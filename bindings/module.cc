@@ -13,4 +13,5 @@ PYBIND11_MODULE(_core, m) {
   pynenc_cpp::bindings::InitOrchestrator(m);
   pynenc_cpp::bindings::InitStateBackend(m);
   pynenc_cpp::bindings::InitTrigger(m);
+  pynenc_cpp::bindings::InitRunner(m);
 }

@@ -30,6 +30,7 @@ from pynenc_cpp.orchestrator import (
     CppRedisOrchestrator,
     CppSqliteOrchestrator,
 )
+from pynenc_cpp.runner import ConfigCppRunner, CppRunner, TaskAbortedError, TaskTimeoutError
 from pynenc_cpp.state_backend import (
     CppMemStateBackend,
     CppRedisStateBackend,
@@ -56,6 +57,8 @@ __all__ = [
     "CppRedisOrchestrator",
     "CppRedisStateBackend",
     "CppRedisTrigger",
+    "CppRunner",
+    "ConfigCppRunner",
     "CppSqliteBroker",
     "CppSqliteClientDataStore",
     "CppSqliteOrchestrator",
@@ -66,5 +69,7 @@ __all__ = [
     "EngineError",
     "InvalidArgument",
     "InvocationNotFound",
+    "TaskAbortedError",
+    "TaskTimeoutError",
     "__version__",
 ]
