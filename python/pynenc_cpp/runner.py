@@ -83,12 +83,18 @@ class ConfigCppRunner(ConfigRunner):
         ``atomic_service_check_interval_minutes``.
     :cvar ConfigField[float] cpp_runner_retrieve_wait_sec:
         Longest single blocking wait on the broker (shutdown wakes it anyway).
+    :cvar ConfigField[float] cpp_runner_stop_grace_sec:
+        How long a graceful stop (first signal, or ``stop_runner_loop()``) lets
+        running invocations finish before killing and rerouting them. < 0
+        (default): as long as they take; 0: at once (pynenc's own runners'
+        behaviour: every running invocation is KILLED and REROUTED on stop).
     """
 
     cpp_runner_workers = ConfigField(0)
     cpp_runner_task_timeout_sec = ConfigField(0.0)
     cpp_runner_heartbeat_interval_sec = ConfigField(0.0)
     cpp_runner_retrieve_wait_sec = ConfigField(0.5)
+    cpp_runner_stop_grace_sec = ConfigField(-1.0)
 
 
 class CppRunner(BaseRunner):
@@ -103,6 +109,7 @@ class CppRunner(BaseRunner):
         self._engine: Any = None
         self._stop_requests = 0
         self._abort_deadline: float | None = None
+        self._grace_deadline: float | None = None
         super().__init__(app, runner_cache, runner_context)
 
     def __getstate__(self) -> dict:
@@ -157,6 +164,7 @@ class CppRunner(BaseRunner):
     def _on_start(self) -> None:
         self._stop_requests = 0
         self._abort_deadline = None
+        self._grace_deadline = None
         timeout = float(self.conf.cpp_runner_task_timeout_sec)
         if timeout < 0:
             raise ValueError(f"cpp_runner_task_timeout_sec={timeout!r}: expected >= 0")
@@ -198,6 +206,12 @@ class CppRunner(BaseRunner):
                     break
                 if not self.running and self._engine.state == "running":
                     self._engine.stop()  # `running` cleared without stop_runner_loop
+                if self._grace_deadline is not None and time.monotonic() > self._grace_deadline:
+                    self._grace_deadline = None
+                    self.logger.warning(
+                        f"CppRunner:{self.runner_id} stop grace period over: killing what still runs"
+                    )
+                    self._abort()
                 if self._abort_deadline is not None and time.monotonic() > self._abort_deadline:
                     self.logger.warning(
                         f"CppRunner:{self.runner_id} exiting with interrupted workers still busy"
@@ -218,9 +232,12 @@ class CppRunner(BaseRunner):
         self._stop_requests += 1
         if self._engine is None:
             return
-        if self._stop_requests == 1:
+        grace = float(self.conf.cpp_runner_stop_grace_sec)
+        if self._stop_requests == 1 and grace != 0:
             self.logger.info(f"CppRunner:{self.runner_id} graceful stop: running invocations finish")
             self._engine.stop()
+            if grace > 0:
+                self._grace_deadline = time.monotonic() + grace
         else:
             self._abort()
 
