@@ -158,8 +158,8 @@ class PyRunnerEngine {
  public:
   PyRunnerEngine(py::object broker, std::vector<std::string> queues, int workers,
                  double task_timeout_sec, double heartbeat_interval_sec,
-                 double management_interval_sec, double retrieve_wait_sec, double idle_backoff_sec,
-                 py::object execute, py::object fallback_next, py::object next_blocking,
+                 double management_interval_sec, py::object execute, double retrieve_wait_sec,
+                 double idle_backoff_sec, py::object fallback_next, py::object next_blocking,
                  py::object heartbeat, py::object management, py::object timed_out,
                  py::object thread_started, py::object report_error) {
     auto ms = [](double sec, const char* name) {
@@ -294,13 +294,13 @@ void InitRunner(py::module_& m) {
       "The C++ loop of CppRunner: worker threads (one persistent Python thread state each)\n"
       "retrieving from an engine broker with the GIL released, a timer thread for\n"
       "heartbeats, management duties and the task-timeout watchdog. Thread-safe.")
-      .def(py::init<py::object, std::vector<std::string>, int, double, double, double, double,
-                    double, py::object, py::object, py::object, py::object, py::object, py::object,
+      .def(py::init<py::object, std::vector<std::string>, int, double, double, double, py::object,
+                    double, double, py::object, py::object, py::object, py::object, py::object,
                     py::object, py::object>(),
            py::arg("broker"), py::arg("queues"), py::arg("workers"), py::arg("task_timeout_sec"),
            py::arg("heartbeat_interval_sec"), py::arg("management_interval_sec"),
-           py::arg("retrieve_wait_sec") = 0.5, py::arg("idle_backoff_sec") = 0.01,
-           py::arg("execute"), py::arg("fallback_next") = py::none(),
+           py::arg("execute"), py::arg("retrieve_wait_sec") = 0.5,
+           py::arg("idle_backoff_sec") = 0.01, py::arg("fallback_next") = py::none(),
            py::arg("next_blocking") = py::none(), py::arg("heartbeat") = py::none(),
            py::arg("management") = py::none(), py::arg("timed_out") = py::none(),
            py::arg("thread_started") = py::none(), py::arg("report_error") = py::none(),

@@ -83,8 +83,17 @@ def grandparent(n: int) -> int:
     return parent_sum(n).result + 1
 
 
-TASKS = [add, slow_append, boom, exit_task, interrupt_task, base_exception_task, hang,
-         parent_sum, grandparent]
+TASKS = [
+    add,
+    slow_append,
+    boom,
+    exit_task,
+    interrupt_task,
+    base_exception_task,
+    hang,
+    parent_sum,
+    grandparent,
+]
 
 
 def use(target: Pynenc) -> None:

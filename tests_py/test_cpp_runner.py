@@ -32,7 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 FAST = {"runner_loop_sleep_time_sec": 0.01, "invocation_wait_results_sleep_time_sec": 0.01}
 
 
-def build_app(backend: str, tmp_path: Path, request: pytest.FixtureRequest, **runner: Any) -> Pynenc:
+def build_app(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, **runner: Any
+) -> Pynenc:
     builder = PynencBuilder().app_id(f"cpp-runner-{uuid.uuid4().hex[:10]}")
     if backend == "mem":
         builder = builder.cpp_mem()
@@ -178,18 +180,17 @@ def test_immediate_stop_kills_and_reroutes_running_invocations(
     thread = threading.Thread(target=runner.run, daemon=True)
     thread.start()
     invs = [rt.hang(60) for _ in range(2)]
-    wait_until(lambda: all(i.status == InvocationStatus.RUNNING for i in invs))
+    wait_until(
+        lambda: all(InvocationStatus.RUNNING in statuses(app, i.invocation_id) for i in invs)
+    )
     runner.stop_runner_loop()  # graceful...
     runner.stop_runner_loop()  # ...then immediate
     thread.join(30)
     assert not thread.is_alive()
     for inv in invs:
-        history = statuses(app, inv.invocation_id)
-        assert InvocationStatus.KILLED in history
-        assert history[-1] == InvocationStatus.REROUTED
-    # Another runner picks them up again (short hang this time is not possible:
-    # the arguments are fixed), so only check they are queued.
-    assert app.broker.count_invocations() == 2
+        assert InvocationStatus.KILLED in statuses(app, inv.invocation_id)
+        assert inv.status == InvocationStatus.REROUTED
+    assert app.broker.count_invocations() == 2  # queued again for another runner
 
 
 def test_broker_that_is_not_pynenc_cpp_is_polled(tmp_path: Path) -> None:
@@ -328,5 +329,5 @@ def test_second_signal_is_immediate_and_reroutes(
     for inv in invs:
         history = statuses(app, inv.invocation_id)
         assert InvocationStatus.KILLED in history, history
-        assert history[-1] == InvocationStatus.REROUTED, history
+        assert inv.status == InvocationStatus.REROUTED, history
     assert app.broker.count_invocations() == 2  # back in the queue, nothing lost

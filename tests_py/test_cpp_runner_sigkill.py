@@ -47,7 +47,9 @@ def recovery_task(app: Pynenc):  # noqa: ANN201 - pynenc's Task
     """pynenc's own core task that recovers RUNNING invocations of dead runners."""
     app.register_core_tasks()
     return next(
-        task for task in app._tasks.values() if task.task_id.key.endswith("recover_running_invocations")
+        task
+        for task in app._tasks.values()
+        if task.task_id.key.endswith("recover_running_invocations")
     )
 
 
@@ -70,7 +72,9 @@ def test_sigkilled_runner_invocations_complete_once_elsewhere(
     try:
         invs = [rt.slow_append(str(log), f"inv{i}", SLOW_SEC) for i in range(N_INVOCATIONS)]
         wait_until(lambda: all(i.status == InvocationStatus.RUNNING for i in invs))
-        owners = {app.orchestrator.get_invocation_status_record(i.invocation_id).runner_id for i in invs}
+        owners = {
+            app.orchestrator.get_invocation_status_record(i.invocation_id).runner_id for i in invs
+        }
         assert len(owners) == 1  # all on the first runner
         os.kill(first.pid, signal.SIGKILL)
         first.wait(10)

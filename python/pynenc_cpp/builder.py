@@ -46,7 +46,9 @@ def _use(builder: PynencBuilder, classes: dict[str, str], in_memory: bool) -> No
 
     builder._config.update(classes)
     # pynenc's memory check knows only its own runners; CppRunner shares the process.
-    builder._using_memory_components = in_memory and builder._config.get("runner_cls") != "CppRunner"
+    builder._using_memory_components = (
+        in_memory and builder._config.get("runner_cls") != "CppRunner"
+    )
     builder._plugin_components.clear()
     builder._plugin_components.update(classes)
 

@@ -19,11 +19,16 @@ is immediate (running invocations are KILLED and rerouted, then the runner exits
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
+import queue
+import sys
+import threading
 import time
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+import pynenc
 from cistell import ConfigField
 from pynenc import context
 from pynenc.conf.config_runner import ConfigRunner
@@ -60,14 +65,54 @@ class _WorkerInterrupted(BaseException):
     """
 
 
-def _interrupt_thread(thread_ident: int) -> bool:
-    """Raise ``_WorkerInterrupted`` in the thread ``thread_ident`` at its next bytecode."""
+# Code an asynchronous exception must never land in: it would leave a lock held
+# (logging's handler lock, threading's) or a pynenc status change half done.
+_UNSAFE_ANYWHERE = tuple(
+    os.path.dirname(m.__file__) + os.sep
+    for m in (logging,)  # type: ignore[type-var]
+) + (threading.__file__, queue.__file__, "<frozen importlib")
+_UNSAFE_INNERMOST = tuple(
+    os.path.dirname(m.__file__) + os.sep  # type: ignore[type-var]
+    for m in (pynenc, sys.modules["pynenc_cpp"])
+)
+
+
+def _safe_to_interrupt(thread_ident: int) -> bool | None:
+    """Whether the thread is in task code now (None: the thread is gone).
+
+    REQUIRES: the GIL (the answer holds until the caller releases it).
+    """
+    frame = sys._current_frames().get(thread_ident)
+    if frame is None:
+        return None
+    if frame.f_code.co_filename.startswith(_UNSAFE_INNERMOST):
+        return False
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_UNSAFE_ANYWHERE):
+            return False
+        frame = frame.f_back
+    return True
+
+
+def _interrupt_thread(thread_ident: int, within_sec: float = 2.0) -> bool:
+    """Raise ``_WorkerInterrupted`` in the thread ``thread_ident`` as soon as it is in
+    task code (never inside logging, threading or pynenc itself); gives up after
+    ``within_sec`` (the thread then finishes its task on its own)."""
     if not thread_ident:
         return False
-    done = ctypes.pythonapi.PyThreadState_SetAsyncExc(
-        ctypes.c_ulong(thread_ident), ctypes.py_object(_WorkerInterrupted)
-    )
-    return bool(done)
+    deadline = time.monotonic() + within_sec
+    while True:
+        safe = _safe_to_interrupt(thread_ident)
+        if safe is None:
+            return False
+        if safe:
+            done = ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(thread_ident), ctypes.py_object(_WorkerInterrupted)
+            )
+            return bool(done)
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)  # lets the thread move on
 
 
 class ConfigCppRunner(ConfigRunner):
@@ -234,7 +279,9 @@ class CppRunner(BaseRunner):
             return
         grace = float(self.conf.cpp_runner_stop_grace_sec)
         if self._stop_requests == 1 and grace != 0:
-            self.logger.info(f"CppRunner:{self.runner_id} graceful stop: running invocations finish")
+            self.logger.info(
+                f"CppRunner:{self.runner_id} graceful stop: running invocations finish"
+            )
             self._engine.stop()
             if grace > 0:
                 self._grace_deadline = time.monotonic() + grace
@@ -310,7 +357,9 @@ class CppRunner(BaseRunner):
                 try:
                     invocation = self._claim(inv_id)
                 except Exception:
-                    self.logger.exception(f"invocation:{inv_id} could not be claimed; routing it back")
+                    self.logger.exception(
+                        f"invocation:{inv_id} could not be claimed; routing it back"
+                    )
                     self._route_back(inv_id)
                     return
             if invocation is None:
