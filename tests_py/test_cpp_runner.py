@@ -331,3 +331,29 @@ def test_second_signal_is_immediate_and_reroutes(
         assert InvocationStatus.KILLED in history, history
         assert inv.status == InvocationStatus.REROUTED, history
     assert app.broker.count_invocations() == 2  # back in the queue, nothing lost
+
+
+def test_native_claim_for_run_is_used_when_the_orchestrator_has_it(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    app = build_app("sqlite", tmp_path, request, workers=2)
+    runner = app.runner
+    claimed: list[str] = []
+
+    def claim_for_run(invocation_id: str, runner_ctx: Any) -> Any:
+        claimed.append(invocation_id)
+        assert runner_ctx is runner.runner_context
+        invocation = app.state_backend.get_invocation(invocation_id)
+        if invocation.arguments.kwargs == {"x": 2, "y": 2}:
+            return None  # "not to be run now": the runner leaves it alone
+        app.orchestrator.set_invocation_status(invocation_id, InvocationStatus.PENDING, runner_ctx)
+        return invocation
+
+    app.orchestrator.claim_for_run = claim_for_run  # type: ignore[attr-defined]
+    with running(app):
+        first = rt.add(1, 1)
+        assert first.result == 2
+        second = rt.add(2, 2)
+        wait_until(lambda: second.invocation_id in claimed)
+    assert first.invocation_id in claimed
+    assert second.status == InvocationStatus.REGISTERED
