@@ -11,4 +11,5 @@ void InitOrchestrator(pybind11::module_& m);
 void InitStateBackend(pybind11::module_& m);
 void InitTrigger(pybind11::module_& m);
 void InitLifecycle(pybind11::module_& m);
+void InitRunner(pybind11::module_& m);
 }  // namespace pynenc_cpp::bindings

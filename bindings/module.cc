@@ -14,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
   pynenc_cpp::bindings::InitStateBackend(m);
   pynenc_cpp::bindings::InitTrigger(m);
   pynenc_cpp::bindings::InitLifecycle(m);
+  pynenc_cpp::bindings::InitRunner(m);
 }

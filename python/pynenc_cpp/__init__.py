@@ -36,6 +36,7 @@ from pynenc_cpp.orchestrator import (
     CppRedisOrchestrator,
     CppSqliteOrchestrator,
 )
+from pynenc_cpp.runner import ConfigCppRunner, CppRunner, TaskAbortedError, TaskTimeoutError
 from pynenc_cpp.state_backend import (
     CppMemStateBackend,
     CppRedisStateBackend,
@@ -65,6 +66,8 @@ __all__ = [
     "CppRedisOrchestrator",
     "CppRedisStateBackend",
     "CppRedisTrigger",
+    "CppRunner",
+    "ConfigCppRunner",
     "CppSqliteBroker",
     "CppSqliteClientDataStore",
     "CppSqliteNativeOrchestrator",
@@ -76,5 +79,7 @@ __all__ = [
     "EngineError",
     "InvalidArgument",
     "InvocationNotFound",
+    "TaskAbortedError",
+    "TaskTimeoutError",
     "__version__",
 ]

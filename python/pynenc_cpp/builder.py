@@ -1,5 +1,5 @@
-"""The pynenc builder plugin: adds ``cpp_mem()``, ``cpp_sqlite()`` and ``cpp_redis()``
-to ``PynencBuilder``.
+"""The pynenc builder plugin: adds ``cpp_mem()``, ``cpp_sqlite()``, ``cpp_redis()``
+and ``cpp_runner()`` to ``PynencBuilder``.
 
 Registered in the ``pynenc.plugins`` entry-point group (see pyproject.toml), so
 the methods are available as soon as pynenc-cpp is installed::
@@ -64,7 +64,10 @@ def _use(builder: PynencBuilder, backend: str, native: bool, in_memory: bool) ->
     classes = components(backend, native=_check_native(native))
     builder._config.update(classes)
     builder._config["cpp_native"] = "true" if native else "false"
-    builder._using_memory_components = in_memory
+    # pynenc's memory check knows only its own runners; CppRunner shares the process.
+    builder._using_memory_components = (
+        in_memory and builder._config.get("runner_cls") != "CppRunner"
+    )
     builder._plugin_components.clear()
     builder._plugin_components.update(classes)
 
@@ -134,6 +137,32 @@ def cpp_redis(
     return builder
 
 
+def cpp_runner(
+    builder: PynencBuilder, workers: int = 0, task_timeout_sec: float = 0.0
+) -> PynencBuilder:
+    """Run invocations with ``CppRunner``: the runner loop in C++.
+
+    :param workers: Worker threads (parallel invocations); 0: one per CPU.
+    :param task_timeout_sec: An invocation running longer is set FAILED with a
+        ``TaskTimeoutError`` and its worker replaced; 0: no timeout.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int):
+        raise TypeError(f"workers must be an int, got {type(workers).__name__}")
+    if workers < 0:
+        raise ValueError(f"workers={workers}: expected >= 0")
+    if isinstance(task_timeout_sec, bool) or not isinstance(task_timeout_sec, int | float):
+        raise TypeError(f"task_timeout_sec must be a number, got {type(task_timeout_sec).__name__}")
+    if not 0 <= task_timeout_sec < 1e9:
+        raise ValueError(f"task_timeout_sec={task_timeout_sec}: expected >= 0")
+    import pynenc_cpp  # noqa: F401  (registers CppRunner for pynenc's name lookup)
+
+    builder._config["runner_cls"] = "CppRunner"
+    builder._using_memory_components = False  # CppRunner's workers share the process
+    builder._config["cpp_runner_workers"] = workers
+    builder._config["cpp_runner_task_timeout_sec"] = float(task_timeout_sec)
+    return builder
+
+
 def _validate(config: dict[str, Any]) -> None:
     """Reject wrong types and values of the cpp_* settings before anything is built."""
     path = config.get("cpp_sqlite_path")
@@ -161,4 +190,5 @@ class CppPlugin:
         builder_cls.register_plugin_method("cpp_mem", cpp_mem)
         builder_cls.register_plugin_method("cpp_sqlite", cpp_sqlite)
         builder_cls.register_plugin_method("cpp_redis", cpp_redis)
+        builder_cls.register_plugin_method("cpp_runner", cpp_runner)
         builder_cls.register_plugin_validator(_validate)

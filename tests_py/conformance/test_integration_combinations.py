@@ -10,11 +10,14 @@ fixture does).
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import pytest
 from _pytest.monkeypatch import MonkeyPatch
 from pynenc import Pynenc
+from pynenc.serializer.base_serializer import BaseSerializer
+from pynenc.util.subclasses import get_all_subclasses
 from pynenc_tests import util
 from pynenc_tests.integration.combinations.all_tests import *  # noqa: F403
 from pynenc_tests.integration.combinations.conftest import *  # noqa: F403
@@ -23,15 +26,30 @@ from pynenc_tests.integration.combinations.conftest import (
     build_test_combinations,
 )
 
+from pynenc_cpp import CppRunner
 from pynenc_cpp.builder import components
 from tests_py.conformance.conftest import BACKENDS
 
 
+def _with_every_serializer(combos: list[AppComponents]) -> list[AppComponents]:
+    """pynenc pairs each runner with one serializer (cycling); CppRunner, ours, is
+    combined with every serializer pynenc has."""
+    serializers = sorted(get_all_subclasses(BaseSerializer), key=lambda cls: cls.__name__)  # type: ignore[type-abstract]
+    out: list[AppComponents] = []
+    for combo in combos:
+        if combo.runner is not CppRunner:
+            out.append(combo)
+            continue
+        out += [dataclasses.replace(combo, serializer=s) for s in serializers]
+    return out
+
+
 def _cpp_combinations() -> list[tuple[str, AppComponents]]:
     """pynenc's combinations, the memory family on cpp_mem and the SQLite family
-    (every runner, including process runners) on cpp_sqlite and on cpp_redis."""
+    (every runner, including process runners) on cpp_sqlite and on cpp_redis;
+    CppRunner with every serializer."""
     out: list[tuple[str, AppComponents]] = []
-    for combo in build_test_combinations():
+    for combo in _with_every_serializer(build_test_combinations()):
         backends = ("sqlite", "redis") if combo.family.is_sqlite else ("mem",)
         out += [(b, combo) for b in backends if b in BACKENDS]
     return out
@@ -60,6 +78,12 @@ def app_combination_instance(
         "PYNENC__INVOCATION_WAIT_RESULTS_SLEEP_TIME_SEC": "0.01",
     }
     env.update({f"PYNENC__{key.upper()}": cls for key, cls in ours.items()})
+    if combo.runner.__name__ == "CppRunner":
+        # pynenc's contract for a stop (stop_runner_loop() or one SIGTERM) is that
+        # running invocations are KILLED and REROUTED at once; CppRunner's default
+        # first stop is graceful, so the suite runs it with no grace period.
+        env["PYNENC__CPP_RUNNER_STOP_GRACE_SEC"] = "0"
+        env["PYNENC__CPP_RUNNER_WORKERS"] = "2"
     if backend == "sqlite":
         env["PYNENC__CPP_SQLITE_PATH"] = cpp_db_path
     if backend == "redis":

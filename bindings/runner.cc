@@ -1,0 +1,339 @@
+// CppRunner's engine (cpp/include/pynenc_cpp/runner) exposed to Python: the
+// part of the runner that touches Python.
+//
+// Every engine thread (worker or timer) creates ONE Python thread state when it
+// starts (PyThreadState_New on the main interpreter) and reuses it for every
+// call: PyEval_RestoreThread before Python code, PyEval_SaveThread after, so the
+// GIL is held only while Python runs. The thread state is cleared and deleted
+// when the thread exits. While the interpreter is finalizing, engine threads no
+// longer enter Python (their work is abandoned; the process is exiting).
+#include <Python.h>
+
+#include <climits>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "conversions.h"
+#include "init.h"
+#include "pynenc_cpp/ports/broker.h"
+#include "pynenc_cpp/runner/runner_engine.h"
+
+namespace pynenc_cpp::bindings {
+namespace {
+
+using runner::ExecOutcome;
+using runner::RunnerEngine;
+using runner::RunnerHooks;
+using runner::RunnerOptions;
+using runner::RunnerState;
+
+// This engine thread's persistent Python thread state and identity.
+thread_local PyThreadState* tls_tstate = nullptr;
+thread_local const void* tls_engine = nullptr;
+thread_local int tls_worker = INT_MIN;
+
+bool Finalizing() { return _Py_IsFinalizing() != 0; }
+
+// The Python callables of one engine. Destroyed by whichever thread drops the
+// engine's shared state last: with the GIL when possible, else leaked (the
+// process is exiting).
+struct PyCallbacks {
+  py::object broker;  // keeps the engine broker (a BrokerSource's target) alive
+  py::object execute, fallback_next, next_blocking, heartbeat, management, timed_out;
+  py::object thread_started, report_error;
+  PyInterpreterState* interp = nullptr;
+  std::mutex mu;
+  std::map<int, unsigned long> idents;  // worker index -> Python thread ident
+
+  ~PyCallbacks() {
+    py::object* all[] = {&broker,     &execute,   &fallback_next,  &next_blocking, &heartbeat,
+                         &management, &timed_out, &thread_started, &report_error};
+    if (!Py_IsInitialized() || Finalizing()) {
+      for (py::object* o : all) o->release();
+      return;
+    }
+    PyGILState_STATE g = PyGILState_Ensure();
+    for (py::object* o : all) *o = py::object();
+    PyGILState_Release(g);
+  }
+
+  unsigned long Ident(int worker) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = idents.find(worker);
+    return it == idents.end() ? 0 : it->second;
+  }
+};
+
+// Runs `fn` with the GIL on this engine thread's persistent thread state.
+// A Python exception escaping `fn` is reported as unraisable; returns false then.
+template <typename Fn>
+bool WithGil(const char* what, Fn&& fn) {
+  if (tls_tstate == nullptr || Finalizing()) return false;
+  PyEval_RestoreThread(tls_tstate);
+  bool ok = true;
+  try {
+    fn();
+  } catch (py::error_already_set& e) {
+    e.discard_as_unraisable(what);
+    ok = false;
+  } catch (const std::exception& e) {
+    PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "%s: %s", what, e.what());
+    PyErr_Clear();
+    ok = false;
+  }
+  if (PyThreadState_Get() != tls_tstate) ok = false;  // the callee swapped thread states
+  PyEval_SaveThread();
+  return ok;
+}
+
+std::optional<std::string> OptionalStr(const py::object& o) {
+  if (o.is_none()) return std::nullopt;
+  return o.cast<std::string>();
+}
+
+RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine_key) {
+  RunnerHooks h;
+  h.thread_started = [cb, engine_key](int worker) {
+    if (Finalizing()) return;
+    tls_tstate = PyThreadState_New(cb->interp);
+    tls_engine = engine_key;
+    tls_worker = worker;
+    WithGil("CppRunner thread start", [&] {
+      {
+        std::lock_guard<std::mutex> lock(cb->mu);
+        cb->idents[worker] = PyThread_get_thread_ident();
+      }
+      if (!cb->thread_started.is_none()) cb->thread_started(worker);
+    });
+  };
+  h.thread_exiting = [cb](int worker) {
+    {
+      std::lock_guard<std::mutex> lock(cb->mu);
+      cb->idents.erase(worker);
+    }
+    if (tls_tstate != nullptr && !Finalizing()) {
+      PyEval_RestoreThread(tls_tstate);
+      PyThreadState_Clear(tls_tstate);
+      PyThreadState_DeleteCurrent();  // releases the GIL
+    }
+    tls_tstate = nullptr;
+    tls_engine = nullptr;
+    tls_worker = INT_MIN;
+  };
+  h.execute = [cb](int, const std::string& id, bool claimed) {
+    const bool ok = WithGil("CppRunner worker", [&] { cb->execute(py::str(id), claimed); });
+    return ok ? ExecOutcome::kDone : ExecOutcome::kReplaceWorker;
+  };
+  if (!cb->next_blocking.is_none()) {
+    h.next_blocking = [cb](int) {
+      std::optional<std::string> id;
+      WithGil("CppRunner blocking invocations", [&] { id = OptionalStr(cb->next_blocking()); });
+      return id;
+    };
+  }
+  if (!cb->heartbeat.is_none()) {
+    h.heartbeat = [cb] { WithGil("CppRunner heartbeat", [&] { cb->heartbeat(); }); };
+  }
+  if (!cb->management.is_none()) {
+    h.management = [cb] { WithGil("CppRunner management", [&] { cb->management(); }); };
+  }
+  if (!cb->timed_out.is_none()) {
+    h.timed_out = [cb](int worker, const std::string& id) {
+      const unsigned long ident = cb->Ident(worker);
+      WithGil("CppRunner task timeout", [&] { cb->timed_out(py::str(id), ident); });
+    };
+  }
+  if (!cb->report_error.is_none()) {
+    h.report_error = [cb](const std::string& message) {
+      // Also called on worker threads that have a thread state.
+      WithGil("CppRunner error report", [&] { cb->report_error(py::str(message)); });
+    };
+  }
+  return h;
+}
+
+// The Python object: the engine plus the callables it calls.
+class PyRunnerEngine {
+ public:
+  PyRunnerEngine(py::object broker, std::vector<std::string> queues, int workers,
+                 double task_timeout_sec, double heartbeat_interval_sec,
+                 double management_interval_sec, py::object execute, double retrieve_wait_sec,
+                 double idle_backoff_sec, py::object fallback_next, py::object next_blocking,
+                 py::object heartbeat, py::object management, py::object timed_out,
+                 py::object thread_started, py::object report_error) {
+    auto ms = [](double sec, const char* name) {
+      if (!(sec >= 0) || sec > 1e9) {
+        throw py::value_error(std::string(name) + " must be a number of seconds >= 0");
+      }
+      return std::chrono::milliseconds(static_cast<std::int64_t>(sec * 1000.0));
+    };
+    if (workers < 1) throw py::value_error("workers must be >= 1, got " + std::to_string(workers));
+    if (execute.is_none() || !PyCallable_Check(execute.ptr())) {
+      throw py::type_error("execute must be callable");
+    }
+    RunnerOptions o;
+    o.workers = workers;
+    o.task_timeout = ms(task_timeout_sec, "task_timeout_sec");
+    o.heartbeat_interval = ms(heartbeat_interval_sec, "heartbeat_interval_sec");
+    o.management_interval = ms(management_interval_sec, "management_interval_sec");
+    o.retrieve_wait = ms(retrieve_wait_sec, "retrieve_wait_sec");
+    o.idle_backoff = ms(idle_backoff_sec, "idle_backoff_sec");
+    if (o.task_timeout.count() > 0) {
+      o.watchdog_tick = std::clamp(o.task_timeout / 10, std::chrono::milliseconds(10),
+                                   std::chrono::milliseconds(500));
+    }
+    auto cb = std::make_shared<PyCallbacks>();
+    cb->interp = PyInterpreterState_Main();
+    cb->broker = broker;
+    cb->execute = std::move(execute);
+    cb->fallback_next = std::move(fallback_next);
+    cb->next_blocking = std::move(next_blocking);
+    cb->heartbeat = std::move(heartbeat);
+    cb->management = std::move(management);
+    cb->timed_out = std::move(timed_out);
+    cb->thread_started = std::move(thread_started);
+    cb->report_error = std::move(report_error);
+    std::unique_ptr<runner::InvocationSource> source;
+    if (!broker.is_none()) {
+      if (queues.empty()) throw py::value_error("queues must not be empty");
+      auto* engine_broker = broker.cast<Broker*>();
+      source = runner::MakeBrokerSource(engine_broker, std::move(queues));
+    } else {
+      if (cb->fallback_next.is_none()) {
+        throw py::value_error("either an engine broker or fallback_next is required");
+      }
+      source = runner::MakeFunctionSource([cb]() -> Result<std::optional<std::string>> {
+        std::optional<std::string> id;
+        bool ok = WithGil("CppRunner retrieval", [&] { id = OptionalStr(cb->fallback_next()); });
+        if (!ok) return Status::BackendFailure("the fallback retrieval raised (see the log)");
+        return id;
+      });
+    }
+    callbacks_ = cb;
+    engine_ = std::make_unique<RunnerEngine>(o, std::move(source), MakeHooks(cb, this));
+  }
+
+  ~PyRunnerEngine() {
+    // Joining threads that need the GIL: drop it while the engine stops.
+    if (PyGILState_Check()) {
+      py::gil_scoped_release release;
+      engine_.reset();
+    } else {
+      engine_.reset();
+    }
+  }
+
+  void Start() { WithoutGil([&] { return engine_->Start(); }); }
+  void Stop() {
+    py::gil_scoped_release release;
+    engine_->Stop();
+  }
+  py::list Abort() {
+    std::vector<runner::RunningTask> running;
+    {
+      py::gil_scoped_release release;
+      running = engine_->Abort();
+    }
+    return Describe(running);
+  }
+  py::list Running() const { return Describe(engine_->Running()); }
+
+  // Waits in slices with the GIL released; between slices runs Python's signal
+  // handlers (main thread), so a SIGINT/SIGTERM handler acts within one slice.
+  bool Wait(double timeout_sec, double slice_sec) {
+    if (!(timeout_sec >= 0) || !(slice_sec > 0)) {
+      throw py::value_error("timeout_sec must be >= 0 and slice_sec > 0");
+    }
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::microseconds(static_cast<std::int64_t>(timeout_sec * 1e6));
+    const auto slice = std::chrono::milliseconds(std::max<std::int64_t>(1, slice_sec * 1000));
+    while (true) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      bool done;
+      {
+        py::gil_scoped_release release;
+        done = engine_->Wait(std::max(std::chrono::milliseconds(0), std::min(left, slice)));
+      }
+      if (done) return true;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (left.count() <= 0) return false;
+    }
+  }
+
+  bool MarkWaiting() {
+    if (tls_engine != this || tls_worker < 0) return false;
+    engine_->MarkWaiting(tls_worker);
+    return true;
+  }
+
+  bool OnWorkerThread() const { return tls_engine == this && tls_worker >= 0; }
+  std::string State() const { return runner::RunnerStateName(engine_->state()); }
+  std::vector<std::string> TakeOrphans() { return engine_->TakeOrphans(); }
+  int Waiting() const { return engine_->waiting(); }
+  int LiveWorkers() const { return engine_->live_workers(); }
+  std::int64_t Executed() const { return engine_->executed(); }
+
+ private:
+  py::list Describe(const std::vector<runner::RunningTask>& tasks) const {
+    py::list out;
+    for (const auto& t : tasks) out.append(py::make_tuple(t.invocation_id, callbacks_->Ident(t.worker)));
+    return out;
+  }
+
+  std::shared_ptr<PyCallbacks> callbacks_;
+  std::unique_ptr<RunnerEngine> engine_;
+};
+
+}  // namespace
+
+void InitRunner(py::module_& m) {
+  py::class_<PyRunnerEngine>(
+      m, "RunnerEngine",
+      "The C++ loop of CppRunner: worker threads (one persistent Python thread state each)\n"
+      "retrieving from an engine broker with the GIL released, a timer thread for\n"
+      "heartbeats, management duties and the task-timeout watchdog. Thread-safe.")
+      .def(py::init<py::object, std::vector<std::string>, int, double, double, double, py::object,
+                    double, double, py::object, py::object, py::object, py::object, py::object,
+                    py::object, py::object>(),
+           py::arg("broker"), py::arg("queues"), py::arg("workers"), py::arg("task_timeout_sec"),
+           py::arg("heartbeat_interval_sec"), py::arg("management_interval_sec"),
+           py::arg("execute"), py::arg("retrieve_wait_sec") = 0.5,
+           py::arg("idle_backoff_sec") = 0.01, py::arg("fallback_next") = py::none(),
+           py::arg("next_blocking") = py::none(), py::arg("heartbeat") = py::none(),
+           py::arg("management") = py::none(), py::arg("timed_out") = py::none(),
+           py::arg("thread_started") = py::none(), py::arg("report_error") = py::none(),
+           "Builds a stopped engine. `broker`: an engine Broker to block on over `queues`, or\n"
+           "None to poll `fallback_next() -> str | None` (GIL held, `idle_backoff_sec` between\n"
+           "empty answers). Hooks run on engine threads with the GIL: execute(id, claimed),\n"
+           "next_blocking() -> str | None, heartbeat(), management(), timed_out(id, thread_ident),\n"
+           "thread_started(worker_index), report_error(message). 0 disables an interval.")
+      .def("start", &PyRunnerEngine::Start, "Starts the workers and the timer thread.")
+      .def("stop", &PyRunnerEngine::Stop,
+           "Graceful stop: no more retrieval; running invocations finish.")
+      .def("abort", &PyRunnerEngine::Abort,
+           "Immediate stop: returns [(invocation_id, thread_ident)] of what was running.")
+      .def("running", &PyRunnerEngine::Running,
+           "[(invocation_id, thread_ident)] being executed (timed-out ones excluded).")
+      .def("wait", &PyRunnerEngine::Wait, py::arg("timeout_sec"), py::arg("slice_sec") = 0.1,
+           "Waits (GIL released, signal handlers run between slices) until every worker and\n"
+           "the timer exited after stop()/abort(). True if they did within `timeout_sec`.")
+      .def("mark_waiting", &PyRunnerEngine::MarkWaiting,
+           "From a task on one of this engine's workers: its worker waits for results and\n"
+           "stops counting as a slot until the task returns. False off a worker thread.")
+      .def("on_worker_thread", &PyRunnerEngine::OnWorkerThread,
+           "True when called from one of this engine's worker threads.")
+      .def("take_orphans", &PyRunnerEngine::TakeOrphans,
+           "Invocation ids retrieved after abort() and not run; the caller routes them again.")
+      .def_property_readonly("state", &PyRunnerEngine::State,
+                             "created, running, draining, stopped or aborted.")
+      .def_property_readonly("waiting", &PyRunnerEngine::Waiting,
+                             "Workers whose task waits for results.")
+      .def_property_readonly("live_workers", &PyRunnerEngine::LiveWorkers,
+                             "Workers alive and not abandoned.")
+      .def_property_readonly("executed", &PyRunnerEngine::Executed,
+                             "Invocations handed to execute() so far.");
+}
+
+}  // namespace pynenc_cpp::bindings

@@ -1,0 +1,82 @@
+#include "pynenc_cpp/runner/invocation_source.h"
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+namespace pynenc_cpp::runner {
+namespace {
+
+class BrokerSource final : public InvocationSource {
+ public:
+  BrokerSource(Broker* broker, std::vector<std::string> queues, std::chrono::milliseconds slice)
+      : broker_(broker), queues_(std::move(queues)), slice_(slice) {}
+
+  Result<std::optional<std::string>> Next(std::chrono::milliseconds timeout) override {
+    const std::uint64_t epoch = interrupts_.load();
+    if (queues_.size() == 1) return Pop(queues_[0], timeout.count());
+    // A quick pass over every queue in order first (pynenc's ORDERED strategy).
+    for (const std::string& q : queues_) {
+      Result<std::optional<std::string>> got = Pop(q, 0);
+      if (!got.ok() || got.value()) return got;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (std::size_t i = rotation_.fetch_add(1);; ++i) {
+      if (interrupts_.load() != epoch) return std::optional<std::string>();
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::optional<std::string>();
+      Result<std::optional<std::string>> got =
+          Pop(queues_[i % queues_.size()], std::min(left, slice_).count());
+      if (!got.ok() || got.value()) return got;
+    }
+  }
+
+  bool Blocks() const override { return true; }
+
+  void Interrupt() override {
+    interrupts_.fetch_add(1);
+    broker_->Interrupt();
+  }
+
+ private:
+  Result<std::optional<std::string>> Pop(const std::string& queue, std::int64_t timeout_ms) {
+    Result<std::optional<InvocationId>> r = broker_->Retrieve(queue, timeout_ms);
+    if (!r.ok()) return r.status();
+    if (!r.value()) return std::optional<std::string>();
+    return std::optional<std::string>(r.value()->str());
+  }
+
+  Broker* broker_;
+  const std::vector<std::string> queues_;
+  const std::chrono::milliseconds slice_;
+  std::atomic<std::uint64_t> interrupts_{0};
+  std::atomic<std::size_t> rotation_{0};
+};
+
+class FunctionSource final : public InvocationSource {
+ public:
+  explicit FunctionSource(std::function<Result<std::optional<std::string>>()> next)
+      : next_(std::move(next)) {}
+  Result<std::optional<std::string>> Next(std::chrono::milliseconds) override { return next_(); }
+  bool Blocks() const override { return false; }
+  void Interrupt() override {}
+
+ private:
+  std::function<Result<std::optional<std::string>>()> next_;
+};
+
+}  // namespace
+
+std::unique_ptr<InvocationSource> MakeBrokerSource(Broker* broker,
+                                                   std::vector<std::string> queues,
+                                                   std::chrono::milliseconds slice) {
+  return std::make_unique<BrokerSource>(broker, std::move(queues), slice);
+}
+
+std::unique_ptr<InvocationSource> MakeFunctionSource(
+    std::function<Result<std::optional<std::string>>()> next) {
+  return std::make_unique<FunctionSource>(std::move(next));
+}
+
+}  // namespace pynenc_cpp::runner

@@ -1,0 +1,381 @@
+#include "pynenc_cpp/runner/runner_engine.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+namespace pynenc_cpp::runner {
+
+using Clock = std::chrono::steady_clock;
+
+const char* RunnerStateName(RunnerState s) {
+  switch (s) {
+    case RunnerState::kCreated:
+      return "created";
+    case RunnerState::kRunning:
+      return "running";
+    case RunnerState::kDraining:
+      return "draining";
+    case RunnerState::kStopped:
+      return "stopped";
+    case RunnerState::kAborted:
+      return "aborted";
+  }
+  return "?";
+}
+
+namespace {
+
+struct Worker {
+  int index = 0;
+  std::thread thread;
+  // Guarded by Core::mu.
+  std::optional<std::string> current;
+  Clock::time_point started{};
+  bool waiting = false;
+  bool abandoned = false;  // timed out or replaced: exits after its execute returns
+  bool exited = false;
+};
+
+}  // namespace
+
+struct RunnerEngine::Core {
+  RunnerOptions options;
+  std::unique_ptr<InvocationSource> source;
+  RunnerHooks hooks;
+
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  RunnerState state = RunnerState::kCreated;
+  std::vector<std::shared_ptr<Worker>> workers;  // every worker ever started
+  int next_index = 0;
+  int waiting = 0;
+  int live = 0;  // alive, not abandoned
+  bool timer_exited = true;
+  std::thread timer;
+  std::vector<std::string> orphans;
+  std::int64_t executed = 0;
+
+  bool Stopping() const { return state != RunnerState::kRunning; }  // REQUIRES: mu
+
+  // Starts one worker. REQUIRES: mu held.
+  void SpawnLocked(const std::shared_ptr<Core>& self) {
+    auto w = std::make_shared<Worker>();
+    w->index = next_index++;
+    ++live;
+    workers.push_back(w);
+    w->thread = std::thread([self, w] { self->WorkerMain(self, w); });
+  }
+
+  // Non-waiting live workers beyond `workers` retire. REQUIRES: mu held.
+  bool SurplusLocked() const { return live - waiting > options.workers; }
+
+  // After MarkWaiting or a replacement. REQUIRES: mu held.
+  void FillSlotsLocked(const std::shared_ptr<Core>& self) {
+    while (state == RunnerState::kRunning && live - waiting < options.workers) SpawnLocked(self);
+  }
+
+  void WorkerMain(const std::shared_ptr<Core>& self, const std::shared_ptr<Worker>& w) {
+    if (hooks.thread_started) hooks.thread_started(w->index);
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (Stopping() || w->abandoned) break;
+        if (SurplusLocked()) {
+          w->abandoned = true;  // retire: not counted from here on
+          --live;
+          break;
+        }
+      }
+      std::optional<std::string> id;
+      bool claimed = false;
+      if (hooks.next_blocking && waiting_hint()) {
+        id = hooks.next_blocking(w->index);
+        claimed = id.has_value();
+      }
+      if (!id) {
+        Result<std::optional<std::string>> got = source->Next(options.retrieve_wait);
+        if (!got.ok()) {
+          if (hooks.report_error) hooks.report_error("runner retrieval failed: " + got.status().ToString());
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait_for(lock, options.error_backoff, [&] { return Stopping(); });
+          continue;
+        }
+        id = std::move(got).value();
+        if (!id) {
+          if (!source->Blocks()) {
+            std::unique_lock<std::mutex> lock(mu);
+            cv.wait_for(lock, options.idle_backoff, [&] { return Stopping(); });
+          }
+          continue;
+        }
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (state == RunnerState::kAborted) {
+          orphans.push_back(*id);  // popped after Abort: the caller routes it again
+          break;
+        }
+        w->current = *id;
+        w->started = Clock::now();
+      }
+      const ExecOutcome outcome = hooks.execute(w->index, *id, claimed);
+      bool leave = false;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        ++executed;
+        w->current.reset();
+        if (w->waiting) {
+          w->waiting = false;
+          --waiting;
+        }
+        if (outcome == ExecOutcome::kReplaceWorker && !w->abandoned) {
+          w->abandoned = true;
+          --live;
+          FillSlotsLocked(self);
+        }
+        leave = w->abandoned;
+      }
+      cv.notify_all();
+      if (leave) break;
+    }
+    if (hooks.thread_exiting) hooks.thread_exiting(w->index);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!w->abandoned) --live;
+      w->exited = true;
+      if (w->waiting) {
+        w->waiting = false;
+        --waiting;
+      }
+      if (state == RunnerState::kDraining && live == 0) state = RunnerState::kStopped;
+    }
+    cv.notify_all();
+  }
+
+  bool waiting_hint() {
+    std::lock_guard<std::mutex> lock(mu);
+    return waiting > 0;
+  }
+
+  void TimerMain(const std::shared_ptr<Core>& self) {
+    if (hooks.thread_started) hooks.thread_started(kTimerThread);
+    const auto now0 = Clock::now();
+    Clock::time_point next_heartbeat = now0, next_management = now0;
+    const bool heartbeats = hooks.heartbeat && options.heartbeat_interval.count() > 0;
+    const bool management = hooks.management && options.management_interval.count() > 0;
+    const bool watchdog = options.task_timeout.count() > 0;
+    std::unique_lock<std::mutex> lock(mu);
+    while (state == RunnerState::kRunning || state == RunnerState::kDraining) {
+      const auto now = Clock::now();
+      if (heartbeats && now >= next_heartbeat) {
+        lock.unlock();
+        hooks.heartbeat();
+        lock.lock();
+        next_heartbeat = Clock::now() + options.heartbeat_interval;
+        continue;
+      }
+      if (management && state == RunnerState::kRunning && now >= next_management) {
+        lock.unlock();
+        hooks.management();
+        lock.lock();
+        next_management = Clock::now() + options.management_interval;
+        continue;
+      }
+      if (watchdog) {
+        std::vector<RunningTask> expired;
+        for (const auto& w : workers) {
+          if (w->current && !w->abandoned && now - w->started >= options.task_timeout) {
+            w->abandoned = true;
+            --live;
+            expired.push_back({w->index, *w->current});
+          }
+        }
+        if (!expired.empty()) {
+          FillSlotsLocked(self);
+          lock.unlock();
+          if (hooks.timed_out) {
+            for (const RunningTask& t : expired) hooks.timed_out(t.worker, t.invocation_id);
+          }
+          lock.lock();
+          if (state == RunnerState::kDraining && live == 0) state = RunnerState::kStopped;
+          cv.notify_all();
+          continue;
+        }
+      }
+      Clock::time_point wake = now + std::chrono::hours(1);
+      if (heartbeats) wake = std::min(wake, next_heartbeat);
+      if (management && state == RunnerState::kRunning) wake = std::min(wake, next_management);
+      if (watchdog) wake = std::min(wake, now + options.watchdog_tick);
+      const RunnerState seen = state;
+      cv.wait_until(lock, wake, [&] { return state != seen; });
+    }
+    lock.unlock();
+    if (hooks.thread_exiting) hooks.thread_exiting(kTimerThread);
+    lock.lock();
+    timer_exited = true;
+    lock.unlock();
+    cv.notify_all();
+  }
+};
+
+RunnerEngine::RunnerEngine(RunnerOptions options, std::unique_ptr<InvocationSource> source,
+                           RunnerHooks hooks)
+    : core_(std::make_shared<Core>()) {
+  core_->options = options;
+  core_->source = std::move(source);
+  core_->hooks = std::move(hooks);
+}
+
+RunnerEngine::~RunnerEngine() {
+  if (state() == RunnerState::kCreated) return;
+  Stop();
+  if (!Wait(std::chrono::seconds(1))) Abort();
+  Wait(std::chrono::seconds(1));
+  std::vector<std::thread> done, busy;
+  {
+    std::unique_lock<std::mutex> lock(core_->mu);
+    // Abandoned (timed-out) workers too get a moment to leave their hook.
+    core_->cv.wait_for(lock, std::chrono::seconds(1), [&] {
+      for (const auto& w : core_->workers) {
+        if (!w->exited) return false;
+      }
+      return core_->timer_exited;
+    });
+    for (const auto& w : core_->workers) {
+      if (!w->thread.joinable()) continue;
+      (w->exited ? done : busy).push_back(std::move(w->thread));
+    }
+    if (core_->timer.joinable()) {
+      (core_->timer_exited ? done : busy).push_back(std::move(core_->timer));
+    }
+  }
+  for (std::thread& t : done) t.join();
+  for (std::thread& t : busy) t.detach();  // still inside a hook; it keeps the core alive
+}
+
+Status RunnerEngine::Start() {
+  if (!core_->hooks.execute) return Status::InvalidArgument("runner: the execute hook is required");
+  if (!core_->source) return Status::InvalidArgument("runner: an invocation source is required");
+  if (core_->options.workers < 1) {
+    return Status::InvalidArgument("runner: workers must be >= 1, got " +
+                                   std::to_string(core_->options.workers));
+  }
+  if (core_->options.task_timeout.count() < 0 || core_->options.retrieve_wait.count() < 0) {
+    return Status::InvalidArgument("runner: timeouts must be >= 0");
+  }
+  std::lock_guard<std::mutex> lock(core_->mu);
+  if (core_->state != RunnerState::kCreated) {
+    return Status::InvalidArgument(std::string("runner: Start() in state ") +
+                                   RunnerStateName(core_->state));
+  }
+  core_->state = RunnerState::kRunning;
+  core_->FillSlotsLocked(core_);
+  core_->timer_exited = false;
+  std::shared_ptr<Core> self = core_;
+  core_->timer = std::thread([self] { self->TimerMain(self); });
+  return Status::Ok();
+}
+
+void RunnerEngine::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(core_->mu);
+    if (core_->state != RunnerState::kRunning) return;
+    core_->state = core_->live == 0 ? RunnerState::kStopped : RunnerState::kDraining;
+  }
+  core_->cv.notify_all();
+  core_->source->Interrupt();
+}
+
+std::vector<RunningTask> RunnerEngine::Abort() {
+  std::vector<RunningTask> running;
+  {
+    std::lock_guard<std::mutex> lock(core_->mu);
+    if (core_->state == RunnerState::kAborted || core_->state == RunnerState::kCreated ||
+        core_->state == RunnerState::kStopped) {
+      return running;
+    }
+    core_->state = RunnerState::kAborted;
+    for (const auto& w : core_->workers) {
+      if (w->current && !w->abandoned) running.push_back({w->index, *w->current});
+    }
+  }
+  core_->cv.notify_all();
+  core_->source->Interrupt();
+  return running;
+}
+
+bool RunnerEngine::Wait(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(core_->mu);
+  auto done = [&] {
+    if (core_->state == RunnerState::kRunning) return false;
+    if (!core_->timer_exited) return false;
+    for (const auto& w : core_->workers) {
+      if (!w->exited && !w->abandoned) return false;
+    }
+    return true;
+  };
+  if (!core_->cv.wait_for(lock, timeout, done)) return false;
+  // Join the threads that are done so their resources go now.
+  for (const auto& w : core_->workers) {
+    if (w->exited && w->thread.joinable()) {
+      std::thread t = std::move(w->thread);
+      lock.unlock();
+      t.join();
+      lock.lock();
+    }
+  }
+  return true;
+}
+
+void RunnerEngine::MarkWaiting(int worker) {
+  {
+    std::lock_guard<std::mutex> lock(core_->mu);
+    for (const auto& w : core_->workers) {
+      if (w->index != worker) continue;
+      if (w->waiting || !w->current || w->abandoned) return;
+      w->waiting = true;
+      ++core_->waiting;
+      core_->FillSlotsLocked(core_);
+      return;
+    }
+  }
+}
+
+RunnerState RunnerEngine::state() const {
+  std::lock_guard<std::mutex> lock(core_->mu);
+  return core_->state;
+}
+
+std::vector<RunningTask> RunnerEngine::Running() const {
+  std::lock_guard<std::mutex> lock(core_->mu);
+  std::vector<RunningTask> out;
+  for (const auto& w : core_->workers) {
+    if (w->current && !w->abandoned) out.push_back({w->index, *w->current});
+  }
+  return out;
+}
+
+std::vector<std::string> RunnerEngine::TakeOrphans() {
+  std::lock_guard<std::mutex> lock(core_->mu);
+  return std::exchange(core_->orphans, {});
+}
+
+int RunnerEngine::waiting() const {
+  std::lock_guard<std::mutex> lock(core_->mu);
+  return core_->waiting;
+}
+
+int RunnerEngine::live_workers() const {
+  std::lock_guard<std::mutex> lock(core_->mu);
+  return core_->live;
+}
+
+std::int64_t RunnerEngine::executed() const {
+  std::lock_guard<std::mutex> lock(core_->mu);
+  return core_->executed;
+}
+
+}  // namespace pynenc_cpp::runner

@@ -1,0 +1,466 @@
+"""CppRunner: a pynenc runner whose loop runs in C++ (``_core.RunnerEngine``).
+
+N worker threads, each with one persistent Python thread state, block on the
+engine broker with the GIL released and take the GIL only to claim and run an
+invocation. A C++ timer thread sends heartbeats, runs the management duties
+(pynenc's atomic services: trigger loop and recovery) and the task-timeout
+watchdog. Select it like any pynenc runner::
+
+    app = PynencBuilder().app_id("a").cpp_sqlite(path="a.db").cpp_runner(workers=4).build()
+    app.runner.run()                        # or: pynenc --app mod.app runner start
+
+or with ``PYNENC__RUNNER_CLS=CppRunner`` and ``PYNENC__CPP_RUNNER_WORKERS=4``.
+
+Shutdown: the first SIGINT/SIGTERM (or ``stop_runner_loop()``) is graceful (no
+more retrieval; running invocations finish; none is left RUNNING); the second
+is immediate (running invocations are KILLED and rerouted, then the runner exits).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import queue
+import sys
+import threading
+import time
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import pynenc
+from cistell import ConfigField
+from pynenc import context
+from pynenc.conf.config_runner import ConfigRunner
+from pynenc.exceptions import InvocationStatusError
+from pynenc.identifiers.invocation_id import InvocationId
+from pynenc.invocation.status import InvocationStatus
+from pynenc.runner.base_runner import BaseRunner
+
+from pynenc_cpp import _core
+
+if TYPE_CHECKING:
+    from pynenc.app import Pynenc
+    from pynenc.invocation.dist_invocation import DistributedInvocation
+    from pynenc.runner.runner_context import RunnerContext
+
+#: How long an immediate stop waits for interrupted workers before exiting.
+_ABORT_GRACE_SEC = 2.0
+
+
+class TaskTimeoutError(TimeoutError):
+    """Stored as the exception of an invocation that outlived ``cpp_runner_task_timeout_sec``."""
+
+
+class TaskAbortedError(RuntimeError):
+    """Stored as the exception of an invocation whose task ended its thread with a
+    ``BaseException`` that is not an ``Exception`` (``SystemExit``, ``KeyboardInterrupt``...)."""
+
+
+class _WorkerInterrupted(BaseException):
+    """Raised asynchronously in a worker whose task timed out or was killed.
+
+    A ``BaseException`` so that pynenc's ``except Exception`` handlers (and the
+    task's own) do not overwrite the status already recorded for it.
+    """
+
+
+# Code an asynchronous exception must never land in: it would leave a lock held
+# (logging's handler lock, threading's) or a pynenc status change half done.
+_UNSAFE_ANYWHERE = tuple(
+    os.path.dirname(m.__file__) + os.sep
+    for m in (logging,)  # type: ignore[type-var]
+) + (threading.__file__, queue.__file__, "<frozen importlib")
+_UNSAFE_INNERMOST = tuple(
+    os.path.dirname(m.__file__) + os.sep  # type: ignore[type-var]
+    for m in (pynenc, sys.modules["pynenc_cpp"])
+)
+
+
+def _safe_to_interrupt(thread_ident: int) -> bool | None:
+    """Whether the thread is in task code now (None: the thread is gone).
+
+    REQUIRES: the GIL (the answer holds until the caller releases it).
+    """
+    frame = sys._current_frames().get(thread_ident)
+    if frame is None:
+        return None
+    if frame.f_code.co_filename.startswith(_UNSAFE_INNERMOST):
+        return False
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_UNSAFE_ANYWHERE):
+            return False
+        frame = frame.f_back
+    return True
+
+
+def _interrupt_thread(thread_ident: int, within_sec: float = 2.0) -> bool:
+    """Raise ``_WorkerInterrupted`` in the thread ``thread_ident`` as soon as it is in
+    task code (never inside logging, threading or pynenc itself); gives up after
+    ``within_sec`` (the thread then finishes its task on its own)."""
+    if not thread_ident:
+        return False
+    deadline = time.monotonic() + within_sec
+    while True:
+        safe = _safe_to_interrupt(thread_ident)
+        if safe is None:
+            return False
+        if safe:
+            done = ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(thread_ident), ctypes.py_object(_WorkerInterrupted)
+            )
+            return bool(done)
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)  # lets the thread move on
+
+
+class ConfigCppRunner(ConfigRunner):
+    """
+    :cvar ConfigField[int] cpp_runner_workers:
+        Worker threads (parallel invocations). 0: one per CPU.
+    :cvar ConfigField[float] cpp_runner_task_timeout_sec:
+        An invocation running longer is set FAILED with a ``TaskTimeoutError`` and
+        its worker is replaced. 0 (default): no timeout.
+    :cvar ConfigField[float] cpp_runner_heartbeat_interval_sec:
+        Seconds between heartbeats. 0 (default): a quarter of
+        ``runner_considered_dead_after_minutes``, at most
+        ``atomic_service_check_interval_minutes``.
+    :cvar ConfigField[float] cpp_runner_retrieve_wait_sec:
+        Longest single blocking wait on the broker (shutdown wakes it anyway).
+    :cvar ConfigField[float] cpp_runner_stop_grace_sec:
+        How long a graceful stop (first signal, or ``stop_runner_loop()``) lets
+        running invocations finish before killing and rerouting them. < 0
+        (default): as long as they take; 0: at once (pynenc's own runners'
+        behaviour: every running invocation is KILLED and REROUTED on stop).
+    """
+
+    cpp_runner_workers = ConfigField(0)
+    cpp_runner_task_timeout_sec = ConfigField(0.0)
+    cpp_runner_heartbeat_interval_sec = ConfigField(0.0)
+    cpp_runner_retrieve_wait_sec = ConfigField(0.5)
+    cpp_runner_stop_grace_sec = ConfigField(-1.0)
+
+
+class CppRunner(BaseRunner):
+    """A runner whose loop, worker pool, timers and shutdown run in C++."""
+
+    def __init__(
+        self,
+        app: Pynenc,
+        runner_cache: dict | None = None,
+        runner_context: RunnerContext | None = None,
+    ) -> None:
+        self._engine: Any = None
+        self._stop_requests = 0
+        self._abort_deadline: float | None = None
+        self._grace_deadline: float | None = None
+        super().__init__(app, runner_cache, runner_context)
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state["_engine"] = None
+        return state
+
+    @cached_property
+    def conf(self) -> ConfigCppRunner:
+        return ConfigCppRunner(
+            config_values=self.app.config_values,
+            config_filepath=self.app.config_filepath,
+        )
+
+    @staticmethod
+    def mem_compatible() -> bool:
+        """True: the workers are threads of this process."""
+        return True
+
+    @property
+    def workers(self) -> int:
+        """Number of worker threads (``cpp_runner_workers``, or one per CPU)."""
+        n = self.conf.cpp_runner_workers
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"cpp_runner_workers={n!r}: expected an int >= 0")
+        return n or (os.cpu_count() or 1)
+
+    @property
+    def max_parallel_slots(self) -> int:
+        return self.workers
+
+    def get_active_child_runner_ids(self) -> list[str]:
+        """No child runners: the workers are threads sharing this runner's id."""
+        return []
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _engine_broker(self) -> Any:
+        """The engine broker to block on, or None for a non pynenc-cpp broker."""
+        engine = getattr(self.app.broker, "_engine", None)
+        return engine if isinstance(engine, _core.Broker) else None
+
+    def _intervals(self) -> tuple[float, float]:
+        app_conf = self.app.conf
+        check = float(app_conf.atomic_service_check_interval_minutes) * 60.0
+        heartbeat = float(self.conf.cpp_runner_heartbeat_interval_sec)
+        if heartbeat <= 0:
+            dead_after = float(app_conf.runner_considered_dead_after_minutes) * 60.0
+            heartbeat = min(check, dead_after / 4.0)
+        return max(heartbeat, 0.05), max(check, 0.05)
+
+    def _on_start(self) -> None:
+        self._stop_requests = 0
+        self._abort_deadline = None
+        self._grace_deadline = None
+        timeout = float(self.conf.cpp_runner_task_timeout_sec)
+        if timeout < 0:
+            raise ValueError(f"cpp_runner_task_timeout_sec={timeout!r}: expected >= 0")
+        heartbeat, management = self._intervals()
+        broker = self._engine_broker()
+        queues = list(self.conf.queues or self.app.broker.conf.queues)
+        self._heartbeat()  # registered before any invocation is claimed
+        self._engine = _core.RunnerEngine(
+            broker,
+            queues,
+            self.workers,
+            timeout,
+            heartbeat,
+            management,
+            retrieve_wait_sec=float(self.conf.cpp_runner_retrieve_wait_sec),
+            idle_backoff_sec=max(float(self.conf.runner_loop_sleep_time_sec), 0.001),
+            execute=self._execute,
+            fallback_next=None if broker is not None else self._fallback_next,
+            next_blocking=self._next_blocking,
+            heartbeat=self._heartbeat,
+            management=self._management,
+            timed_out=self._on_timeout,
+            thread_started=self._on_thread_started,
+            report_error=self._report_error,
+        )
+        self._engine.start()
+        self.logger.info(
+            f"CppRunner:{self.runner_id} started {self.workers} workers on queues {queues} "
+            f"({'engine broker, blocking' if broker is not None else 'polling ' + type(self.app.broker).__name__})"
+        )
+
+    def run(self) -> None:
+        """Starts the engine and waits for it in C++ (GIL released, signals handled)."""
+        context.set_current_runner(self.app.app_id, self)
+        self.on_start()
+        try:
+            while True:
+                if self._engine.wait(0.5, 0.1):
+                    break
+                if not self.running and self._engine.state == "running":
+                    self._engine.stop()  # `running` cleared without stop_runner_loop
+                if self._grace_deadline is not None and time.monotonic() > self._grace_deadline:
+                    self._grace_deadline = None
+                    self.logger.warning(
+                        f"CppRunner:{self.runner_id} stop grace period over: killing what still runs"
+                    )
+                    self._abort()
+                if self._abort_deadline is not None and time.monotonic() > self._abort_deadline:
+                    self.logger.warning(
+                        f"CppRunner:{self.runner_id} exiting with interrupted workers still busy"
+                    )
+                    break
+        except KeyboardInterrupt:
+            self.logger.warning(f"KeyboardInterrupt received. Stopping runner:{self.runner_id}...")
+            self._abort()
+        finally:
+            self.on_stop()
+            context.clear_current_runner(self.app.app_id)
+
+    def runner_loop_iteration(self) -> None:
+        """Not used: the loop runs in C++ (see ``run``)."""
+        time.sleep(self.conf.runner_loop_sleep_time_sec)
+
+    def _on_stop_runner_loop(self) -> None:
+        self._stop_requests += 1
+        if self._engine is None:
+            return
+        grace = float(self.conf.cpp_runner_stop_grace_sec)
+        if self._stop_requests == 1 and grace != 0:
+            self.logger.info(
+                f"CppRunner:{self.runner_id} graceful stop: running invocations finish"
+            )
+            self._engine.stop()
+            if grace > 0:
+                self._grace_deadline = time.monotonic() + grace
+        else:
+            self._abort()
+
+    def _abort(self) -> None:
+        """Immediate stop: KILLED + rerouted for every running invocation."""
+        engine = self._engine
+        if engine is None:
+            return
+        running = engine.abort()
+        if running:
+            self.logger.warning(
+                f"CppRunner:{self.runner_id} immediate stop: killing {len(running)} invocations"
+            )
+        for invocation_id, thread_ident in running:
+            self._kill_and_reroute(InvocationId(invocation_id))
+            _interrupt_thread(thread_ident)
+        self._abort_deadline = time.monotonic() + _ABORT_GRACE_SEC
+
+    def _on_stop(self) -> None:
+        engine = self._engine
+        if engine is None:
+            return
+        if engine.state == "running":
+            engine.stop()
+            engine.wait(_ABORT_GRACE_SEC)
+        for invocation_id in engine.take_orphans():
+            self._route_back(InvocationId(invocation_id))
+
+    # ------------------------------------------------------- hooks (engine threads)
+
+    def _on_thread_started(self, worker: int) -> None:
+        context.set_current_runner(self.app.app_id, self)
+        context.set_current_app(self.app)
+
+    def _claim(self, invocation_id: InvocationId) -> DistributedInvocation | None:
+        """pynenc's ``get_additional_invocations_to_run`` for one retrieved id."""
+        orchestrator = self.app.orchestrator
+        native = getattr(orchestrator, "claim_for_run", None)
+        if native is not None:
+            return native(invocation_id, self.runner_context)
+        ctx = self.runner_context
+        try:
+            if not orchestrator.get_invocation_status(invocation_id).is_available_for_run():
+                return None
+            invocation = self.app.state_backend.get_invocation(invocation_id)
+            if not orchestrator.is_candidate_to_run_by_concurrency_control(invocation):
+                if invocation.task.conf.reroute_on_concurrency_control:
+                    orchestrator.set_invocation_status(
+                        invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED, ctx
+                    )
+                    orchestrator.reroute_invocations({invocation_id}, ctx)
+                else:
+                    orchestrator.set_invocation_status(
+                        invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED_FINAL, ctx
+                    )
+                return None
+            orchestrator.set_invocation_status(invocation_id, InvocationStatus.PENDING, ctx)
+            return invocation
+        except InvocationStatusError as ex:  # another runner got there first
+            self.logger.debug(f"invocation:{invocation_id} not claimed: {ex}")
+            return None
+
+    def _execute(self, invocation_id: str, claimed: bool) -> None:
+        inv_id = InvocationId(invocation_id)
+        invocation: DistributedInvocation | None = None
+        try:
+            if claimed:
+                invocation = self.app.state_backend.get_invocation(inv_id)
+            else:
+                try:
+                    invocation = self._claim(inv_id)
+                except Exception:
+                    self.logger.exception(
+                        f"invocation:{inv_id} could not be claimed; routing it back"
+                    )
+                    self._route_back(inv_id)
+                    return
+            if invocation is None:
+                return
+            invocation.run(self.runner_context)
+        except _WorkerInterrupted:
+            return  # timed out or killed: its status was set by whoever interrupted it
+        except Exception:
+            return  # pynenc stored the exception and logged it before re-raising
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt, other BaseExceptions
+            if invocation is not None:
+                self._fail(invocation, exc)
+
+    def _fail(self, invocation: DistributedInvocation, exc: BaseException) -> None:
+        error = TaskAbortedError(
+            f"invocation:{invocation.invocation_id} ended its worker thread with "
+            f"{type(exc).__name__}({exc!s}); reported as FAILED"
+        )
+        self.logger.error(str(error))
+        try:
+            self.app.orchestrator.set_invocation_exception(invocation, error, self.runner_context)
+        except InvocationStatusError as ex:
+            self.logger.warning(f"invocation:{invocation.invocation_id} not set FAILED: {ex}")
+
+    def _on_timeout(self, invocation_id: str, thread_ident: int) -> None:
+        inv_id = InvocationId(invocation_id)
+        timeout = float(self.conf.cpp_runner_task_timeout_sec)
+        error = TaskTimeoutError(
+            f"invocation:{inv_id} ran longer than cpp_runner_task_timeout_sec={timeout}; "
+            "it was interrupted and its worker replaced"
+        )
+        self.logger.error(str(error))
+        try:
+            invocation = self.app.state_backend.get_invocation(inv_id)
+            self.app.orchestrator.set_invocation_exception(invocation, error, self.runner_context)
+        except InvocationStatusError as ex:
+            self.logger.info(f"invocation:{inv_id} finished as it timed out: {ex}")
+        except Exception:
+            self.logger.exception(f"invocation:{inv_id} timed out; could not record it")
+        _interrupt_thread(thread_ident)
+
+    def _route_back(self, invocation_id: InvocationId) -> None:
+        """Put an id taken from the broker but not run back in its queue."""
+        try:
+            status = self.app.orchestrator.get_invocation_status(invocation_id)
+            if status.is_available_for_run():
+                invocation = self.app.state_backend.get_invocation(invocation_id)
+                self.app.orchestrator.route_invocation(invocation)
+            elif not status.is_final():
+                self._kill_and_reroute(invocation_id)
+        except Exception:
+            self.logger.exception(f"invocation:{invocation_id} could not be routed back")
+
+    def _fallback_next(self) -> str | None:
+        for queue_name in self.queue_names_for_retrieval():
+            invocation_id = self.app.broker.retrieve_invocation(queue_name)
+            if invocation_id:
+                self.note_queue_retrieved(queue_name)
+                return str(invocation_id)
+        return None
+
+    def _next_blocking(self) -> str | None:
+        try:
+            for invocation_id in self.app.orchestrator.get_blocking_invocations_to_run(
+                1, set(), self.runner_context
+            ):
+                return str(invocation_id)
+        except Exception:
+            self.logger.exception("CppRunner: reading blocking invocations failed")
+        return None
+
+    def _heartbeat(self) -> None:
+        try:
+            self.app.orchestrator.register_runner_heartbeats(
+                [self.runner_id], can_run_atomic_service=True, consumed_queues=self.conf.queues
+            )
+        except Exception:
+            self.logger.exception(f"CppRunner:{self.runner_id} heartbeat failed")
+
+    def _management(self) -> None:
+        # The C++ timer decides when; pynenc's own interval check must not skip it.
+        self._last_atomic_service_check_time = 0.0
+        try:
+            self._check_atomic_services()
+        except Exception:
+            self.logger.exception(f"CppRunner:{self.runner_id} management duties failed")
+
+    def _report_error(self, message: str) -> None:
+        self.logger.error(f"CppRunner:{self.runner_id} {message}")
+
+    # ---------------------------------------------------------- waiting for results
+
+    def _waiting_for_results(
+        self,
+        running_invocation_id: InvocationId,
+        result_invocation_ids: list[InvocationId],
+        runner_args: dict[str, Any] | None = None,
+    ) -> None:
+        """The waiting worker stops counting as a slot (another worker takes its
+        place) and sleeps with the GIL released."""
+        del running_invocation_id, result_invocation_ids, runner_args
+        if self._engine is not None:
+            self._engine.mark_waiting()
+        time.sleep(self.conf.invocation_wait_results_sleep_time_sec)

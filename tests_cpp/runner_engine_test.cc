@@ -1,0 +1,367 @@
+// RunnerEngine (the C++ loop of CppRunner) without Python: a fake source and
+// fake hooks. Covers the worker pool, the shutdown state machine (graceful and
+// immediate), the task-timeout watchdog, waiting tasks freeing their slot,
+// worker replacement, the timer hooks, and retrieval across broker queues.
+#include "pynenc_cpp/runner/runner_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "pynenc_cpp/ports/broker.h"
+
+namespace pynenc_cpp::runner {
+namespace {
+
+using std::chrono::milliseconds;
+using namespace std::chrono_literals;
+
+// A blocking in-memory queue of ids: the runner's view of a broker.
+class FakeSource final : public InvocationSource {
+ public:
+  void Push(const std::string& id) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      q_.push_back(id);
+    }
+    cv_.notify_all();
+  }
+  Result<std::optional<std::string>> Next(milliseconds timeout) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    const std::uint64_t epoch = interrupts_;
+    cv_.wait_for(lock, timeout, [&] { return !q_.empty() || interrupts_ != epoch; });
+    if (q_.empty()) return std::optional<std::string>();
+    std::string id = q_.front();
+    q_.pop_front();
+    return std::optional<std::string>(id);
+  }
+  bool Blocks() const override { return true; }
+  void Interrupt() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++interrupts_;
+    }
+    cv_.notify_all();
+  }
+  std::size_t size() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return q_.size();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> q_;
+  std::uint64_t interrupts_ = 0;
+};
+
+// Records what the hooks saw; thread-safe.
+struct Log {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::multiset<std::string> executed;
+  std::set<int> started_threads, exited_threads;
+  std::vector<std::string> timed_out;
+  int heartbeats = 0, managements = 0;
+
+  template <typename Pred>
+  bool WaitFor(Pred pred, milliseconds timeout = 10s) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, timeout, [&] { return pred(); });
+  }
+  void Note(const std::function<void()>& f) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      f();
+    }
+    cv.notify_all();
+  }
+};
+
+// A latch tests open to let blocked tasks finish.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  void Open() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      open = true;
+    }
+    cv.notify_all();
+  }
+  void Pass() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return open; });
+  }
+};
+
+RunnerHooks RecordingHooks(Log& log, std::function<ExecOutcome(int, const std::string&)> body = {}) {
+  RunnerHooks h;
+  h.thread_started = [&log](int w) { log.Note([&] { log.started_threads.insert(w); }); };
+  h.thread_exiting = [&log](int w) { log.Note([&] { log.exited_threads.insert(w); }); };
+  h.execute = [&log, body](int w, const std::string& id, bool) {
+    ExecOutcome out = body ? body(w, id) : ExecOutcome::kDone;
+    log.Note([&] { log.executed.insert(id); });
+    return out;
+  };
+  h.timed_out = [&log](int, const std::string& id) { log.Note([&] { log.timed_out.push_back(id); }); };
+  h.heartbeat = [&log] { log.Note([&] { ++log.heartbeats; }); };
+  h.management = [&log] { log.Note([&] { ++log.managements; }); };
+  return h;
+}
+
+// Polls `pred` (for engine state that no hook announces).
+template <typename Pred>
+bool Eventually(Pred pred, milliseconds timeout = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+RunnerOptions Options(int workers) {
+  RunnerOptions o;
+  o.workers = workers;
+  o.retrieve_wait = 50ms;
+  return o;
+}
+
+TEST(RunnerEngine, ExecutesEveryIdOnceAcrossWorkers) {
+  auto source = std::make_unique<FakeSource>();
+  FakeSource* src = source.get();
+  Log log;
+  RunnerEngine engine(Options(4), std::move(source), RecordingHooks(log));
+  ASSERT_TRUE(engine.Start().ok());
+  for (int i = 0; i < 200; ++i) src->Push("inv-" + std::to_string(i));
+  ASSERT_TRUE(log.WaitFor([&] { return log.executed.size() == 200; }));
+  engine.Stop();
+  ASSERT_TRUE(engine.Wait(5s));
+  EXPECT_EQ(engine.state(), RunnerState::kStopped);
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(log.executed.count("inv-" + std::to_string(i)), 1u);
+  EXPECT_EQ(engine.executed(), 200);
+  // Every worker thread and the timer ran their start and exit hooks.
+  EXPECT_EQ(log.started_threads, log.exited_threads);
+  EXPECT_TRUE(log.started_threads.count(kTimerThread));
+  EXPECT_EQ(log.started_threads.size(), 5u);
+}
+
+TEST(RunnerEngine, GracefulStopLetsRunningTasksFinishAndRetrievesNoMore) {
+  auto source = std::make_unique<FakeSource>();
+  FakeSource* src = source.get();
+  Log log;
+  Gate gate;
+  std::atomic<int> entered{0};
+  RunnerEngine engine(Options(2), std::move(source), RecordingHooks(log, [&](int, const std::string&) {
+                        entered.fetch_add(1);
+                        gate.Pass();
+                        return ExecOutcome::kDone;
+                      }));
+  ASSERT_TRUE(engine.Start().ok());
+  src->Push("a");
+  src->Push("b");
+  while (entered.load() < 2) std::this_thread::sleep_for(1ms);
+  engine.Stop();
+  EXPECT_EQ(engine.state(), RunnerState::kDraining);
+  src->Push("c");  // arrives during the drain: not taken
+  EXPECT_FALSE(engine.Wait(100ms));  // two tasks still running
+  gate.Open();
+  ASSERT_TRUE(engine.Wait(5s));
+  EXPECT_EQ(engine.state(), RunnerState::kStopped);
+  EXPECT_EQ(log.executed, (std::multiset<std::string>{"a", "b"}));
+  EXPECT_EQ(src->size(), 1u);
+}
+
+TEST(RunnerEngine, AbortReturnsWhatIsRunningAndDoesNotWaitForIt) {
+  auto source = std::make_unique<FakeSource>();
+  FakeSource* src = source.get();
+  Log log;
+  Gate gate;
+  std::atomic<int> entered{0};
+  RunnerEngine engine(Options(1), std::move(source), RecordingHooks(log, [&](int, const std::string&) {
+                        entered.fetch_add(1);
+                        gate.Pass();
+                        return ExecOutcome::kDone;
+                      }));
+  ASSERT_TRUE(engine.Start().ok());
+  src->Push("slow");
+  while (entered.load() < 1) std::this_thread::sleep_for(1ms);
+  std::vector<RunningTask> running = engine.Abort();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].invocation_id, "slow");
+  EXPECT_EQ(engine.state(), RunnerState::kAborted);
+  EXPECT_TRUE(engine.Abort().empty());  // second call: nothing more
+  EXPECT_FALSE(engine.Wait(50ms));
+  gate.Open();
+  ASSERT_TRUE(engine.Wait(5s));
+}
+
+TEST(RunnerEngine, TimedOutTaskIsReportedAndItsWorkerReplaced) {
+  auto source = std::make_unique<FakeSource>();
+  FakeSource* src = source.get();
+  Log log;
+  Gate gate;
+  RunnerOptions options = Options(1);
+  options.task_timeout = 100ms;
+  options.watchdog_tick = 10ms;
+  RunnerEngine engine(options, std::move(source), RecordingHooks(log, [&](int, const std::string& id) {
+                        if (id == "hang") gate.Pass();
+                        return ExecOutcome::kDone;
+                      }));
+  ASSERT_TRUE(engine.Start().ok());
+  src->Push("hang");
+  ASSERT_TRUE(log.WaitFor([&] { return log.timed_out.size() == 1; }));
+  EXPECT_EQ(log.timed_out[0], "hang");
+  // The slot was replaced: later work runs although "hang" still blocks.
+  src->Push("next");
+  ASSERT_TRUE(log.WaitFor([&] { return log.executed.count("next") == 1; }));
+  EXPECT_EQ(engine.live_workers(), 1);
+  // The abandoned one is never listed as running.
+  EXPECT_TRUE(Eventually([&] { return engine.Running().empty(); }));
+  engine.Stop();
+  ASSERT_TRUE(engine.Wait(5s));  // abandoned workers are not waited for
+  gate.Open();
+  ASSERT_TRUE(log.WaitFor([&] { return log.exited_threads.count(0) == 1; }));
+  EXPECT_EQ(log.timed_out.size(), 1u);
+}
+
+TEST(RunnerEngine, WaitingTaskFreesItsSlotSoOneWorkerCannotDeadlock) {
+  auto source = std::make_unique<FakeSource>();
+  FakeSource* src = source.get();
+  Log log;
+  RunnerEngine* engine_ptr = nullptr;
+  std::atomic<bool> child_done{false};
+  RunnerEngine engine(Options(1), std::move(source), RecordingHooks(log, [&](int w, const std::string& id) {
+                        if (id == "parent") {
+                          src->Push("child");
+                          engine_ptr->MarkWaiting(w);
+                          engine_ptr->MarkWaiting(w);  // idempotent
+                          while (!child_done.load()) std::this_thread::sleep_for(1ms);
+                        } else {
+                          child_done.store(true);
+                        }
+                        return ExecOutcome::kDone;
+                      }));
+  engine_ptr = &engine;
+  ASSERT_TRUE(engine.Start().ok());
+  src->Push("parent");
+  ASSERT_TRUE(log.WaitFor([&] { return log.executed.size() == 2; }));
+  // The extra worker retires once nobody waits: back to one retrieving worker.
+  ASSERT_TRUE(Eventually([&] { return engine.live_workers() == 1 && engine.waiting() == 0; }));
+  src->Push("later");
+  ASSERT_TRUE(log.WaitFor([&] { return log.executed.count("later") == 1; }));
+  engine.Stop();
+  ASSERT_TRUE(engine.Wait(5s));
+}
+
+TEST(RunnerEngine, WorkerWithUnusableStateIsReplaced) {
+  auto source = std::make_unique<FakeSource>();
+  FakeSource* src = source.get();
+  Log log;
+  RunnerEngine engine(Options(1), std::move(source), RecordingHooks(log, [&](int, const std::string& id) {
+                        return id == "poison" ? ExecOutcome::kReplaceWorker : ExecOutcome::kDone;
+                      }));
+  ASSERT_TRUE(engine.Start().ok());
+  src->Push("poison");
+  src->Push("after");
+  ASSERT_TRUE(log.WaitFor([&] { return log.executed.size() == 2; }));
+  ASSERT_TRUE(log.WaitFor([&] { return log.exited_threads.count(0) == 1; }));
+  EXPECT_TRUE(log.started_threads.count(1));  // the replacement
+  engine.Stop();
+  ASSERT_TRUE(engine.Wait(5s));
+}
+
+TEST(RunnerEngine, TimerRunsHeartbeatsAndManagementUntilStopped) {
+  Log log;
+  RunnerOptions options = Options(1);
+  options.heartbeat_interval = 10ms;
+  options.management_interval = 10ms;
+  RunnerEngine engine(options, std::make_unique<FakeSource>(), RecordingHooks(log));
+  ASSERT_TRUE(engine.Start().ok());
+  ASSERT_TRUE(log.WaitFor([&] { return log.heartbeats >= 3 && log.managements >= 3; }));
+  engine.Stop();
+  ASSERT_TRUE(engine.Wait(5s));
+  int hb = 0;
+  log.Note([&] { hb = log.heartbeats; });
+  std::this_thread::sleep_for(50ms);
+  log.Note([&] { EXPECT_EQ(log.heartbeats, hb); });
+}
+
+TEST(RunnerEngine, RejectsBadOptionsAndSecondStart) {
+  Log log;
+  RunnerEngine zero(Options(0), std::make_unique<FakeSource>(), RecordingHooks(log));
+  EXPECT_EQ(zero.Start().code(), ErrorCode::kInvalidArgument);
+  RunnerEngine no_exec(Options(1), std::make_unique<FakeSource>(), RunnerHooks{});
+  EXPECT_EQ(no_exec.Start().code(), ErrorCode::kInvalidArgument);
+  RunnerEngine twice(Options(1), std::make_unique<FakeSource>(), RecordingHooks(log));
+  ASSERT_TRUE(twice.Start().ok());
+  EXPECT_EQ(twice.Start().code(), ErrorCode::kInvalidArgument);
+  twice.Stop();
+  EXPECT_TRUE(twice.Wait(5s));
+}
+
+TEST(RunnerEngine, NonBlockingSourceIsPolledWithBackoff) {
+  std::atomic<int> calls{0};
+  auto source = MakeFunctionSource([&]() -> Result<std::optional<std::string>> {
+    int n = calls.fetch_add(1);
+    if (n == 3) return Status::BackendFailure("flaky");
+    if (n == 5) return std::optional<std::string>("found");
+    return std::optional<std::string>();
+  });
+  Log log;
+  std::vector<std::string> errors;
+  RunnerHooks hooks = RecordingHooks(log);
+  hooks.report_error = [&](const std::string& m) { log.Note([&] { errors.push_back(m); }); };
+  RunnerOptions options = Options(1);
+  options.error_backoff = 1ms;
+  RunnerEngine engine(options, std::move(source), hooks);
+  ASSERT_TRUE(engine.Start().ok());
+  ASSERT_TRUE(log.WaitFor([&] { return log.executed.count("found") == 1; }));
+  engine.Stop();
+  ASSERT_TRUE(engine.Wait(5s));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("flaky"), std::string::npos);
+}
+
+TEST(RunnerEngine, BrokerSourceTakesFromEveryQueueAndWakesOnRoute) {
+  auto broker = OpenBroker(BackendConfig{"memory://", "runner-test", nullptr});
+  ASSERT_TRUE(broker.ok());
+  std::unique_ptr<Broker> b = std::move(broker).value();
+  auto source = MakeBrokerSource(b.get(), {"high", "low"}, 10ms);
+  ASSERT_TRUE(b->Route({InvocationId("l1")}, "low", 0).ok());
+  ASSERT_TRUE(b->Route({InvocationId("h1")}, "high", 0).ok());
+  auto first = source->Next(0ms);
+  ASSERT_TRUE(first.ok() && first.value());
+  EXPECT_EQ(*first.value(), "h1");  // queues in order
+  auto second = source->Next(0ms);
+  ASSERT_TRUE(second.ok() && second.value());
+  EXPECT_EQ(*second.value(), "l1");
+  std::thread producer([&] {
+    std::this_thread::sleep_for(30ms);
+    (void)b->Route({InvocationId("l2")}, "low", 0);
+  });
+  auto waited = source->Next(5s);
+  producer.join();
+  ASSERT_TRUE(waited.ok() && waited.value());
+  EXPECT_EQ(*waited.value(), "l2");
+  // Interrupt wakes a waiting Next with nothing.
+  std::thread interrupter([&] {
+    std::this_thread::sleep_for(30ms);
+    source->Interrupt();
+  });
+  auto none = source->Next(10s);
+  interrupter.join();
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none.value());
+}
+
+}  // namespace
+}  // namespace pynenc_cpp::runner

@@ -1,0 +1,104 @@
+"""Tasks for the CppRunner tests, importable by the test process and by runner
+subprocesses (``pynenc --app tests_py.runner_tasks.app runner start``).
+
+``app`` is configured from the ``PYNENC__*`` environment variables in a
+subprocess; in-process tests move every task to their own app with ``use(app)``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from pynenc import Pynenc
+
+import pynenc_cpp  # noqa: F401  (registers the Cpp* classes for pynenc's name lookup)
+
+app = Pynenc()
+
+
+class CustomBaseError(BaseException):
+    """Not an Exception: pynenc's handlers do not catch it."""
+
+
+@app.task
+def add(x: int, y: int) -> int:
+    return x + y
+
+
+@app.task
+def slow_append(path: str, tag: str, seconds: float) -> str:
+    """Appends `tag` to `path` (one O_APPEND write per execution), then sleeps."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{tag}\n".encode())
+    finally:
+        os.close(fd)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(0.01)
+    return tag
+
+
+@app.task
+def boom() -> None:
+    raise ValueError("boom from the task")
+
+
+@app.task
+def exit_task() -> None:
+    sys.exit(3)
+
+
+@app.task
+def interrupt_task() -> None:
+    raise KeyboardInterrupt
+
+
+@app.task
+def base_exception_task() -> None:
+    raise CustomBaseError("not an Exception")
+
+
+@app.task
+def hang(seconds: float) -> str:
+    """Busy in Python for `seconds` (small sleeps, so an async exception lands)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(0.01)
+    return "finished"
+
+
+@app.task
+def parent_sum(n: int) -> int:
+    """Waits for `n` child invocations (each waits in the runner)."""
+    children = [add(i, i) for i in range(n)]
+    return sum(child.result for child in children)
+
+
+@app.task
+def grandparent(n: int) -> int:
+    """Two levels of waiting: with one worker this needs extra slots twice."""
+    return parent_sum(n).result + 1
+
+
+TASKS = [
+    add,
+    slow_append,
+    boom,
+    exit_task,
+    interrupt_task,
+    base_exception_task,
+    hang,
+    parent_sum,
+    grandparent,
+]
+
+
+def use(target: Pynenc) -> None:
+    """Moves every task of this module to `target` (like pynenc's own combination tests)."""
+    for task in TASKS:
+        task.app = target
+        task._conf = None
+        target._tasks[task.task_id] = task

@@ -1,0 +1,359 @@
+"""CppRunner on cpp_mem / cpp_sqlite / cpp_redis: in a thread of this process and
+as a real ``pynenc runner start`` subprocess with real signals.
+
+Covers results, task exceptions, tasks that end their thread (SystemExit,
+KeyboardInterrupt, other BaseExceptions), the task timeout, waiting tasks with a
+single worker, graceful and immediate shutdown, the polling fallback for a
+broker that is not pynenc-cpp's, and the configuration paths.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pynenc import Pynenc, PynencBuilder
+from pynenc.invocation import InvocationStatus
+
+from pynenc_cpp import CppRunner, TaskAbortedError, TaskTimeoutError
+from tests_py import runner_tasks as rt
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = {"runner_loop_sleep_time_sec": 0.01, "invocation_wait_results_sleep_time_sec": 0.01}
+
+
+def build_app(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, **runner: Any
+) -> Pynenc:
+    builder = PynencBuilder().app_id(f"cpp-runner-{uuid.uuid4().hex[:10]}")
+    if backend == "mem":
+        builder = builder.cpp_mem()
+    elif backend == "sqlite":
+        builder = builder.cpp_sqlite(path=tmp_path / "runner.db")
+    else:
+        builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
+    app = builder.cpp_runner(**runner).custom_config(**FAST).build()
+    rt.use(app)
+    return app
+
+
+@contextmanager
+def running(app: Pynenc) -> Iterator[CppRunner]:
+    """The app's CppRunner running in a thread; stopped (gracefully) on exit."""
+    runner = app.runner
+    assert isinstance(runner, CppRunner)
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    wait_until(lambda: runner._engine is not None and runner._engine.state == "running")
+    try:
+        yield runner
+    finally:
+        runner.stop_runner_loop()
+        thread.join(60)
+        assert not thread.is_alive(), "run() did not return after stop_runner_loop()"
+
+
+def wait_until(pred: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.01)
+
+
+def statuses(app: Pynenc, invocation_id: str) -> list[InvocationStatus]:
+    return [h.status_record.status for h in app.state_backend.get_history(invocation_id)]
+
+
+ALL = ["mem", "sqlite", "redis"]
+
+
+@pytest.mark.parametrize("backend", ALL)
+def test_results_are_correct(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    app = build_app(backend, tmp_path, request, workers=2)
+    with running(app) as runner:
+        invocations = [rt.add(i, 10) for i in range(40)]
+        assert [inv.result for inv in invocations] == [i + 10 for i in range(40)]
+        assert runner._engine.executed >= 40
+        assert runner.max_parallel_slots == 2
+    for inv in invocations:
+        history = statuses(app, inv.invocation_id)
+        assert history[-1] == InvocationStatus.SUCCESS
+        assert history.count(InvocationStatus.RUNNING) == 1
+
+
+@pytest.mark.parametrize("backend", ALL)
+def test_task_exception_takes_pynencs_exception_path(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    app = build_app(backend, tmp_path, request, workers=1)
+    with running(app):
+        inv = rt.boom()
+        with pytest.raises(ValueError, match="boom from the task"):
+            _ = inv.result
+        assert rt.add(1, 2).result == 3  # the worker carries on
+    assert inv.status == InvocationStatus.FAILED
+
+
+@pytest.mark.parametrize("backend", ["mem", "sqlite"])
+@pytest.mark.parametrize("task_name", ["exit_task", "interrupt_task", "base_exception_task"])
+def test_task_ending_its_thread_is_failed_and_worker_survives(
+    backend: str, task_name: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    app = build_app(backend, tmp_path, request, workers=1)
+    with running(app) as runner:
+        inv = getattr(rt, task_name)()
+        with pytest.raises(TaskAbortedError):
+            _ = inv.result
+        # The only worker still runs tasks.
+        assert rt.add(2, 3).result == 5
+        assert runner._engine.live_workers == 1
+    assert inv.status == InvocationStatus.FAILED
+    assert InvocationStatus.RUNNING in statuses(app, inv.invocation_id)
+
+
+@pytest.mark.parametrize("backend", ["mem", "sqlite", "redis"])
+def test_task_past_timeout_is_failed_and_its_worker_replaced(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    app = build_app(backend, tmp_path, request, workers=1, task_timeout_sec=0.5)
+    with running(app) as runner:
+        inv = rt.hang(60)
+        with pytest.raises(TaskTimeoutError, match="cpp_runner_task_timeout_sec=0.5"):
+            _ = inv.result
+        # The slot was replaced: the single-worker runner still runs tasks.
+        assert rt.add(4, 4).result == 8
+        # The hung task was interrupted (it never reaches SUCCESS).
+        wait_until(lambda: runner._engine.running() == [])
+    assert inv.status == InvocationStatus.FAILED
+    assert InvocationStatus.SUCCESS not in statuses(app, inv.invocation_id)
+
+
+@pytest.mark.parametrize("backend", ALL)
+def test_waiting_tasks_do_not_deadlock_a_single_worker(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    app = build_app(backend, tmp_path, request, workers=1)
+    with running(app) as runner:
+        assert rt.grandparent(3).result == (0 + 2 + 4) + 1
+        assert rt.parent_sum(5).result == 20
+        # Extra workers retire once nothing waits.
+        wait_until(lambda: runner._engine.live_workers == 1 and runner._engine.waiting == 0)
+
+
+@pytest.mark.parametrize("backend", ["mem", "sqlite"])
+def test_graceful_stop_lets_running_invocations_finish(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    app = build_app(backend, tmp_path, request, workers=2)
+    log = tmp_path / "executions.log"
+    runner = app.runner
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    invs = [rt.slow_append(str(log), f"t{i}", 1.0) for i in range(2)]
+    wait_until(lambda: all(i.status == InvocationStatus.RUNNING for i in invs))
+    runner.stop_runner_loop()
+    late = rt.add(1, 1)  # routed after the stop: stays queued for another runner
+    thread.join(30)
+    assert not thread.is_alive()
+    for inv in invs:
+        assert inv.status == InvocationStatus.SUCCESS
+    assert late.status == InvocationStatus.REGISTERED
+    assert sorted(log.read_text().split()) == ["t0", "t1"]
+
+
+@pytest.mark.parametrize("backend", ["mem", "sqlite"])
+def test_immediate_stop_kills_and_reroutes_running_invocations(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    app = build_app(backend, tmp_path, request, workers=2)
+    runner = app.runner
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    invs = [rt.hang(60) for _ in range(2)]
+    wait_until(
+        lambda: all(InvocationStatus.RUNNING in statuses(app, i.invocation_id) for i in invs)
+    )
+    runner.stop_runner_loop()  # graceful...
+    runner.stop_runner_loop()  # ...then immediate
+    thread.join(30)
+    assert not thread.is_alive()
+    for inv in invs:
+        assert InvocationStatus.KILLED in statuses(app, inv.invocation_id)
+        assert inv.status == InvocationStatus.REROUTED
+    assert app.broker.count_invocations() == 2  # queued again for another runner
+
+
+def test_broker_that_is_not_pynenc_cpp_is_polled(tmp_path: Path) -> None:
+    app = (
+        PynencBuilder()
+        .app_id(f"cpp-runner-fallback-{uuid.uuid4().hex[:8]}")
+        .cpp_mem()
+        .cpp_runner(workers=2)
+        .custom_config(broker_cls="MemBroker", **FAST)
+        .build()
+    )
+    rt.use(app)
+    assert type(app.broker).__name__ == "MemBroker"
+    with running(app) as runner:
+        assert runner._engine_broker() is None
+        assert [rt.add(i, i).result for i in range(10)] == [2 * i for i in range(10)]
+        assert rt.grandparent(2).result == 3
+
+
+def test_config_from_environment_selects_cpp_runner(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYNENC__RUNNER_CLS", "CppRunner")
+    monkeypatch.setenv("PYNENC__CPP_RUNNER_WORKERS", "3")
+    monkeypatch.setenv("PYNENC__CPP_RUNNER_TASK_TIMEOUT_SEC", "7.5")
+    app = Pynenc(config_values={"app_id": f"cpp-runner-env-{uuid.uuid4().hex[:8]}"})
+    assert isinstance(app.runner, CppRunner)
+    assert app.runner.max_parallel_slots == 3
+    assert app.runner.conf.cpp_runner_task_timeout_sec == 7.5
+    assert app.runner.mem_compatible()
+    assert app.runner.get_active_child_runner_ids() == []
+
+
+def test_builder_rejects_bad_runner_options() -> None:
+    with pytest.raises(ValueError, match="workers"):
+        PynencBuilder().cpp_runner(workers=-1)
+    with pytest.raises(TypeError, match="workers"):
+        PynencBuilder().cpp_runner(workers="2")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="task_timeout_sec"):
+        PynencBuilder().cpp_runner(task_timeout_sec=-1)
+
+
+# ---------------------------------------------------------------- subprocesses
+
+
+def runner_env(app: Pynenc, backend: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for a ``pynenc runner start`` child using the same storage as `app`."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    cfg = app.config_values or {}
+    stem = {"sqlite": "Sqlite", "redis": "Redis"}[backend]
+    for kind in ("broker", "orchestrator", "state_backend", "trigger", "client_data_store"):
+        env[f"PYNENC__{kind.upper()}_CLS"] = cfg[f"{kind}_cls"]
+    assert cfg["broker_cls"] == f"Cpp{stem}Broker"
+    env["PYNENC__APP_ID"] = app.app_id
+    env["PYNENC__RUNNER_CLS"] = "CppRunner"
+    env["PYNENC__CPP_RUNNER_WORKERS"] = "2"
+    env["PYNENC__LOGGING_LEVEL"] = "info"
+    env["PYNENC__RUNNER_LOOP_SLEEP_TIME_SEC"] = "0.01"
+    if backend == "sqlite":
+        env["PYNENC__CPP_SQLITE_PATH"] = cfg["cpp_sqlite_path"]
+    else:
+        env["PYNENC__CPP_REDIS_URL"] = cfg["cpp_redis_url"]
+    env.update(extra or {})
+    return env
+
+
+def start_runner(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "pynenc", "--app", "tests_py.runner_tasks", "runner", "start"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(10)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_pynenc_runner_start_runs_tasks(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    app = build_app(backend, tmp_path, request)
+    proc = start_runner(runner_env(app, backend), tmp_path / "runner.log")
+    try:
+        invs = [rt.add(i, 1) for i in range(20)]
+        assert [inv.result for inv in invs] == [i + 1 for i in range(20)]
+        assert rt.grandparent(2).result == 3
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    finally:
+        stop(proc)
+    assert "CppRunner" in (tmp_path / "runner.log").read_text()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_first_signal_is_graceful(
+    backend: str, signum: int, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    app = build_app(backend, tmp_path, request)
+    log = tmp_path / "executions.log"
+    proc = start_runner(runner_env(app, backend), tmp_path / "runner.log")
+    try:
+        invs = [rt.slow_append(str(log), f"g{i}", 1.5) for i in range(2)]
+        wait_until(lambda: all(i.status == InvocationStatus.RUNNING for i in invs))
+        proc.send_signal(signum)
+        assert proc.wait(30) == 0
+    finally:
+        stop(proc)
+    for inv in invs:
+        assert inv.status == InvocationStatus.SUCCESS  # finished, none left RUNNING
+    assert sorted(log.read_text().split()) == ["g0", "g1"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_second_signal_is_immediate_and_reroutes(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    app = build_app(backend, tmp_path, request)
+    log = tmp_path / "executions.log"
+    proc = start_runner(runner_env(app, backend), tmp_path / "runner.log")
+    try:
+        invs = [rt.slow_append(str(log), f"i{i}", 30) for i in range(2)]
+        wait_until(lambda: all(i.status == InvocationStatus.RUNNING for i in invs))
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+    finally:
+        stop(proc)
+    for inv in invs:
+        history = statuses(app, inv.invocation_id)
+        assert InvocationStatus.KILLED in history, history
+        assert inv.status == InvocationStatus.REROUTED, history
+    assert app.broker.count_invocations() == 2  # back in the queue, nothing lost
+
+
+def test_native_claim_for_run_is_used_when_the_orchestrator_has_it(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    app = build_app("sqlite", tmp_path, request, workers=2)
+    runner = app.runner
+    claimed: list[str] = []
+
+    def claim_for_run(invocation_id: str, runner_ctx: Any) -> Any:
+        claimed.append(invocation_id)
+        assert runner_ctx is runner.runner_context
+        invocation = app.state_backend.get_invocation(invocation_id)
+        if invocation.arguments.kwargs == {"x": 2, "y": 2}:
+            return None  # "not to be run now": the runner leaves it alone
+        app.orchestrator.set_invocation_status(invocation_id, InvocationStatus.PENDING, runner_ctx)
+        return invocation
+
+    app.orchestrator.claim_for_run = claim_for_run  # type: ignore[attr-defined]
+    with running(app):
+        first = rt.add(1, 1)
+        assert first.result == 2
+        second = rt.add(2, 2)
+        wait_until(lambda: second.invocation_id in claimed)
+    assert first.invocation_id in claimed
+    assert second.status == InvocationStatus.REGISTERED

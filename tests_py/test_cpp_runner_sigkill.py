@@ -1,0 +1,107 @@
+"""A CppRunner process is SIGKILLed while it runs invocations: after pynenc's
+recovery of RUNNING invocations of dead runners, every one of them completes
+on another runner; none is lost, none reaches SUCCESS twice.
+
+Real processes (``pynenc runner start``), a real SQLite file / redis-server and
+a real SIGKILL. Each execution appends one line to a file (O_APPEND), so the
+test counts executions independently of the status history.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from pynenc import Pynenc, PynencBuilder
+from pynenc.invocation import InvocationStatus
+
+from tests_py import runner_tasks as rt
+from tests_py.test_cpp_runner import FAST, runner_env, start_runner, stop, wait_until
+
+DEAD_AFTER_MINUTES = "0.05"  # 3 s without a heartbeat: the runner is dead
+SLOW_SEC = 4.0
+N_INVOCATIONS = 4
+
+
+def build_app(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Pynenc:
+    builder = PynencBuilder().app_id(f"cpp-sigkill-{uuid.uuid4().hex[:10]}")
+    if backend == "sqlite":
+        builder = builder.cpp_sqlite(path=tmp_path / "sigkill.db")
+    else:
+        builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
+    app = (
+        builder.cpp_runner(workers=N_INVOCATIONS)
+        .custom_config(runner_considered_dead_after_minutes=float(DEAD_AFTER_MINUTES), **FAST)
+        .build()
+    )
+    rt.use(app)
+    return app
+
+
+def recovery_task(app: Pynenc):  # noqa: ANN201 - pynenc's Task
+    """pynenc's own core task that recovers RUNNING invocations of dead runners."""
+    app.register_core_tasks()
+    return next(
+        task
+        for task in app._tasks.values()
+        if task.task_id.key.endswith("recover_running_invocations")
+    )
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_sigkilled_runner_invocations_complete_once_elsewhere(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    app = build_app(backend, tmp_path, request)
+    log = tmp_path / "executions.log"
+    env = runner_env(
+        app,
+        backend,
+        {
+            "PYNENC__CPP_RUNNER_WORKERS": str(N_INVOCATIONS),
+            "PYNENC__RUNNER_CONSIDERED_DEAD_AFTER_MINUTES": DEAD_AFTER_MINUTES,
+        },
+    )
+    first = start_runner(env, tmp_path / "runner1.log")
+    second = None
+    try:
+        invs = [rt.slow_append(str(log), f"inv{i}", SLOW_SEC) for i in range(N_INVOCATIONS)]
+        wait_until(lambda: all(i.status == InvocationStatus.RUNNING for i in invs))
+        owners = {
+            app.orchestrator.get_invocation_status_record(i.invocation_id).runner_id for i in invs
+        }
+        assert len(owners) == 1  # all on the first runner
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(10)
+        assert all(i.status == InvocationStatus.RUNNING for i in invs)  # orphaned
+
+        second = start_runner(env, tmp_path / "runner2.log")
+        recover = recovery_task(app)
+        deadline = time.monotonic() + 120
+        while not all(i.status == InvocationStatus.SUCCESS for i in invs):
+            assert time.monotonic() < deadline, [i.status for i in invs]
+            recover()  # routed; the second runner runs it (no-op until the first is dead)
+            time.sleep(1.0)
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(60) == 0
+    finally:
+        stop(first)
+        if second is not None:
+            stop(second)
+
+    executions = Counter(log.read_text().split())
+    for i, inv in enumerate(invs):
+        history = [h.status_record.status for h in app.state_backend.get_history(inv.invocation_id)]
+        assert history.count(InvocationStatus.SUCCESS) == 1, history
+        assert InvocationStatus.RUNNING_RECOVERY in history, history
+        assert inv.result == f"inv{i}"
+        # Once on the killed runner, once after recovery: never a third time.
+        assert executions[f"inv{i}"] == 2, executions
+        final_owner = app.orchestrator.get_invocation_status_record(inv.invocation_id)
+        assert final_owner.status == InvocationStatus.SUCCESS
+    assert app.broker.count_invocations() == 0
