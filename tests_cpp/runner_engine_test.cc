@@ -331,6 +331,43 @@ TEST(RunnerEngine, NonBlockingSourceIsPolledWithBackoff) {
   EXPECT_NE(errors[0].find("flaky"), std::string::npos);
 }
 
+// Returns "late" once, only after the test opens its gate, whatever Interrupt() says:
+// a retrieval that was under way when the runner stopped.
+class LateSource final : public InvocationSource {
+ public:
+  Result<std::optional<std::string>> Next(milliseconds) override {
+    if (served_.exchange(true)) {
+      std::this_thread::sleep_for(1ms);
+      return std::optional<std::string>();
+    }
+    inside.store(true);
+    gate.Pass();
+    return std::optional<std::string>("late");
+  }
+  bool Blocks() const override { return true; }
+  void Interrupt() override {}
+  std::atomic<bool> inside{false};
+  Gate gate;
+
+ private:
+  std::atomic<bool> served_{false};
+};
+
+TEST(RunnerEngine, IdRetrievedAfterStopIsKeptForTheCallerNotRun) {
+  auto source = std::make_unique<LateSource>();
+  LateSource* src = source.get();
+  Log log;
+  RunnerEngine engine(Options(1), std::move(source), RecordingHooks(log));
+  ASSERT_TRUE(engine.Start().ok());
+  ASSERT_TRUE(Eventually([&] { return src->inside.load(); }));
+  engine.Stop();
+  src->gate.Open();
+  ASSERT_TRUE(engine.Wait(5s));
+  EXPECT_EQ(engine.TakeOrphans(), std::vector<std::string>{"late"});
+  EXPECT_TRUE(engine.TakeOrphans().empty());
+  log.Note([&] { EXPECT_TRUE(log.executed.empty()); });
+}
+
 TEST(RunnerEngine, BrokerSourceTakesFromEveryQueueAndWakesOnRoute) {
   auto broker = OpenBroker(BackendConfig{"memory://", "runner-test", nullptr});
   ASSERT_TRUE(broker.ok());

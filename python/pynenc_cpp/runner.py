@@ -18,6 +18,7 @@ is immediate (running invocations are KILLED and rerouted, then the runner exits
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import logging
 import os
@@ -25,6 +26,7 @@ import queue
 import sys
 import threading
 import time
+import weakref
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -113,6 +115,25 @@ def _interrupt_thread(thread_ident: int, within_sec: float = 2.0) -> bool:
         if time.monotonic() > deadline:
             return False
         time.sleep(0.005)  # lets the thread move on
+
+
+#: Runners whose engine is running, stopped at interpreter exit (see below).
+_LIVE_RUNNERS: weakref.WeakSet[CppRunner] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_runners_at_exit() -> None:
+    """A runner still running when the interpreter exits (e.g. ``run()`` in a daemon
+    thread) stops retrieving while Python can still route back what its workers
+    were taking; invocations still running are left to pynenc's recovery."""
+    for runner in list(_LIVE_RUNNERS):
+        engine = runner._engine
+        if engine is None or engine.state != "running":
+            continue
+        engine.stop()
+        engine.wait(1.0)
+        for invocation_id in engine.take_orphans():
+            runner._route_back(InvocationId(invocation_id))
 
 
 class ConfigCppRunner(ConfigRunner):
@@ -236,6 +257,7 @@ class CppRunner(BaseRunner):
             report_error=self._report_error,
         )
         self._engine.start()
+        _LIVE_RUNNERS.add(self)
         self.logger.info(
             f"CppRunner:{self.runner_id} started {self.workers} workers on queues {queues} "
             f"({'engine broker, blocking' if broker is not None else 'polling ' + type(self.app.broker).__name__})"
@@ -312,6 +334,7 @@ class CppRunner(BaseRunner):
             engine.wait(_ABORT_GRACE_SEC)
         for invocation_id in engine.take_orphans():
             self._route_back(InvocationId(invocation_id))
+        _LIVE_RUNNERS.discard(self)
 
     # ------------------------------------------------------- hooks (engine threads)
 

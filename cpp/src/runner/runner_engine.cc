@@ -114,8 +114,8 @@ struct RunnerEngine::Core {
       }
       {
         std::lock_guard<std::mutex> lock(mu);
-        if (state == RunnerState::kAborted) {
-          orphans.push_back(*id);  // popped after Abort: the caller routes it again
+        if (state != RunnerState::kRunning) {
+          orphans.push_back(*id);  // popped after Stop/Abort: the caller routes it again
           break;
         }
         w->current = *id;

@@ -25,8 +25,9 @@
 // hook that returns kReplaceWorker (its thread state is unusable) is replaced
 // the same way.
 //
-// Ids popped from the source after Abort() are not executed: they are kept
-// (TakeOrphans) so the caller can route them again; nothing popped is dropped.
+// Ids popped from the source after Stop() or Abort() (a retrieval that was
+// already under way) are not executed: they are kept (TakeOrphans) so the caller
+// can route them again; nothing popped is dropped.
 //
 // Thread safety: every public method is thread-safe. Hooks are called with no
 // engine lock held. The destructor aborts if needed, waits up to one second
