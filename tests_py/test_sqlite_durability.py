@@ -48,7 +48,11 @@ def test_sigkill_mid_stream_loses_no_reported_commit(tmp_path: Path) -> None:
             break
         reported.append(int(line))
     child.send_signal(signal.SIGKILL)
-    rest, _ = child.communicate(timeout=30)
+    # Read the rest through the same text stream: communicate(timeout=...) reads
+    # the pipe's file descriptor directly and would drop the lines readline()
+    # has already buffered (reports that then look like unreported commits).
+    rest = child.stdout.read()
+    child.wait(timeout=30)
     reported += [int(x) for x in rest.split()]
     assert child.returncode == -signal.SIGKILL
     assert len(reported) >= 300, "the writer did not get going"
