@@ -28,7 +28,7 @@ from pynenc_tests.integration.combinations.conftest import (
 
 from pynenc_cpp import CppRunner
 from pynenc_cpp.builder import components
-from tests_py.conformance.conftest import BACKENDS
+from tests_py.conformance.conftest import BACKENDS, MODES
 
 
 def _with_every_serializer(combos: list[AppComponents]) -> list[AppComponents]:
@@ -44,29 +44,29 @@ def _with_every_serializer(combos: list[AppComponents]) -> list[AppComponents]:
     return out
 
 
-def _cpp_combinations() -> list[tuple[str, AppComponents]]:
+def _cpp_combinations() -> list[tuple[str, str, AppComponents]]:
     """pynenc's combinations, the memory family on cpp_mem and the SQLite family
     (every runner, including process runners) on cpp_sqlite and on cpp_redis;
-    CppRunner with every serializer."""
-    out: list[tuple[str, AppComponents]] = []
+    CppRunner with every serializer; each in every mode of ``MODES``."""
+    out: list[tuple[str, str, AppComponents]] = []
     for combo in _with_every_serializer(build_test_combinations()):
         backends = ("sqlite", "redis") if combo.family.is_sqlite else ("mem",)
-        out += [(b, combo) for b in backends if b in BACKENDS]
+        out += [(b, m, combo) for b in backends if b in BACKENDS for m in MODES]
     return out
 
 
-def _combination_id(param: tuple[str, AppComponents]) -> str:
-    backend, combo = param
+def _combination_id(param: tuple[str, str, AppComponents]) -> str:
+    backend, mode, combo = param
     family = combo.combination_id.split(" ", 1)[1]
-    return f"Cpp{backend.capitalize()} {family}"
+    return f"Cpp{backend.capitalize()}-{mode} {family}"
 
 
 @pytest.fixture(params=_cpp_combinations(), ids=_combination_id)
 def app_combination_instance(
     request: pytest.FixtureRequest, monkeypatch: MonkeyPatch, cpp_db_path: str
 ) -> Pynenc:
-    backend, combo = request.param
-    ours = components(backend.capitalize())
+    backend, mode, combo = request.param
+    ours = components(backend.capitalize(), native=mode == "native")
     test_module, test_name = util.get_module_name(request)
     env = {
         "PYNENC__APP_ID": f"{test_module}.{test_name}.{uuid.uuid4().hex[:8]}",
