@@ -30,6 +30,7 @@ to ``BaseOrchestrator``'s own code (mixed mode).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,9 +39,15 @@ from pynenc.call import LazyCall
 from pynenc.conf.config_broker import validate_priority
 from pynenc.conf.config_task import ConcurrencyControlType
 from pynenc.exceptions import InvocationStatusError
-from pynenc.invocation.dist_invocation import DistributedInvocation
+from pynenc.invocation import dist_invocation
+from pynenc.invocation.dist_invocation import (
+    DistributedInvocation,
+    TaskInvocation,
+    WorkflowInvocation,
+)
 from pynenc.invocation.status import InvocationStatus
 from pynenc.trigger.conditions import ExceptionContext, ResultContext, StatusContext
+from pynenc.workflow.workflow_identity import WorkflowIdentity
 
 from pynenc_cpp import _core
 from pynenc_cpp._component import MemBackend, RedisBackend, SqliteBackend
@@ -61,6 +68,7 @@ from pynenc_cpp.trigger import CppTrigger, _context_type_name
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
+    from pynenc.call import Call, PreSerializedCall
     from pynenc.identifiers.invocation_id import InvocationId
     from pynenc.runner.runner_context import RunnerContext
     from pynenc.types import Params, Result
@@ -181,6 +189,51 @@ class CppNativeOrchestrator(CppOrchestrator):
                 f"NEW task:{invocation.call.task.task_id.key} "
                 f"invocation:{invocation.invocation_id} REGISTERED and ROUTED"
             )
+
+    def _route_new_call_invocation(
+        self, call: Call[Params, Result], runner_id: str | None = None
+    ) -> DistributedInvocation[Params, Result]:
+        """pynenc's ``_route_new_call_invocation`` with one engine call, not two.
+
+        pynenc builds the invocation with ``DistributedInvocation.from_parent``,
+        whose constructor upserts it in the state backend, then registers it
+        (which, natively, upserts it again). Here the invocation is built
+        unstored (``_new_invocation``: the same class, ids, workflow and log
+        lines as ``from_parent``) and the register composite's upsert is its
+        only write. Everything else is pynenc's code.
+        """
+        if self._lifecycle() is None:
+            return super()._route_new_call_invocation(call, runner_id)
+        app_id = self.app.app_id
+        new_invocation = _new_invocation(
+            call,
+            parent_invocation=context.get_dist_invocation_context(app_id),
+            parent_event_id=context.get_trigger_event_context(app_id),
+        )
+        self.register_new_invocations([new_invocation])
+        conf = call.task.conf
+        if (
+            conf.registration_concurrency != ConcurrencyControlType.DISABLED
+            or conf.running_concurrency != ConcurrencyControlType.DISABLED
+        ):
+            self.index_arguments_for_concurrency_control(new_invocation)
+        self.app.logger.info(f"invocation:{new_invocation.invocation_id} ROUTED")
+        return new_invocation
+
+    def route_calls(
+        self, calls: list[PreSerializedCall[Params, Result]]
+    ) -> list[DistributedInvocation[Params, Result]]:
+        """pynenc's ``route_calls`` with the invocations upserted only by the register composite."""
+        if (
+            not calls
+            or self._lifecycle() is None
+            or calls[0].task.conf.registration_concurrency != ConcurrencyControlType.DISABLED
+        ):
+            return super().route_calls(calls)
+        parent_invocation = context.get_dist_invocation_context(self.app.app_id)
+        invocations = [_new_invocation(call, parent_invocation, None) for call in calls]
+        self.register_new_invocations(invocations)
+        return invocations
 
     # ---- status changes ----------------------------------------------------
 
@@ -487,6 +540,61 @@ class CppNativeOrchestrator(CppOrchestrator):
             recovered.append(invocation_id)
         self.reroute_invocations(set(recovered), runner_ctx)
         return recovered
+
+
+def _new_invocation(
+    call: Call[Params, Result],
+    parent_invocation: DistributedInvocation | None,
+    parent_event_id: str | None,
+) -> DistributedInvocation[Params, Result]:
+    """``DistributedInvocation.from_parent`` without its constructor's upsert.
+
+    Same class (workflow root or task), ids, workflow identity and log lines as
+    pynenc 0.4.0's ``WorkflowInvocation.from_parent`` /
+    ``TaskInvocation.from_parent``; marked stored because the caller's register
+    composite upserts it (in the same engine call as its registration).
+    """
+    invocation_id = dist_invocation.generate_invocation_id()
+    parent_workflow = parent_invocation.workflow if parent_invocation else None
+    parent_invocation_id = parent_invocation.invocation_id if parent_invocation else None
+    logger = call.app.logger
+    cls: type[DistributedInvocation]
+    if call.task.is_workflow_root_task:
+        cls = WorkflowInvocation
+        if parent_workflow is None:
+            workflow = WorkflowIdentity.new_workflow(
+                invocation_id=invocation_id, task_id=call.task.task_id
+            )
+            logger.info(f"Creating a new workflow:{workflow.workflow_id}")
+        else:
+            workflow = WorkflowIdentity.new_subworkflow(
+                invocation_id=invocation_id,
+                task_id=call.task.task_id,
+                parent_workflow_id=parent_workflow.workflow_id,
+            )
+            logger.info(
+                f"Creating a new sub-workflow:{workflow.workflow_id} "
+                f"from parent-workflow:{parent_workflow.workflow_id}"
+            )
+    else:
+        cls = TaskInvocation
+        workflow = parent_workflow
+        if logger.isEnabledFor(logging.DEBUG):
+            if workflow is None:
+                logger.debug(f"Creating standalone task invocation:{invocation_id}")
+            else:
+                logger.debug(
+                    f"Inheriting workflow from parent-workflow:{workflow.workflow_id} "
+                    f"for new-invocation:{invocation_id}"
+                )
+    return cls(
+        call=call,
+        invocation_id=invocation_id,
+        parent_invocation_id=parent_invocation_id,
+        workflow=workflow,
+        stored_in_backend=True,
+        parent_event_id=parent_event_id,
+    )
 
 
 def _us(seconds: float) -> int:
