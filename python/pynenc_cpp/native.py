@@ -31,6 +31,7 @@ to ``BaseOrchestrator``'s own code (mixed mode).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,8 @@ from pynenc.invocation.dist_invocation import (
     WorkflowInvocation,
 )
 from pynenc.invocation.status import InvocationStatus
+from pynenc.runner.base_runner import ExternalRunner
+from pynenc.runner.runner_context import RunnerContext
 from pynenc.trigger.conditions import ExceptionContext, ResultContext, StatusContext
 from pynenc.workflow.workflow_identity import WorkflowIdentity
 
@@ -70,7 +73,6 @@ if TYPE_CHECKING:
     from pynenc import Pynenc
     from pynenc.call import Call, PreSerializedCall
     from pynenc.identifiers.invocation_id import InvocationId
-    from pynenc.runner.runner_context import RunnerContext
     from pynenc.types import Params, Result
 
 _CONTEXT_NAMES = (
@@ -91,6 +93,7 @@ class CppNativeOrchestrator(CppOrchestrator):
         super().__init__(app)
         self._lifecycle_key: tuple[int, int, int] | None = None
         self._lifecycle_obj: _core.Lifecycle | None = None
+        self._external_ctx: tuple[int, RunnerContext] | None = None
 
     # ---- plumbing ------------------------------------------------------------
 
@@ -135,6 +138,24 @@ class CppNativeOrchestrator(CppOrchestrator):
         self.app.state_backend.store_runner_context(runner_ctx)
         return runner_ctx.runner_id, runner_ctx.runner_id
 
+    def _submit_runner_context(self) -> RunnerContext:
+        """``context.get_or_create_runner_context`` with the external context kept per process.
+
+        Outside a runner pynenc builds a fresh ``ExternalRunner`` context (same
+        ``ExternalRunner@host-pid`` id) on every call; only its id is used here
+        (the state backend stores the first context of each id), so it is built
+        once per process.
+        """
+        app_id = self.app.app_id
+        if context.get_runner_context(app_id) or context.get_current_runner(app_id):
+            return context.get_or_create_runner_context(app_id)
+        pid = os.getpid()
+        cached = self._external_ctx
+        if cached is None or cached[0] != pid:
+            cached = (pid, ExternalRunner.get_default_external_runner_context())
+            self._external_ctx = cached
+        return cached[1]
+
     def _validate_route(self, queue: str, priority: float) -> None:
         """The broker's checks of ``route_invocation(s)``, made before anything is written."""
         self.app.broker._validate_queue_names((queue,))
@@ -160,7 +181,9 @@ class CppNativeOrchestrator(CppOrchestrator):
         """What set_invocation_status does after the storage steps."""
         if watched:
             self.app.trigger.report_tasks_status([invocation_id], status)
-        self.app.logger.info(f"invocation:{invocation_id} status:{status.value}")
+        logger = self.app.logger
+        if logger.isEnabledFor(logging.INFO):  # the same line; not formatted when not logged
+            logger.info(f"invocation:{invocation_id} status:{status.value}")
 
     # ---- registration ------------------------------------------------------
 
@@ -170,8 +193,7 @@ class CppNativeOrchestrator(CppOrchestrator):
         lifecycle = self._lifecycle()
         if lifecycle is None:
             return super().register_new_invocations(invocations)
-        runner_ctx = context.get_or_create_runner_context(self.app.app_id)
-        runner_id, ctx_id = self._actor(runner_ctx)
+        runner_id, ctx_id = self._actor(self._submit_runner_context())
         items = []
         validated: set[tuple[str, float]] = set()
         for inv in invocations:
@@ -184,11 +206,13 @@ class CppNativeOrchestrator(CppOrchestrator):
         if watched:
             status = _record(raw).status
             self.app.trigger.report_tasks_status([i.invocation_id for i in invocations], status)
-        for invocation in invocations:
-            self.app.logger.info(
-                f"NEW task:{invocation.call.task.task_id.key} "
-                f"invocation:{invocation.invocation_id} REGISTERED and ROUTED"
-            )
+        logger = self.app.logger
+        if logger.isEnabledFor(logging.INFO):
+            for invocation in invocations:
+                logger.info(
+                    f"NEW task:{invocation.call.task.task_id.key} "
+                    f"invocation:{invocation.invocation_id} REGISTERED and ROUTED"
+                )
 
     def _route_new_call_invocation(
         self, call: Call[Params, Result], runner_id: str | None = None
@@ -217,7 +241,9 @@ class CppNativeOrchestrator(CppOrchestrator):
             or conf.running_concurrency != ConcurrencyControlType.DISABLED
         ):
             self.index_arguments_for_concurrency_control(new_invocation)
-        self.app.logger.info(f"invocation:{new_invocation.invocation_id} ROUTED")
+        logger = self.app.logger
+        if logger.isEnabledFor(logging.INFO):
+            logger.info(f"invocation:{new_invocation.invocation_id} ROUTED")
         return new_invocation
 
     def route_calls(
