@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from pynenc import Pynenc, PynencBuilder
+from pynenc import Pynenc, PynencBuilder, context
 from pynenc.exceptions import InvocationStatusOwnershipError, InvocationStatusTransitionError
 from pynenc.invocation import DistributedInvocation, InvocationStatus, InvocationStatusRecord
 from pynenc.runner.runner_context import RunnerContext
@@ -40,6 +40,11 @@ def watcher() -> None:
     return None
 
 
+@_task_app.workflow
+def root_flow(x: int) -> int:
+    return x
+
+
 @pytest.fixture(params=["mem", "sqlite", "redis"])
 def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pynenc]:
     builder = PynencBuilder().app_id(f"native-{uuid.uuid4().hex[:8]}")
@@ -52,6 +57,7 @@ def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pynenc]:
     app = builder.build()
     add.app = app
     watcher.app = app
+    root_flow.app = app
     yield app
     app.purge()
 
@@ -134,6 +140,86 @@ def test_history_json_is_pynencs(micros: int) -> None:
 def test_native_path_is_taken_with_cpp_components(app: Pynenc) -> None:
     assert isinstance(app.orchestrator, CppNativeOrchestrator)
     assert app.orchestrator._lifecycle() is not None
+
+
+def _spy_upserts(app: Pynenc, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the invocations pynenc's ``state_backend.upsert_invocations`` is given."""
+    seen: list[int] = []
+    original = app.state_backend.upsert_invocations
+
+    def spy(invocations: list[DistributedInvocation]) -> None:
+        seen.append(len(invocations))
+        original(invocations)
+
+    monkeypatch.setattr(app.state_backend, "upsert_invocations", spy)
+    return seen
+
+
+def test_submit_stores_the_invocation_in_the_register_call_only(
+    app: Pynenc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upserts = _spy_upserts(app, monkeypatch)
+    inv = add(1, 2)
+    assert upserts == []  # no separate upsert: the register composite wrote it
+    stored = app.state_backend.get_invocation(inv.invocation_id)
+    assert stored.call.call_id == inv.call.call_id
+    assert stored.arguments.kwargs == {"x": 1, "y": 2}
+    assert stored.parent_invocation_id is None and stored.workflow is None
+    assert statuses(app, inv) == [S.REGISTERED]
+    assert app.broker.count_invocations() == 1
+    record = app.orchestrator.get_invocation_status_record(inv.invocation_id)
+    assert record.runner_id is not None and record.runner_id.startswith("ExternalRunner@")
+
+
+def test_submit_inside_an_invocation_keeps_parent_and_workflow(
+    app: Pynenc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parent = root_flow(1)
+    assert parent.workflow is not None
+    assert parent.workflow.workflow_id == parent.invocation_id  # a new workflow
+    upserts = _spy_upserts(app, monkeypatch)
+    previous = context.swap_dist_invocation_context(app.app_id, parent)
+    try:
+        child = add(3, 4)
+        sub = root_flow(2)
+    finally:
+        context.swap_dist_invocation_context(app.app_id, previous)
+    assert upserts == []
+    stored = app.state_backend.get_invocation(child.invocation_id)
+    assert stored.parent_invocation_id == parent.invocation_id
+    assert stored.workflow == parent.workflow  # inherited, as TaskInvocation.from_parent
+    assert type(child).__name__ == "TaskInvocation"
+    sub_stored = app.state_backend.get_invocation(sub.invocation_id)
+    assert type(sub).__name__ == "WorkflowInvocation"
+    assert sub_stored.workflow is not None
+    assert sub_stored.workflow.parent_workflow_id == parent.workflow.workflow_id
+    assert sub_stored.parent_invocation_id == parent.invocation_id
+    history = app.state_backend.get_history(child.invocation_id)
+    assert [h.status_record.status for h in history] == [S.REGISTERED]
+
+
+def test_route_calls_stores_each_invocation_once(
+    app: Pynenc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upserts = _spy_upserts(app, monkeypatch)
+    group = add.parallelize([(1, 2), (3, 4), (5, 6)])
+    assert upserts == []
+    invocations = list(group.invocations)
+    assert len(invocations) == 3
+    for inv in invocations:
+        assert statuses(app, inv) == [S.REGISTERED]
+        assert app.state_backend.get_invocation(inv.invocation_id).call.call_id == inv.call.call_id
+    assert app.broker.count_invocations() == 3
+
+
+def test_mixed_mode_submit_keeps_pynencs_upsert(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = PynencBuilder().app_id(f"mixed-{uuid.uuid4().hex[:6]}").cpp_mem(native=False).build()
+    add.app = app
+    upserts = _spy_upserts(app, monkeypatch)
+    inv = add(1, 2)
+    assert upserts == [1, 1]  # pynenc: the constructor's upsert, then register_new_invocations'
+    assert statuses(app, inv) == [S.REGISTERED]
+    app.purge()
 
 
 def test_full_lifecycle_writes_what_pynenc_writes(app: Pynenc) -> None:

@@ -30,6 +30,8 @@ to ``BaseOrchestrator``'s own code (mixed mode).
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,9 +40,17 @@ from pynenc.call import LazyCall
 from pynenc.conf.config_broker import validate_priority
 from pynenc.conf.config_task import ConcurrencyControlType
 from pynenc.exceptions import InvocationStatusError
-from pynenc.invocation.dist_invocation import DistributedInvocation
+from pynenc.invocation import dist_invocation
+from pynenc.invocation.dist_invocation import (
+    DistributedInvocation,
+    TaskInvocation,
+    WorkflowInvocation,
+)
 from pynenc.invocation.status import InvocationStatus
+from pynenc.runner.base_runner import ExternalRunner
+from pynenc.runner.runner_context import RunnerContext
 from pynenc.trigger.conditions import ExceptionContext, ResultContext, StatusContext
+from pynenc.workflow.workflow_identity import WorkflowIdentity
 
 from pynenc_cpp import _core
 from pynenc_cpp._component import MemBackend, RedisBackend, SqliteBackend
@@ -61,8 +71,8 @@ from pynenc_cpp.trigger import CppTrigger, _context_type_name
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
+    from pynenc.call import Call, PreSerializedCall
     from pynenc.identifiers.invocation_id import InvocationId
-    from pynenc.runner.runner_context import RunnerContext
     from pynenc.types import Params, Result
 
 _CONTEXT_NAMES = (
@@ -83,6 +93,7 @@ class CppNativeOrchestrator(CppOrchestrator):
         super().__init__(app)
         self._lifecycle_key: tuple[int, int, int] | None = None
         self._lifecycle_obj: _core.Lifecycle | None = None
+        self._external_ctx: tuple[int, RunnerContext] | None = None
 
     # ---- plumbing ------------------------------------------------------------
 
@@ -127,6 +138,24 @@ class CppNativeOrchestrator(CppOrchestrator):
         self.app.state_backend.store_runner_context(runner_ctx)
         return runner_ctx.runner_id, runner_ctx.runner_id
 
+    def _submit_runner_context(self) -> RunnerContext:
+        """``context.get_or_create_runner_context`` with the external context kept per process.
+
+        Outside a runner pynenc builds a fresh ``ExternalRunner`` context (same
+        ``ExternalRunner@host-pid`` id) on every call; only its id is used here
+        (the state backend stores the first context of each id), so it is built
+        once per process.
+        """
+        app_id = self.app.app_id
+        if context.get_runner_context(app_id) or context.get_current_runner(app_id):
+            return context.get_or_create_runner_context(app_id)
+        pid = os.getpid()
+        cached = self._external_ctx
+        if cached is None or cached[0] != pid:
+            cached = (pid, ExternalRunner.get_default_external_runner_context())
+            self._external_ctx = cached
+        return cached[1]
+
     def _validate_route(self, queue: str, priority: float) -> None:
         """The broker's checks of ``route_invocation(s)``, made before anything is written."""
         self.app.broker._validate_queue_names((queue,))
@@ -152,7 +181,9 @@ class CppNativeOrchestrator(CppOrchestrator):
         """What set_invocation_status does after the storage steps."""
         if watched:
             self.app.trigger.report_tasks_status([invocation_id], status)
-        self.app.logger.info(f"invocation:{invocation_id} status:{status.value}")
+        logger = self.app.logger
+        if logger.isEnabledFor(logging.INFO):  # the same line; not formatted when not logged
+            logger.info(f"invocation:{invocation_id} status:{status.value}")
 
     # ---- registration ------------------------------------------------------
 
@@ -162,8 +193,7 @@ class CppNativeOrchestrator(CppOrchestrator):
         lifecycle = self._lifecycle()
         if lifecycle is None:
             return super().register_new_invocations(invocations)
-        runner_ctx = context.get_or_create_runner_context(self.app.app_id)
-        runner_id, ctx_id = self._actor(runner_ctx)
+        runner_id, ctx_id = self._actor(self._submit_runner_context())
         items = []
         validated: set[tuple[str, float]] = set()
         for inv in invocations:
@@ -176,11 +206,60 @@ class CppNativeOrchestrator(CppOrchestrator):
         if watched:
             status = _record(raw).status
             self.app.trigger.report_tasks_status([i.invocation_id for i in invocations], status)
-        for invocation in invocations:
-            self.app.logger.info(
-                f"NEW task:{invocation.call.task.task_id.key} "
-                f"invocation:{invocation.invocation_id} REGISTERED and ROUTED"
-            )
+        logger = self.app.logger
+        if logger.isEnabledFor(logging.INFO):
+            for invocation in invocations:
+                logger.info(
+                    f"NEW task:{invocation.call.task.task_id.key} "
+                    f"invocation:{invocation.invocation_id} REGISTERED and ROUTED"
+                )
+
+    def _route_new_call_invocation(
+        self, call: Call[Params, Result], runner_id: str | None = None
+    ) -> DistributedInvocation[Params, Result]:
+        """pynenc's ``_route_new_call_invocation`` with one engine call, not two.
+
+        pynenc builds the invocation with ``DistributedInvocation.from_parent``,
+        whose constructor upserts it in the state backend, then registers it
+        (which, natively, upserts it again). Here the invocation is built
+        unstored (``_new_invocation``: the same class, ids, workflow and log
+        lines as ``from_parent``) and the register composite's upsert is its
+        only write. Everything else is pynenc's code.
+        """
+        if self._lifecycle() is None:
+            return super()._route_new_call_invocation(call, runner_id)
+        app_id = self.app.app_id
+        new_invocation = _new_invocation(
+            call,
+            parent_invocation=context.get_dist_invocation_context(app_id),
+            parent_event_id=context.get_trigger_event_context(app_id),
+        )
+        self.register_new_invocations([new_invocation])
+        conf = call.task.conf
+        if (
+            conf.registration_concurrency != ConcurrencyControlType.DISABLED
+            or conf.running_concurrency != ConcurrencyControlType.DISABLED
+        ):
+            self.index_arguments_for_concurrency_control(new_invocation)
+        logger = self.app.logger
+        if logger.isEnabledFor(logging.INFO):
+            logger.info(f"invocation:{new_invocation.invocation_id} ROUTED")
+        return new_invocation
+
+    def route_calls(
+        self, calls: list[PreSerializedCall[Params, Result]]
+    ) -> list[DistributedInvocation[Params, Result]]:
+        """pynenc's ``route_calls`` with the invocations upserted only by the register composite."""
+        if (
+            not calls
+            or self._lifecycle() is None
+            or calls[0].task.conf.registration_concurrency != ConcurrencyControlType.DISABLED
+        ):
+            return super().route_calls(calls)
+        parent_invocation = context.get_dist_invocation_context(self.app.app_id)
+        invocations = [_new_invocation(call, parent_invocation, None) for call in calls]
+        self.register_new_invocations(invocations)
+        return invocations
 
     # ---- status changes ----------------------------------------------------
 
@@ -487,6 +566,61 @@ class CppNativeOrchestrator(CppOrchestrator):
             recovered.append(invocation_id)
         self.reroute_invocations(set(recovered), runner_ctx)
         return recovered
+
+
+def _new_invocation(
+    call: Call[Params, Result],
+    parent_invocation: DistributedInvocation | None,
+    parent_event_id: str | None,
+) -> DistributedInvocation[Params, Result]:
+    """``DistributedInvocation.from_parent`` without its constructor's upsert.
+
+    Same class (workflow root or task), ids, workflow identity and log lines as
+    pynenc 0.4.0's ``WorkflowInvocation.from_parent`` /
+    ``TaskInvocation.from_parent``; marked stored because the caller's register
+    composite upserts it (in the same engine call as its registration).
+    """
+    invocation_id = dist_invocation.generate_invocation_id()
+    parent_workflow = parent_invocation.workflow if parent_invocation else None
+    parent_invocation_id = parent_invocation.invocation_id if parent_invocation else None
+    logger = call.app.logger
+    cls: type[DistributedInvocation]
+    if call.task.is_workflow_root_task:
+        cls = WorkflowInvocation
+        if parent_workflow is None:
+            workflow = WorkflowIdentity.new_workflow(
+                invocation_id=invocation_id, task_id=call.task.task_id
+            )
+            logger.info(f"Creating a new workflow:{workflow.workflow_id}")
+        else:
+            workflow = WorkflowIdentity.new_subworkflow(
+                invocation_id=invocation_id,
+                task_id=call.task.task_id,
+                parent_workflow_id=parent_workflow.workflow_id,
+            )
+            logger.info(
+                f"Creating a new sub-workflow:{workflow.workflow_id} "
+                f"from parent-workflow:{parent_workflow.workflow_id}"
+            )
+    else:
+        cls = TaskInvocation
+        workflow = parent_workflow
+        if logger.isEnabledFor(logging.DEBUG):
+            if workflow is None:
+                logger.debug(f"Creating standalone task invocation:{invocation_id}")
+            else:
+                logger.debug(
+                    f"Inheriting workflow from parent-workflow:{workflow.workflow_id} "
+                    f"for new-invocation:{invocation_id}"
+                )
+    return cls(
+        call=call,
+        invocation_id=invocation_id,
+        parent_invocation_id=parent_invocation_id,
+        workflow=workflow,
+        stored_in_backend=True,
+        parent_event_id=parent_event_id,
+    )
 
 
 def _us(seconds: float) -> int:
