@@ -141,9 +141,10 @@ class Orchestrator {
   // one is already final; a timeout <= 0 is a single check. Unknown ids count as
   // not final (they may be registered later), so an id that never exists just
   // waits out the timeout. An empty `ids` is kInvalidArgument.
-  // Default implementation: polls FilterByStatus with a backoff of 100 us doubling
-  // to 2 ms (used by SQLite and Redis); the memory backend overrides it with a
-  // condition variable notified by TransitionStatus. Callers must not hold locks.
+  // Default implementation (used by SQLite and Redis, which have no cross-process
+  // notification here): polls FilterByStatus, pausing a quarter of the time waited
+  // so far, within [100 us, 2 ms]. The memory backend overrides it with a
+  // condition variable notified by TransitionStatus (no polling).
   virtual Result<std::optional<InvocationId>> WaitAnyFinal(const std::vector<InvocationId>& ids,
                                                            TimestampUs timeout_us);
 
