@@ -106,7 +106,8 @@ void InitOrchestrator(py::module_& m) {
           "`timeout_sec` passed; returns the first final id in input order, or None on\n"
           "timeout. Returns at once if one is already final; timeout <= 0 is a single check.\n"
           "Unknown ids count as not final. Memory: woken by the finishing transition;\n"
-          "SQLite and Redis: polls the status rows (100 us backoff doubling to 2 ms).\n"
+          "SQLite and Redis: polls the status rows (pause: a quarter of the time waited,\n"
+          "100 us to 2 ms).\n"
           "Raises InvalidArgument for an empty id list or a NaN timeout.")
       .def(
           "index_arguments",

@@ -324,7 +324,8 @@ class Orchestrator:
         `timeout_sec` passed; returns the first final id in input order, or None on
         timeout. Returns at once if one is already final; timeout <= 0 is a single check.
         Unknown ids count as not final. Memory: woken by the finishing transition;
-        SQLite and Redis: polls the status rows (100 us backoff doubling to 2 ms).
+        SQLite and Redis: polls the status rows (pause: a quarter of the time waited,
+        100 us to 2 ms).
         Raises InvalidArgument for an empty id list or a NaN timeout.
         """
     def waiting_for_results(
