@@ -7,6 +7,10 @@
 //   atomic-service row   (runner_id, run_id, start_us, end_us | None, status, reason)
 #include "pynenc_cpp/ports/orchestrator.h"
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
 #include "conversions.h"
 #include "init.h"
 
@@ -85,6 +89,26 @@ void InitOrchestrator(py::module_& m) {
           },
           py::arg("invocation_ids"), py::arg("statuses"),
           "The ids whose status is in `statuses`, in input order; unknown ids left out.")
+      .def(
+          "wait_any_final",
+          [](Orchestrator& o, std::vector<InvocationId> ids,
+             double timeout_sec) -> std::optional<InvocationId> {
+            if (std::isnan(timeout_sec)) {
+              throw EngineException(Status::InvalidArgument("timeout_sec is NaN"));
+            }
+            constexpr double kMaxUs = 1e15;  // ~31 years: "forever" without overflow
+            const double us = std::min(timeout_sec * 1e6, kMaxUs);
+            const auto timeout_us = static_cast<TimestampUs>(std::max(us, -1.0));
+            return WithoutGil([&] { return o.WaitAnyFinal(ids, timeout_us); });
+          },
+          py::arg("invocation_ids"), py::arg("timeout_sec"),
+          "Blocks (GIL released) until one of `invocation_ids` has a final status or\n"
+          "`timeout_sec` passed; returns the first final id in input order, or None on\n"
+          "timeout. Returns at once if one is already final; timeout <= 0 is a single check.\n"
+          "Unknown ids count as not final. Memory: woken by the finishing transition;\n"
+          "SQLite and Redis: polls the status rows (pause: a quarter of the time waited,\n"
+          "100 us to 2 ms).\n"
+          "Raises InvalidArgument for an empty id list or a NaN timeout.")
       .def(
           "index_arguments",
           [](Orchestrator& o, InvocationId id, std::map<std::string, std::string> args) {

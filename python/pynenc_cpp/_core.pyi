@@ -314,6 +314,20 @@ class Orchestrator:
         Atomically validates and applies a status transition; returns the new record.
         Raises InvocationNotFound, IllegalTransition or OwnershipViolation.
         """
+    def wait_any_final(
+        self,
+        invocation_ids: collections.abc.Sequence[str],
+        timeout_sec: typing.SupportsFloat | typing.SupportsIndex,
+    ) -> str | None:
+        """
+        Blocks (GIL released) until one of `invocation_ids` has a final status or
+        `timeout_sec` passed; returns the first final id in input order, or None on
+        timeout. Returns at once if one is already final; timeout <= 0 is a single check.
+        Unknown ids count as not final. Memory: woken by the finishing transition;
+        SQLite and Redis: polls the status rows (pause: a quarter of the time waited,
+        100 us to 2 ms).
+        Raises InvalidArgument for an empty id list or a NaN timeout.
+        """
     def waiting_for_results(
         self, caller_invocation_id: str, result_invocation_ids: collections.abc.Sequence[str]
     ) -> None:

@@ -48,6 +48,11 @@ if TYPE_CHECKING:
 
 #: How long an immediate stop waits for interrupted workers before exiting.
 _ABORT_GRACE_SEC = 2.0
+#: Longest single blocking wait for a result (it returns as soon as one is final);
+#: bounded so that Ctrl-C and stop requests are served within it.
+_WAIT_BLOCK_SEC = 1.0
+#: Pause before re-waiting on ids already seen final (stale status cache).
+_STALE_CACHE_SLEEP_SEC = 0.005
 
 
 class TaskTimeoutError(TimeoutError):
@@ -181,6 +186,7 @@ class CppRunner(BaseRunner):
     def __getstate__(self) -> dict:
         state = super().__getstate__()
         state["_engine"] = None
+        state.pop("_wait_memo", None)  # a threading.local: per process, rebuilt lazily
         return state
 
     @cached_property
@@ -475,6 +481,61 @@ class CppRunner(BaseRunner):
 
     # ---------------------------------------------------------- waiting for results
 
+    def waiting_for_results(
+        self,
+        running_invocation_id: InvocationId | None,
+        result_invocation_ids: list[InvocationId],
+        runner_args: dict[str, Any] | None = None,
+    ) -> None:
+        """Blocks until one of ``result_invocation_ids`` is final (or a while passed).
+
+        From outside the runner (``running_invocation_id`` None, e.g. a client
+        reading ``invocation.result``) this blocks in the engine orchestrator's
+        ``wait_any_final`` with the GIL released instead of sleeping
+        ``invocation_wait_results_sleep_time_sec`` blindly; without a pynenc-cpp
+        orchestrator it keeps pynenc's sleep. Inside the runner see
+        ``_waiting_for_results``.
+        """
+        if running_invocation_id:
+            self._waiting_for_results(running_invocation_id, result_invocation_ids, runner_args)
+            return
+        if not self._wait_any_final(result_invocation_ids):
+            super().waiting_for_results(running_invocation_id, result_invocation_ids, runner_args)
+
+    def _wait_any_final(self, invocation_ids: list[InvocationId]) -> bool:
+        """Blocks in the engine orchestrator until one of ``invocation_ids`` is final,
+        at most ``_WAIT_BLOCK_SEC`` (keeps Ctrl-C and stop requests responsive).
+
+        Returns False when there is no engine orchestrator to wait on (or it
+        failed: logged), so the caller falls back to sleeping.
+
+        pynenc's invocation status cache (``cached_status_time``) may keep showing
+        a non-final status for a while after the invocation finished; the caller
+        then asks again at once. A repeated request for ids this thread already saw
+        final sleeps briefly instead of spinning (set ``cached_status_time`` to 0
+        for the lowest result latency).
+        """
+        engine = getattr(self.app.orchestrator, "_engine", None)
+        if not isinstance(engine, _core.Orchestrator) or not invocation_ids:
+            return False
+        ids = [str(i) for i in invocation_ids]
+        seen = getattr(self._wait_memo, "final_ids", None)
+        if seen is not None and seen == ids:
+            # The caller still sees a non-final (cached) status for ids already final.
+            time.sleep(min(float(self.app.conf.cached_status_time), _STALE_CACHE_SLEEP_SEC))
+        try:
+            final_id = engine.wait_any_final(ids, _WAIT_BLOCK_SEC)
+        except Exception:
+            self.logger.exception(f"CppRunner:{self.runner_id} wait_any_final failed")
+            return False
+        self._wait_memo.final_ids = ids if final_id is not None else None
+        return True
+
+    @cached_property
+    def _wait_memo(self) -> threading.local:
+        """Per-thread memory of the ids the last wait found final."""
+        return threading.local()
+
     def _waiting_for_results(
         self,
         running_invocation_id: InvocationId,
@@ -482,8 +543,10 @@ class CppRunner(BaseRunner):
         runner_args: dict[str, Any] | None = None,
     ) -> None:
         """The waiting worker stops counting as a slot (another worker takes its
-        place) and sleeps with the GIL released."""
-        del running_invocation_id, result_invocation_ids, runner_args
+        place) and blocks with the GIL released until a result is final (engine
+        orchestrator), else sleeps ``invocation_wait_results_sleep_time_sec``."""
+        del running_invocation_id, runner_args
         if self._engine is not None:
             self._engine.mark_waiting()
-        time.sleep(self.conf.invocation_wait_results_sleep_time_sec)
+        if not self._wait_any_final(result_invocation_ids):
+            time.sleep(self.conf.invocation_wait_results_sleep_time_sec)

@@ -1,6 +1,7 @@
 // In-memory orchestrator, part 1: invocation rows, their indexes, queries,
 // auto purge and the wait graph. Layout and locking: mem_orchestrator_impl.h.
 #include <algorithm>
+#include <chrono>
 #include <iterator>
 
 #include "mem/mem_orchestrator_impl.h"
@@ -12,6 +13,9 @@ namespace {
 bool InMask(std::uint32_t mask, InvocationStatus s) {
   return (mask >> static_cast<unsigned>(s)) & 1u;
 }
+
+// Longer waits are clamped (no time_point overflow): ~31 years.
+constexpr TimestampUs kMaxWaitUs = 1'000'000'000'000'000;
 
 Status UnknownInvocation(const InvocationId& id) {
   return Status::NotFound("invocation '" + id.str() + "' is not registered in the orchestrator");
@@ -78,7 +82,29 @@ Result<StatusRecord> MemOrchestrator::TransitionStatus(
   by_status_[static_cast<std::size_t>(row->status.status)].erase(row->seq);
   by_status_[static_cast<std::size_t>(to)].insert(row->seq);
   row->status = next.value();
+  if (IsFinal(to)) final_cv_.notify_all();
   return next;
+}
+
+Result<std::optional<InvocationId>> MemOrchestrator::WaitAnyFinal(
+    const std::vector<InvocationId>& ids, TimestampUs timeout_us) {
+  if (ids.empty()) return Status::InvalidArgument("WaitAnyFinal needs at least one invocation id");
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::microseconds(std::clamp<TimestampUs>(timeout_us, 0, kMaxWaitUs));
+  std::unique_lock<std::mutex> lock(mu_);
+  std::optional<InvocationId> found;
+  auto any_final = [&] {
+    for (const InvocationId& id : ids) {
+      const InvocationRow* row = FindLocked(id);
+      if (row != nullptr && IsFinal(row->status.status)) {
+        found = id;
+        return true;
+      }
+    }
+    return false;
+  };
+  final_cv_.wait_until(lock, deadline, any_final);
+  return found;
 }
 
 Result<StatusRecord> MemOrchestrator::GetStatusRecord(const InvocationId& id) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -63,6 +64,9 @@ class MemOrchestrator final : public Orchestrator {
   Result<StatusRecord> GetStatusRecord(const InvocationId& id) override;
   Result<std::vector<InvocationId>> FilterByStatus(
       const std::vector<InvocationId>& ids, const std::vector<InvocationStatus>& statuses) override;
+  // Sleeps on final_cv_ (notified by every transition to a final status): no polling.
+  Result<std::optional<InvocationId>> WaitAnyFinal(const std::vector<InvocationId>& ids,
+                                                   TimestampUs timeout_us) override;
   Status IndexArguments(const InvocationId& id,
                         const std::map<std::string, std::string>& args) override;
   Result<std::vector<InvocationId>> GetExistingInvocations(
@@ -127,6 +131,8 @@ class MemOrchestrator final : public Orchestrator {
   const std::shared_ptr<Clock> clock_;
 
   mutable std::mutex mu_;
+  // Notified (all) whenever an invocation reaches a final status; used with mu_.
+  std::condition_variable final_cv_;
   Seq next_seq_ = 1;
   std::unordered_map<InvocationId, InvocationRow> rows_;
   std::map<Seq, InvocationId> by_seq_;

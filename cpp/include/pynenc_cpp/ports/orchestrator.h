@@ -5,6 +5,7 @@
 //   _atomic_status_transition            -> TransitionStatus
 //   get_invocation_status_record         -> GetStatusRecord
 //   filter_by_status                     -> FilterByStatus
+//   (result waiting, no pynenc equivalent) -> WaitAnyFinal
 //   index_arguments_for_concurrency_control -> IndexArguments
 //   get_existing_invocations             -> GetExistingInvocations
 //   get_task_invocation_ids              -> GetTaskInvocations
@@ -133,6 +134,19 @@ class Orchestrator {
   // are left out.
   virtual Result<std::vector<InvocationId>> FilterByStatus(
       const std::vector<InvocationId>& ids, const std::vector<InvocationStatus>& statuses) = 0;
+
+  // Blocks until at least one of `ids` has a final status or `timeout_us` (real
+  // time, not the BackendConfig's Clock) has passed; returns the first id of
+  // `ids` (input order) that is final, or nullopt on timeout. Returns at once if
+  // one is already final; a timeout <= 0 is a single check. Unknown ids count as
+  // not final (they may be registered later), so an id that never exists just
+  // waits out the timeout. An empty `ids` is kInvalidArgument.
+  // Default implementation (used by SQLite and Redis, which have no cross-process
+  // notification here): polls FilterByStatus, pausing a quarter of the time waited
+  // so far, within [100 us, 2 ms]. The memory backend overrides it with a
+  // condition variable notified by TransitionStatus (no polling).
+  virtual Result<std::optional<InvocationId>> WaitAnyFinal(const std::vector<InvocationId>& ids,
+                                                           TimestampUs timeout_us);
 
   // Indexes the serialized arguments of `id` for GetExistingInvocations; a key
   // indexed before is replaced. kNotFound for an unknown id.
