@@ -121,6 +121,43 @@ def test_task_ending_its_thread_is_failed_and_worker_survives(
     assert InvocationStatus.RUNNING in statuses(app, inv.invocation_id)
 
 
+@pytest.mark.parametrize("backend", ["mem", "sqlite"])
+def test_failure_storing_the_outcome_is_reported_not_left_running(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The task succeeds, but storing its result fails and so does pynenc's own
+    attempt to store that failure (as if the backend dropped both calls): the
+    runner reports the invocation FAILED instead of leaving it RUNNING for ever."""
+    app = build_app(backend, tmp_path, request, workers=1)
+    orchestrator = app.orchestrator
+    store_result, store_exception = (
+        orchestrator.set_invocation_result,
+        orchestrator.set_invocation_exception,
+    )
+    dropped: list[str] = []
+
+    def drop_once(store: Callable[..., None], name: str) -> Callable[..., None]:
+        def flaky(invocation: Any, value: Any, runner_ctx: Any) -> None:
+            if name not in dropped:
+                dropped.append(name)
+                raise RuntimeError(f"{name} unavailable")
+            store(invocation, value, runner_ctx)
+
+        return flaky
+
+    monkeypatch.setattr(orchestrator, "set_invocation_result", drop_once(store_result, "result"))
+    monkeypatch.setattr(
+        orchestrator, "set_invocation_exception", drop_once(store_exception, "exception")
+    )
+    with running(app):
+        inv = rt.add(1, 1)
+        with pytest.raises(TaskAbortedError, match="failed outside its task body"):
+            _ = inv.result
+        assert rt.add(2, 2).result == 4  # the worker carries on
+    assert dropped == ["result", "exception"]
+    assert statuses(app, inv.invocation_id)[-1] == InvocationStatus.FAILED
+
+
 @pytest.mark.parametrize("backend", ["mem", "sqlite", "redis"])
 def test_task_past_timeout_is_failed_and_its_worker_replaced(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest

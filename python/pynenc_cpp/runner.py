@@ -396,11 +396,35 @@ class CppRunner(BaseRunner):
             invocation.run(self.runner_context)
         except _WorkerInterrupted:
             return  # timed out or killed: its status was set by whoever interrupted it
-        except Exception:
-            return  # pynenc stored the exception and logged it before re-raising
+        except Exception as exc:
+            # Normally pynenc stored the task's exception and logged it before
+            # re-raising; if the failure came from storing the outcome itself
+            # (e.g. the backend went away), the invocation would stay ours and
+            # RUNNING while this runner lives: report it as FAILED instead.
+            if invocation is not None:
+                self._fail_if_still_ours(invocation, exc)
         except BaseException as exc:  # SystemExit, KeyboardInterrupt, other BaseExceptions
             if invocation is not None:
                 self._fail(invocation, exc)
+
+    def _fail_if_still_ours(self, invocation: DistributedInvocation, exc: Exception) -> None:
+        """Set FAILED an invocation that ``run`` left PENDING or RUNNING after ``exc``."""
+        try:
+            status = self.app.orchestrator.get_invocation_status(invocation.invocation_id)
+        except Exception:
+            self.logger.exception(f"invocation:{invocation.invocation_id} status unreadable")
+            return
+        if status not in (InvocationStatus.PENDING, InvocationStatus.RUNNING):
+            return
+        error = TaskAbortedError(
+            f"invocation:{invocation.invocation_id} failed outside its task body with "
+            f"{type(exc).__name__}({exc!s}); reported as FAILED"
+        )
+        self.logger.error(str(error))
+        try:
+            self.app.orchestrator.set_invocation_exception(invocation, error, self.runner_context)
+        except Exception:
+            self.logger.exception(f"invocation:{invocation.invocation_id} not set FAILED")
 
     def _fail(self, invocation: DistributedInvocation, exc: BaseException) -> None:
         error = TaskAbortedError(
