@@ -29,5 +29,14 @@ TIMING_SENSITIVE: dict[str, str] = {
         "its control compares the wall time of a 0 s and a 0.5 s task, each started "
         "through a ProcessRunner that spawns a process per invocation"
     ),
+    "test_batch_parallelization_overhead": (
+        "asserts that a batch of tasks with a 10 MB argument starts within 1.5x of the "
+        "same batch without the client-data cache, comparing two wall-clock minimums of "
+        "separate runs"
+    ),
+    "test_client_data_effect_on_task_start": (
+        "compares the start latency of tasks with a 10 MB argument with and without the "
+        "client-data cache, as wall-clock times of separate runs"
+    ),
 }
 RERUNS = 2
