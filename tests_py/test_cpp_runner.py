@@ -138,7 +138,8 @@ def test_failure_storing_the_outcome_is_reported_not_left_running(
 
     def drop_once(store: Callable[..., None], name: str) -> Callable[..., None]:
         def flaky(invocation: Any, value: Any, runner_ctx: Any) -> None:
-            if name not in dropped:
+            # Only the test's task: pynenc's core tasks run on the same worker.
+            if invocation.task.task_id == rt.add.task_id and name not in dropped:
                 dropped.append(name)
                 raise RuntimeError(f"{name} unavailable")
             store(invocation, value, runner_ctx)

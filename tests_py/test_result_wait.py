@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from pynenc import Pynenc, PynencBuilder
 from pynenc_cpp import CppRunner, _core
 from pynenc_cpp.errors import InvalidArgument
 from tests_py import runner_tasks as rt
+from tests_py.test_cpp_runner import running
 
 ALL = ["mem", "sqlite", "redis"]
 SLOW_SLEEP = {"runner_loop_sleep_time_sec": 0.01, "invocation_wait_results_sleep_time_sec": 30.0}
@@ -43,24 +42,6 @@ def build_app(
     app = builder.cpp_runner(workers=1).custom_config(**SLOW_SLEEP, **config).build()
     rt.use(app)
     return app
-
-
-@contextmanager
-def running(app: Pynenc) -> Iterator[CppRunner]:
-    runner = app.runner
-    assert isinstance(runner, CppRunner)
-    thread = threading.Thread(target=runner.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not (runner._engine is not None and runner._engine.state == "running"):
-        assert time.monotonic() < deadline, "the runner did not start"
-        time.sleep(0.01)
-    try:
-        yield runner
-    finally:
-        runner.stop_runner_loop()
-        thread.join(60)
-        assert not thread.is_alive()
 
 
 def within_deadline(fn: Callable[[], Any]) -> Any:

@@ -288,21 +288,9 @@ class CppNativeOrchestrator(CppOrchestrator):
         if lifecycle is None:
             return super().set_invocation_result(invocation, result, runner_ctx)
         serialized = self.app.client_data_store.serialize(result)
-        runner_id, ctx_id = self._actor(runner_ctx)
-        inv_id = invocation.invocation_id
-        try:
-            _, status_watched, result_watched = lifecycle.finish_success(
-                inv_id,
-                serialized,
-                runner_id,
-                ctx_id,
-                invocation.call.task.task_id.key,
-                bool(self.conf.blocking_control),
-            )
-        except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
-            raise self._status_error(exc, inv_id, InvocationStatus.SUCCESS) from exc
-        self._after_change(inv_id, InvocationStatus.SUCCESS, status_watched)
-        if result_watched:
+        if self._finish(
+            lifecycle.finish_success, InvocationStatus.SUCCESS, invocation, serialized, runner_ctx
+        ):
             self.app.trigger.report_invocation_result(invocation, result)
 
     def set_invocation_exception(
@@ -312,10 +300,26 @@ class CppNativeOrchestrator(CppOrchestrator):
         if lifecycle is None:
             return super().set_invocation_exception(invocation, exception, runner_ctx)
         serialized = self.app.state_backend.serialize_exception(exception)
+        if self._finish(
+            lifecycle.finish_failure, InvocationStatus.FAILED, invocation, serialized, runner_ctx
+        ):
+            self.app.trigger.report_invocation_failure(invocation, exception)
+
+    def _finish(
+        self,
+        finish: Callable[..., tuple[Any, bool, bool]],
+        status: InvocationStatus,
+        invocation: DistributedInvocation,
+        serialized: str,
+        runner_ctx: RunnerContext,
+    ) -> bool:
+        """Store an outcome and its final ``status`` in one composite (``finish_success``
+        or ``finish_failure``), then pynenc's after-change side effects; returns
+        whether a trigger condition watches this outcome (result or exception)."""
         runner_id, ctx_id = self._actor(runner_ctx)
         inv_id = invocation.invocation_id
         try:
-            _, status_watched, exception_watched = lifecycle.finish_failure(
+            _, status_watched, outcome_watched = finish(
                 inv_id,
                 serialized,
                 runner_id,
@@ -324,10 +328,9 @@ class CppNativeOrchestrator(CppOrchestrator):
                 bool(self.conf.blocking_control),
             )
         except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
-            raise self._status_error(exc, inv_id, InvocationStatus.FAILED) from exc
-        self._after_change(inv_id, InvocationStatus.FAILED, status_watched)
-        if exception_watched:
-            self.app.trigger.report_invocation_failure(invocation, exception)
+            raise self._status_error(exc, inv_id, status) from exc
+        self._after_change(inv_id, status, status_watched)
+        return bool(outcome_watched)
 
     def set_invocation_retry(
         self,
