@@ -39,7 +39,6 @@ from pynenc import context
 from pynenc.call import LazyCall
 from pynenc.conf.config_broker import validate_priority
 from pynenc.conf.config_task import ConcurrencyControlType
-from pynenc.exceptions import InvocationStatusError
 from pynenc.invocation import dist_invocation
 from pynenc.invocation.dist_invocation import (
     DistributedInvocation,
@@ -53,6 +52,7 @@ from pynenc.trigger.conditions import ExceptionContext, ResultContext, StatusCon
 from pynenc.workflow.workflow_identity import WorkflowIdentity
 
 from pynenc_cpp import _core
+from pynenc_cpp._claim import claim_one, defer_or_pend
 from pynenc_cpp._component import MemBackend, RedisBackend, SqliteBackend
 from pynenc_cpp.broker import CppBroker
 from pynenc_cpp.errors import (
@@ -414,25 +414,7 @@ class CppNativeOrchestrator(CppOrchestrator):
         task = invocation.task
         if task.conf.running_concurrency == ConcurrencyControlType.DISABLED:
             lifecycle.set_task_runs_freely(task.task_id.key)
-        elif not self.is_candidate_to_run_by_concurrency_control(invocation):
-            if task.conf.reroute_on_concurrency_control:
-                self.set_invocation_status(
-                    invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED, runner_ctx
-                )
-                invocations_to_reroute.add(invocation_id)
-            else:
-                self.set_invocation_status(
-                    invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED_FINAL, runner_ctx
-                )
-            return None
-        try:
-            self.set_invocation_status(invocation_id, InvocationStatus.PENDING, runner_ctx)
-        except InvocationStatusError as ex:
-            self.app.logger.warning(
-                f"Could not set invocation:{invocation_id} to status:pending: {ex}"
-            )
-            return None
-        return invocation
+        return defer_or_pend(self, invocation, runner_ctx, invocations_to_reroute)
 
     def get_additional_invocations_to_run(
         self,
@@ -502,28 +484,7 @@ class CppNativeOrchestrator(CppOrchestrator):
         invocations_to_reroute: set[InvocationId],
     ) -> DistributedInvocation | None:
         """``claim_for_run`` in mixed mode: pynenc's per-id body verbatim."""
-        if not self.get_invocation_status(invocation_id).is_available_for_run():
-            return None
-        invocation = self.app.state_backend.get_invocation(invocation_id)
-        if not self.is_candidate_to_run_by_concurrency_control(invocation):
-            if invocation.task.conf.reroute_on_concurrency_control:
-                self.set_invocation_status(
-                    invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED, runner_ctx
-                )
-                invocations_to_reroute.add(invocation_id)
-            else:
-                self.set_invocation_status(
-                    invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED_FINAL, runner_ctx
-                )
-            return None
-        try:
-            self.set_invocation_status(invocation_id, InvocationStatus.PENDING, runner_ctx)
-        except InvocationStatusError as ex:
-            self.app.logger.warning(
-                f"Could not set invocation:{invocation_id} to status:pending: {ex}"
-            )
-            return None
-        return invocation
+        return claim_one(self, invocation_id, runner_ctx, invocations_to_reroute)
 
     # ---- recovery ----------------------------------------------------------
 

@@ -40,6 +40,7 @@ from pynenc.invocation.status import InvocationStatus
 from pynenc.runner.base_runner import BaseRunner
 
 from pynenc_cpp import _core
+from pynenc_cpp._claim import claim_one
 
 if TYPE_CHECKING:
     from pynenc.app import Pynenc
@@ -354,27 +355,15 @@ class CppRunner(BaseRunner):
         native = getattr(orchestrator, "claim_for_run", None)
         if native is not None:
             return native(invocation_id, self.runner_context)
-        ctx = self.runner_context
+        to_reroute: set[InvocationId] = set()
         try:
-            if not orchestrator.get_invocation_status(invocation_id).is_available_for_run():
-                return None
-            invocation = self.app.state_backend.get_invocation(invocation_id)
-            if not orchestrator.is_candidate_to_run_by_concurrency_control(invocation):
-                if invocation.task.conf.reroute_on_concurrency_control:
-                    orchestrator.set_invocation_status(
-                        invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED, ctx
-                    )
-                    orchestrator.reroute_invocations({invocation_id}, ctx)
-                else:
-                    orchestrator.set_invocation_status(
-                        invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED_FINAL, ctx
-                    )
-                return None
-            orchestrator.set_invocation_status(invocation_id, InvocationStatus.PENDING, ctx)
-            return invocation
+            invocation = claim_one(orchestrator, invocation_id, self.runner_context, to_reroute)
         except InvocationStatusError as ex:  # another runner got there first
             self.logger.debug(f"invocation:{invocation_id} not claimed: {ex}")
             return None
+        if to_reroute:
+            orchestrator.reroute_invocations(to_reroute, self.runner_context)
+        return invocation
 
     def _execute(self, invocation_id: str, claimed: bool) -> None:
         inv_id = InvocationId(invocation_id)
