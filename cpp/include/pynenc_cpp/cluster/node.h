@@ -1,0 +1,103 @@
+// A cluster node: membership (SWIM), an agreed epoch, an election with quorum,
+// a lease on the monotonic clock and the master/standby supervisor, running on
+// the Asio environment. It drives a user start/stop pair so the work runs only
+// on the master. With no seeds and no host it runs the work in-process at once,
+// with no cluster at all.
+//
+// Thread safety: every public method is safe from any thread. Callbacks (work
+// start/stop and membership events) run one at a time on the node's callback
+// thread, never on the network loop, so they may block without stalling the
+// protocol (a slow stop delays only the Stopping -> Standby step).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pynenc_cpp/cluster/types.h"
+#include "pynenc_cpp/core/error.h"
+
+namespace pynenc_cpp::cluster {
+
+enum class ElectionKind : std::uint8_t { kOldestNode = 0, kHrw = 1, kLowestAddress = 2 };
+
+struct ClusterOptions {
+  std::string cluster_name = "pynenc-cpp";
+  std::string host;         // empty together with no seeds: standalone (no cluster)
+  std::uint16_t port = 0;   // 0: ephemeral
+  std::vector<Address> seeds;
+  std::string secret;       // required unless host is loopback
+  int quorum = 0;           // 0: majority of the distinct addresses in seeds plus self
+  std::int64_t heartbeat_ms = 200;
+  std::int64_t suspect_timeout_ms = 1'000;
+  std::int64_t stabilize_ms = 500;
+  std::int64_t lease_ms = 0;  // 0: suspect_timeout_ms
+  int indirect_probes = 3;
+  std::string state_dir;    // node id, incarnation, peers cache; empty: nothing persisted
+  std::string node_class;
+  std::map<std::string, std::string> metadata;
+  std::size_t max_frame_bytes = 256 * 1024;
+  std::size_t send_queue_bound = 1024;
+  ElectionKind election = ElectionKind::kOldestNode;
+  std::string election_class;  // OldestNode only: restrict candidates to this node class
+  std::string activation_log;  // JSON-lines file of start/stop/lease records; empty: none
+};
+
+enum class SupervisorState : std::uint8_t { kStandby = 0, kActivating = 1, kMaster = 2, kStopping = 3 };
+std::string_view SupervisorStateName(SupervisorState s);
+
+// Handed to the work callbacks.
+struct Activation {
+  NodeId node;
+  std::uint64_t epoch = 0;
+  std::int64_t lease_until_mono_ms = 0;  // CLOCK_MONOTONIC ms; 0 in standalone mode
+  bool standalone = false;
+};
+
+struct WorkCallbacks {
+  std::function<void(const Activation&)> start;
+  std::function<void(const Activation&, std::string_view reason)> stop;
+};
+
+using EventCallback = std::function<void(const MemberEvent&)>;
+
+struct NodeStatus {
+  NodeId id;
+  Address address;  // empty in standalone mode
+  std::uint64_t incarnation = 0;
+  std::uint64_t epoch = 0;
+  std::optional<NodeId> leader;
+  bool has_quorum = false;
+  SupervisorState state = SupervisorState::kStandby;
+  std::int64_t lease_until_mono_ms = 0;
+  bool standalone = false;
+};
+
+class ClusterNode {
+ public:
+  virtual ~ClusterNode() = default;  // implies Stop()
+  ClusterNode() = default;
+  ClusterNode(const ClusterNode&) = delete;
+  ClusterNode& operator=(const ClusterNode&) = delete;
+
+  // Validates options, creates/reads the state dir, binds, joins the seeds.
+  // Errors: kBadConfig (bad option, unwritable state dir, non-loopback host without
+  // secret), kBackendFailure (address in use). Nothing is started on error.
+  static Result<std::unique_ptr<ClusterNode>> Start(const ClusterOptions& options,
+                                                    WorkCallbacks work, EventCallback events);
+
+  // Graceful: stops the work if running (waits for the stop callback), sends
+  // Leaving to every live member, shuts the transport down. Idempotent.
+  virtual void Stop() = 0;
+  virtual NodeStatus Status() const = 0;
+  // Every known member, self included, dead and left ones too, sorted by id.
+  virtual std::vector<Member> Members() const = 0;
+};
+
+}  // namespace pynenc_cpp::cluster

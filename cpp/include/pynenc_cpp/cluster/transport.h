@@ -1,0 +1,76 @@
+// The production environment: Boost.Asio TCP transport + steady timers on one
+// loop thread. Asio itself stays out of this header (pimpl behind a factory).
+//
+// Wire format, handshake and limits are specified in docs/cluster/transport.md.
+// Summary: frames are [u32 big-endian length][u8 version][u8 type][body], where
+// length counts version+type+body and is checked against max_frame_bytes before
+// any of the body is read. Every connection starts with an HMAC-SHA256
+// challenge-response over the shared secret and the cluster name; a peer that
+// fails it is refused and logged. One outbound connection per peer carries our
+// frames to it (bounded drop-oldest queue, reconnect with exponential backoff,
+// TCP_NODELAY); inbound connections only receive.
+//
+// Thread safety: the Env methods follow env.h (call them from the loop thread,
+// i.e. from inside timer callbacks / the receiver, or via Post). Stats(), Post()
+// and Shutdown() are safe from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "pynenc_cpp/cluster/env.h"
+#include "pynenc_cpp/core/error.h"
+
+namespace pynenc_cpp::cluster {
+
+struct TransportOptions {
+  std::string cluster_name = "pynenc-cpp";
+  // Shared cluster secret. Empty is allowed only when `host` is a loopback
+  // address; binding anything else without a secret fails with kBadConfig.
+  std::string secret;
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;  // 0: an ephemeral port (LocalAddress() tells which)
+  std::size_t max_frame_bytes = 256 * 1024;
+  std::size_t send_queue_bound = 1024;  // frames per peer; the oldest is dropped beyond it
+  std::int64_t reconnect_initial_ms = 200;
+  std::int64_t reconnect_max_ms = 10'000;
+  std::int64_t handshake_timeout_ms = 2'000;
+  std::uint64_t random_seed = 0;  // 0: seeded from std::random_device
+};
+
+// Counters; all monotonically increasing.
+struct TransportStats {
+  std::uint64_t frames_sent = 0;
+  std::uint64_t frames_received = 0;
+  std::uint64_t frames_dropped = 0;  // send queue full (oldest dropped) or peer unreachable
+  std::uint64_t handshakes_rejected = 0;  // wrong secret, other cluster, bad version, timeout
+  std::uint64_t frames_oversize = 0;      // length over max_frame_bytes (connection closed)
+  std::uint64_t frames_malformed = 0;     // bad version / type / handshake body (connection closed)
+  std::uint64_t connections_established = 0;
+  std::uint64_t reconnect_attempts = 0;
+};
+
+using LogSink = std::function<void(LogLevel, std::string_view)>;
+
+class AsioEnv : public Env {
+ public:
+  // Counters, safe from any thread.
+  virtual TransportStats Stats() const = 0;
+  // Runs `fn` on the loop thread. Safe from any thread; dropped after Shutdown.
+  virtual void Post(std::function<void()> fn) = 0;
+  // Flushes queued frames (bounded by `flush_ms`), closes every socket and joins
+  // the loop thread. Idempotent; safe from any thread except the loop thread.
+  virtual void Shutdown(std::int64_t flush_ms = 200) = 0;
+};
+
+// Binds and starts listening, then starts the loop thread.
+// Errors: kBadConfig for a malformed host, a non-loopback host without a secret,
+// an empty cluster name or zero limits; kBackendFailure when the address cannot be
+// bound (the message names it, e.g. "address already in use").
+Result<std::unique_ptr<AsioEnv>> MakeAsioEnv(const TransportOptions& options, LogSink log_sink);
+
+}  // namespace pynenc_cpp::cluster
