@@ -75,7 +75,9 @@ void OutboundLink::StartConnect() {
   timer_.expires_after(std::chrono::milliseconds(core_.options.handshake_timeout_ms));
   timer_.async_wait([self, gen](const boost::system::error_code& ec) {
     if (ec || gen != self->gen_) return;
-    self->Fail(LogLevel::kWarning, "connect/handshake timed out");
+    // Unreachable peers are routine (Debug); a stalled handshake is not.
+    self->Fail(self->state_ == State::kHandshaking ? LogLevel::kWarning : LogLevel::kDebug,
+               self->state_ == State::kHandshaking ? "handshake timed out" : "connect timed out");
   });
   boost::system::error_code ec;
   const auto ip = asio::ip::make_address(target_.host, ec);
