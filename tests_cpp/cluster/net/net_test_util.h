@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -122,6 +123,8 @@ class RawClient {
     const int one = 1;
     if (connected_) ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
+  // Adopts an accepted socket.
+  static std::unique_ptr<RawClient> Adopt(int fd) { return std::unique_ptr<RawClient>(new RawClient(fd, true)); }
   ~RawClient() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -207,10 +210,49 @@ class RawClient {
   }
 
  private:
+  RawClient(int fd, bool connected) : fd_(fd), connected_(connected) {}
   int fd_ = -1;
   bool connected_ = false;
   transport::FrameDecoder decoder_{1 << 20};
   std::vector<transport::Frame> pending_;
+};
+
+// A listening socket on 127.0.0.1:<ephemeral> standing in for a peer's server.
+class RawListener {
+ public:
+  RawListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+        ::listen(fd_, 16) == 0 &&
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      port_ = ntohs(addr.sin_port);
+    }
+  }
+  ~RawListener() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RawListener(const RawListener&) = delete;
+  RawListener& operator=(const RawListener&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  Address address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  // The next accepted connection, or nullptr after `timeout`.
+  std::unique_ptr<RawClient> Accept(std::chrono::milliseconds timeout = kDeadline) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return nullptr;
+    const int c = ::accept(fd_, nullptr, nullptr);
+    if (c < 0) return nullptr;
+    return RawClient::Adopt(c);
+  }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
 };
 
 }  // namespace pynenc_cpp::cluster::nettest
