@@ -53,8 +53,9 @@ struct TransportOptions {
 struct TransportStats {
   std::uint64_t frames_sent = 0;
   std::uint64_t frames_received = 0;
-  std::uint64_t frames_dropped = 0;  // send queue full (oldest dropped), lost in flight, or at Shutdown
-  std::uint64_t sends_oversize = 0;  // Send payload over max_frame_bytes (dropped, never sent)
+  // Send queue full (oldest dropped), lost in a failed write, or queued at Shutdown.
+  std::uint64_t frames_dropped = 0;
+  std::uint64_t sends_oversize = 0;       // Send payload over max_frame_bytes (dropped, never sent)
   std::uint64_t handshakes_rejected = 0;  // wrong secret, other cluster, bad version, timeout
   std::uint64_t frames_oversize = 0;      // length over max_frame_bytes (connection closed)
   std::uint64_t frames_malformed = 0;     // bad version / type / handshake body (connection closed)

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio.hpp>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -17,8 +18,6 @@
 #include <string>
 #include <utility>  // before Asio: Boost 1.74 awaitable.hpp uses std::exchange without it
 #include <vector>
-
-#include <boost/asio.hpp>
 
 #include "cluster/transport/address.h"
 #include "cluster/transport/frame.h"
@@ -109,13 +108,13 @@ class OutboundLink : public std::enable_shared_from_this<OutboundLink> {
   std::uint64_t gen_ = 0;  // bumped per attempt; stale handlers compare and return
   tcp::socket socket_;
   tcp::resolver resolver_;
-  asio::steady_timer timer_;  // connect+handshake deadline, then the backoff
+  asio::steady_timer timer_;         // connect+handshake deadline, then the backoff
   std::deque<std::string> control_;  // handshake frames, written before data
   std::deque<std::string> queue_;    // protocol frames
   bool writing_ = false;
   std::size_t inflight_data_frames_ = 0;  // protocol frames in the current write
-  bool dropping_ = false;  // a drop was logged since the queue last drained
-  int failures_ = 0;       // consecutive failed attempts (backoff exponent)
+  bool dropping_ = false;                 // a drop was logged since the queue last drained
+  int failures_ = 0;                      // consecutive failed attempts (backoff exponent)
   FrameDecoder decoder_{kMaxHandshakeBodyBytes};
   std::array<char, 4096> read_buf_{};
   Transcript transcript_;
