@@ -7,8 +7,14 @@
 // (options, local_address, log_sink).
 #pragma once
 
-#include <atomic>
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including
+// <utility>, so <utility> must come before Asio.
+// clang-format off
+#include <utility>
 #include <boost/asio.hpp>
+// clang-format on
+
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -16,7 +22,6 @@
 #include <random>
 #include <set>
 #include <string>
-#include <utility>  // before Asio: Boost 1.74 awaitable.hpp uses std::exchange without it
 #include <vector>
 
 #include "cluster/transport/address.h"
