@@ -63,6 +63,8 @@ struct TransportStats {
   std::uint64_t reconnect_attempts = 0;
 };
 
+// Called on the loop thread, and on any thread that calls Env::Log; it must be
+// thread-safe if Env::Log is used off the loop. Exceptions from it are swallowed.
 using LogSink = std::function<void(LogLevel, std::string_view)>;
 
 class AsioEnv : public Env {

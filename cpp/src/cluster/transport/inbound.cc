@@ -13,6 +13,8 @@ InboundConn::InboundConn(Core& core, tcp::socket socket)
 void InboundConn::Start() {
   boost::system::error_code ignored;
   socket_.set_option(tcp::no_delay(true), ignored);
+  // Reclaims connections from hosts that vanished without a FIN or RST.
+  socket_.set_option(asio::socket_base::keep_alive(true), ignored);
   auto self = shared_from_this();
   timer_.expires_after(std::chrono::milliseconds(core_.options.handshake_timeout_ms));
   timer_.async_wait([self](const boost::system::error_code& ec) {

@@ -105,6 +105,7 @@ void OutboundLink::OnConnected(std::uint64_t gen, const boost::system::error_cod
   if (ec) return Fail(LogLevel::kDebug, "connect failed: " + ec.message());
   boost::system::error_code ignored;
   socket_.set_option(tcp::no_delay(true), ignored);
+  socket_.set_option(asio::socket_base::keep_alive(true), ignored);
   state_ = State::kHandshaking;
   transcript_ = Transcript{};
   transcript_.cluster_name = core_.options.cluster_name;
