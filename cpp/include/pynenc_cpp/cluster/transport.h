@@ -46,6 +46,9 @@ struct TransportOptions {
   std::int64_t reconnect_max_ms = 10'000;
   // Connect plus the whole handshake must finish within this, on both sides.
   std::int64_t handshake_timeout_ms = 2'000;
+  // Accepted connections still in their handshake, at most; a connection
+  // accepted beyond it is closed at once (counted in handshakes_rejected).
+  std::size_t max_pending_handshakes = 128;
   std::uint64_t random_seed = 0;  // 0: seeded from std::random_device
 };
 

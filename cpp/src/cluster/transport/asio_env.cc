@@ -152,7 +152,19 @@ void AsioEnvImpl::Accept() {
       });
       return;
     }
+    if (core_.pending_handshakes >= core_.options.max_pending_handshakes) {
+      AtomicStats::Add(core_.stats.handshakes_rejected);
+      boost::system::error_code ignored;
+      const auto ep = socket.remote_endpoint(ignored);
+      core_.Log(LogLevel::kWarning, "refused connection from " +
+                                        FormatAddress(ep.address().to_string(), ep.port()) +
+                                        ": too many handshakes in progress");
+      socket.close(ignored);
+      Accept();
+      return;
+    }
     auto conn = std::make_shared<InboundConn>(core_, std::move(socket));
+    ++core_.pending_handshakes;
     core_.inbound.insert(conn);
     conn->Start();
     Accept();
@@ -349,8 +361,12 @@ Result<std::unique_ptr<AsioEnv>> MakeAsioEnv(const TransportOptions& options, Lo
       options.reconnect_max_ms < options.reconnect_initial_ms) {
     return Status::BadConfig("need 0 < reconnect_initial_ms <= reconnect_max_ms");
   }
-  if (options.handshake_timeout_ms <= 0)
+  if (options.handshake_timeout_ms <= 0) {
     return Status::BadConfig("handshake_timeout_ms must be > 0");
+  }
+  if (options.max_pending_handshakes == 0) {
+    return Status::BadConfig("max_pending_handshakes must be > 0");
+  }
   if (options.host.empty()) return Status::BadConfig("host is empty");
   if (options.host.size() > kMaxAddressBytes - 6 ||
       options.advertise_host.size() > kMaxAddressBytes - 6) {

@@ -68,6 +68,8 @@ struct Core {
   bool closing = false;
   std::map<Address, std::shared_ptr<OutboundLink>> outbound;
   std::set<std::shared_ptr<InboundConn>> inbound;
+  // Inbound connections not yet authenticated (bounded by max_pending_handshakes).
+  std::size_t pending_handshakes = 0;
 
   void Log(LogLevel level, std::string_view message) const;
   // Hands one protocol frame to the receiver; an exception from it is caught

@@ -26,6 +26,7 @@ void InboundConn::Start() {
 
 void InboundConn::Close() {
   if (state_ == State::kClosed) return;
+  if (state_ != State::kOpen) --core_.pending_handshakes;
   state_ = State::kClosed;
   boost::system::error_code ignored;
   timer_.cancel();
@@ -127,6 +128,7 @@ bool InboundConn::OnFrame(Frame frame) {
       }
       Write(EncodeFrame(kAccept, EncodeProof(Proof{*ours})));
       state_ = State::kOpen;
+      --core_.pending_handshakes;
       peer_address_ = transcript_.client_address;
       decoder_.SetMaxBodyBytes(core_.options.max_frame_bytes);
       timer_.cancel();
