@@ -252,5 +252,35 @@ TEST(SimMembership, GracefulLeaveIsSeenAsLeftNotDead) {
   }
 }
 
+TEST(SimMembership, PausedNodeIsDeclaredDeadAndOnResumeRefutesWithoutBlamingOthers) {
+  SimCluster c(31, 5, Fast());
+  c.StartAll();
+  ASSERT_TRUE(c.world().RunUntil([&] { return c.AllConverged(); }, 10'000));
+  const std::size_t before = c.events().size();
+  // Stop it right after it sent a probe, so the ack is held while it sleeps.
+  const auto pings = c.node(1).Stats().pings_sent;
+  ASSERT_TRUE(c.world().RunUntil([&] { return c.node(1).Stats().pings_sent > pings; }, 1'000));
+  c.world().Pause(c.address(1));  // SIGSTOP past the suspect timeout
+  ASSERT_TRUE(c.world().RunUntil([&] { return c.Converged({0, 2, 3, 4}); }, 20'000));
+  c.world().RunFor(2'000);
+  c.world().Resume(c.address(1));  // SIGCONT: overdue timers first, then held frames
+  ASSERT_TRUE(c.world().RunUntil([&] { return c.AllConverged(); }, 20'000));
+  c.world().RunFor(5'000);
+  EXPECT_TRUE(c.AllConverged());
+  for (std::size_t k = before; k < c.events().size(); ++k) {
+    const auto& ev = c.events()[k];
+    if (ev.observer == 1) {
+      // The woken node's stale timers must not turn healthy peers Suspect/Dead.
+      EXPECT_NE(ev.kind, MemberEventKind::kDead) << "about " << ev.about;
+      EXPECT_NE(ev.kind, MemberEventKind::kSuspected) << "about " << ev.about;
+    }
+  }
+  for (int i : {0, 2, 3, 4}) {
+    EXPECT_EQ(c.Count(i, MemberEventKind::kDead, 1), 1);
+    EXPECT_EQ(c.Count(i, MemberEventKind::kJoined, 1), 2);  // back with a higher incarnation
+  }
+  EXPECT_GT(c.node(1).Self().incarnation, 0u);
+}
+
 }  // namespace
 }  // namespace pynenc_cpp::cluster::sim

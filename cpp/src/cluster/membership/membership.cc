@@ -23,6 +23,16 @@ bool Overrides(const Member& incoming, const Member& current) {
   return static_cast<int>(incoming.state) > static_cast<int>(current.state);
 }
 
+// JoinAck stays well under the transport's default 256 KiB frame limit; records
+// beyond it are learned through gossip instead.
+constexpr std::size_t kJoinAckBudget = 128 * 1024;
+
+std::size_t RecordBytes(const Member& m) {
+  std::size_t n = 37 + m.id.size() + m.address.size() + m.node_class.size();
+  for (const auto& [k, v] : m.metadata) n += 8 + k.size() + v.size();
+  return n;
+}
+
 int CeilLog2(std::size_t n) {
   int r = 0;
   while ((std::size_t{1} << r) < n) ++r;
@@ -179,13 +189,27 @@ class Membership::Impl {
   // timer is cancelled by the destructor and by Leave().
   void Schedule(std::int64_t delay_ms, std::function<void()> fn) {
     auto id = std::make_shared<Env::TimerId>(0);
-    *id = env_.After(delay_ms, [this, id, fn = std::move(fn)] {
+    const std::int64_t due = env_.NowMs() + delay_ms;
+    *id = env_.After(delay_ms, [this, id, due, fn = std::move(fn)] {
       timers_.erase(*id);
+      NoteLateness(env_.NowMs() - due);
       fn();
       Flush();
     });
     timers_.insert(*id);
   }
+
+  // A timer that fires more than a period late means this process was stalled
+  // (SIGSTOP, swapped out, a blocked loop): the frames that arrived meanwhile
+  // (acks, refutations) have not been processed yet, so for one period this node
+  // neither suspects nor declares anyone dead on its own evidence.
+  void NoteLateness(std::int64_t late_ms) {
+    if (late_ms <= opt_.heartbeat_ms) return;
+    grace_until_ = env_.NowMs() + opt_.heartbeat_ms;
+    env_.Log(LogLevel::kInfo, "membership: loop stalled " + std::to_string(late_ms) +
+                                  " ms; suspicion paused for one period");
+  }
+  bool InStallGrace() const { return env_.NowMs() < grace_until_; }
 
   // Events are queued while the tables change and delivered at the end of each
   // entry point, so a callback that calls back into us sees a consistent view.
@@ -262,6 +286,7 @@ class Membership::Impl {
   void ScheduleSuspectCheck() { Schedule(opt_.suspect_timeout_ms, [this] { CheckSuspects(); }); }
 
   void CheckSuspects() {
+    if (InStallGrace()) return;  // the next Tick checks again
     const std::int64_t now = env_.NowMs();
     for (auto& [id, e] : members_) {
       if (id == self_id_ || e.m.state != MemberState::kSuspect) continue;
@@ -310,7 +335,7 @@ class Membership::Impl {
   void FinishProbe() {
     if (!probe_.active) return;
     probe_.active = false;
-    if (probe_.acked) return;
+    if (probe_.acked || InStallGrace()) return;
     auto it = members_.find(probe_.target);
     if (it == members_.end()) return;
     Entry& e = it->second;
@@ -457,9 +482,12 @@ class Membership::Impl {
   void SendJoinAck(const Address& to) {
     Message m;
     m.type = MembershipMessage::kJoinAck;
+    std::size_t bytes = 0;
     for (const auto& [id, e] : members_) {
-      if (m.members.size() >= membership::kMaxMembers) break;
-      if (id != self_id_) m.members.push_back(e.m);
+      if (id == self_id_) continue;
+      bytes += RecordBytes(e.m);
+      if (m.members.size() >= membership::kMaxMembers || bytes > kJoinAckBudget) break;
+      m.members.push_back(e.m);
     }
     SendTo(to, std::move(m));
   }
@@ -514,6 +542,7 @@ class Membership::Impl {
   std::set<Env::TimerId> timers_;
   std::vector<MemberEvent> pending_;
   MembershipStats stats_;
+  std::int64_t grace_until_ = 0;  // see NoteLateness
   bool started_ = false;
   bool left_ = false;
 };
