@@ -125,8 +125,8 @@ TEST(SimMembership, PartitionMinorityElectsNoOneMajorityOneAndHealingConverges) 
   ASSERT_TRUE(c.world().RunUntil([&] { return c.AllConverged(); }, 10'000));
   const std::vector<int> minority = {0, 1}, majority = {2, 3, 4};
   c.world().Partition({{c.address(0), c.address(1)}, {c.address(2), c.address(3), c.address(4)}});
-  ASSERT_TRUE(c.world().RunUntil(
-      [&] { return c.Converged(minority) && c.Converged(majority); }, 60'000));
+  ASSERT_TRUE(
+      c.world().RunUntil([&] { return c.Converged(minority) && c.Converged(majority); }, 60'000));
   for (int i : minority) {
     for (int j : majority) {
       EXPECT_EQ(c.Count(i, MemberEventKind::kDead, j), 1);
@@ -197,12 +197,14 @@ MembershipOptions Lossy() {
 
 TEST(SimMembership, LossyNetworkConvergesAndDeclaresNoLiveNodeDead) {
   SimCluster c(19, 5, Lossy());
-  c.world().SetFaults({.drop = 0.10, .duplicate = 0.05, .reorder = 0.2, .min_delay_ms = 1, .max_delay_ms = 20});
+  c.world().SetFaults(
+      {.drop = 0.10, .duplicate = 0.05, .reorder = 0.2, .min_delay_ms = 1, .max_delay_ms = 20});
   c.StartAll();
   ASSERT_TRUE(c.world().RunUntil([&] { return c.AllConverged(); }, 30'000));
   c.world().RunFor(300'000);
   for (const auto& ev : c.events()) {
-    EXPECT_NE(ev.kind, MemberEventKind::kDead) << "observer " << ev.observer << " about " << ev.about;
+    EXPECT_NE(ev.kind, MemberEventKind::kDead)
+        << "observer " << ev.observer << " about " << ev.about;
   }
   ASSERT_TRUE(c.world().RunUntil([&] { return c.AllConverged(); }, 30'000));
   EXPECT_GT(c.world().Dropped(), 0u);
@@ -218,7 +220,8 @@ struct Replay {
 
 Replay RunScenario(std::uint64_t seed) {
   SimCluster c(seed, 5, Lossy());
-  c.world().SetFaults({.drop = 0.10, .duplicate = 0.05, .reorder = 0.2, .min_delay_ms = 1, .max_delay_ms = 20});
+  c.world().SetFaults(
+      {.drop = 0.10, .duplicate = 0.05, .reorder = 0.2, .min_delay_ms = 1, .max_delay_ms = 20});
   c.StartAll();
   c.world().RunFor(5'000);
   c.Crash(2);

@@ -19,7 +19,8 @@ namespace {
 // SWIM precedence (types.h): a higher incarnation wins; at equal incarnation
 // Left > Dead > Suspect > Alive (the enum values are in that order).
 bool Overrides(const Member& incoming, const Member& current) {
-  if (incoming.incarnation != current.incarnation) return incoming.incarnation > current.incarnation;
+  if (incoming.incarnation != current.incarnation)
+    return incoming.incarnation > current.incarnation;
   return static_cast<int>(incoming.state) > static_cast<int>(current.state);
 }
 
@@ -46,7 +47,8 @@ class Membership::Impl {
   Impl(Env& env, MembershipOptions options, std::function<void(const MemberEvent&)> on_event)
       : env_(env), opt_(std::move(options)), on_event_(std::move(on_event)) {
     if (opt_.heartbeat_ms <= 0) opt_.heartbeat_ms = 200;
-    if (opt_.ping_timeout_ms <= 0) opt_.ping_timeout_ms = std::max<std::int64_t>(1, opt_.heartbeat_ms / 2);
+    if (opt_.ping_timeout_ms <= 0)
+      opt_.ping_timeout_ms = std::max<std::int64_t>(1, opt_.heartbeat_ms / 2);
     if (opt_.rejoin_interval_ms <= 0) opt_.rejoin_interval_ms = 5 * opt_.heartbeat_ms;
     if (opt_.suspect_timeout_ms <= 0) opt_.suspect_timeout_ms = 5 * opt_.heartbeat_ms;
     if (opt_.max_gossip > membership::kMaxGossip) opt_.max_gossip = membership::kMaxGossip;
@@ -97,15 +99,15 @@ class Membership::Impl {
     auto decoded = membership::DecodeMessage(type, payload);
     if (!decoded.ok()) {
       ++stats_.messages_rejected;
-      env_.Log(LogLevel::kDebug, "membership: dropped frame from " + from + ": " +
-                                     decoded.status().message());
+      env_.Log(LogLevel::kDebug,
+               "membership: dropped frame from " + from + ": " + decoded.status().message());
       return;
     }
     Message m = std::move(decoded).value();
     if (m.cluster_name != opt_.cluster_name) {
       ++stats_.foreign_cluster;
-      env_.Log(LogLevel::kWarning, "membership: ignored frame of cluster '" + m.cluster_name +
-                                       "' from " + from);
+      env_.Log(LogLevel::kWarning,
+               "membership: ignored frame of cluster '" + m.cluster_name + "' from " + from);
       return;
     }
     if (m.sender.id == self_id_) {
@@ -165,7 +167,7 @@ class Membership::Impl {
  private:
   struct Entry {
     Member m;
-    std::int64_t since = 0;      // env.NowMs() of the last state change
+    std::int64_t since = 0;        // env.NowMs() of the last state change
     std::uint32_t retransmit = 0;  // gossip sends left for the current record
     std::uint64_t change = 0;      // change order: most recent first in gossip
   };
@@ -227,7 +229,8 @@ class Membership::Impl {
   void MarkChanged(Entry& e) {
     e.since = env_.NowMs();
     e.change = ++change_counter_;
-    e.retransmit = static_cast<std::uint32_t>(opt_.gossip_lambda * std::max(1, CeilLog2(members_.size() + 1)));
+    e.retransmit =
+        static_cast<std::uint32_t>(opt_.gossip_lambda * std::max(1, CeilLog2(members_.size() + 1)));
   }
 
   void Refute(std::uint64_t heard_incarnation) {
@@ -283,7 +286,9 @@ class Membership::Impl {
     if (now == MemberState::kSuspect) ScheduleSuspectCheck();
   }
 
-  void ScheduleSuspectCheck() { Schedule(opt_.suspect_timeout_ms, [this] { CheckSuspects(); }); }
+  void ScheduleSuspectCheck() {
+    Schedule(opt_.suspect_timeout_ms, [this] { CheckSuspects(); });
+  }
 
   void CheckSuspects() {
     if (InStallGrace()) return;  // the next Tick checks again
@@ -400,7 +405,8 @@ class Membership::Impl {
       }
     }
     Shuffle(helpers);
-    const std::size_t k = std::min(helpers.size(), static_cast<std::size_t>(std::max(0, opt_.indirect_probes)));
+    const std::size_t k =
+        std::min(helpers.size(), static_cast<std::size_t>(std::max(0, opt_.indirect_probes)));
     for (std::size_t i = 0; i < k; ++i) {
       Message m;
       m.type = MembershipMessage::kPingReq;
@@ -516,7 +522,8 @@ class Membership::Impl {
     for (auto& [id, e] : members_) {
       if (id != self_id_ && e.retransmit > 0 && !taken.count(id)) fresh.push_back(&e);
     }
-    std::sort(fresh.begin(), fresh.end(), [](const Entry* a, const Entry* b) { return a->change > b->change; });
+    std::sort(fresh.begin(), fresh.end(),
+              [](const Entry* a, const Entry* b) { return a->change > b->change; });
     for (Entry* e : fresh) {
       if (out.size() >= opt_.max_gossip) break;
       out.push_back(e->m);
