@@ -156,6 +156,8 @@ TEST(SimMembership, PartitionMinorityElectsNoOneMajorityOneAndHealingConverges) 
   for (int i : minority) {
     for (int j : majority) EXPECT_EQ(c.Count(i, MemberEventKind::kJoined, j), 2);
   }
+  std::string why;
+  EXPECT_TRUE(c.EventsWellFormed(&why)) << why;
 }
 
 TEST(SimMembership, RestartedNodeWithSameIdRejoinsWithHigherIncarnation) {
@@ -177,6 +179,8 @@ TEST(SimMembership, RestartedNodeWithSameIdRejoinsWithHigherIncarnation) {
   // Restarting the seed itself works too (it rejoins through the others it knew).
   c.Restart(0);
   ASSERT_TRUE(c.world().RunUntil([&] { return c.AllConverged(); }, 60'000));
+  std::string why;
+  EXPECT_TRUE(c.EventsWellFormed(&why)) << why;
 }
 
 // Timeouts for a lossy network (drop 10%, duplicate 5%, reorder 20% with up to
@@ -211,6 +215,8 @@ TEST(SimMembership, LossyNetworkConvergesAndDeclaresNoLiveNodeDead) {
   std::uint64_t refutations = 0;
   for (int i = 0; i < c.size(); ++i) refutations += c.node(i).Stats().refutations;
   EXPECT_GT(refutations, 0u);  // suspicions did happen and were refuted
+  std::string why;
+  EXPECT_TRUE(c.EventsWellFormed(&why)) << why;
 }
 
 struct Replay {
@@ -283,6 +289,8 @@ TEST(SimMembership, PausedNodeIsDeclaredDeadAndOnResumeRefutesWithoutBlamingOthe
     EXPECT_EQ(c.Count(i, MemberEventKind::kJoined, 1), 2);  // back with a higher incarnation
   }
   EXPECT_GT(c.node(1).Self().incarnation, 0u);
+  std::string why;
+  EXPECT_TRUE(c.EventsWellFormed(&why)) << why;
 }
 
 }  // namespace
