@@ -45,7 +45,7 @@ for src in "$ROOT"/tests_cpp/fuzz/*_fuzz.cc; do
 
   # shellcheck disable=SC2086
   if ! "$CXX" -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-      -I"$ROOT/cpp/include" -I"$ROOT/cpp/src" "$src" "${sources[@]}" $libs -o "$OUT/$name" \
+      -I"$ROOT/cpp/include" -I"$ROOT/cpp/src" -I"$ROOT/tests_cpp/cluster" "$src" "${sources[@]}" $libs -o "$OUT/$name" \
       2>"$OUT/$name.build.log"; then
     echo "$name: build failed (see $OUT/$name.build.log)"
     tail -n 20 "$OUT/$name.build.log" >&2

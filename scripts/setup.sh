@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config
   libboost-dev libhiredis-dev libsqlite3-dev nlohmann-json3-dev libssl-dev
-  libgtest-dev libgmock-dev redis-server)
+  libgtest-dev libgmock-dev redis-server
+  clang libclang-rt-14-dev)  # clang + its fuzzer runtime: scripts/fuzz.sh (libFuzzer targets)
 
 log() { printf '[setup] %s\n' "$*"; }
 

@@ -3,7 +3,9 @@
 #   1. tests_cpp under ctest (RelWithDebInfo)
 #   2. tests_cpp again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   3. tests_cpp again under ThreadSanitizer (broker and concurrency code)
-#   4. pytest tests_py (adapters, errors, wheel, pynenc's conformance suites)
+#   4. the libFuzzer targets tests_cpp/fuzz/*_fuzz.cc (frame decoder and every
+#      message parser), each for FUZZ_SECONDS (default 20) under ASan+UBSan
+#   5. pytest tests_py (adapters, errors, wheel, pynenc's conformance suites, cluster)
 # Exits non-zero if any suite fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +50,15 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   run_ctest "ctest-asan-ubsan" build/asan -DCMAKE_BUILD_TYPE=Debug -DPYNENC_CPP_SANITIZE_ADDRESS=ON
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   run_ctest "ctest-tsan" build/tsan -DCMAKE_BUILD_TYPE=Debug -DPYNENC_CPP_SANITIZE_THREAD=ON
+
+echo "==> fuzz"
+fuzz_log=build/fuzz.log
+bash scripts/fuzz.sh 2>&1 | tee "$fuzz_log"
+fuzz_rc=${PIPESTATUS[0]}
+fp=$(grep -cE ": [0-9]+ runs, 0 crashes$" "$fuzz_log")
+ff=$(grep -cE ": .*(crashed|build failed|first line must)" "$fuzz_log")
+if [ "$fuzz_rc" -ne 0 ] && [ "$ff" -eq 0 ]; then ff=1; fi
+record "fuzz" "$fp" "$ff"
 
 echo "==> pytest"
 log=build/pytest.log

@@ -1,4 +1,5 @@
 // fuzz-sources: cpp/src/cluster/membership/messages.cc cpp/src/cluster/membership/membership.cc cpp/src/cluster/membership/epoch.cc cpp/src/cluster/types.cc tests_cpp/cluster/sim/sim.cc
+// fuzz-libs: -lcrypto
 // libFuzzer target for the membership (SWIM) message decoder and for a live
 // Membership fed the same bytes: the first input byte picks the message type
 // (16..31), the rest is the payload. Malformed input must be rejected as a value
