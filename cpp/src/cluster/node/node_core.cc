@@ -89,7 +89,10 @@ void NodeCore::Guarded(F&& fn) {
   ++depth_;
   if (depth_ == 1) CheckLeaseExpiry();
   fn();
-  if (depth_ == 1) AfterEvent();
+  if (depth_ == 1) {
+    AfterEvent();
+    if (hooks_.after_event) hooks_.after_event();
+  }
   --depth_;
 }
 
@@ -218,7 +221,13 @@ void NodeCore::Leave() {
   Guarded([this] {
     // A lease may be released only once no work runs under it; otherwise it
     // simply runs out.
-    if (!supervisor_.work_active()) lease_->Release();
+    if (!supervisor_.work_active()) {
+      const std::int64_t now = env_.NowMs();
+      if (lease_->LeaseUntil() > now && hooks_.record) {
+        hooks_.record({"release", epoch_, now, now, "leave"});
+      }
+      lease_->Release();
+    }
     membership_->Leave();
   });
 }

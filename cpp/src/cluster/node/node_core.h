@@ -49,7 +49,8 @@ struct NodeCoreOptions {
 
 // One activation-log event raised by NodeCore itself ("lease": written before
 // the extension takes effect; "lease_expired": when a master finds its lease
-// ran out). "start"/"stop" records are the owner's, around its callbacks.
+// ran out; "release": Leave() ended a live lease early, lease_until = now).
+// "start"/"stop" records are the owner's, around its callbacks.
 struct ActivationRecord {
   std::string event;
   std::uint64_t epoch = 0;
@@ -67,6 +68,9 @@ struct NodeCoreHooks {
   // Every lease extension, whatever the supervisor state, before it takes effect
   // (tests check lease intervals with it).
   std::function<void(std::int64_t now_ms, std::int64_t new_until_ms)> lease_extended;
+  // At the end of every event, once the view and lease were pushed (status
+  // snapshots for other threads).
+  std::function<void()> after_event;
 };
 
 class NodeCore {
