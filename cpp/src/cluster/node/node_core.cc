@@ -177,16 +177,20 @@ void NodeCore::Feed(decltype(SupervisorInput::event) event) {
 }
 
 void NodeCore::Apply(std::vector<SupervisorEffect> effects) {
-  const Activation activation{options_.membership.self.id, supervisor_.epoch(),
-                              supervisor_.lease_until_ms(), false};
   for (auto& effect : effects) {
     if (auto* start = std::get_if<supervisor_effect::StartWork>(&effect)) {
+      started_epoch_ = start->epoch;
       if (hooks_.start_work) {
         hooks_.start_work(
             Activation{options_.membership.self.id, start->epoch, start->lease_until_ms, false});
       }
     } else if (auto* stop = std::get_if<supervisor_effect::StopWork>(&effect)) {
-      if (hooks_.stop_work) hooks_.stop_work(activation, stop->reason);
+      // The epoch the work started in, and the lease it held last.
+      if (hooks_.stop_work) {
+        hooks_.stop_work(Activation{options_.membership.self.id, started_epoch_,
+                                    supervisor_.lease_until_ms(), false},
+                         stop->reason);
+      }
     } else if (auto* wake = std::get_if<supervisor_effect::WakeAt>(&effect)) {
       if (wake_timer_ && wake_at_ == wake->at_ms) continue;
       if (wake_timer_) env_.Cancel(*wake_timer_);

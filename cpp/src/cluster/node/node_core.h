@@ -135,6 +135,7 @@ class NodeCore {
   std::vector<Address> peers_;
   std::int64_t fed_lease_until_ = 0;
   bool view_fed_ = false;
+  std::uint64_t started_epoch_ = 0;  // epoch of the last StartWork
   bool started_ = false;
 };
 
