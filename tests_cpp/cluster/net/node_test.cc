@@ -3,6 +3,8 @@
 // are generous and polled (a loaded 2-core machine), never fixed sleeps.
 #include "pynenc_cpp/cluster/node.h"
 
+#include "cluster/node/options.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -127,6 +129,28 @@ TEST(ClusterNode, BadOptionsAreBadConfigNamingTheOption) {
   }
 }
 
+TEST(ClusterNodeOptions, DefaultQuorumIsAMajorityOfSeedsPlusSelf) {
+  ClusterOptions o = Fast();
+  o.quorum = 0;
+  EXPECT_EQ(EffectiveQuorum(o, "127.0.0.1:1"), 1);
+  o.seeds = {"127.0.0.1:2", "127.0.0.1:3"};
+  EXPECT_EQ(EffectiveQuorum(o, "127.0.0.1:1"), 2);
+  EXPECT_EQ(EffectiveQuorum(o, "127.0.0.1:2"), 2);  // self among the seeds: 2 distinct
+  o.seeds = {"127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:4"};
+  EXPECT_EQ(EffectiveQuorum(o, "127.0.0.1:1"), 3);
+  o.quorum = 5;
+  EXPECT_EQ(EffectiveQuorum(o, "127.0.0.1:1"), 5);
+}
+
+TEST(ClusterNodeOptions, SeedsMergeWithCachedPeersWithoutSelfOrDuplicates) {
+  EXPECT_EQ(MergeSeeds({"a:1", "b:1", "a:1"}, {"c:1", "b:1", "self:1"}, "self:1"),
+            (std::vector<Address>{"a:1", "b:1", "c:1"}));
+  EXPECT_TRUE(IsStandalone(ClusterOptions{}));
+  ClusterOptions with_host;
+  with_host.host = "127.0.0.1";
+  EXPECT_FALSE(IsStandalone(with_host));
+}
+
 TEST(ClusterNode, UnwritableStateDirIsBadConfig) {
   TempDir dir;
   const std::string file = dir.path() + "/plain-file";
@@ -212,10 +236,12 @@ TEST(ClusterNode, ThreeNodesOneMasterThenGracefulHandover) {
   WorkTracker work;
   std::mutex ev_mu;
   std::map<std::string, int> joined;  // observer -> joined events
+  std::map<std::string, std::set<NodeId>> left;  // observer -> ids seen leaving
   auto events_for = [&](const std::string& name) {
     return [&, name](const MemberEvent& e) {
       std::lock_guard<std::mutex> lock(ev_mu);
       if (e.kind == MemberEventKind::kJoined) ++joined[name];
+      if (e.kind == MemberEventKind::kLeft) left[name].insert(e.member.id);
     };
   };
   std::vector<std::unique_ptr<ClusterNode>> nodes;
@@ -266,6 +292,24 @@ TEST(ClusterNode, ThreeNodesOneMasterThenGracefulHandover) {
       std::chrono::seconds(20)));
   const auto takeover = std::chrono::steady_clock::now() - stop_at;
   EXPECT_LT(takeover, std::chrono::seconds(5));
+  // The survivors saw the Leaving, and list the old master as left.
+  const NodeId old_id = m.Status().id;
+  EXPECT_EQ(m.Status().state, SupervisorState::kStopping);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(ev_mu);
+        for (const auto& [name, i] : index) {
+          if (name != master && !left[name].count(old_id)) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(10)));
+  for (const auto& [name, i] : index) {
+    if (name == master) continue;
+    for (const auto& mem : nodes[i]->Members()) {
+      if (mem.id == old_id) EXPECT_EQ(mem.state, MemberState::kLeft) << name;
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(work.mu);
     EXPECT_GE(work.starts.size(), 2u);

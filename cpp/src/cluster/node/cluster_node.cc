@@ -228,7 +228,7 @@ pynenc_cpp::Status ClusterNodeImpl::Init() {
   // Nothing below fails.
   const Address self = env_->LocalAddress();
   const int quorum = EffectiveQuorum(options_, self);
-  if (quorum == 1) {
+  if (options_.quorum == 0 && quorum == 1) {
     StderrSink(LogLevel::kWarning,
                "quorum is 1 (no seeds and no quorum option): this node may be master on its own; "
                "give every node the same seeds or set quorum to a majority");
