@@ -3,8 +3,6 @@
 // are generous and polled (a loaded 2-core machine), never fixed sleeps.
 #include "pynenc_cpp/cluster/node.h"
 
-#include "cluster/node/options.h"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -21,6 +19,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "cluster/node/options.h"
 
 namespace pynenc_cpp::cluster {
 namespace {
@@ -235,7 +235,7 @@ TEST(ClusterNode, ThreeNodesOneMasterThenGracefulHandover) {
   const std::string log_path = dir.path() + "/activations.jsonl";
   WorkTracker work;
   std::mutex ev_mu;
-  std::map<std::string, int> joined;  // observer -> joined events
+  std::map<std::string, int> joined;             // observer -> joined events
   std::map<std::string, std::set<NodeId>> left;  // observer -> ids seen leaving
   auto events_for = [&](const std::string& name) {
     return [&, name](const MemberEvent& e) {

@@ -145,7 +145,7 @@ class ClusterNodeImpl final : public ClusterNode {
   pynenc_cpp::Status LoadIdentity();
   void StartCore(const Address& self, std::uint64_t incarnation, std::vector<Address> seeds,
                  int quorum);
-  void Snapshot();  // loop thread
+  void Snapshot();       // loop thread
   void CheckWorkDone();  // loop thread
   void Record(std::string_view event, std::uint64_t epoch, std::int64_t mono,
               std::int64_t lease_until, std::string_view reason) {
