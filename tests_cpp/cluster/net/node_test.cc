@@ -367,5 +367,31 @@ TEST(ClusterNode, CallbackExceptionsDoNotKillTheNode) {
   EXPECT_EQ(n.value()->Status().state, SupervisorState::kStopping);
 }
 
+TEST(ClusterNode, StopFromInsideTheStartCallbackDoesNotDeadlock) {
+  std::atomic<ClusterNode*> self{nullptr};
+  std::atomic<int> stops{0};
+  std::atomic<bool> stop_returned{false};
+  WorkCallbacks w;
+  w.start = [&](const Activation&) {
+    ASSERT_TRUE(WaitFor([&] { return self.load() != nullptr; }, std::chrono::seconds(20)));
+    self.load()->Stop();  // runs the queued stop callback itself
+    stop_returned = true;
+  };
+  w.stop = [&](const Activation&, std::string_view reason) {
+    EXPECT_EQ(reason, "shutdown");
+    ++stops;
+  };
+  ClusterOptions o = Fast();
+  o.quorum = 1;
+  auto n = ClusterNode::Start(o, w, {});
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  self = n.value().get();
+  ASSERT_TRUE(WaitFor([&] { return stop_returned.load(); }, std::chrono::seconds(30)));
+  EXPECT_EQ(stops, 1);
+  EXPECT_EQ(n.value()->Status().state, SupervisorState::kStopping);
+  n.value()->Stop();  // idempotent from another thread too
+  EXPECT_EQ(stops, 1);
+}
+
 }  // namespace
 }  // namespace pynenc_cpp::cluster

@@ -345,7 +345,14 @@ void ClusterNodeImpl::CheckWorkDone() {
 }
 
 void ClusterNodeImpl::Stop() {
-  std::lock_guard<std::mutex> stop_lock(stop_mu_);
+  std::unique_lock<std::mutex> stop_lock(stop_mu_, std::defer_lock);
+  if (callbacks_ && callbacks_->OnThisThread()) {
+    // Another thread may be inside Stop() waiting for a callback queued behind
+    // this one: return rather than wait for it (it finishes the stop).
+    if (!stop_lock.try_lock()) return;
+  } else {
+    stop_lock.lock();
+  }
   if (!started_ || stopped_) return;
   stopped_ = true;
   if (standalone_) {
