@@ -115,6 +115,13 @@ TEST(ClusterNode, BadOptionsAreBadConfigNamingTheOption) {
       {"election_class",
        [](ClusterOptions& o) { o.election = ElectionKind::kHrw, o.election_class = "x"; }},
       {"activation_log", [](ClusterOptions& o) { o.activation_log = "/nonexistent/dir/log"; }},
+      {"node_class", [](ClusterOptions& o) { o.node_class = std::string(300, 'c'); }},
+      {"metadata", [](ClusterOptions& o) { o.metadata["k"] = std::string(5000, 'v'); }},
+      {"metadata", [](ClusterOptions& o) { o.metadata[""] = "empty key"; }},
+      {"metadata",
+       [](ClusterOptions& o) {
+         for (int i = 0; i < 65; ++i) o.metadata["k" + std::to_string(i)] = "v";
+       }},
   };
   for (const auto& c : cases) {
     ClusterOptions o = Fast();

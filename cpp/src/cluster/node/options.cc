@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "cluster/membership/messages.h"
 #include "cluster/transport/address.h"
 
 namespace pynenc_cpp::cluster {
@@ -48,6 +49,23 @@ Status ValidateClusterOptions(const ClusterOptions& o) {
                N(static_cast<std::int64_t>(o.max_frame_bytes)) + ")");
   }
   if (o.send_queue_bound == 0) return Bad("send_queue_bound: must be > 0");
+  // Our own member record must fit what every peer's decoder accepts, or peers
+  // would silently drop every message we send.
+  if (o.node_class.size() > membership::kMaxClassBytes) {
+    return Bad("node_class: at most " + N(membership::kMaxClassBytes) + " bytes");
+  }
+  if (o.metadata.size() > membership::kMaxMetadataEntries) {
+    return Bad("metadata: at most " + N(membership::kMaxMetadataEntries) + " entries (got " +
+               N(static_cast<std::int64_t>(o.metadata.size())) + ")");
+  }
+  for (const auto& [key, value] : o.metadata) {
+    if (key.empty() || key.size() > membership::kMaxMetadataKeyBytes ||
+        value.size() > membership::kMaxMetadataValueBytes) {
+      return Bad("metadata: key '" + key.substr(0, 64) + "' must be 1.." +
+                 N(membership::kMaxMetadataKeyBytes) + " bytes and its value at most " +
+                 N(membership::kMaxMetadataValueBytes) + " bytes");
+    }
+  }
   if (!o.election_class.empty() && o.election != ElectionKind::kOldestNode) {
     return Bad("election_class: only valid with the oldest-node election");
   }
