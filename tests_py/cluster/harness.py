@@ -181,9 +181,8 @@ class LocalCluster:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p
         )
-        proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=open(d / "stderr.log", "w"), text=True, env=env
-        )
+        with open(d / "stderr.log", "w") as err:  # the child keeps its own copy of the fd
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
         node = NodeProc(name, proc, d)
         self.nodes.append(node)
         line = _read_line(proc, ready_timeout)
