@@ -3,7 +3,6 @@ pynenc-cpp engine bindings (private; use the pynenc_cpp package).
 """
 
 from __future__ import annotations
-
 import collections.abc
 import typing
 
@@ -12,6 +11,12 @@ __all__: list[str] = [
     "BadConfig",
     "Broker",
     "ClientDataStore",
+    "ClusterActivation",
+    "ClusterMember",
+    "ClusterMemberEvent",
+    "ClusterNode",
+    "ClusterNodeStatus",
+    "ClusterOptions",
     "EngineError",
     "IllegalTransition",
     "InvalidArgument",
@@ -973,6 +978,302 @@ class RunnerEngine:
     def waiting(self) -> int:
         """
         Workers whose task waits for results.
+        """
+
+class ClusterMember:
+    """
+    One member as this node sees it (read-only snapshot).
+    """
+    @property
+    def address(self) -> str:
+        """
+        'host:port' the member listens on.
+        """
+    @property
+    def id(self) -> str:
+        """
+        Persistent node id (32 hex characters).
+        """
+    @property
+    def incarnation(self) -> int:
+        """
+        SWIM incarnation number.
+        """
+    @property
+    def metadata(self) -> dict[str, str]:
+        """
+        The member's key-value metadata.
+        """
+    @property
+    def node_class(self) -> str:
+        """
+        The member's node class.
+        """
+    @property
+    def started_at_ms(self) -> int:
+        """
+        Wall-clock ms at which the member's process started (join order).
+        """
+    @property
+    def state(self) -> str:
+        """
+        'alive', 'suspect', 'dead' or 'left'.
+        """
+
+class ClusterMemberEvent:
+    """
+    A membership change seen by this node.
+    """
+    @property
+    def kind(self) -> str:
+        """
+        'joined', 'suspected', 'alive_again', 'dead' or 'left'.
+        """
+    @property
+    def member(self) -> ClusterMember:
+        """
+        The member record after the change.
+        """
+
+class ClusterActivation:
+    """
+    What the work start/stop callbacks receive.
+    """
+    @property
+    def epoch(self) -> int:
+        """
+        The agreed membership epoch of the election.
+        """
+    @property
+    def lease_until_mono_ms(self) -> int:
+        """
+        End of the mastership lease, CLOCK_MONOTONIC ms (0 in standalone mode).
+        """
+    @property
+    def node(self) -> str:
+        """
+        This node's id.
+        """
+    @property
+    def standalone(self) -> bool:
+        """
+        True without a cluster.
+        """
+
+class ClusterNodeStatus:
+    """
+    A snapshot of this node's view.
+    """
+    @property
+    def address(self) -> str:
+        """
+        'host:port' (empty in standalone mode).
+        """
+    @property
+    def epoch(self) -> int:
+        """
+        The agreed epoch of the current view.
+        """
+    @property
+    def has_quorum(self) -> bool:
+        """
+        Whether live members reach quorum.
+        """
+    @property
+    def id(self) -> str:
+        """
+        This node's id.
+        """
+    @property
+    def incarnation(self) -> int:
+        """
+        This node's incarnation.
+        """
+    @property
+    def leader(self) -> str | None:
+        """
+        The elected node id, or None.
+        """
+    @property
+    def lease_until_mono_ms(self) -> int:
+        """
+        This node's lease end, CLOCK_MONOTONIC ms (0: none).
+        """
+    @property
+    def standalone(self) -> bool:
+        """
+        True without a cluster.
+        """
+    @property
+    def state(self) -> str:
+        """
+        Supervisor state: 'standby', 'activating', 'master' or 'stopping'.
+        """
+
+class ClusterOptions:
+    """
+    Options of ClusterNode.start (pynenc_cpp.cluster.ClusterConfig builds them; the engine validates them again).
+    """
+    def __init__(self) -> None:
+        """
+        The engine's defaults.
+        """
+    @property
+    def activation_log(self) -> str:
+        """
+        JSON-lines activation log path ('': none).
+        """
+    @activation_log.setter
+    def activation_log(self, arg0: str) -> None: ...
+    @property
+    def cluster_name(self) -> str:
+        """
+        Cluster name.
+        """
+    @cluster_name.setter
+    def cluster_name(self, arg0: str) -> None: ...
+    @property
+    def election(self) -> str:
+        """
+        'oldest', 'hrw' or 'lowest_address'.
+        """
+    @election.setter
+    def election(self, arg1: str) -> None: ...
+    @property
+    def election_class(self) -> str:
+        """
+        Oldest election only: candidates restricted to this node class.
+        """
+    @election_class.setter
+    def election_class(self, arg0: str) -> None: ...
+    @property
+    def heartbeat_ms(self) -> int:
+        """
+        Probe period, ms.
+        """
+    @heartbeat_ms.setter
+    def heartbeat_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def host(self) -> str:
+        """
+        Listen host ('' with no seeds: standalone).
+        """
+    @host.setter
+    def host(self, arg0: str) -> None: ...
+    @property
+    def indirect_probes(self) -> int:
+        """
+        Members asked to ping-req before suspicion.
+        """
+    @indirect_probes.setter
+    def indirect_probes(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def lease_ms(self) -> int:
+        """
+        Lease length, ms (0: suspect).
+        """
+    @lease_ms.setter
+    def lease_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def max_frame_bytes(self) -> int:
+        """
+        Frame size limit.
+        """
+    @max_frame_bytes.setter
+    def max_frame_bytes(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def metadata(self) -> dict[str, str]:
+        """
+        This node's key-value metadata.
+        """
+    @metadata.setter
+    def metadata(self, arg0: collections.abc.Mapping[str, str]) -> None: ...
+    @property
+    def node_class(self) -> str:
+        """
+        This node's class.
+        """
+    @node_class.setter
+    def node_class(self, arg0: str) -> None: ...
+    @property
+    def port(self) -> int:
+        """
+        Listen port (0: ephemeral).
+        """
+    @port.setter
+    def port(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def quorum(self) -> int:
+        """
+        Quorum (0: majority of seeds + self).
+        """
+    @quorum.setter
+    def quorum(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def secret(self) -> str:
+        """
+        Shared cluster secret.
+        """
+    @secret.setter
+    def secret(self, arg0: str) -> None: ...
+    @property
+    def seeds(self) -> list[str]:
+        """
+        Seed addresses 'host:port'.
+        """
+    @seeds.setter
+    def seeds(self, arg0: collections.abc.Sequence[str]) -> None: ...
+    @property
+    def send_queue_bound(self) -> int:
+        """
+        Frames queued per peer before dropping the oldest.
+        """
+    @send_queue_bound.setter
+    def send_queue_bound(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def stabilize_ms(self) -> int:
+        """
+        Time elected before starting the work, ms.
+        """
+    @stabilize_ms.setter
+    def stabilize_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def state_dir(self) -> str:
+        """
+        Node id / peers dir ('': none).
+        """
+    @state_dir.setter
+    def state_dir(self, arg0: str) -> None: ...
+    @property
+    def suspect_timeout_ms(self) -> int:
+        """
+        Suspect -> Dead timeout, ms.
+        """
+    @suspect_timeout_ms.setter
+    def suspect_timeout_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+
+class ClusterNode:
+    """
+    A running cluster node (use pynenc_cpp.cluster.run_cluster).
+    """
+    @staticmethod
+    def start(
+        options: ClusterOptions, start: typing.Any, stop: typing.Any, on_event: typing.Any = None
+    ) -> ClusterNode:
+        """
+        Validates the options, binds, joins the seeds and returns the running node. start(activation) and stop(activation, reason) run on the node's callback thread; on_event(event) too. Raises BadConfig (bad option, unwritable state dir) or BackendError (address in use).
+        """
+    def members(self) -> list[ClusterMember]:
+        """
+        Every known member, self included, dead and left ones too, sorted by id.
+        """
+    def status(self) -> ClusterNodeStatus:
+        """
+        A snapshot of this node's status.
+        """
+    def stop(self) -> None:
+        """
+        Graceful: stops the work (waits for the stop callback), sends Leaving, shuts the transport down. Idempotent.
         """
 
 def apply_transition(
