@@ -11,8 +11,11 @@
 // TCP_NODELAY); inbound connections only receive.
 //
 // Thread safety: the Env methods follow env.h (call them from the loop thread,
-// i.e. from inside timer callbacks / the receiver, or via Post). Stats(), Post()
-// and Shutdown() are safe from any thread.
+// i.e. from inside timer callbacks / the receiver, or via Post). As a courtesy,
+// Send, SetReceiver, After and Cancel called from another thread are posted to
+// the loop and applied there in call order. Stats(), Post(), LocalAddress() and
+// Shutdown() are safe from any thread. Random() is loop-thread only.
+// A frame sent to LocalAddress() is delivered through the loop, not a socket.
 #pragma once
 
 #include <cstddef>
@@ -34,10 +37,14 @@ struct TransportOptions {
   std::string secret;
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;  // 0: an ephemeral port (LocalAddress() tells which)
+  // Host put in LocalAddress() and the handshake (what peers dial); empty: `host`.
+  // Set it when binding a wildcard such as 0.0.0.0.
+  std::string advertise_host;
   std::size_t max_frame_bytes = 256 * 1024;
   std::size_t send_queue_bound = 1024;  // frames per peer; the oldest is dropped beyond it
   std::int64_t reconnect_initial_ms = 200;
   std::int64_t reconnect_max_ms = 10'000;
+  // Connect plus the whole handshake must finish within this, on both sides.
   std::int64_t handshake_timeout_ms = 2'000;
   std::uint64_t random_seed = 0;  // 0: seeded from std::random_device
 };
@@ -46,7 +53,8 @@ struct TransportOptions {
 struct TransportStats {
   std::uint64_t frames_sent = 0;
   std::uint64_t frames_received = 0;
-  std::uint64_t frames_dropped = 0;  // send queue full (oldest dropped) or peer unreachable
+  std::uint64_t frames_dropped = 0;  // send queue full (oldest dropped), lost in flight, or at Shutdown
+  std::uint64_t sends_oversize = 0;  // Send payload over max_frame_bytes (dropped, never sent)
   std::uint64_t handshakes_rejected = 0;  // wrong secret, other cluster, bad version, timeout
   std::uint64_t frames_oversize = 0;      // length over max_frame_bytes (connection closed)
   std::uint64_t frames_malformed = 0;     // bad version / type / handshake body (connection closed)

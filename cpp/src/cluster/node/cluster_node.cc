@@ -1,0 +1,406 @@
+// ClusterNode: the production runtime. Threads:
+//  * the AsioEnv loop thread runs NodeCore (created, fed and destroyed there);
+//  * one callback thread runs the user's work start/stop and membership event
+//    callbacks one at a time, in the order NodeCore asked for them;
+//  * the caller's threads only read snapshots (Status/Members, under mu_) and
+//    call Stop().
+// Standalone mode (no host, no seeds) has no loop: the callback thread runs
+// start at once and stop at Stop().
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "cluster/membership/persistence.h"
+#include "cluster/node/activation_log.h"
+#include "cluster/node/node_core.h"
+#include "cluster/node/options.h"
+#include "pynenc_cpp/cluster/node.h"
+#include "pynenc_cpp/cluster/transport.h"
+
+namespace pynenc_cpp::cluster {
+
+namespace {
+
+// Runs jobs one at a time, in order, on its own thread. A job that throws is
+// reported to stderr and skipped (user callbacks must not kill the node).
+class CallbackThread {
+ public:
+  CallbackThread() : thread_([this] { Run(); }) {}
+  ~CallbackThread() {
+    Finish();
+    if (thread_.joinable()) {
+      if (OnThisThread()) {
+        thread_.detach();  // destroyed from inside a callback: it exits after it
+      } else {
+        thread_.join();
+      }
+    }
+  }
+  void Push(std::function<void()> job) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finishing_) return;
+      jobs_.push_back(std::move(job));
+    }
+    cv_.notify_all();
+  }
+  // Runs the queued jobs, then ends the thread. Idempotent. On the callback
+  // thread itself it only marks the end (the thread exits after this job).
+  void Finish() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      finishing_ = true;
+    }
+    cv_.notify_all();
+    if (!OnThisThread() && thread_.joinable()) thread_.join();
+  }
+  bool OnThisThread() const { return std::this_thread::get_id() == thread_.get_id(); }
+  // Runs one queued job on the calling thread; false if none was queued.
+  bool RunOne() {
+    std::function<void()> job;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (jobs_.empty()) return false;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    Invoke(job);
+    return true;
+  }
+
+ private:
+  static void Invoke(const std::function<void()>& job) {
+    try {
+      job();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "pynenc-cpp cluster: callback raised: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "pynenc-cpp cluster: callback raised an unknown exception\n");
+    }
+  }
+  void Run() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return finishing_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      Invoke(job);
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  bool finishing_ = false;
+  std::thread thread_;  // last: starts after the fields above exist
+};
+
+NodeId RandomNodeId() {
+  std::random_device rd;
+  static constexpr char kHex[] = "0123456789abcdef";
+  NodeId id;
+  for (int i = 0; i < 8; ++i) {
+    std::uint32_t v = rd();
+    for (int k = 0; k < 4; ++k) {
+      id.push_back(kHex[(v >> (8 * k + 4)) & 0xf]);
+      id.push_back(kHex[(v >> (8 * k)) & 0xf]);
+    }
+  }
+  return id;
+}
+
+void StderrSink(LogLevel level, std::string_view msg) {
+  static const bool debug = std::getenv("PYNENC_CPP_CLUSTER_DEBUG") != nullptr;
+  if (level < LogLevel::kWarning && !debug) return;
+  std::fprintf(stderr, "pynenc-cpp cluster: %.*s\n", static_cast<int>(msg.size()), msg.data());
+}
+
+class ClusterNodeImpl final : public ClusterNode {
+ public:
+  ClusterNodeImpl(ClusterOptions options, WorkCallbacks work, EventCallback events)
+      : options_(std::move(options)), work_(std::move(work)), events_(std::move(events)) {}
+  ~ClusterNodeImpl() override { Stop(); }
+
+  pynenc_cpp::Status Init();
+  void Stop() override;
+  NodeStatus Status() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return status_;
+  }
+  std::vector<Member> Members() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return members_;
+  }
+
+ private:
+  pynenc_cpp::Status LoadIdentity();
+  void StartCore(const Address& self, std::uint64_t incarnation, std::vector<Address> seeds,
+                 int quorum);
+  void Snapshot();  // loop thread
+  void CheckWorkDone();  // loop thread
+  void Record(std::string_view event, std::uint64_t epoch, std::int64_t mono,
+              std::int64_t lease_until, std::string_view reason) {
+    if (log_) log_->Write(event, epoch, mono, lease_until, reason);
+  }
+
+  ClusterOptions options_;
+  WorkCallbacks work_;
+  EventCallback events_;
+  bool standalone_ = false;
+  NodeId id_;
+  std::uint64_t incarnation_ = 0;
+  std::vector<Address> cached_peers_;
+  std::unique_ptr<ActivationLog> log_;
+  std::unique_ptr<AsioEnv> env_;
+  std::unique_ptr<NodeCore> core_;  // loop thread only
+  bool shutting_down_ = false;      // loop thread only
+  std::unique_ptr<CallbackThread> callbacks_;
+
+  mutable std::mutex mu_;  // guards status_, members_, work_done_
+  std::condition_variable cv_;
+  NodeStatus status_;
+  std::vector<Member> members_;
+  bool work_done_ = false;
+
+  std::mutex stop_mu_;  // serializes Stop()
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+pynenc_cpp::Status ClusterNodeImpl::LoadIdentity() {
+  if (options_.state_dir.empty()) {
+    id_ = RandomNodeId();
+    return pynenc_cpp::Status::Ok();
+  }
+  auto id = membership::LoadOrCreateNodeId(options_.state_dir);
+  if (!id.ok()) return id.status();
+  id_ = id.value();
+  if (standalone_) return pynenc_cpp::Status::Ok();
+  auto inc = membership::LoadIncarnation(options_.state_dir);
+  if (!inc.ok()) return inc.status();
+  incarnation_ = inc.value() + 1;  // every start announces a higher incarnation
+  if (auto s = membership::StoreIncarnation(options_.state_dir, incarnation_); !s.ok()) return s;
+  auto peers = membership::LoadPeers(options_.state_dir);
+  if (peers.ok()) cached_peers_ = std::move(peers).value();  // a cache: unreadable = empty
+  return pynenc_cpp::Status::Ok();
+}
+
+pynenc_cpp::Status ClusterNodeImpl::Init() {
+  if (auto s = ValidateClusterOptions(options_); !s.ok()) return s;
+  standalone_ = IsStandalone(options_);
+  if (auto s = LoadIdentity(); !s.ok()) return s;
+  if (!options_.activation_log.empty()) {
+    auto log = ActivationLog::Open(options_.activation_log, id_);
+    if (!log.ok()) return log.status();
+    log_ = std::move(log).value();
+  }
+  if (standalone_) {
+    const Activation a{id_, 0, 0, true};
+    status_ = NodeStatus{id_, "", 0, 0, id_, true, SupervisorState::kMaster, 0, true};
+    callbacks_ = std::make_unique<CallbackThread>();
+    callbacks_->Push([this, a] {
+      Record("start", 0, MonotonicNowMs(), 0, "standalone");
+      if (work_.start) work_.start(a);
+    });
+    started_ = true;
+    return pynenc_cpp::Status::Ok();
+  }
+
+  TransportOptions t;
+  t.cluster_name = options_.cluster_name;
+  t.secret = options_.secret;
+  t.host = options_.host;
+  t.port = options_.port;
+  t.max_frame_bytes = options_.max_frame_bytes;
+  t.send_queue_bound = options_.send_queue_bound;
+  auto env = MakeAsioEnv(t, StderrSink);
+  if (!env.ok()) return env.status();
+  env_ = std::move(env).value();
+  // Nothing below fails.
+  const Address self = env_->LocalAddress();
+  const int quorum = EffectiveQuorum(options_, self);
+  callbacks_ = std::make_unique<CallbackThread>();
+  std::promise<void> ready;
+  env_->Post([&] {
+    StartCore(self, incarnation_, MergeSeeds(options_.seeds, cached_peers_, self), quorum);
+    ready.set_value();
+  });
+  ready.get_future().wait();
+  started_ = true;
+  return pynenc_cpp::Status::Ok();
+}
+
+void ClusterNodeImpl::StartCore(const Address& self, std::uint64_t incarnation,
+                                std::vector<Address> seeds, int quorum) {
+  NodeCoreOptions o;
+  o.membership.cluster_name = options_.cluster_name;
+  o.membership.self.id = id_;
+  o.membership.self.address = self;
+  o.membership.self.incarnation = incarnation;
+  o.membership.self.started_at_ms = env_->WallMs();
+  o.membership.self.node_class = options_.node_class;
+  o.membership.self.metadata = options_.metadata;
+  o.membership.seeds = std::move(seeds);
+  o.membership.heartbeat_ms = options_.heartbeat_ms;
+  o.membership.suspect_timeout_ms = options_.suspect_timeout_ms;
+  o.membership.indirect_probes = options_.indirect_probes;
+  o.quorum = quorum;
+  o.election = options_.election;
+  o.election_class = options_.election_class;
+  o.stabilize_ms = options_.stabilize_ms;
+  o.lease_ms = options_.lease_ms;
+
+  NodeCoreHooks h;
+  h.start_work = [this](const Activation& a) {
+    callbacks_->Push([this, a] {
+      Record("start", a.epoch, MonotonicNowMs(), a.lease_until_mono_ms, "");
+      try {
+        if (work_.start) work_.start(a);
+      } catch (...) {
+        env_->Post([this] {
+          if (core_) core_->WorkStarted();
+        });
+        throw;  // reported by the callback thread
+      }
+      env_->Post([this] {
+        if (core_) core_->WorkStarted();
+      });
+    });
+  };
+  h.stop_work = [this](const Activation& a, const std::string& reason) {
+    callbacks_->Push([this, a, reason] {
+      auto done = [this] {
+        env_->Post([this] {
+          if (!core_) return;
+          core_->WorkStopped();
+          CheckWorkDone();
+        });
+      };
+      try {
+        if (work_.stop) work_.stop(a, reason);
+      } catch (...) {
+        Record("stop", a.epoch, MonotonicNowMs(), a.lease_until_mono_ms, reason);
+        done();
+        throw;
+      }
+      Record("stop", a.epoch, MonotonicNowMs(), a.lease_until_mono_ms, reason);
+      done();
+    });
+  };
+  h.member_event = [this](const MemberEvent& e) {
+    if (!options_.state_dir.empty() && core_) {
+      std::vector<Address> peers;
+      for (const auto& m : core_->LiveMembers()) {
+        if (m.id != id_) peers.push_back(m.address);
+      }
+      if (!peers.empty()) (void)membership::StorePeers(options_.state_dir, peers);
+    }
+    if (events_) callbacks_->Push([this, e] { events_(e); });
+  };
+  h.record = [this](const ActivationRecord& r) {
+    Record(r.event, r.epoch, r.mono_ms, r.lease_until_mono_ms, r.reason);
+  };
+  h.incarnation = [this](std::uint64_t v) {
+    if (options_.state_dir.empty()) return;
+    if (auto s = membership::StoreIncarnation(options_.state_dir, v); !s.ok()) {
+      env_->Log(LogLevel::kError, "cannot persist incarnation: " + s.message());
+    }
+  };
+  h.after_event = [this] { Snapshot(); };
+  core_ = std::make_unique<NodeCore>(*env_, std::move(o), std::move(h));
+  core_->Start();
+  Snapshot();
+}
+
+void ClusterNodeImpl::Snapshot() {
+  if (!core_) return;
+  NodeStatus s = core_->Status();
+  std::vector<Member> members = core_->Members();
+  std::lock_guard<std::mutex> lock(mu_);
+  status_ = std::move(s);
+  members_ = std::move(members);
+}
+
+void ClusterNodeImpl::CheckWorkDone() {
+  if (!shutting_down_ || !core_ || core_->WorkActive()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    work_done_ = true;
+  }
+  cv_.notify_all();
+}
+
+void ClusterNodeImpl::Stop() {
+  std::lock_guard<std::mutex> stop_lock(stop_mu_);
+  if (!started_ || stopped_) return;
+  stopped_ = true;
+  if (standalone_) {
+    callbacks_->Push([this] {
+      if (work_.stop) work_.stop(Activation{id_, 0, 0, true}, "shutdown");
+      Record("stop", 0, MonotonicNowMs(), 0, "shutdown");
+    });
+    if (callbacks_->OnThisThread()) {
+      while (callbacks_->RunOne()) {
+      }
+    }
+    callbacks_->Finish();
+    std::lock_guard<std::mutex> lock(mu_);
+    status_.state = SupervisorState::kStopping;
+    return;
+  }
+  // 1. Stop the work (if this node is the master) and wait for the stop callback.
+  env_->Post([this] {
+    shutting_down_ = true;
+    if (!core_) return;
+    core_->Shutdown();
+    CheckWorkDone();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (callbacks_->OnThisThread()) {
+      // Called from a callback: the stop callback is queued behind us, run it here.
+      while (!work_done_) {
+        lock.unlock();
+        const bool ran = callbacks_->RunOne();
+        lock.lock();
+        if (!ran) cv_.wait_for(lock, std::chrono::milliseconds(5), [this] { return work_done_; });
+      }
+    } else {
+      cv_.wait(lock, [this] { return work_done_; });
+    }
+  }
+  // 2. Release the lease, gossip Leaving, destroy the core on its own thread.
+  std::promise<void> left;
+  env_->Post([&] {
+    if (core_) {
+      core_->Leave();
+      Snapshot();
+      core_.reset();
+    }
+    left.set_value();
+  });
+  left.get_future().wait();
+  // 3. Flush the Leaving frames and close the transport; 4. drain callbacks.
+  env_->Shutdown(200);
+  callbacks_->Finish();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOptions& options,
+                                                        WorkCallbacks work, EventCallback events) {
+  auto node = std::make_unique<ClusterNodeImpl>(options, std::move(work), std::move(events));
+  if (auto s = node->Init(); !s.ok()) return s;
+  return std::unique_ptr<ClusterNode>(std::move(node));
+}
+
+}  // namespace pynenc_cpp::cluster

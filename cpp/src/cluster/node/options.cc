@@ -1,0 +1,76 @@
+#include "cluster/node/options.h"
+
+#include <set>
+
+#include "cluster/transport/address.h"
+
+namespace pynenc_cpp::cluster {
+
+namespace {
+Status Bad(const std::string& msg) { return Status::BadConfig(msg); }
+std::string N(std::int64_t v) { return std::to_string(v); }
+}  // namespace
+
+bool IsStandalone(const ClusterOptions& o) { return o.host.empty() && o.seeds.empty(); }
+
+Status ValidateClusterOptions(const ClusterOptions& o) {
+  if (IsStandalone(o)) return Status::Ok();  // nothing below is used
+  if (o.cluster_name.empty()) return Bad("cluster_name: must not be empty");
+  if (o.host.empty()) return Bad("host: required when seeds are given");
+  if (!transport::ParseAddress(transport::FormatAddress(o.host, 1)).ok()) {
+    return Bad("host: malformed host '" + o.host + "'");
+  }
+  if (o.secret.empty() && !transport::IsLoopbackHost(o.host)) {
+    return Bad("secret: required when host '" + o.host + "' is not a loopback address");
+  }
+  for (const auto& seed : o.seeds) {
+    auto parsed = transport::ParseAddress(seed);
+    if (!parsed.ok() || parsed.value().port == 0) {
+      return Bad("seeds: bad address '" + seed + "' (want host:port, port 1..65535)");
+    }
+  }
+  if (o.heartbeat_ms <= 0) return Bad("heartbeat_ms: must be > 0 (got " + N(o.heartbeat_ms) + ")");
+  if (o.suspect_timeout_ms < 2 * o.heartbeat_ms) {
+    return Bad("suspect_timeout_ms: must be >= 2 * heartbeat_ms (got " + N(o.suspect_timeout_ms) +
+               " with heartbeat_ms " + N(o.heartbeat_ms) + ")");
+  }
+  if (o.stabilize_ms < 0) return Bad("stabilize_ms: must be >= 0 (got " + N(o.stabilize_ms) + ")");
+  if (o.lease_ms < 0 || (o.lease_ms > 0 && o.lease_ms < 2 * o.heartbeat_ms)) {
+    return Bad("lease_ms: must be 0 (suspect_timeout_ms) or >= 2 * heartbeat_ms (got " +
+               N(o.lease_ms) + ")");
+  }
+  if (o.quorum < 0) return Bad("quorum: must be >= 0 (got " + N(o.quorum) + ")");
+  if (o.indirect_probes < 0) {
+    return Bad("indirect_probes: must be >= 0 (got " + N(o.indirect_probes) + ")");
+  }
+  if (o.max_frame_bytes < 1024) {
+    return Bad("max_frame_bytes: must be >= 1024 (got " + N(static_cast<std::int64_t>(o.max_frame_bytes)) +
+               ")");
+  }
+  if (o.send_queue_bound == 0) return Bad("send_queue_bound: must be > 0");
+  if (!o.election_class.empty() && o.election != ElectionKind::kOldestNode) {
+    return Bad("election_class: only valid with the oldest-node election");
+  }
+  return Status::Ok();
+}
+
+int EffectiveQuorum(const ClusterOptions& o, const Address& self) {
+  if (o.quorum > 0) return o.quorum;
+  std::set<Address> distinct(o.seeds.begin(), o.seeds.end());
+  distinct.insert(self);
+  return static_cast<int>(distinct.size()) / 2 + 1;
+}
+
+std::vector<Address> MergeSeeds(const std::vector<Address>& seeds,
+                                const std::vector<Address>& cached, const Address& self) {
+  std::vector<Address> out;
+  std::set<Address> seen{self};
+  for (const auto* list : {&seeds, &cached}) {
+    for (const auto& a : *list) {
+      if (seen.insert(a).second) out.push_back(a);
+    }
+  }
+  return out;
+}
+
+}  // namespace pynenc_cpp::cluster

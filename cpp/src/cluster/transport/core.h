@@ -1,0 +1,160 @@
+// Private to the Asio transport: the state an AsioEnv shares with its
+// connections, and the two connection classes. Nothing here leaves
+// cpp/src/cluster/transport/.
+//
+// Thread safety: everything here is touched only on the loop thread, except
+// AtomicStats (any thread) and the immutable fields set before the loop starts
+// (options, local_address, log_sink).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>  // before Asio: Boost 1.74 awaitable.hpp uses std::exchange without it
+#include <vector>
+
+#include <boost/asio.hpp>
+
+#include "cluster/transport/address.h"
+#include "cluster/transport/frame.h"
+#include "cluster/transport/handshake.h"
+#include "pynenc_cpp/cluster/transport.h"
+
+namespace pynenc_cpp::cluster::transport {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+struct AtomicStats {
+  std::atomic<std::uint64_t> frames_sent{0};
+  std::atomic<std::uint64_t> frames_received{0};
+  std::atomic<std::uint64_t> frames_dropped{0};
+  std::atomic<std::uint64_t> sends_oversize{0};
+  std::atomic<std::uint64_t> handshakes_rejected{0};
+  std::atomic<std::uint64_t> frames_oversize{0};
+  std::atomic<std::uint64_t> frames_malformed{0};
+  std::atomic<std::uint64_t> connections_established{0};
+  std::atomic<std::uint64_t> reconnect_attempts{0};
+
+  static void Add(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
+    c.fetch_add(n, std::memory_order_relaxed);
+  }
+  TransportStats Snapshot() const;
+};
+
+class OutboundLink;
+class InboundConn;
+
+// One per AsioEnv. `io` is the first member so it is destroyed last: every
+// socket and timer below (and every handler still queued in it) goes first.
+struct Core {
+  asio::io_context io;
+  TransportOptions options;
+  Address local_address;
+  LogSink log_sink;
+  AtomicStats stats;
+  std::mt19937_64 rng;
+  Receiver receiver;
+  // Set when Shutdown starts: no new connections, inbound frames ignored.
+  bool closing = false;
+  std::map<Address, std::shared_ptr<OutboundLink>> outbound;
+  std::set<std::shared_ptr<InboundConn>> inbound;
+
+  void Log(LogLevel level, std::string_view message) const;
+  // Hands one protocol frame to the receiver; an exception from it is caught
+  // and logged (never propagates into Asio).
+  void Deliver(const Address& from, std::uint8_t type, std::string payload);
+};
+
+// Our side of the one connection that carries our frames to `peer`.
+// Lifecycle: kIdle -> kConnecting -> kHandshaking -> kReady; any failure ->
+// kBackoff (frames queued) or kIdle (none queued); Close() -> kClosed, final.
+// Frames queue in every state but kClosed (bounded, drop-oldest) and are
+// written only in kReady, in Send order.
+class OutboundLink : public std::enable_shared_from_this<OutboundLink> {
+ public:
+  OutboundLink(Core& core, Address peer, HostPort target);
+
+  // Queues one encoded frame; starts connecting if idle.
+  void Enqueue(std::string frame);
+  // True while queued or in-flight frames could still be written soon (the link
+  // is connecting, handshaking or ready; not in backoff).
+  bool Flushable() const;
+  // Closes the socket and drops what is queued. Idempotent.
+  void Close();
+
+ private:
+  enum class State : std::uint8_t { kIdle, kConnecting, kHandshaking, kReady, kBackoff, kClosed };
+
+  void StartConnect();
+  void OnConnected(std::uint64_t gen, const boost::system::error_code& ec);
+  void StartRead(std::uint64_t gen);
+  void OnFrame(Frame frame);
+  void PumpWrites();
+  void WriteControl(std::string frame);
+  // Ends the current attempt: `level` logs `why`; reconnects after a backoff
+  // if frames are queued.
+  void Fail(LogLevel level, const std::string& why);
+  std::int64_t NextBackoffMs();
+
+  Core& core_;
+  const Address peer_;
+  const HostPort target_;
+  State state_ = State::kIdle;
+  std::uint64_t gen_ = 0;  // bumped per attempt; stale handlers compare and return
+  tcp::socket socket_;
+  tcp::resolver resolver_;
+  asio::steady_timer timer_;  // connect+handshake deadline, then the backoff
+  std::deque<std::string> control_;  // handshake frames, written before data
+  std::deque<std::string> queue_;    // protocol frames
+  bool writing_ = false;
+  std::size_t inflight_data_frames_ = 0;  // protocol frames in the current write
+  bool dropping_ = false;  // a drop was logged since the queue last drained
+  int failures_ = 0;       // consecutive failed attempts (backoff exponent)
+  FrameDecoder decoder_{kMaxHandshakeBodyBytes};
+  std::array<char, 4096> read_buf_{};
+  Transcript transcript_;
+  bool challenged_ = false;
+};
+
+// The server side of one accepted connection: handshake, then frames delivered
+// with the peer's authenticated listen address as `from`. It never writes
+// protocol frames (our frames to that peer travel on our own OutboundLink).
+class InboundConn : public std::enable_shared_from_this<InboundConn> {
+ public:
+  InboundConn(Core& core, tcp::socket socket);
+  void Start();
+  // Closes the socket and removes this connection from Core::inbound. Idempotent.
+  void Close();
+
+ private:
+  enum class State : std::uint8_t { kAwaitHello, kAwaitAuth, kOpen, kClosed };
+
+  void Read();
+  // Returns false once the connection is closed.
+  bool OnFrame(Frame frame);
+  void Write(std::string frame);
+  void WriteNext();
+  // Counts `counter` (if any), plus handshakes_rejected before kOpen; logs a
+  // Warning naming the remote endpoint; closes.
+  void Reject(std::atomic<std::uint64_t>* counter, const std::string& why);
+
+  Core& core_;
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  std::string remote_;  // ip:port of the socket, for logs
+  State state_ = State::kAwaitHello;
+  FrameDecoder decoder_{kMaxHandshakeBodyBytes};
+  std::array<char, 16 * 1024> read_buf_{};
+  std::deque<std::string> writes_;
+  bool writing_ = false;
+  Transcript transcript_;
+  Address peer_address_;  // authenticated advertised address once kOpen
+};
+
+}  // namespace pynenc_cpp::cluster::transport

@@ -1,0 +1,171 @@
+// InboundConn: server side of the handshake, then frame delivery.
+#include "cluster/transport/core.h"
+
+namespace pynenc_cpp::cluster::transport {
+
+InboundConn::InboundConn(Core& core, tcp::socket socket)
+    : core_(core), socket_(std::move(socket)), timer_(core.io) {
+  boost::system::error_code ec;
+  const auto ep = socket_.remote_endpoint(ec);
+  remote_ = ec ? "unknown" : FormatAddress(ep.address().to_string(), ep.port());
+}
+
+void InboundConn::Start() {
+  boost::system::error_code ignored;
+  socket_.set_option(tcp::no_delay(true), ignored);
+  auto self = shared_from_this();
+  timer_.expires_after(std::chrono::milliseconds(core_.options.handshake_timeout_ms));
+  timer_.async_wait([self](const boost::system::error_code& ec) {
+    if (ec || self->state_ == State::kOpen || self->state_ == State::kClosed) return;
+    self->Reject(nullptr, "handshake timed out");
+  });
+  Read();
+}
+
+void InboundConn::Close() {
+  if (state_ == State::kClosed) return;
+  state_ = State::kClosed;
+  boost::system::error_code ignored;
+  timer_.cancel();
+  socket_.shutdown(tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  core_.inbound.erase(shared_from_this());
+}
+
+void InboundConn::Reject(std::atomic<std::uint64_t>* counter, const std::string& why) {
+  if (counter != nullptr) AtomicStats::Add(*counter);
+  if (state_ != State::kOpen) {
+    AtomicStats::Add(core_.stats.handshakes_rejected);
+    core_.Log(LogLevel::kWarning, "refused connection from " + remote_ + ": " + why);
+  } else {
+    core_.Log(LogLevel::kWarning, "closed connection from " + peer_address_ + " (" + remote_ +
+                                      "): " + why);
+  }
+  Close();
+}
+
+void InboundConn::Read() {
+  auto self = shared_from_this();
+  socket_.async_read_some(asio::buffer(read_buf_), [self](const boost::system::error_code& ec,
+                                                          std::size_t n) {
+    if (self->state_ == State::kClosed) return;
+    if (ec) {
+      if (self->state_ != State::kOpen) {
+        self->Reject(nullptr, "closed during the handshake: " + ec.message());
+      } else {
+        self->core_.Log(LogLevel::kDebug, "connection from " + self->peer_address_ +
+                                              " ended: " + ec.message());
+        self->Close();
+      }
+      return;
+    }
+    auto frames = self->decoder_.Feed(std::string_view(self->read_buf_.data(), n));
+    if (!frames.ok()) {
+      auto& counter = self->decoder_.error() == FrameError::kOversize
+                          ? self->core_.stats.frames_oversize
+                          : self->core_.stats.frames_malformed;
+      return self->Reject(&counter, frames.status().message());
+    }
+    for (auto& f : frames.value()) {
+      if (!self->OnFrame(std::move(f))) return;
+    }
+    self->Read();
+  });
+}
+
+bool InboundConn::OnFrame(Frame frame) {
+  auto& malformed = core_.stats.frames_malformed;
+  switch (state_) {
+    case State::kAwaitHello: {
+      Hello hello;
+      if (frame.type != kHello || !ParseHello(frame.body, hello)) {
+        Reject(&malformed, "expected a well-formed hello");
+        return false;
+      }
+      if (hello.version != kProtocolVersion) {
+        Reject(nullptr, "protocol version " + std::to_string(hello.version));
+        return false;
+      }
+      if (hello.cluster_name != core_.options.cluster_name) {
+        Reject(nullptr, "cluster name '" + hello.cluster_name + "' is not ours");
+        return false;
+      }
+      transcript_ = Transcript{};
+      transcript_.cluster_name = hello.cluster_name;
+      transcript_.client_address = hello.client_address;
+      transcript_.client_nonce = hello.client_nonce;
+      transcript_.server_address = core_.local_address;
+      if (!RandomNonce(transcript_.server_nonce)) {
+        Reject(nullptr, "RAND_bytes failed");
+        return false;
+      }
+      Challenge ch;
+      ch.server_address = transcript_.server_address;
+      ch.server_nonce = transcript_.server_nonce;
+      Write(EncodeFrame(kChallenge, EncodeChallenge(ch)));
+      state_ = State::kAwaitAuth;
+      return true;
+    }
+    case State::kAwaitAuth: {
+      Proof proof;
+      if (frame.type != kAuth || !ParseProof(frame.body, proof)) {
+        Reject(&malformed, "expected a well-formed auth");
+        return false;
+      }
+      const auto expected = ComputeProof(core_.options.secret, kClientLabel, transcript_);
+      if (!expected || !ProofsEqual(*expected, proof.mac)) {
+        Reject(nullptr, "proof does not verify (wrong secret), claimed address " +
+                            transcript_.client_address);
+        return false;
+      }
+      const auto ours = ComputeProof(core_.options.secret, kServerLabel, transcript_);
+      if (!ours) {
+        Reject(nullptr, "HMAC failed");
+        return false;
+      }
+      Write(EncodeFrame(kAccept, EncodeProof(Proof{*ours})));
+      state_ = State::kOpen;
+      peer_address_ = transcript_.client_address;
+      decoder_.SetMaxBodyBytes(core_.options.max_frame_bytes);
+      timer_.cancel();
+      AtomicStats::Add(core_.stats.connections_established);
+      core_.Log(LogLevel::kDebug, "accepted " + peer_address_ + " from " + remote_);
+      return true;
+    }
+    case State::kOpen:
+      if (frame.type < kFirstProtocolType) {
+        Reject(&malformed, "transport frame type " + std::to_string(frame.type) +
+                               " after the handshake");
+        return false;
+      }
+      if (core_.closing) return true;
+      AtomicStats::Add(core_.stats.frames_received);
+      core_.Deliver(peer_address_, frame.type, std::move(frame.body));
+      return state_ != State::kClosed;
+    case State::kClosed:
+      return false;
+  }
+  return false;
+}
+
+void InboundConn::Write(std::string frame) {
+  writes_.push_back(std::move(frame));
+  WriteNext();
+}
+
+void InboundConn::WriteNext() {
+  if (writing_ || writes_.empty() || state_ == State::kClosed) return;
+  writing_ = true;
+  auto self = shared_from_this();
+  auto bytes = std::make_shared<std::string>(std::move(writes_.front()));
+  writes_.pop_front();
+  asio::async_write(socket_, asio::buffer(*bytes),
+                    [self, bytes](const boost::system::error_code& ec, std::size_t) {
+                      self->writing_ = false;
+                      if (self->state_ == State::kClosed) return;
+                      if (ec) return self->Reject(nullptr, "write failed: " + ec.message());
+                      self->WriteNext();
+                    });
+}
+
+}  // namespace pynenc_cpp::cluster::transport

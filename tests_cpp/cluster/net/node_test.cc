@@ -1,0 +1,325 @@
+// ClusterNode over real loopback sockets: option checks, standalone mode, three
+// nodes in one process electing one master, and a graceful handover. Deadlines
+// are generous and polled (a loaded 2-core machine), never fixed sleeps.
+#include "pynenc_cpp/cluster/node.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace pynenc_cpp::cluster {
+namespace {
+
+bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds deadline) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/pynenc_node_test_XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::vector<nlohmann::json> ReadLog(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+ClusterOptions Fast() {
+  ClusterOptions o;
+  o.cluster_name = "node-test";
+  o.host = "127.0.0.1";
+  o.heartbeat_ms = 50;
+  o.suspect_timeout_ms = 400;
+  o.stabilize_ms = 100;
+  o.quorum = 2;
+  return o;
+}
+
+// Which nodes currently run the work, as seen by the callbacks.
+struct WorkTracker {
+  std::mutex mu;
+  std::set<std::string> running;
+  std::vector<std::string> starts;  // node ids in start order
+  int max_concurrent = 0;
+  WorkCallbacks For(const std::string& name) {
+    WorkCallbacks w;
+    w.start = [this, name](const Activation& a) {
+      std::lock_guard<std::mutex> lock(mu);
+      EXPECT_FALSE(a.standalone);
+      EXPECT_GT(a.lease_until_mono_ms, 0);
+      running.insert(name);
+      starts.push_back(name);
+      max_concurrent = std::max<int>(max_concurrent, static_cast<int>(running.size()));
+    };
+    w.stop = [this, name](const Activation&, std::string_view) {
+      std::lock_guard<std::mutex> lock(mu);
+      running.erase(name);
+    };
+    return w;
+  }
+  std::set<std::string> Running() {
+    std::lock_guard<std::mutex> lock(mu);
+    return running;
+  }
+};
+
+TEST(ClusterNode, BadOptionsAreBadConfigNamingTheOption) {
+  struct Case {
+    const char* option;
+    std::function<void(ClusterOptions&)> mutate;
+  };
+  const Case cases[] = {
+      {"heartbeat_ms", [](ClusterOptions& o) { o.heartbeat_ms = 0; }},
+      {"suspect_timeout_ms", [](ClusterOptions& o) { o.suspect_timeout_ms = o.heartbeat_ms; }},
+      {"quorum", [](ClusterOptions& o) { o.quorum = -1; }},
+      {"stabilize_ms", [](ClusterOptions& o) { o.stabilize_ms = -5; }},
+      {"lease_ms", [](ClusterOptions& o) { o.lease_ms = 10; }},
+      {"seeds", [](ClusterOptions& o) { o.seeds = {"127.0.0.1:99999"}; }},
+      {"seeds", [](ClusterOptions& o) { o.seeds = {"no-port"}; }},
+      {"host", [](ClusterOptions& o) { o.host.clear(), o.seeds = {"127.0.0.1:7000"}; }},
+      {"secret", [](ClusterOptions& o) { o.host = "10.1.2.3"; }},
+      {"cluster_name", [](ClusterOptions& o) { o.cluster_name.clear(); }},
+      {"max_frame_bytes", [](ClusterOptions& o) { o.max_frame_bytes = 10; }},
+      {"send_queue_bound", [](ClusterOptions& o) { o.send_queue_bound = 0; }},
+      {"election_class",
+       [](ClusterOptions& o) { o.election = ElectionKind::kHrw, o.election_class = "x"; }},
+      {"activation_log", [](ClusterOptions& o) { o.activation_log = "/nonexistent/dir/log"; }},
+  };
+  for (const auto& c : cases) {
+    ClusterOptions o = Fast();
+    c.mutate(o);
+    bool started = false;
+    auto r = ClusterNode::Start(o, {[&](const Activation&) { started = true; }, {}}, {});
+    ASSERT_FALSE(r.ok()) << c.option;
+    EXPECT_EQ(r.status().code(), ErrorCode::kBadConfig) << c.option;
+    EXPECT_EQ(r.status().message().rfind(c.option, 0), 0u)
+        << c.option << ": " << r.status().message();
+    EXPECT_FALSE(started);
+  }
+}
+
+TEST(ClusterNode, UnwritableStateDirIsBadConfig) {
+  TempDir dir;
+  const std::string file = dir.path() + "/plain-file";
+  std::ofstream(file) << "x";
+  ClusterOptions o = Fast();
+  o.state_dir = file + "/state";  // under a regular file: cannot be created
+  auto r = ClusterNode::Start(o, {}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kBadConfig);
+  EXPECT_NE(r.status().message().find("state dir not writable"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(ClusterNode, PortInUseIsBackendFailure) {
+  auto a = ClusterNode::Start(Fast(), {}, {});
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const std::string addr = a.value()->Status().address;
+  ClusterOptions o = Fast();
+  o.port = static_cast<std::uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1)));
+  auto b = ClusterNode::Start(o, {}, {});
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), ErrorCode::kBackendFailure) << b.status().message();
+  a.value()->Stop();
+}
+
+TEST(ClusterNode, StandaloneRunsTheWorkAtOnceAndStopsIt) {
+  TempDir dir;
+  ClusterOptions o;  // no host, no seeds
+  o.activation_log = dir.path() + "/activations.jsonl";
+  o.state_dir = dir.path() + "/state";
+  std::atomic<int> started{0}, stopped{0};
+  std::string stop_reason;
+  WorkCallbacks w;
+  w.start = [&](const Activation& a) {
+    EXPECT_TRUE(a.standalone);
+    ++started;
+  };
+  w.stop = [&](const Activation& a, std::string_view reason) {
+    EXPECT_TRUE(a.standalone);
+    stop_reason = std::string(reason);
+    ++stopped;
+  };
+  auto node = ClusterNode::Start(o, w, {});
+  ASSERT_TRUE(node.ok()) << node.status().message();
+  EXPECT_TRUE(WaitFor([&] { return started == 1; }, std::chrono::seconds(10)));
+  NodeStatus s = node.value()->Status();
+  EXPECT_TRUE(s.standalone);
+  EXPECT_EQ(s.id.size(), 32u);
+  node.value()->Stop();
+  node.value()->Stop();  // idempotent
+  EXPECT_EQ(stopped, 1);
+  EXPECT_EQ(stop_reason, "shutdown");
+  auto log = ReadLog(o.activation_log);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0]["event"], "start");
+  EXPECT_EQ(log[1]["event"], "stop");
+  EXPECT_EQ(log[0]["node"], s.id);
+  EXPECT_EQ(log[0]["pid"], static_cast<std::int64_t>(::getpid()));
+}
+
+TEST(ClusterNode, StateDirKeepsTheIdAndBumpsTheIncarnation) {
+  TempDir dir;
+  ClusterOptions o = Fast();
+  o.quorum = 1;
+  o.state_dir = dir.path() + "/state";
+  NodeId first_id;
+  std::uint64_t first_inc = 0;
+  {
+    auto a = ClusterNode::Start(o, {}, {});
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    first_id = a.value()->Status().id;
+    first_inc = a.value()->Status().incarnation;
+  }
+  auto b = ClusterNode::Start(o, {}, {});
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(b.value()->Status().id, first_id);
+  EXPECT_GT(b.value()->Status().incarnation, first_inc);
+}
+
+TEST(ClusterNode, ThreeNodesOneMasterThenGracefulHandover) {
+  TempDir dir;
+  const std::string log_path = dir.path() + "/activations.jsonl";
+  WorkTracker work;
+  std::mutex ev_mu;
+  std::map<std::string, int> joined;  // observer -> joined events
+  auto events_for = [&](const std::string& name) {
+    return [&, name](const MemberEvent& e) {
+      std::lock_guard<std::mutex> lock(ev_mu);
+      if (e.kind == MemberEventKind::kJoined) ++joined[name];
+    };
+  };
+  std::vector<std::unique_ptr<ClusterNode>> nodes;
+  ClusterOptions first = Fast();
+  first.activation_log = log_path;
+  auto n0 = ClusterNode::Start(first, work.For("n0"), events_for("n0"));
+  ASSERT_TRUE(n0.ok()) << n0.status().message();
+  nodes.push_back(std::move(n0).value());
+  const Address seed = nodes[0]->Status().address;
+  for (const char* name : {"n1", "n2"}) {
+    ClusterOptions o = Fast();
+    o.seeds = {seed};
+    o.activation_log = log_path;
+    auto n = ClusterNode::Start(o, work.For(name), events_for(name));
+    ASSERT_TRUE(n.ok()) << n.status().message();
+    nodes.push_back(std::move(n).value());
+  }
+  std::map<std::string, int> index{{"n0", 0}, {"n1", 1}, {"n2", 2}};
+
+  // Exactly one node runs the work, and every node agrees on the leader.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        if (work.Running().size() != 1) return false;
+        std::set<std::optional<NodeId>> leaders;
+        for (auto& n : nodes) leaders.insert(n->Status().leader);
+        return leaders.size() == 1 && nodes[0]->Members().size() == 3;
+      },
+      std::chrono::seconds(20)));
+  const std::string master = *work.Running().begin();
+  ClusterNode& m = *nodes[index[master]];
+  EXPECT_EQ(m.Status().state, SupervisorState::kMaster);
+  EXPECT_EQ(m.Status().leader, m.Status().id);
+  EXPECT_TRUE(m.Status().has_quorum);
+  {
+    std::lock_guard<std::mutex> lock(ev_mu);
+    for (const char* name : {"n0", "n1", "n2"}) EXPECT_EQ(joined[name], 2) << name;
+  }
+
+  // Graceful stop of the master: another takes over, well before the lease
+  // (= suspect timeout) would have run out on its own plus detection.
+  const auto stop_at = std::chrono::steady_clock::now();
+  m.Stop();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = work.Running();
+        return r.size() == 1 && *r.begin() != master;
+      },
+      std::chrono::seconds(20)));
+  const auto takeover = std::chrono::steady_clock::now() - stop_at;
+  EXPECT_LT(takeover, std::chrono::seconds(5));
+  {
+    std::lock_guard<std::mutex> lock(work.mu);
+    EXPECT_EQ(work.max_concurrent, 1);
+    EXPECT_EQ(work.starts.size(), 2u);
+  }
+  for (auto& n : nodes) n->Stop();
+
+  // The activation log: every start follows a "lease" record of the same node
+  // covering it (write-ahead), the old master's stop precedes the new start,
+  // and the new start came after the old lease ended (released or expired).
+  auto log = ReadLog(log_path);
+  std::map<std::string, std::int64_t> lease_until, lease_end;
+  std::vector<nlohmann::json> starts, stops;
+  for (const auto& r : log) {
+    const std::string node = r["node"];
+    const std::string ev = r["event"];
+    if (ev == "lease") {
+      lease_until[node] = std::max<std::int64_t>(lease_until[node], r["lease_until_mono_ms"]);
+      lease_end[node] = lease_until[node];
+    } else if (ev == "release") {
+      lease_end[node] = r["mono_ms"];
+    } else if (ev == "start") {
+      EXPECT_GE(lease_until[node], r["lease_until_mono_ms"].get<std::int64_t>());
+      for (const auto& [other, end] : lease_end) {
+        if (other != node) EXPECT_GE(r["mono_ms"].get<std::int64_t>(), end) << other;
+      }
+      starts.push_back(r);
+    } else if (ev == "stop") {
+      stops.push_back(r);
+    }
+  }
+  ASSERT_EQ(starts.size(), 2u);
+  ASSERT_GE(stops.size(), 2u);
+  EXPECT_EQ(stops[0]["node"], starts[0]["node"]);
+  EXPECT_EQ(stops[0]["reason"], "shutdown");
+  EXPECT_LE(stops[0]["mono_ms"].get<std::int64_t>(), starts[1]["mono_ms"].get<std::int64_t>());
+}
+
+TEST(ClusterNode, CallbackExceptionsDoNotKillTheNode) {
+  WorkCallbacks w;
+  std::atomic<int> starts{0};
+  w.start = [&](const Activation&) {
+    ++starts;
+    throw std::runtime_error("boom");
+  };
+  w.stop = [](const Activation&, std::string_view) { throw std::runtime_error("boom"); };
+  ClusterOptions o = Fast();
+  o.quorum = 1;
+  auto n = ClusterNode::Start(o, w, {});
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_TRUE(WaitFor([&] { return starts == 1; }, std::chrono::seconds(20)));
+  n.value()->Stop();  // returns although stop threw
+  EXPECT_EQ(n.value()->Status().state, SupervisorState::kStopping);
+}
+
+}  // namespace
+}  // namespace pynenc_cpp::cluster
