@@ -73,7 +73,7 @@ Result<std::vector<Frame>> FrameDecoder::Feed(std::string_view bytes) {
     // Take only what the current frame needs, so that a bad header is seen
     // before any byte past it is buffered.
     std::size_t need = kFrameHeaderBytes;
-    if (buffer_.size() >= 4) need = kFrameLengthOverhead + 4 + ReadLength(buffer_);
+    if (buffer_.size() >= 4) need = 4 + static_cast<std::size_t>(ReadLength(buffer_));
     if (buffer_.size() < kFrameHeaderBytes) {
       // Header bytes one region at a time: the length first, then the rest.
       const std::size_t want = (buffer_.size() < 4 ? 4 : kFrameHeaderBytes) - buffer_.size();

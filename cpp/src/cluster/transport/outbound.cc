@@ -1,6 +1,7 @@
 // OutboundLink: connect, client side of the handshake, queued writes, backoff.
 #include <algorithm>
 
+#include "cluster/transport/backoff.h"
 #include "cluster/transport/core.h"
 
 namespace pynenc_cpp::cluster::transport {
@@ -75,7 +76,9 @@ void OutboundLink::StartConnect() {
   timer_.expires_after(std::chrono::milliseconds(core_.options.handshake_timeout_ms));
   timer_.async_wait([self, gen](const boost::system::error_code& ec) {
     if (ec || gen != self->gen_) return;
-    self->Fail(LogLevel::kWarning, "connect/handshake timed out");
+    // Unreachable peers are routine (Debug); a stalled handshake is not.
+    self->Fail(self->state_ == State::kHandshaking ? LogLevel::kWarning : LogLevel::kDebug,
+               self->state_ == State::kHandshaking ? "handshake timed out" : "connect timed out");
   });
   boost::system::error_code ec;
   const auto ip = asio::ip::make_address(target_.host, ec);
@@ -234,12 +237,8 @@ void OutboundLink::PumpWrites() {
 }
 
 std::int64_t OutboundLink::NextBackoffMs() {
-  // d = min(max, initial * 2^(failures - 1)); wait uniformly in [d/2, d].
-  std::int64_t d = core_.options.reconnect_initial_ms;
-  for (int i = 1; i < failures_ && d < core_.options.reconnect_max_ms; ++i) d *= 2;
-  d = std::min(d, core_.options.reconnect_max_ms);
-  const std::int64_t half = d / 2;
-  return half + static_cast<std::int64_t>(core_.rng() % static_cast<std::uint64_t>(d - half + 1));
+  return BackoffDelayMs(core_.options.reconnect_initial_ms, core_.options.reconnect_max_ms,
+                        failures_, core_.rng());
 }
 
 void OutboundLink::Fail(LogLevel level, const std::string& why) {
