@@ -10,6 +10,7 @@ twice; use it as a context manager or from a fixture finalizer.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -108,8 +109,10 @@ class NodeProc:
         return self.proc.poll() is None and not self.killed
 
     def signal(self, sig: int) -> float:
-        """Sends ``sig``; returns the monotonic ms just before sending."""
-        t = now_ms()
+        """Sends ``sig``; returns the monotonic ms just before sending, rounded down to whole
+        ms, because the engine's records carry truncated whole ms: every record written
+        after the signal has ``mono_ms >=`` the returned value."""
+        t = float(math.floor(now_ms()))
         os.kill(self.proc.pid, sig)
         if sig == signal.SIGKILL:
             self.killed = True
