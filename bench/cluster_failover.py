@@ -51,17 +51,7 @@ def trial(root: Path, args: argparse.Namespace) -> tuple[float, float]:
         quorum=2,
         cluster_name="pynenc-cpp-bench",
     ) as cluster:
-        nodes = cluster.start(3)
-        ids = {n.node_id for n in nodes}
-
-        def converged() -> bool:
-            for n in nodes:
-                st = n.status()
-                if not st or {m["id"] for m in st["members"] if m["state"] == "alive"} != ids:
-                    return False
-            return True
-
-        wait_for(converged, args.timeout, what="three alive members everywhere")
+        nodes = cluster.start(3)  # returns once every node sees all three alive
         old = cluster.wait_single_master(args.timeout)
         time.sleep(args.settle)  # a few heartbeats of steady state before the crash
         kill_ms = old.signal(signal.SIGKILL)

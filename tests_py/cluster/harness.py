@@ -195,9 +195,24 @@ class LocalCluster:
         node.address, node.node_id = info["address"], info["node"]
         return node
 
+    def wait_converged(self, timeout: float = 30.0) -> None:
+        """Waits until every live node sees exactly the live nodes as alive members."""
+        ids = {n.node_id for n in self.live()}
+
+        def converged() -> bool:
+            for n in self.live():
+                st = n.status()
+                if not st or {m["id"] for m in st["members"] if m["state"] == "alive"} != ids:
+                    return False
+            return True
+
+        wait_for(converged, timeout, what="every node sees every live node alive")
+
     def start(self, n: int) -> list[NodeProc]:
-        """Starts ``n`` nodes one after the other."""
-        return [self.start_node() for _ in range(n)]
+        """Starts ``n`` nodes one after the other and waits until they all see each other."""
+        nodes = [self.start_node() for _ in range(n)]
+        self.wait_converged()
+        return nodes
 
     def live(self) -> list[NodeProc]:
         return [n for n in self.nodes if n.alive() and not n.paused]
