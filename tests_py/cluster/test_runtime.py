@@ -140,6 +140,25 @@ def test_stop_from_inside_a_callback_does_not_deadlock() -> None:
     handle.stop()
 
 
+def test_event_stream_ends_when_the_handle_stops() -> None:
+    handle = run_cluster(lambda a: None, lambda a, r: None, ClusterConfig())
+    stream = handle.events()
+    unsubscribe = handle.subscribe(lambda e: None)
+    assert stream.get(timeout=0.05) is None  # standalone: no membership events
+    done = threading.Event()
+    seen: list[MemberEvent] = []
+
+    def consume() -> None:
+        seen.extend(stream)  # blocks until the stream closes
+        done.set()
+
+    threading.Thread(target=consume, daemon=True).start()
+    handle.stop()
+    assert done.wait(WAIT) and seen == []
+    unsubscribe()
+    unsubscribe()  # idempotent
+
+
 def test_non_callable_callbacks_are_rejected() -> None:
     with pytest.raises(TypeError):
         run_cluster(None, lambda a, r: None, ClusterConfig())  # type: ignore[arg-type]
