@@ -198,6 +198,9 @@ def test_different_secrets_never_form_a_cluster(tmp_path: Path) -> None:
             assert [m["id"] for m in st["members"]] == [node.node_id], st["members"]
             assert [e for e in node.events() if e["kind"] == "joined"] == []
         assert a.alive() and b.alive()
+        # They did try: the refused handshakes are logged (the engine logs to stderr).
+        logs = (node_stderr(a) + node_stderr(b)).lower()
+        assert "handshake" in logs, logs
 
 
 def test_graceful_stop_of_master_left_event_and_quick_takeover(cluster: LocalCluster) -> None:
