@@ -20,12 +20,13 @@ std::string Header(std::uint32_t length, int version = 1, int type = 16) {
 TEST(FrameCodec, EncodeLayoutIsLengthVersionTypeBody) {
   const std::string f = EncodeFrame(0x21, "abc");
   ASSERT_EQ(f.size(), 9u);
-  EXPECT_EQ(f, std::string("\x00\x00\x00\x05\x01\x21" "abc", 9));
+  EXPECT_EQ(f, std::string("\x00\x00\x00\x05\x01\x21", 6) + "abc");
 }
 
 TEST(FrameCodec, RoundTripsInOneChunk) {
   FrameDecoder d(1024);
-  const std::string bytes = EncodeFrame(16, "one") + EncodeFrame(17, "") + EncodeFrame(200, "three");
+  const std::string bytes =
+      EncodeFrame(16, "one") + EncodeFrame(17, "") + EncodeFrame(200, "three");
   auto r = d.Feed(bytes);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.value(), (std::vector<Frame>{{16, "one"}, {17, ""}, {200, "three"}}));

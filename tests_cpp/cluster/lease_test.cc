@@ -51,7 +51,8 @@ TEST(LeaseCodec, RejectsGarbage) {
   g[8] = 2;
   EXPECT_FALSE(lw::Decode(lw::kGrant, g).ok());
   // an id longer than the limit, and a length larger than the input
-  EXPECT_FALSE(lw::Decode(lw::kRelease, lw::Encode(lw::Release{std::string(200, 'x')}).second).ok());
+  EXPECT_FALSE(
+      lw::Decode(lw::kRelease, lw::Encode(lw::Release{std::string(200, 'x')}).second).ok());
   EXPECT_FALSE(lw::Decode(lw::kRelease, std::string("\xff\xff\xff\xff", 4)).ok());
 }
 
@@ -84,7 +85,9 @@ class Net {
     std::uint8_t type;
     std::string payload;
   };
-  FakeEnv& Add(const Address& a) { return *envs_.emplace(a, std::make_unique<FakeEnv>(*this, a)).first->second; }
+  FakeEnv& Add(const Address& a) {
+    return *envs_.emplace(a, std::make_unique<FakeEnv>(*this, a)).first->second;
+  }
   // Delivers every queued frame (and what they cause) unless the link is cut.
   void Flush() {
     while (!frames_.empty()) {
@@ -145,9 +148,8 @@ struct Node {
                                       EXPECT_LT(lease->LeaseUntil(), until);
                                       extensions.push_back(until);
                                     });
-    env.SetReceiver([this](const Address& from, std::uint8_t t, std::string p) {
-      lease->OnFrame(from, t, p);
-    });
+    env.SetReceiver(
+        [this](const Address& from, std::uint8_t t, std::string p) { lease->OnFrame(from, t, p); });
   }
   FakeEnv& env;
   std::unique_ptr<Lease> lease;

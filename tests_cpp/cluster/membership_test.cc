@@ -33,8 +33,9 @@ Member Rec(std::string id, std::uint64_t inc = 0, MemberState st = MemberState::
 
 std::vector<Message> Samples() {
   std::vector<Message> out;
-  for (auto t : {MembershipMessage::kPing, MembershipMessage::kAck, MembershipMessage::kPingReq,
-                 MembershipMessage::kJoin, MembershipMessage::kJoinAck, MembershipMessage::kGossip}) {
+  for (auto t :
+       {MembershipMessage::kPing, MembershipMessage::kAck, MembershipMessage::kPingReq,
+        MembershipMessage::kJoin, MembershipMessage::kJoinAck, MembershipMessage::kGossip}) {
     Message m;
     m.type = t;
     m.cluster_name = "prod";
@@ -121,8 +122,8 @@ class PersistenceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("swim_state_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("swim_state_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -186,7 +187,8 @@ TEST_F(PersistenceTest, IncarnationAndPeersRoundTrip) {
 // One Membership on a SimWorld, fed frames by hand from a fake peer.
 class OneNode : public ::testing::Test {
  protected:
-  OneNode() : world_(3), env_(world_.AddNode("10.0.0.1:7000")), peer_(world_.AddNode("10.0.0.2:7000")) {
+  OneNode()
+      : world_(3), env_(world_.AddNode("10.0.0.1:7000")), peer_(world_.AddNode("10.0.0.2:7000")) {
     MembershipOptions o;
     o.cluster_name = "c";
     o.self.id = "self";
@@ -194,9 +196,12 @@ class OneNode : public ::testing::Test {
     o.self.incarnation = 5;
     o.heartbeat_ms = 100;
     o.suspect_timeout_ms = 300;
-    m_ = std::make_unique<Membership>(env_, o, [this](const MemberEvent& e) { events_.push_back(e); });
+    o.dead_retention_ms = 2000;
+    m_ = std::make_unique<Membership>(env_, o,
+                                      [this](const MemberEvent& e) { events_.push_back(e); });
     m_->SetOnIncarnation([this](std::uint64_t v) { incarnations_.push_back(v); });
-    env_.SetReceiver([this](const Address& f, std::uint8_t t, std::string p) { m_->OnFrame(f, t, p); });
+    env_.SetReceiver(
+        [this](const Address& f, std::uint8_t t, std::string p) { m_->OnFrame(f, t, p); });
     peer_.SetReceiver([this](const Address&, std::uint8_t t, std::string p) {
       auto d = DecodeMessage(t, p);
       if (d.ok()) to_peer_.push_back(d.value());
@@ -273,7 +278,8 @@ TEST_F(OneNode, DeadMemberComesBackOnlyWithAHigherIncarnation) {
   for (const auto& e : events_) {
     if (e.member.id == "peer") kinds.push_back(e.kind);
   }
-  EXPECT_EQ(kinds, (std::vector<MemberEventKind>{MemberEventKind::kJoined, MemberEventKind::kDead}));
+  EXPECT_EQ(kinds,
+            (std::vector<MemberEventKind>{MemberEventKind::kJoined, MemberEventKind::kDead}));
   Feed(MembershipMessage::kGossip, Peer(3));
   EXPECT_EQ(events_.back().kind, MemberEventKind::kJoined);
   EXPECT_EQ(events_.back().member.incarnation, 3u);
@@ -290,6 +296,16 @@ TEST_F(OneNode, SuspectBecomesDeadAfterTimeoutAndTombstoneExpires) {
   world_.RunFor(2);
   EXPECT_EQ(events_.back().kind, MemberEventKind::kDead);
   EXPECT_EQ(events_.back().member.id, "peer");
+  // The tombstone is kept for dead_retention_ms (checked each period once
+  // started), then forgotten.
+  m_->Start();
+  world_.RunFor(1500);
+  EXPECT_EQ(m_->Members().size(), 3u);  // self, third, peer (Dead)
+  world_.RunFor(3000);
+  std::vector<NodeId> ids;
+  for (const auto& mem : m_->Members()) ids.push_back(mem.id);
+  EXPECT_EQ(ids, (std::vector<NodeId>{"self"}));  // third never answered: Dead too, expired
+  EXPECT_FALSE(m_->LastHeardMs("peer").has_value());
 }
 
 TEST_F(OneNode, LeaveSendsLeftRecordAndIgnoresLaterFrames) {

@@ -125,8 +125,8 @@ TEST(SimMembership, PartitionMinorityElectsNoOneMajorityOneAndHealingConverges) 
   ASSERT_TRUE(c.world().RunUntil([&] { return c.AllConverged(); }, 10'000));
   const std::vector<int> minority = {0, 1}, majority = {2, 3, 4};
   c.world().Partition({{c.address(0), c.address(1)}, {c.address(2), c.address(3), c.address(4)}});
-  ASSERT_TRUE(c.world().RunUntil(
-      [&] { return c.Converged(minority) && c.Converged(majority); }, 60'000));
+  ASSERT_TRUE(
+      c.world().RunUntil([&] { return c.Converged(minority) && c.Converged(majority); }, 60'000));
   for (int i : minority) {
     for (int j : majority) {
       EXPECT_EQ(c.Count(i, MemberEventKind::kDead, j), 1);
@@ -156,6 +156,8 @@ TEST(SimMembership, PartitionMinorityElectsNoOneMajorityOneAndHealingConverges) 
   for (int i : minority) {
     for (int j : majority) EXPECT_EQ(c.Count(i, MemberEventKind::kJoined, j), 2);
   }
+  std::string why;
+  EXPECT_TRUE(c.EventsWellFormed(&why)) << why;
 }
 
 TEST(SimMembership, RestartedNodeWithSameIdRejoinsWithHigherIncarnation) {
@@ -177,6 +179,8 @@ TEST(SimMembership, RestartedNodeWithSameIdRejoinsWithHigherIncarnation) {
   // Restarting the seed itself works too (it rejoins through the others it knew).
   c.Restart(0);
   ASSERT_TRUE(c.world().RunUntil([&] { return c.AllConverged(); }, 60'000));
+  std::string why;
+  EXPECT_TRUE(c.EventsWellFormed(&why)) << why;
 }
 
 // Timeouts for a lossy network (drop 10%, duplicate 5%, reorder 20% with up to
@@ -197,18 +201,22 @@ MembershipOptions Lossy() {
 
 TEST(SimMembership, LossyNetworkConvergesAndDeclaresNoLiveNodeDead) {
   SimCluster c(19, 5, Lossy());
-  c.world().SetFaults({.drop = 0.10, .duplicate = 0.05, .reorder = 0.2, .min_delay_ms = 1, .max_delay_ms = 20});
+  c.world().SetFaults(
+      {.drop = 0.10, .duplicate = 0.05, .reorder = 0.2, .min_delay_ms = 1, .max_delay_ms = 20});
   c.StartAll();
   ASSERT_TRUE(c.world().RunUntil([&] { return c.AllConverged(); }, 30'000));
   c.world().RunFor(300'000);
   for (const auto& ev : c.events()) {
-    EXPECT_NE(ev.kind, MemberEventKind::kDead) << "observer " << ev.observer << " about " << ev.about;
+    EXPECT_NE(ev.kind, MemberEventKind::kDead)
+        << "observer " << ev.observer << " about " << ev.about;
   }
   ASSERT_TRUE(c.world().RunUntil([&] { return c.AllConverged(); }, 30'000));
   EXPECT_GT(c.world().Dropped(), 0u);
   std::uint64_t refutations = 0;
   for (int i = 0; i < c.size(); ++i) refutations += c.node(i).Stats().refutations;
   EXPECT_GT(refutations, 0u);  // suspicions did happen and were refuted
+  std::string why;
+  EXPECT_TRUE(c.EventsWellFormed(&why)) << why;
 }
 
 struct Replay {
@@ -218,7 +226,8 @@ struct Replay {
 
 Replay RunScenario(std::uint64_t seed) {
   SimCluster c(seed, 5, Lossy());
-  c.world().SetFaults({.drop = 0.10, .duplicate = 0.05, .reorder = 0.2, .min_delay_ms = 1, .max_delay_ms = 20});
+  c.world().SetFaults(
+      {.drop = 0.10, .duplicate = 0.05, .reorder = 0.2, .min_delay_ms = 1, .max_delay_ms = 20});
   c.StartAll();
   c.world().RunFor(5'000);
   c.Crash(2);
@@ -250,6 +259,38 @@ TEST(SimMembership, GracefulLeaveIsSeenAsLeftNotDead) {
     EXPECT_EQ(c.Count(i, MemberEventKind::kDead, 2), 0);
     EXPECT_EQ(c.Count(i, MemberEventKind::kSuspected, 2), 0);
   }
+}
+
+TEST(SimMembership, PausedNodeIsDeclaredDeadAndOnResumeRefutesWithoutBlamingOthers) {
+  SimCluster c(31, 5, Fast());
+  c.StartAll();
+  ASSERT_TRUE(c.world().RunUntil([&] { return c.AllConverged(); }, 10'000));
+  const std::size_t before = c.events().size();
+  // Stop it right after it sent a probe, so the ack is held while it sleeps.
+  const auto pings = c.node(1).Stats().pings_sent;
+  ASSERT_TRUE(c.world().RunUntil([&] { return c.node(1).Stats().pings_sent > pings; }, 1'000));
+  c.world().Pause(c.address(1));  // SIGSTOP past the suspect timeout
+  ASSERT_TRUE(c.world().RunUntil([&] { return c.Converged({0, 2, 3, 4}); }, 20'000));
+  c.world().RunFor(2'000);
+  c.world().Resume(c.address(1));  // SIGCONT: overdue timers first, then held frames
+  ASSERT_TRUE(c.world().RunUntil([&] { return c.AllConverged(); }, 20'000));
+  c.world().RunFor(5'000);
+  EXPECT_TRUE(c.AllConverged());
+  for (std::size_t k = before; k < c.events().size(); ++k) {
+    const auto& ev = c.events()[k];
+    if (ev.observer == 1) {
+      // The woken node's stale timers must not turn healthy peers Suspect/Dead.
+      EXPECT_NE(ev.kind, MemberEventKind::kDead) << "about " << ev.about;
+      EXPECT_NE(ev.kind, MemberEventKind::kSuspected) << "about " << ev.about;
+    }
+  }
+  for (int i : {0, 2, 3, 4}) {
+    EXPECT_EQ(c.Count(i, MemberEventKind::kDead, 1), 1);
+    EXPECT_EQ(c.Count(i, MemberEventKind::kJoined, 1), 2);  // back with a higher incarnation
+  }
+  EXPECT_GT(c.node(1).Self().incarnation, 0u);
+  std::string why;
+  EXPECT_TRUE(c.EventsWellFormed(&why)) << why;
 }
 
 }  // namespace

@@ -135,7 +135,8 @@ TEST(SimWorld, PauseHoldsTimersAndFramesThenResumeRunsTimersFirst) {
 TEST(SimWorld, SameSeedSameTraceDifferentSeedDiffers) {
   auto run = [](std::uint64_t seed) {
     SimWorld w(seed);
-    w.SetFaults({.drop = 0.2, .duplicate = 0.2, .reorder = 0.3, .min_delay_ms = 1, .max_delay_ms = 20});
+    w.SetFaults(
+        {.drop = 0.2, .duplicate = 0.2, .reorder = 0.3, .min_delay_ms = 1, .max_delay_ms = 20});
     Env& a = w.AddNode("a:1");
     Env& b = w.AddNode("b:1");
     b.SetReceiver([&](const Address&, std::uint8_t, std::string p) { b.Send("a:1", 17, p); });

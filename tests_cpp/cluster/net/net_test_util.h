@@ -4,11 +4,11 @@
 // transport's own codec).
 #pragma once
 
-#include <poll.h>
-#include <sys/socket.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <arpa/inet.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -124,7 +124,9 @@ class RawClient {
     if (connected_) ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
   // Adopts an accepted socket.
-  static std::unique_ptr<RawClient> Adopt(int fd) { return std::unique_ptr<RawClient>(new RawClient(fd, true)); }
+  static std::unique_ptr<RawClient> Adopt(int fd) {
+    return std::unique_ptr<RawClient>(new RawClient(fd, true));
+  }
   ~RawClient() {
     if (fd_ >= 0) ::close(fd_);
   }

@@ -154,6 +154,32 @@ TEST_F(RawPeer, SilentClientIsClosedAtTheHandshakeTimeout) {
   EXPECT_TRUE(WaitUntil([&] { return env_->Stats().handshakes_rejected == 1; }));
 }
 
+TEST(RawPeerLimits, ConnectionsBeyondThePendingHandshakeLimitAreClosedAtOnce) {
+  auto o = Options("raw-secret", "raw");
+  o.max_pending_handshakes = 2;
+  o.handshake_timeout_ms = 60'000;  // silent clients stay pending for the whole test
+  auto r = MakeAsioEnv(o, nullptr);
+  ASSERT_TRUE(r.ok());
+  auto env = std::move(r).value();
+  const auto port = nettest::PortOf(env->LocalAddress());
+  // Accepted in connect order: a and b take the two slots, c is one too many.
+  RawClient a(port);
+  RawClient b(port);
+  RawClient c(port);
+  ASSERT_TRUE(a.connected() && b.connected() && c.connected());
+  EXPECT_TRUE(c.WaitClosed());
+  EXPECT_EQ(env->Stats().handshakes_rejected, 1u);
+  // Ending a's handshake (garbage: length 0) frees a slot for a real peer.
+  ASSERT_TRUE(a.Send(std::string(4, '\0')));
+  EXPECT_TRUE(a.WaitClosed());
+  RawClient d(port);
+  EXPECT_TRUE(d.Handshake("raw-secret", "raw", "127.0.0.1:4"));
+  EXPECT_EQ(env->Stats().handshakes_rejected, 2u);  // c, then a
+  // An authenticated connection no longer holds a slot.
+  RawClient e(port);
+  EXPECT_TRUE(e.Handshake("raw-secret", "raw", "127.0.0.1:5"));
+}
+
 TEST_F(RawPeer, TransportFrameTypeAfterTheHandshakeIsMalformed) {
   RawClient c(port_);
   ASSERT_TRUE(c.Handshake("raw-secret", "raw", "127.0.0.1:3"));

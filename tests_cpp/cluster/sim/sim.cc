@@ -189,8 +189,7 @@ bool SimWorld::LinkCut(const Address& a, const Address& b) const {
   return cuts_.count(Normalize(a, b)) > 0;
 }
 
-void SimWorld::SendFrame(SimEnv* from, const Address& to, std::uint8_t type,
-                         std::string payload) {
+void SimWorld::SendFrame(SimEnv* from, const Address& to, std::uint8_t type, std::string payload) {
   Node* sender = Find(from->address_);
   if (!from->active_ || sender == nullptr || sender->paused || LinkCut(from->address_, to) ||
       Find(to) == nullptr) {
@@ -205,9 +204,11 @@ void SimWorld::SendFrame(SimEnv* from, const Address& to, std::uint8_t type,
     }
     const std::int64_t lo = std::max<std::int64_t>(0, faults_.min_delay_ms);
     const std::int64_t hi = std::max(lo, faults_.max_delay_ms);
-    std::int64_t delay = lo + static_cast<std::int64_t>(rng_() % static_cast<std::uint64_t>(hi - lo + 1));
+    std::int64_t delay =
+        lo + static_cast<std::int64_t>(rng_() % static_cast<std::uint64_t>(hi - lo + 1));
     const bool reorder = faults_.reorder > 0 && Uniform() < faults_.reorder;
-    if (reorder) delay += static_cast<std::int64_t>(rng_() % static_cast<std::uint64_t>(2 * hi + 1));
+    if (reorder)
+      delay += static_cast<std::int64_t>(rng_() % static_cast<std::uint64_t>(2 * hi + 1));
     auto& last = last_arrival_[{from->address_, to}];
     std::int64_t at = now_ + delay;
     if (!reorder && faults_.reorder <= 0) at = std::max(at, last);  // FIFO link

@@ -139,12 +139,12 @@ class SimWorld {
   friend class SimEnv;
   struct Event {
     enum class Kind { kTimer, kFrame } kind;
-    SimEnv* env = nullptr;           // kTimer: owner; kFrame: unused
-    Env::TimerId timer_id = 0;       // kTimer
-    std::function<void()> fn;        // kTimer
-    Address from, to;                // kFrame
-    std::uint8_t type = 0;           // kFrame
-    std::string payload;             // kFrame
+    SimEnv* env = nullptr;      // kTimer: owner; kFrame: unused
+    Env::TimerId timer_id = 0;  // kTimer
+    std::function<void()> fn;   // kTimer
+    Address from, to;           // kFrame
+    std::uint8_t type = 0;      // kFrame
+    std::string payload;        // kFrame
   };
   using Key = std::pair<std::int64_t, std::uint64_t>;  // (time, sequence)
   struct Node {
@@ -174,8 +174,8 @@ class SimWorld {
   std::map<Key, Event> queue_;
   std::map<Env::TimerId, Key> timer_keys_;
   std::map<Address, Node> nodes_;
-  std::vector<std::unique_ptr<SimEnv>> envs_;  // every env ever created
-  std::set<std::pair<Address, Address>> cuts_;  // normalized (min, max)
+  std::vector<std::unique_ptr<SimEnv>> envs_;                         // every env ever created
+  std::set<std::pair<Address, Address>> cuts_;                        // normalized (min, max)
   std::map<std::pair<Address, Address>, std::int64_t> last_arrival_;  // FIFO per directed link
   Faults faults_;
   std::uint64_t trace_hash_ = 1469598103934665603ull;

@@ -1,6 +1,8 @@
 #include "sim/sim_cluster.h"
 
+#include <map>
 #include <set>
+#include <tuple>
 
 namespace pynenc_cpp::cluster::sim {
 
@@ -27,8 +29,10 @@ void SimCluster::Boot(int i, std::uint64_t incarnation) {
   if (o.self.node_class.empty()) o.self.node_class = (i % 2 == 0) ? "even" : "odd";
   o.seeds = {nodes_[0].address};
   n.persisted = incarnation;
-  n.membership = std::make_unique<Membership>(env, o, [this, i, &env](const MemberEvent& ev) {
-    events_.push_back(SeenEvent{env.NowMs(), i, ev.kind, ev.member.id, ev.member.incarnation});
+  const int life = n.boots++;
+  n.membership = std::make_unique<Membership>(env, o, [this, i, life, &env](const MemberEvent& ev) {
+    events_.push_back(
+        SeenEvent{env.NowMs(), i, ev.kind, ev.member.id, ev.member.incarnation, ev.member.state, life});
   });
   n.membership->SetOnIncarnation([this, i](std::uint64_t v) { nodes_[i].persisted = v; });
   Membership* m = n.membership.get();
@@ -81,6 +85,45 @@ bool SimCluster::Converged(const std::vector<int>& group) const {
 }
 
 bool SimCluster::AllConverged() const { return Converged(UpNodes()); }
+
+bool SimCluster::EventsWellFormed(std::string* why) const {
+  enum class S { kNone, kAlive, kSuspect, kGone };
+  std::map<std::tuple<int, int, NodeId>, S> state;
+  for (const auto& e : events_) {
+    S& s = state[{e.observer, e.life, e.about}];
+    bool ok = false;
+    S next = s;
+    switch (e.kind) {
+      case MemberEventKind::kJoined:
+        ok = s == S::kNone || s == S::kGone;
+        next = e.state == MemberState::kSuspect ? S::kSuspect : S::kAlive;
+        break;
+      case MemberEventKind::kSuspected:
+        ok = s == S::kAlive;
+        next = S::kSuspect;
+        break;
+      case MemberEventKind::kAliveAgain:
+        ok = s == S::kSuspect;
+        next = S::kAlive;
+        break;
+      case MemberEventKind::kDead:
+      case MemberEventKind::kLeft:
+        ok = s == S::kAlive || s == S::kSuspect;
+        next = S::kGone;
+        break;
+    }
+    if (!ok) {
+      if (why != nullptr) {
+        *why = "observer " + std::to_string(e.observer) + " event " +
+               std::string(MemberEventName(e.kind)) + " about " + e.about + " at " +
+               std::to_string(e.at);
+      }
+      return false;
+    }
+    s = next;
+  }
+  return true;
+}
 
 int SimCluster::Count(int observer, MemberEventKind kind, int about) const {
   int n = 0;

@@ -21,6 +21,8 @@ struct SeenEvent {
   MemberEventKind kind = MemberEventKind::kJoined;
   NodeId about;
   std::uint64_t incarnation = 0;
+  MemberState state = MemberState::kAlive;  // the member's state after the change
+  int life = 0;  // how many times the observer was booted before (restarts)
   bool operator==(const SeenEvent&) const = default;
 };
 
@@ -49,6 +51,11 @@ class SimCluster {
   std::vector<int> UpNodes() const;
 
   const std::vector<SeenEvent>& events() const { return events_; }
+  // True when, for every (observer process, member) pair, the events form a legal
+  // sequence of transitions (joined, then suspected/alive_again pairs, then dead
+  // or left, then possibly joined again...): no transition reported twice or
+  // from the wrong state. Otherwise false with the first offence in `why`.
+  bool EventsWellFormed(std::string* why) const;
   // Events of `kind` about node `about` seen by `observer`.
   int Count(int observer, MemberEventKind kind, int about) const;
 
@@ -58,6 +65,7 @@ class SimCluster {
     NodeId id;
     std::unique_ptr<Membership> membership;
     std::uint64_t persisted = 0;
+    int boots = 0;
   };
   void Boot(int i, std::uint64_t incarnation);
 

@@ -18,9 +18,9 @@ namespace pynenc_cpp::cluster {
 
 struct ElectionInput {
   std::string cluster_name;
-  std::uint64_t epoch = 0;     // ComputeEpoch(live) (membership.h)
-  std::vector<Member> live;    // Alive and Suspect members, self included; any order
-  int quorum = 0;              // <= 0: no quorum gate
+  std::uint64_t epoch = 0;   // ComputeEpoch(live) (membership.h)
+  std::vector<Member> live;  // Alive and Suspect members, self included; any order
+  int quorum = 0;            // <= 0: no quorum gate
 };
 
 class Election {

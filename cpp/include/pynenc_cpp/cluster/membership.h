@@ -46,15 +46,15 @@ struct MembershipOptions {
   // persisted incarnation + 1. `self.address` must be env.LocalAddress().
   // `self.state` is ignored (a started node is Alive).
   Member self;
-  std::vector<Address> seeds;  // may include self.address (ignored)
-  std::int64_t heartbeat_ms = 200;      // protocol period: one probe per period
-  std::int64_t ping_timeout_ms = 0;     // 0: heartbeat_ms / 2; then ping-req
+  std::vector<Address> seeds;        // may include self.address (ignored)
+  std::int64_t heartbeat_ms = 200;   // protocol period: one probe per period
+  std::int64_t ping_timeout_ms = 0;  // 0: heartbeat_ms / 2; then ping-req
   std::int64_t suspect_timeout_ms = 1000;
-  int indirect_probes = 3;              // k
-  std::size_t max_gossip = 8;           // records piggy-backed per message
+  int indirect_probes = 3;                 // k
+  std::size_t max_gossip = 8;              // records piggy-backed per message
   std::int64_t dead_retention_ms = 60000;  // Dead/Left tombstones kept this long
-  std::int64_t rejoin_interval_ms = 0;  // 0: 5 * heartbeat_ms
-  int gossip_lambda = 3;                // each change is sent lambda*ceil(log2(n+1)) times
+  std::int64_t rejoin_interval_ms = 0;     // 0: 5 * heartbeat_ms
+  int gossip_lambda = 3;                   // each change is sent lambda*ceil(log2(n+1)) times
 };
 
 struct MembershipStats {
@@ -62,8 +62,8 @@ struct MembershipStats {
   std::uint64_t acks_received = 0;  // acks that completed a probe (direct or relayed)
   std::uint64_t ping_reqs_sent = 0;
   std::uint64_t joins_sent = 0;
-  std::uint64_t suspicions = 0;   // members this node itself suspected
-  std::uint64_t refutations = 0;  // self incarnation bumps
+  std::uint64_t suspicions = 0;         // members this node itself suspected
+  std::uint64_t refutations = 0;        // self incarnation bumps
   std::uint64_t messages_rejected = 0;  // malformed frames
   std::uint64_t foreign_cluster = 0;    // well-formed frames of another cluster_name
 };
@@ -72,8 +72,7 @@ class Membership {
  public:
   // `on_event` is called exactly once per transition of another member (never for
   // self): joined, suspected, alive again, dead, left.
-  Membership(Env& env, MembershipOptions options,
-             std::function<void(const MemberEvent&)> on_event);
+  Membership(Env& env, MembershipOptions options, std::function<void(const MemberEvent&)> on_event);
   ~Membership();
   Membership(const Membership&) = delete;
   Membership& operator=(const Membership&) = delete;

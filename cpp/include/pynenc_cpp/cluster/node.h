@@ -93,7 +93,9 @@ class ClusterNode {
                                                     WorkCallbacks work, EventCallback events);
 
   // Graceful: stops the work if running (waits for the stop callback), sends
-  // Leaving to every live member, shuts the transport down. Idempotent.
+  // Leaving to every live member, shuts the transport down. Idempotent. May be
+  // called from inside a callback (it then runs the stop callback itself); the
+  // node must not be destroyed from inside one of its own callbacks.
   virtual void Stop() = 0;
   virtual NodeStatus Status() const = 0;
   // Every known member, self included, dead and left ones too, sorted by id.

@@ -82,9 +82,8 @@ struct Log {
 };
 }  // namespace supervisor_effect
 
-using SupervisorEffect =
-    std::variant<supervisor_effect::StartWork, supervisor_effect::StopWork,
-                 supervisor_effect::WakeAt, supervisor_effect::Log>;
+using SupervisorEffect = std::variant<supervisor_effect::StartWork, supervisor_effect::StopWork,
+                                      supervisor_effect::WakeAt, supervisor_effect::Log>;
 
 class Supervisor {
  public:

@@ -46,6 +46,9 @@ struct TransportOptions {
   std::int64_t reconnect_max_ms = 10'000;
   // Connect plus the whole handshake must finish within this, on both sides.
   std::int64_t handshake_timeout_ms = 2'000;
+  // Accepted connections still in their handshake, at most; a connection
+  // accepted beyond it is closed at once (counted in handshakes_rejected).
+  std::size_t max_pending_handshakes = 128;
   std::uint64_t random_seed = 0;  // 0: seeded from std::random_device
 };
 
@@ -53,8 +56,9 @@ struct TransportOptions {
 struct TransportStats {
   std::uint64_t frames_sent = 0;
   std::uint64_t frames_received = 0;
-  std::uint64_t frames_dropped = 0;  // send queue full (oldest dropped), lost in flight, or at Shutdown
-  std::uint64_t sends_oversize = 0;  // Send payload over max_frame_bytes (dropped, never sent)
+  // Send queue full (oldest dropped), lost in a failed write, or queued at Shutdown.
+  std::uint64_t frames_dropped = 0;
+  std::uint64_t sends_oversize = 0;       // Send payload over max_frame_bytes (dropped, never sent)
   std::uint64_t handshakes_rejected = 0;  // wrong secret, other cluster, bad version, timeout
   std::uint64_t frames_oversize = 0;      // length over max_frame_bytes (connection closed)
   std::uint64_t frames_malformed = 0;     // bad version / type / handshake body (connection closed)
@@ -62,6 +66,8 @@ struct TransportStats {
   std::uint64_t reconnect_attempts = 0;
 };
 
+// Called on the loop thread, and on any thread that calls Env::Log; it must be
+// thread-safe if Env::Log is used off the loop. Exceptions from it are swallowed.
 using LogSink = std::function<void(LogLevel, std::string_view)>;
 
 class AsioEnv : public Env {

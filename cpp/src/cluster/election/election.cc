@@ -46,7 +46,8 @@ class OldestNode final : public Election {
     const Member* best = nullptr;
     for (const Member* m : candidates) {
       if (!node_class_.empty() && m->node_class != node_class_) continue;
-      if (best == nullptr || std::tie(m->started_at_ms, m->id) < std::tie(best->started_at_ms, best->id)) {
+      if (best == nullptr ||
+          std::tie(m->started_at_ms, m->id) < std::tie(best->started_at_ms, best->id)) {
         best = m;
       }
     }

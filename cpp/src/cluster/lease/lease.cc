@@ -16,7 +16,8 @@ constexpr std::size_t kMaxRounds = 16;
 
 Lease::Lease(Env& env, LeaseOptions options, ExtendFn on_extend)
     : env_(env), options_(std::move(options)), on_extend_(std::move(on_extend)) {
-  if (options_.margin_ms <= 0) options_.margin_ms = std::max<std::int64_t>(1, options_.lease_ms / 100);
+  if (options_.margin_ms <= 0)
+    options_.margin_ms = std::max<std::int64_t>(1, options_.lease_ms / 100);
 }
 
 Lease::~Lease() {
@@ -53,9 +54,7 @@ void Lease::Arm() {
   });
 }
 
-bool Lease::SelfElected() const {
-  return view_.elected && view_.elected->id == options_.self_id;
-}
+bool Lease::SelfElected() const { return view_.elected && view_.elected->id == options_.self_id; }
 
 void Lease::SetView(LeaseView view) {
   const bool was_elected = SelfElected();
@@ -126,8 +125,9 @@ void Lease::OnFrame(const Address& from, std::uint8_t type, std::string_view pay
     if (req->candidate == options_.self_id) return;  // our own id from elsewhere: ignore
     const bool granted = MayGrant(req->candidate, from);
     if (granted) {
-      promise_ = {req->candidate, std::max(promise_.holder == req->candidate ? promise_.until_ms : 0,
-                                           env_.NowMs() + options_.lease_ms)};
+      promise_ = {req->candidate,
+                  std::max(promise_.holder == req->candidate ? promise_.until_ms : 0,
+                           env_.NowMs() + options_.lease_ms)};
       ++stats_.grants_given;
     } else {
       ++stats_.grants_refused;

@@ -19,8 +19,19 @@ namespace {
 // SWIM precedence (types.h): a higher incarnation wins; at equal incarnation
 // Left > Dead > Suspect > Alive (the enum values are in that order).
 bool Overrides(const Member& incoming, const Member& current) {
-  if (incoming.incarnation != current.incarnation) return incoming.incarnation > current.incarnation;
+  if (incoming.incarnation != current.incarnation)
+    return incoming.incarnation > current.incarnation;
   return static_cast<int>(incoming.state) > static_cast<int>(current.state);
+}
+
+// JoinAck stays well under the transport's default 256 KiB frame limit; records
+// beyond it are learned through gossip instead.
+constexpr std::size_t kJoinAckBudget = 128 * 1024;
+
+std::size_t RecordBytes(const Member& m) {
+  std::size_t n = 37 + m.id.size() + m.address.size() + m.node_class.size();
+  for (const auto& [k, v] : m.metadata) n += 8 + k.size() + v.size();
+  return n;
 }
 
 int CeilLog2(std::size_t n) {
@@ -36,7 +47,8 @@ class Membership::Impl {
   Impl(Env& env, MembershipOptions options, std::function<void(const MemberEvent&)> on_event)
       : env_(env), opt_(std::move(options)), on_event_(std::move(on_event)) {
     if (opt_.heartbeat_ms <= 0) opt_.heartbeat_ms = 200;
-    if (opt_.ping_timeout_ms <= 0) opt_.ping_timeout_ms = std::max<std::int64_t>(1, opt_.heartbeat_ms / 2);
+    if (opt_.ping_timeout_ms <= 0)
+      opt_.ping_timeout_ms = std::max<std::int64_t>(1, opt_.heartbeat_ms / 2);
     if (opt_.rejoin_interval_ms <= 0) opt_.rejoin_interval_ms = 5 * opt_.heartbeat_ms;
     if (opt_.suspect_timeout_ms <= 0) opt_.suspect_timeout_ms = 5 * opt_.heartbeat_ms;
     if (opt_.max_gossip > membership::kMaxGossip) opt_.max_gossip = membership::kMaxGossip;
@@ -87,15 +99,15 @@ class Membership::Impl {
     auto decoded = membership::DecodeMessage(type, payload);
     if (!decoded.ok()) {
       ++stats_.messages_rejected;
-      env_.Log(LogLevel::kDebug, "membership: dropped frame from " + from + ": " +
-                                     decoded.status().message());
+      env_.Log(LogLevel::kDebug,
+               "membership: dropped frame from " + from + ": " + decoded.status().message());
       return;
     }
     Message m = std::move(decoded).value();
     if (m.cluster_name != opt_.cluster_name) {
       ++stats_.foreign_cluster;
-      env_.Log(LogLevel::kWarning, "membership: ignored frame of cluster '" + m.cluster_name +
-                                       "' from " + from);
+      env_.Log(LogLevel::kWarning,
+               "membership: ignored frame of cluster '" + m.cluster_name + "' from " + from);
       return;
     }
     if (m.sender.id == self_id_) {
@@ -155,7 +167,7 @@ class Membership::Impl {
  private:
   struct Entry {
     Member m;
-    std::int64_t since = 0;      // env.NowMs() of the last state change
+    std::int64_t since = 0;        // env.NowMs() of the last state change
     std::uint32_t retransmit = 0;  // gossip sends left for the current record
     std::uint64_t change = 0;      // change order: most recent first in gossip
   };
@@ -179,13 +191,27 @@ class Membership::Impl {
   // timer is cancelled by the destructor and by Leave().
   void Schedule(std::int64_t delay_ms, std::function<void()> fn) {
     auto id = std::make_shared<Env::TimerId>(0);
-    *id = env_.After(delay_ms, [this, id, fn = std::move(fn)] {
+    const std::int64_t due = env_.NowMs() + delay_ms;
+    *id = env_.After(delay_ms, [this, id, due, fn = std::move(fn)] {
       timers_.erase(*id);
+      NoteLateness(env_.NowMs() - due);
       fn();
       Flush();
     });
     timers_.insert(*id);
   }
+
+  // A timer that fires more than a period late means this process was stalled
+  // (SIGSTOP, swapped out, a blocked loop): the frames that arrived meanwhile
+  // (acks, refutations) have not been processed yet, so for one period this node
+  // neither suspects nor declares anyone dead on its own evidence.
+  void NoteLateness(std::int64_t late_ms) {
+    if (late_ms <= opt_.heartbeat_ms) return;
+    grace_until_ = env_.NowMs() + opt_.heartbeat_ms;
+    env_.Log(LogLevel::kInfo, "membership: loop stalled " + std::to_string(late_ms) +
+                                  " ms; suspicion paused for one period");
+  }
+  bool InStallGrace() const { return env_.NowMs() < grace_until_; }
 
   // Events are queued while the tables change and delivered at the end of each
   // entry point, so a callback that calls back into us sees a consistent view.
@@ -203,7 +229,8 @@ class Membership::Impl {
   void MarkChanged(Entry& e) {
     e.since = env_.NowMs();
     e.change = ++change_counter_;
-    e.retransmit = static_cast<std::uint32_t>(opt_.gossip_lambda * std::max(1, CeilLog2(members_.size() + 1)));
+    e.retransmit =
+        static_cast<std::uint32_t>(opt_.gossip_lambda * std::max(1, CeilLog2(members_.size() + 1)));
   }
 
   void Refute(std::uint64_t heard_incarnation) {
@@ -259,9 +286,12 @@ class Membership::Impl {
     if (now == MemberState::kSuspect) ScheduleSuspectCheck();
   }
 
-  void ScheduleSuspectCheck() { Schedule(opt_.suspect_timeout_ms, [this] { CheckSuspects(); }); }
+  void ScheduleSuspectCheck() {
+    Schedule(opt_.suspect_timeout_ms, [this] { CheckSuspects(); });
+  }
 
   void CheckSuspects() {
+    if (InStallGrace()) return;  // the next Tick checks again
     const std::int64_t now = env_.NowMs();
     for (auto& [id, e] : members_) {
       if (id == self_id_ || e.m.state != MemberState::kSuspect) continue;
@@ -310,7 +340,7 @@ class Membership::Impl {
   void FinishProbe() {
     if (!probe_.active) return;
     probe_.active = false;
-    if (probe_.acked) return;
+    if (probe_.acked || InStallGrace()) return;
     auto it = members_.find(probe_.target);
     if (it == members_.end()) return;
     Entry& e = it->second;
@@ -375,7 +405,8 @@ class Membership::Impl {
       }
     }
     Shuffle(helpers);
-    const std::size_t k = std::min(helpers.size(), static_cast<std::size_t>(std::max(0, opt_.indirect_probes)));
+    const std::size_t k =
+        std::min(helpers.size(), static_cast<std::size_t>(std::max(0, opt_.indirect_probes)));
     for (std::size_t i = 0; i < k; ++i) {
       Message m;
       m.type = MembershipMessage::kPingReq;
@@ -457,9 +488,12 @@ class Membership::Impl {
   void SendJoinAck(const Address& to) {
     Message m;
     m.type = MembershipMessage::kJoinAck;
+    std::size_t bytes = 0;
     for (const auto& [id, e] : members_) {
-      if (m.members.size() >= membership::kMaxMembers) break;
-      if (id != self_id_) m.members.push_back(e.m);
+      if (id == self_id_) continue;
+      bytes += RecordBytes(e.m);
+      if (m.members.size() >= membership::kMaxMembers || bytes > kJoinAckBudget) break;
+      m.members.push_back(e.m);
     }
     SendTo(to, std::move(m));
   }
@@ -488,7 +522,8 @@ class Membership::Impl {
     for (auto& [id, e] : members_) {
       if (id != self_id_ && e.retransmit > 0 && !taken.count(id)) fresh.push_back(&e);
     }
-    std::sort(fresh.begin(), fresh.end(), [](const Entry* a, const Entry* b) { return a->change > b->change; });
+    std::sort(fresh.begin(), fresh.end(),
+              [](const Entry* a, const Entry* b) { return a->change > b->change; });
     for (Entry* e : fresh) {
       if (out.size() >= opt_.max_gossip) break;
       out.push_back(e->m);
@@ -514,6 +549,7 @@ class Membership::Impl {
   std::set<Env::TimerId> timers_;
   std::vector<MemberEvent> pending_;
   MembershipStats stats_;
+  std::int64_t grace_until_ = 0;  // see NoteLateness
   bool started_ = false;
   bool left_ = false;
 };

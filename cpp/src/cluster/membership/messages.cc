@@ -117,7 +117,8 @@ Result<Message> DecodeMessage(std::uint8_t type, std::string_view payload) {
     }
   }
   ok = ok && GetMembers(r, m.gossip, kMaxGossip) && r.done();
-  if (!ok) return Status::InvalidArgument("membership: malformed message type " + std::to_string(type));
+  if (!ok)
+    return Status::InvalidArgument("membership: malformed message type " + std::to_string(type));
   return m;
 }
 

@@ -141,7 +141,8 @@ Result<NodeId> LoadOrCreateNodeId(const std::string& state_dir) {
     if (existing.value().has_value()) {
       const std::string id = Trim(*existing.value());
       if (!IsValidNodeId(id)) {
-        return Status::BadConfig("corrupt " + path.string() + ": expected 32 lowercase hex characters");
+        return Status::BadConfig("corrupt " + path.string() +
+                                 ": expected 32 lowercase hex characters");
       }
       return id;
     }

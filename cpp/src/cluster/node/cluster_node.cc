@@ -145,7 +145,7 @@ class ClusterNodeImpl final : public ClusterNode {
   pynenc_cpp::Status LoadIdentity();
   void StartCore(const Address& self, std::uint64_t incarnation, std::vector<Address> seeds,
                  int quorum);
-  void Snapshot();  // loop thread
+  void Snapshot();       // loop thread
   void CheckWorkDone();  // loop thread
   void Record(std::string_view event, std::uint64_t epoch, std::int64_t mono,
               std::int64_t lease_until, std::string_view reason) {
@@ -228,6 +228,11 @@ pynenc_cpp::Status ClusterNodeImpl::Init() {
   // Nothing below fails.
   const Address self = env_->LocalAddress();
   const int quorum = EffectiveQuorum(options_, self);
+  if (options_.quorum == 0 && quorum == 1) {
+    StderrSink(LogLevel::kWarning,
+               "quorum is 1 (no seeds and no quorum option): this node may be master on its own; "
+               "give every node the same seeds or set quorum to a majority");
+  }
   callbacks_ = std::make_unique<CallbackThread>();
   std::promise<void> ready;
   env_->Post([&] {
@@ -340,7 +345,14 @@ void ClusterNodeImpl::CheckWorkDone() {
 }
 
 void ClusterNodeImpl::Stop() {
-  std::lock_guard<std::mutex> stop_lock(stop_mu_);
+  std::unique_lock<std::mutex> stop_lock(stop_mu_, std::defer_lock);
+  if (callbacks_ && callbacks_->OnThisThread()) {
+    // Another thread may be inside Stop() waiting for a callback queued behind
+    // this one: return rather than wait for it (it finishes the stop).
+    if (!stop_lock.try_lock()) return;
+  } else {
+    stop_lock.lock();
+  }
   if (!started_ || stopped_) return;
   stopped_ = true;
   if (standalone_) {

@@ -53,15 +53,15 @@ NodeCore::NodeCore(Env& env, NodeCoreOptions options, NodeCoreHooks hooks)
       election_(MakeElection(options_.election, options_.election_class)),
       supervisor_(SupervisorOptions{options_.stabilize_ms}) {
   if (options_.lease_ms <= 0) options_.lease_ms = options_.membership.suspect_timeout_ms;
-  lease_ = std::make_unique<Lease>(
-      *guarded_,
-      LeaseOptions{options_.membership.self.id, options_.membership.heartbeat_ms, options_.lease_ms,
-                   0},
-      [this](std::int64_t until) { OnLeaseExtend(until); });
-  membership_ = std::make_unique<Membership>(*guarded_, options_.membership,
-                                             [this](const MemberEvent& e) {
-                                               if (hooks_.member_event) hooks_.member_event(e);
-                                             });
+  lease_ =
+      std::make_unique<Lease>(*guarded_,
+                              LeaseOptions{options_.membership.self.id,
+                                           options_.membership.heartbeat_ms, options_.lease_ms, 0},
+                              [this](std::int64_t until) { OnLeaseExtend(until); });
+  membership_ =
+      std::make_unique<Membership>(*guarded_, options_.membership, [this](const MemberEvent& e) {
+        if (hooks_.member_event) hooks_.member_event(e);
+      });
   if (hooks_.incarnation) membership_->SetOnIncarnation(hooks_.incarnation);
 }
 
@@ -108,9 +108,9 @@ void NodeCore::CheckLeaseExpiry() {
   const std::int64_t now = env_.NowMs();
   if (supervisor_.state() != SupervisorState::kMaster || now < supervisor_.lease_until_ms()) return;
   if (hooks_.record) {
-    hooks_.record({"lease_expired", supervisor_.epoch(), now, supervisor_.lease_until_ms(),
-                   "detected " + std::to_string(now - supervisor_.lease_until_ms()) +
-                       " ms after expiry"});
+    hooks_.record(
+        {"lease_expired", supervisor_.epoch(), now, supervisor_.lease_until_ms(),
+         "detected " + std::to_string(now - supervisor_.lease_until_ms()) + " ms after expiry"});
   }
   Feed(supervisor_event::Tick{});
 }
@@ -141,7 +141,8 @@ void NodeCore::AfterEvent() {
   if (view_changed || peers != peers_) {
     peers_ = peers;
     LeaseView view;
-    if (leader_member) view.elected = LeaseView::Candidate{leader_member->id, leader_member->address};
+    if (leader_member)
+      view.elected = LeaseView::Candidate{leader_member->id, leader_member->address};
     view.peers = std::move(peers);
     view.quorum = quorum;
     view.epoch = epoch;
@@ -177,25 +178,28 @@ void NodeCore::Feed(decltype(SupervisorInput::event) event) {
 }
 
 void NodeCore::Apply(std::vector<SupervisorEffect> effects) {
-  const Activation activation{options_.membership.self.id, supervisor_.epoch(),
-                              supervisor_.lease_until_ms(), false};
   for (auto& effect : effects) {
     if (auto* start = std::get_if<supervisor_effect::StartWork>(&effect)) {
+      started_epoch_ = start->epoch;
       if (hooks_.start_work) {
         hooks_.start_work(
             Activation{options_.membership.self.id, start->epoch, start->lease_until_ms, false});
       }
     } else if (auto* stop = std::get_if<supervisor_effect::StopWork>(&effect)) {
-      if (hooks_.stop_work) hooks_.stop_work(activation, stop->reason);
+      // The epoch the work started in, and the lease it held last.
+      if (hooks_.stop_work) {
+        hooks_.stop_work(Activation{options_.membership.self.id, started_epoch_,
+                                    supervisor_.lease_until_ms(), false},
+                         stop->reason);
+      }
     } else if (auto* wake = std::get_if<supervisor_effect::WakeAt>(&effect)) {
       if (wake_timer_ && wake_at_ == wake->at_ms) continue;
       if (wake_timer_) env_.Cancel(*wake_timer_);
       wake_at_ = wake->at_ms;
-      wake_timer_ =
-          env_.After(std::max<std::int64_t>(0, wake->at_ms - env_.NowMs()), [this] {
-            wake_timer_.reset();
-            Guarded([this] { Feed(supervisor_event::Tick{}); });
-          });
+      wake_timer_ = env_.After(std::max<std::int64_t>(0, wake->at_ms - env_.NowMs()), [this] {
+        wake_timer_.reset();
+        Guarded([this] { Feed(supervisor_event::Tick{}); });
+      });
     } else if (auto* log = std::get_if<supervisor_effect::Log>(&effect)) {
       env_.Log(log->level, log->message);
     }

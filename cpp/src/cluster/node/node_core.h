@@ -42,9 +42,9 @@ struct NodeCoreOptions {
   MembershipOptions membership;  // self (id, address, incarnation...), seeds, timings
   int quorum = 1;                // live members needed to elect anyone (and lease grants)
   ElectionKind election = ElectionKind::kOldestNode;
-  std::string election_class;    // OldestNode only
+  std::string election_class;  // OldestNode only
   std::int64_t stabilize_ms = 500;
-  std::int64_t lease_ms = 0;     // 0: membership.suspect_timeout_ms
+  std::int64_t lease_ms = 0;  // 0: membership.suspect_timeout_ms
 };
 
 // One activation-log event raised by NodeCore itself ("lease": written before
@@ -135,6 +135,7 @@ class NodeCore {
   std::vector<Address> peers_;
   std::int64_t fed_lease_until_ = 0;
   bool view_fed_ = false;
+  std::uint64_t started_epoch_ = 0;  // epoch of the last StartWork
   bool started_ = false;
 };
 

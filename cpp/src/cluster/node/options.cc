@@ -44,8 +44,8 @@ Status ValidateClusterOptions(const ClusterOptions& o) {
     return Bad("indirect_probes: must be >= 0 (got " + N(o.indirect_probes) + ")");
   }
   if (o.max_frame_bytes < 1024) {
-    return Bad("max_frame_bytes: must be >= 1024 (got " + N(static_cast<std::int64_t>(o.max_frame_bytes)) +
-               ")");
+    return Bad("max_frame_bytes: must be >= 1024 (got " +
+               N(static_cast<std::int64_t>(o.max_frame_bytes)) + ")");
   }
   if (o.send_queue_bound == 0) return Bad("send_queue_bound: must be > 0");
   if (!o.election_class.empty() && o.election != ElectionKind::kOldestNode) {

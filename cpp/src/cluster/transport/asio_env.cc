@@ -51,15 +51,18 @@ class AsioEnvImpl final : public AsioEnv {
       : acceptor_(core_.io), work_(asio::make_work_guard(core_.io)) {
     core_.options = options;
     core_.log_sink = std::move(sink);
-    core_.rng.seed(options.random_seed != 0 ? options.random_seed
-                                            : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
-                                                  std::random_device{}());
+    core_.rng.seed(options.random_seed != 0
+                       ? options.random_seed
+                       : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
+                             std::random_device{}());
   }
   ~AsioEnvImpl() override { Shutdown(0); }
 
   // Binds and listens (caller's thread, before the loop exists).
   Status Listen(const asio::ip::address& ip, const std::string& host);
-  void StartLoop() { thread_ = std::thread([this] { Run(); }); }
+  void StartLoop() {
+    thread_ = std::thread([this] { Run(); });
+  }
 
   std::int64_t NowMs() override {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -118,7 +121,8 @@ Status AsioEnvImpl::Listen(const asio::ip::address& ip, const std::string& host)
   if (ec) return Status::BackendFailure("cannot listen on " + where + ": " + ec.message());
   const std::uint16_t port = acceptor_.local_endpoint(ec).port();
   if (ec) return Status::BackendFailure("cannot read the bound port: " + ec.message());
-  const std::string& adv = core_.options.advertise_host.empty() ? host : core_.options.advertise_host;
+  const std::string& adv =
+      core_.options.advertise_host.empty() ? host : core_.options.advertise_host;
   core_.local_address = FormatAddress(adv, port);
   Accept();
   return Status::Ok();
@@ -148,7 +152,19 @@ void AsioEnvImpl::Accept() {
       });
       return;
     }
+    if (core_.pending_handshakes >= core_.options.max_pending_handshakes) {
+      AtomicStats::Add(core_.stats.handshakes_rejected);
+      boost::system::error_code ignored;
+      const auto ep = socket.remote_endpoint(ignored);
+      core_.Log(LogLevel::kWarning, "refused connection from " +
+                                        FormatAddress(ep.address().to_string(), ep.port()) +
+                                        ": too many handshakes in progress");
+      socket.close(ignored);
+      Accept();
+      return;
+    }
     auto conn = std::make_shared<InboundConn>(core_, std::move(socket));
+    ++core_.pending_handshakes;
     core_.inbound.insert(conn);
     conn->Start();
     Accept();
@@ -202,7 +218,8 @@ void AsioEnvImpl::SetReceiver(Receiver receiver) {
   if (OnLoop()) {
     core_.receiver = std::move(receiver);
   } else {
-    asio::post(core_.io, [this, r = std::move(receiver)]() mutable { core_.receiver = std::move(r); });
+    asio::post(core_.io,
+               [this, r = std::move(receiver)]() mutable { core_.receiver = std::move(r); });
   }
 }
 
@@ -247,7 +264,8 @@ void AsioEnvImpl::Send(const Address& to, std::uint8_t type, std::string payload
       core_.Log(LogLevel::kError, "Send: " + target.status().message());
       return;
     }
-    it = core_.outbound.emplace(to, std::make_shared<OutboundLink>(core_, to, target.value())).first;
+    it =
+        core_.outbound.emplace(to, std::make_shared<OutboundLink>(core_, to, target.value())).first;
   }
   it->second->Enqueue(EncodeFrame(type, payload));
 }
@@ -339,10 +357,16 @@ Result<std::unique_ptr<AsioEnv>> MakeAsioEnv(const TransportOptions& options, Lo
     return Status::BadConfig("max_frame_bytes must be 1 B - 1 GiB");
   }
   if (options.send_queue_bound == 0) return Status::BadConfig("send_queue_bound must be > 0");
-  if (options.reconnect_initial_ms <= 0 || options.reconnect_max_ms < options.reconnect_initial_ms) {
+  if (options.reconnect_initial_ms <= 0 ||
+      options.reconnect_max_ms < options.reconnect_initial_ms) {
     return Status::BadConfig("need 0 < reconnect_initial_ms <= reconnect_max_ms");
   }
-  if (options.handshake_timeout_ms <= 0) return Status::BadConfig("handshake_timeout_ms must be > 0");
+  if (options.handshake_timeout_ms <= 0) {
+    return Status::BadConfig("handshake_timeout_ms must be > 0");
+  }
+  if (options.max_pending_handshakes == 0) {
+    return Status::BadConfig("max_pending_handshakes must be > 0");
+  }
   if (options.host.empty()) return Status::BadConfig("host is empty");
   if (options.host.size() > kMaxAddressBytes - 6 ||
       options.advertise_host.size() > kMaxAddressBytes - 6) {

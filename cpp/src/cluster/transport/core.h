@@ -7,6 +7,13 @@
 // (options, local_address, log_sink).
 #pragma once
 
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including
+// <utility>, so <utility> must come before Asio.
+// clang-format off
+#include <utility>
+#include <boost/asio.hpp>
+// clang-format on
+
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -15,10 +22,7 @@
 #include <random>
 #include <set>
 #include <string>
-#include <utility>  // before Asio: Boost 1.74 awaitable.hpp uses std::exchange without it
 #include <vector>
-
-#include <boost/asio.hpp>
 
 #include "cluster/transport/address.h"
 #include "cluster/transport/frame.h"
@@ -64,6 +68,8 @@ struct Core {
   bool closing = false;
   std::map<Address, std::shared_ptr<OutboundLink>> outbound;
   std::set<std::shared_ptr<InboundConn>> inbound;
+  // Inbound connections not yet authenticated (bounded by max_pending_handshakes).
+  std::size_t pending_handshakes = 0;
 
   void Log(LogLevel level, std::string_view message) const;
   // Hands one protocol frame to the receiver; an exception from it is caught
@@ -109,13 +115,13 @@ class OutboundLink : public std::enable_shared_from_this<OutboundLink> {
   std::uint64_t gen_ = 0;  // bumped per attempt; stale handlers compare and return
   tcp::socket socket_;
   tcp::resolver resolver_;
-  asio::steady_timer timer_;  // connect+handshake deadline, then the backoff
+  asio::steady_timer timer_;         // connect+handshake deadline, then the backoff
   std::deque<std::string> control_;  // handshake frames, written before data
   std::deque<std::string> queue_;    // protocol frames
   bool writing_ = false;
   std::size_t inflight_data_frames_ = 0;  // protocol frames in the current write
-  bool dropping_ = false;  // a drop was logged since the queue last drained
-  int failures_ = 0;       // consecutive failed attempts (backoff exponent)
+  bool dropping_ = false;                 // a drop was logged since the queue last drained
+  int failures_ = 0;                      // consecutive failed attempts (backoff exponent)
   FrameDecoder decoder_{kMaxHandshakeBodyBytes};
   std::array<char, 4096> read_buf_{};
   Transcript transcript_;

@@ -66,7 +66,8 @@ bool ParseProof(std::string_view body, Proof& out) {
   return r.done();
 }
 
-std::optional<Mac> ComputeProof(std::string_view secret, std::string_view label, const Transcript& t) {
+std::optional<Mac> ComputeProof(std::string_view secret, std::string_view label,
+                                const Transcript& t) {
   wire::ByteWriter w;
   w.Str(label);
   w.U16(t.version);

@@ -90,7 +90,8 @@ struct Transcript {
 // u32 big-endian length followed by the bytes. `label` is kClientLabel or
 // kServerLabel. An empty secret is a valid (loopback-only) key. nullopt only
 // if OpenSSL fails (callers then refuse the handshake).
-std::optional<Mac> ComputeProof(std::string_view secret, std::string_view label, const Transcript& t);
+std::optional<Mac> ComputeProof(std::string_view secret, std::string_view label,
+                                const Transcript& t);
 // Constant-time comparison (CRYPTO_memcmp).
 bool ProofsEqual(const Mac& a, const Mac& b);
 

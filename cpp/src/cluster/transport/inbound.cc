@@ -13,6 +13,8 @@ InboundConn::InboundConn(Core& core, tcp::socket socket)
 void InboundConn::Start() {
   boost::system::error_code ignored;
   socket_.set_option(tcp::no_delay(true), ignored);
+  // Reclaims connections from hosts that vanished without a FIN or RST.
+  socket_.set_option(asio::socket_base::keep_alive(true), ignored);
   auto self = shared_from_this();
   timer_.expires_after(std::chrono::milliseconds(core_.options.handshake_timeout_ms));
   timer_.async_wait([self](const boost::system::error_code& ec) {
@@ -24,6 +26,7 @@ void InboundConn::Start() {
 
 void InboundConn::Close() {
   if (state_ == State::kClosed) return;
+  if (state_ != State::kOpen) --core_.pending_handshakes;
   state_ = State::kClosed;
   boost::system::error_code ignored;
   timer_.cancel();
@@ -38,39 +41,39 @@ void InboundConn::Reject(std::atomic<std::uint64_t>* counter, const std::string&
     AtomicStats::Add(core_.stats.handshakes_rejected);
     core_.Log(LogLevel::kWarning, "refused connection from " + remote_ + ": " + why);
   } else {
-    core_.Log(LogLevel::kWarning, "closed connection from " + peer_address_ + " (" + remote_ +
-                                      "): " + why);
+    core_.Log(LogLevel::kWarning,
+              "closed connection from " + peer_address_ + " (" + remote_ + "): " + why);
   }
   Close();
 }
 
 void InboundConn::Read() {
   auto self = shared_from_this();
-  socket_.async_read_some(asio::buffer(read_buf_), [self](const boost::system::error_code& ec,
-                                                          std::size_t n) {
-    if (self->state_ == State::kClosed) return;
-    if (ec) {
-      if (self->state_ != State::kOpen) {
-        self->Reject(nullptr, "closed during the handshake: " + ec.message());
-      } else {
-        self->core_.Log(LogLevel::kDebug, "connection from " + self->peer_address_ +
-                                              " ended: " + ec.message());
-        self->Close();
-      }
-      return;
-    }
-    auto frames = self->decoder_.Feed(std::string_view(self->read_buf_.data(), n));
-    if (!frames.ok()) {
-      auto& counter = self->decoder_.error() == FrameError::kOversize
-                          ? self->core_.stats.frames_oversize
-                          : self->core_.stats.frames_malformed;
-      return self->Reject(&counter, frames.status().message());
-    }
-    for (auto& f : frames.value()) {
-      if (!self->OnFrame(std::move(f))) return;
-    }
-    self->Read();
-  });
+  socket_.async_read_some(
+      asio::buffer(read_buf_), [self](const boost::system::error_code& ec, std::size_t n) {
+        if (self->state_ == State::kClosed) return;
+        if (ec) {
+          if (self->state_ != State::kOpen) {
+            self->Reject(nullptr, "closed during the handshake: " + ec.message());
+          } else {
+            self->core_.Log(LogLevel::kDebug,
+                            "connection from " + self->peer_address_ + " ended: " + ec.message());
+            self->Close();
+          }
+          return;
+        }
+        auto frames = self->decoder_.Feed(std::string_view(self->read_buf_.data(), n));
+        if (!frames.ok()) {
+          auto& counter = self->decoder_.error() == FrameError::kOversize
+                              ? self->core_.stats.frames_oversize
+                              : self->core_.stats.frames_malformed;
+          return self->Reject(&counter, frames.status().message());
+        }
+        for (auto& f : frames.value()) {
+          if (!self->OnFrame(std::move(f))) return;
+        }
+        self->Read();
+      });
 }
 
 bool InboundConn::OnFrame(Frame frame) {
@@ -125,6 +128,7 @@ bool InboundConn::OnFrame(Frame frame) {
       }
       Write(EncodeFrame(kAccept, EncodeProof(Proof{*ours})));
       state_ = State::kOpen;
+      --core_.pending_handshakes;
       peer_address_ = transcript_.client_address;
       decoder_.SetMaxBodyBytes(core_.options.max_frame_bytes);
       timer_.cancel();
@@ -134,8 +138,8 @@ bool InboundConn::OnFrame(Frame frame) {
     }
     case State::kOpen:
       if (frame.type < kFirstProtocolType) {
-        Reject(&malformed, "transport frame type " + std::to_string(frame.type) +
-                               " after the handshake");
+        Reject(&malformed,
+               "transport frame type " + std::to_string(frame.type) + " after the handshake");
         return false;
       }
       if (core_.closing) return true;

@@ -45,8 +45,8 @@ void OutboundLink::Enqueue(std::string frame) {
 
 bool OutboundLink::Flushable() const {
   const bool pending = !queue_.empty() || writing_;
-  return pending && (state_ == State::kConnecting || state_ == State::kHandshaking ||
-                     state_ == State::kReady);
+  return pending &&
+         (state_ == State::kConnecting || state_ == State::kHandshaking || state_ == State::kReady);
 }
 
 void OutboundLink::Close() {
@@ -83,10 +83,9 @@ void OutboundLink::StartConnect() {
   boost::system::error_code ec;
   const auto ip = asio::ip::make_address(target_.host, ec);
   if (!ec) {
-    socket_.async_connect(tcp::endpoint(ip, target_.port),
-                          [self, gen](const boost::system::error_code& e) {
-                            self->OnConnected(gen, e);
-                          });
+    socket_.async_connect(
+        tcp::endpoint(ip, target_.port),
+        [self, gen](const boost::system::error_code& e) { self->OnConnected(gen, e); });
     return;
   }
   resolver_.async_resolve(
@@ -106,6 +105,7 @@ void OutboundLink::OnConnected(std::uint64_t gen, const boost::system::error_cod
   if (ec) return Fail(LogLevel::kDebug, "connect failed: " + ec.message());
   boost::system::error_code ignored;
   socket_.set_option(tcp::no_delay(true), ignored);
+  socket_.set_option(asio::socket_base::keep_alive(true), ignored);
   state_ = State::kHandshaking;
   transcript_ = Transcript{};
   transcript_.cluster_name = core_.options.cluster_name;
@@ -127,10 +127,9 @@ void OutboundLink::StartRead(std::uint64_t gen) {
         if (ec) {
           const bool during_handshake = self->state_ != State::kReady;
           return self->Fail(during_handshake ? LogLevel::kWarning : LogLevel::kInfo,
-                            during_handshake
-                                ? "closed during the handshake (" + ec.message() +
-                                      "): wrong secret or cluster name on one side?"
-                                : "connection lost: " + ec.message());
+                            during_handshake ? "closed during the handshake (" + ec.message() +
+                                                   "): wrong secret or cluster name on one side?"
+                                             : "connection lost: " + ec.message());
         }
         auto frames = self->decoder_.Feed(std::string_view(self->read_buf_.data(), n));
         if (!frames.ok()) {
@@ -181,8 +180,9 @@ void OutboundLink::OnFrame(Frame frame) {
   const auto expected = ComputeProof(core_.options.secret, kServerLabel, transcript_);
   if (!expected || !ProofsEqual(*expected, proof.mac)) {
     AtomicStats::Add(core_.stats.handshakes_rejected);
-    return Fail(LogLevel::kWarning, "handshake refused: the server's proof does not verify "
-                                    "(wrong secret or cluster name)");
+    return Fail(LogLevel::kWarning,
+                "handshake refused: the server's proof does not verify "
+                "(wrong secret or cluster name)");
   }
   state_ = State::kReady;
   failures_ = 0;
