@@ -287,14 +287,20 @@ def lease_records(nodes: list[NodeProc]) -> dict[str, list[dict[str, Any]]]:
 
 def held_intervals(records: list[dict[str, Any]]) -> list[tuple[float, float]]:
     """The intervals during which one node held a lease: each "lease" record's
-    [mono_ms, lease_until_mono_ms]. The lease is granted only after the grants of a
-    quorum arrived and the record is written before it takes effect, so these are
-    the intervals the protocol promises never to overlap between nodes."""
-    return [
-        (float(r["mono_ms"]), float(r["lease_until_mono_ms"]))
-        for r in records
-        if r.get("event") == "lease"
-    ]
+    [mono_ms, lease_until_mono_ms], cut short by a later "release" record (a graceful
+    leave gives the lease back once the work stopped, so peers may grant a successor
+    at once). The lease is granted only after the grants of a quorum arrived and the
+    record is written before it takes effect, so these are the intervals the protocol
+    promises never to overlap between nodes."""
+    out: list[tuple[float, float]] = []
+    for r in records:
+        ev = r.get("event")
+        if ev == "lease":
+            out.append((float(r["mono_ms"]), float(r["lease_until_mono_ms"])))
+        elif ev == "release":
+            t = float(r["mono_ms"])
+            out = [(s, min(e, t)) if s <= t else (s, e) for s, e in out]
+    return out
 
 
 def work_intervals(records: list[dict[str, Any]]) -> list[tuple[float, float]]:
@@ -308,6 +314,8 @@ def work_intervals(records: list[dict[str, Any]]) -> list[tuple[float, float]]:
         ev = r.get("event")
         if ev == "lease":
             lease_end = max(lease_end, float(r["lease_until_mono_ms"]))
+        elif ev == "release":
+            lease_end = min(lease_end, float(r["mono_ms"]))
         elif ev == "start":
             start = float(r["mono_ms"])
         elif ev in ("stop", "lease_expired") and start is not None:

@@ -44,3 +44,12 @@ def test_a_start_inside_another_nodes_right_is_an_overlap() -> None:
     assert overlaps({"old": work_intervals(old), "new": work_intervals(early)}) != []
     late = [lease(400, 700), ev("start", 410)]
     assert overlaps({"old": work_intervals(old), "new": work_intervals(late)}) == []
+
+
+def test_a_release_ends_the_lease_early() -> None:
+    a = [lease(0, 300), ev("start", 10), ev("stop", 50), ev("release", 51)]
+    assert held_intervals(a) == [(0.0, 51.0)]
+    b = [lease(60, 360), ev("start", 60)]
+    assert overlaps({"a": held_intervals(a), "b": held_intervals(b)}) == []
+    b_early = [lease(40, 340)]
+    assert overlaps({"a": held_intervals(a), "b": held_intervals(b_early)}) != []
