@@ -184,7 +184,7 @@ std::unique_ptr<PyClusterNode> StartNode(const ClusterOptions& options, py::obje
 
 void InitValueTypes(py::module_& m) {
   py::class_<Member>(m, "ClusterMember", "One member as this node sees it (read-only snapshot).")
-      .def_readonly("id", &Member::id, "Persistent node id (32 hex characters).")
+      .def_readonly("id", &Member::id, "Node id (lowercase hex; persistent with a state dir).")
       .def_readonly("address", &Member::address, "'host:port' the member listens on.")
       .def_readonly("incarnation", &Member::incarnation, "SWIM incarnation number.")
       .def_property_readonly(

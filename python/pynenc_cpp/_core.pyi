@@ -992,7 +992,7 @@ class ClusterMember:
     @property
     def id(self) -> str:
         """
-        Persistent node id (32 hex characters).
+        Node id (lowercase hex; persistent with a state dir).
         """
     @property
     def incarnation(self) -> int:
