@@ -148,8 +148,8 @@ ElectionKind ParseElection(const std::string& name) {
   if (name == "oldest") return ElectionKind::kOldestNode;
   if (name == "hrw") return ElectionKind::kHrw;
   if (name == "lowest_address") return ElectionKind::kLowestAddress;
-  throw py::value_error("election must be one of 'oldest', 'hrw', 'lowest_address', got '" +
-                        name + "'");
+  throw py::value_error("election must be one of 'oldest', 'hrw', 'lowest_address', got '" + name +
+                        "'");
 }
 
 std::unique_ptr<PyClusterNode> StartNode(const ClusterOptions& options, py::object start,
@@ -177,8 +177,8 @@ std::unique_ptr<PyClusterNode> StartNode(const ClusterOptions& options, py::obje
       CallPython("pynenc_cpp cluster event callback", [&] { cb->on_event(py::cast(e)); });
     };
   }
-  auto node = WithoutGil(
-      [&] { return ClusterNode::Start(options, std::move(work), std::move(events)); });
+  auto node =
+      WithoutGil([&] { return ClusterNode::Start(options, std::move(work), std::move(events)); });
   return std::make_unique<PyClusterNode>(std::move(node));
 }
 
