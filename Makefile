@@ -1,5 +1,5 @@
 # Developer and CI entry points. Each target installs what it needs.
-.PHONY: setup test demo wheel conformance bench bench-peers clean
+.PHONY: setup test demo wheel conformance bench bench-peers bench-cluster clean
 
 setup:
 	bash scripts/setup.sh
@@ -24,6 +24,11 @@ bench: setup
 bench-peers: setup
 	bash scripts/bench_setup.sh
 	.venv/bin/python bench/peers.py $(ARGS)
+
+# Cluster failover with real processes on loopback (docs/cluster/python.md).
+# ARGS="--quick" for a smoke run.
+bench-cluster: setup
+	.venv/bin/python bench/cluster_failover.py $(ARGS)
 
 wheel:
 	bash scripts/setup.sh

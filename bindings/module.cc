@@ -15,4 +15,5 @@ PYBIND11_MODULE(_core, m) {
   pynenc_cpp::bindings::InitTrigger(m);
   pynenc_cpp::bindings::InitLifecycle(m);
   pynenc_cpp::bindings::InitRunner(m);
+  pynenc_cpp::bindings::InitCluster(m);
 }

@@ -1,53 +1,90 @@
 """
 pynenc-cpp engine bindings (private; use the pynenc_cpp package).
 """
+
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['BackendError', 'BadConfig', 'Broker', 'ClientDataStore', 'EngineError', 'IllegalTransition', 'InvalidArgument', 'InvocationNotFound', 'Lifecycle', 'Orchestrator', 'OwnershipViolation', 'RunnerEngine', 'StateBackend', 'TriggerStore', 'apply_transition', 'history_json', 'status_names', 'status_table']
+
+__all__: list[str] = [
+    "BackendError",
+    "BadConfig",
+    "Broker",
+    "ClientDataStore",
+    "ClusterActivation",
+    "ClusterMember",
+    "ClusterMemberEvent",
+    "ClusterNode",
+    "ClusterNodeStatus",
+    "ClusterOptions",
+    "EngineError",
+    "IllegalTransition",
+    "InvalidArgument",
+    "InvocationNotFound",
+    "Lifecycle",
+    "Orchestrator",
+    "OwnershipViolation",
+    "RunnerEngine",
+    "StateBackend",
+    "TriggerStore",
+    "apply_transition",
+    "history_json",
+    "status_names",
+    "status_table",
+]
+
 class EngineError(Exception):
     """
     Base class of every error raised by the pynenc-cpp engine.
     """
+
 class InvocationNotFound(EngineError, KeyError):
     """
     An invocation, key or record named by the caller does not exist.
     """
+
 class IllegalTransition(EngineError):
     """
     The invocation status machine forbids this transition.
     """
+
     from_status: str | None
     to_status: str
     allowed: list[str]
     reason: str
+
 class OwnershipViolation(EngineError):
     """
     The status machine's runner-ownership rules forbid this change.
     """
+
     from_status: str
     to_status: str
     current_owner: str | None
     attempted_owner: str | None
     reason: str
+
 class BackendError(EngineError, RuntimeError):
     """
     The storage backend failed (I/O, server, corrupt data).
     """
+
 class BadConfig(EngineError, ValueError):
     """
     A configuration value is missing, malformed or unsupported.
     """
+
 class InvalidArgument(EngineError, ValueError):
     """
     An argument is out of range or malformed.
     """
+
 class Broker:
     """
     Queues of invocation ids by name and priority (thread-safe).
     Higher priority first; FIFO within one priority.
     """
-    def __init__(self, uri: str = 'memory://', app_id: str = 'pynenc') -> None:
+    def __init__(self, uri: str = "memory://", app_id: str = "pynenc") -> None:
         """
         Opens the broker named by `uri` for `app_id`. Raises BadConfig for an unusable URI.
         """
@@ -63,20 +100,28 @@ class Broker:
         """
         Drops every queued id.
         """
-    def retrieve(self, queue: str, timeout_seconds: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> str | None:
+    def retrieve(
+        self, queue: str, timeout_seconds: typing.SupportsFloat | typing.SupportsIndex = 0.0
+    ) -> str | None:
         """
         Pops the next id of `queue`, waiting up to `timeout_seconds` (GIL released) for one.
         Returns None if nothing arrived in time or interrupt() was called.
         """
-    def route(self, invocation_ids: collections.abc.Sequence[str], queue: str, priority: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> None:
+    def route(
+        self,
+        invocation_ids: collections.abc.Sequence[str],
+        queue: str,
+        priority: typing.SupportsFloat | typing.SupportsIndex = 0.0,
+    ) -> None:
         """
         Appends the ids, in order, to `queue` at `priority`; wakes waiting retrievers.
         """
+
 class ClientDataStore:
     """
     Key -> serialized value store for large task data (thread-safe).
     """
-    def __init__(self, uri: str = 'memory://', app_id: str = 'pynenc') -> None:
+    def __init__(self, uri: str = "memory://", app_id: str = "pynenc") -> None:
         """
         Opens the store named by `uri` for `app_id`. Raises BadConfig for an unusable URI.
         """
@@ -92,12 +137,13 @@ class ClientDataStore:
         """
         Stores `value` under `key`, replacing any old value.
         """
+
 class Orchestrator:
     """
     Invocation status records and indexes, blocking control, runner heartbeats and
     atomic-service execution rows (thread-safe; every call is atomic).
     """
-    def __init__(self, uri: str = 'memory://', app_id: str = 'pynenc') -> None:
+    def __init__(self, uri: str = "memory://", app_id: str = "pynenc") -> None:
         """
         Opens the orchestrator named by `uri` for `app_id`. Raises BadConfig for an unusable URI.
         """
@@ -105,11 +151,22 @@ class Orchestrator:
         """
         Running executions, most recently started first.
         """
-    def active_runners(self, timeout_us: typing.SupportsInt | typing.SupportsIndex, can_run_atomic_service: bool | None = None) -> list:
+    def active_runners(
+        self,
+        timeout_us: typing.SupportsInt | typing.SupportsIndex,
+        can_run_atomic_service: bool | None = None,
+    ) -> list:
         """
         Runners with a heartbeat within timeout_us, by creation time then id.
         """
-    def atomic_service_executions_in_range(self, start_us: typing.SupportsInt | typing.SupportsIndex, end_us: typing.SupportsInt | typing.SupportsIndex, limit: typing.SupportsInt | typing.SupportsIndex = 1000, runner_id: str | None = None, min_duration_us: typing.SupportsInt | typing.SupportsIndex = 0) -> list:
+    def atomic_service_executions_in_range(
+        self,
+        start_us: typing.SupportsInt | typing.SupportsIndex,
+        end_us: typing.SupportsInt | typing.SupportsIndex,
+        limit: typing.SupportsInt | typing.SupportsIndex = 1000,
+        runner_id: str | None = None,
+        min_duration_us: typing.SupportsInt | typing.SupportsIndex = 0,
+    ) -> list:
         """
         Executions overlapping [start_us, end_us], most recently started first.
         """
@@ -117,7 +174,9 @@ class Orchestrator:
         """
         Forgets every invocation marked at or before now - older_than_us; returns their ids.
         """
-    def blocking_invocations(self, max_num_invocations: typing.SupportsInt | typing.SupportsIndex) -> list[str]:
+    def blocking_invocations(
+        self, max_num_invocations: typing.SupportsInt | typing.SupportsIndex
+    ) -> list[str]:
         """
         Up to max_num_invocations ids waited on, not waiting, available to run; oldest first.
         """
@@ -125,20 +184,36 @@ class Orchestrator:
         """
         Every invocation of a call, in registration order.
         """
-    def count_invocations(self, task_key: str | None = None, statuses: collections.abc.Sequence[str] = []) -> int:
+    def count_invocations(
+        self, task_key: str | None = None, statuses: collections.abc.Sequence[str] = []
+    ) -> int:
         """
         Number of matching invocations.
         """
-    def existing_invocations(self, task_key: str, key_arguments: collections.abc.Mapping[str, str], statuses: collections.abc.Sequence[str]) -> list[str]:
+    def existing_invocations(
+        self,
+        task_key: str,
+        key_arguments: collections.abc.Mapping[str, str],
+        statuses: collections.abc.Sequence[str],
+    ) -> list[str]:
         """
         Invocations of a task matching every key argument and any of `statuses`
         (empty: no filter), in registration order.
         """
-    def filter_by_status(self, invocation_ids: collections.abc.Sequence[str], statuses: collections.abc.Sequence[str]) -> list[str]:
+    def filter_by_status(
+        self, invocation_ids: collections.abc.Sequence[str], statuses: collections.abc.Sequence[str]
+    ) -> list[str]:
         """
         The ids whose status is in `statuses`, in input order; unknown ids left out.
         """
-    def finalize_atomic_service(self, runner_id: str, run_id: str, end_us: typing.SupportsInt | typing.SupportsIndex, status: str, reason: str = '') -> None:
+    def finalize_atomic_service(
+        self,
+        runner_id: str,
+        run_id: str,
+        end_us: typing.SupportsInt | typing.SupportsIndex,
+        status: str,
+        reason: str = "",
+    ) -> None:
         """
         Moves a running execution to a terminal status (first finalisation wins).
         """
@@ -146,16 +221,26 @@ class Orchestrator:
         """
         Adds one retry. Raises InvocationNotFound for an unknown id.
         """
-    def index_arguments(self, invocation_id: str, serialized_arguments: collections.abc.Mapping[str, str]) -> None:
+    def index_arguments(
+        self, invocation_id: str, serialized_arguments: collections.abc.Mapping[str, str]
+    ) -> None:
         """
         Indexes the serialized arguments of a registered invocation.
         """
-    def list_invocations(self, task_key: str | None = None, statuses: collections.abc.Sequence[str] = [], limit: typing.SupportsInt | typing.SupportsIndex = 100, offset: typing.SupportsInt | typing.SupportsIndex = 0) -> list[str]:
+    def list_invocations(
+        self,
+        task_key: str | None = None,
+        statuses: collections.abc.Sequence[str] = [],
+        limit: typing.SupportsInt | typing.SupportsIndex = 100,
+        offset: typing.SupportsInt | typing.SupportsIndex = 0,
+    ) -> list[str]:
         """
         A page of matching invocations, newest status first. Raises InvalidArgument for a
         negative limit or offset.
         """
-    def pending_for_recovery(self, max_pending_us: typing.SupportsInt | typing.SupportsIndex) -> list[str]:
+    def pending_for_recovery(
+        self, max_pending_us: typing.SupportsInt | typing.SupportsIndex
+    ) -> list[str]:
         """
         PENDING invocations older than max_pending_us.
         """
@@ -163,22 +248,43 @@ class Orchestrator:
         """
         Forgets every invocation, wait edge, runner and execution.
         """
-    def purge_atomic_service_executions(self, retention_us: typing.SupportsInt | typing.SupportsIndex, max_records: typing.SupportsInt | typing.SupportsIndex, protected_run_ids: collections.abc.Sequence[str] = []) -> int:
+    def purge_atomic_service_executions(
+        self,
+        retention_us: typing.SupportsInt | typing.SupportsIndex,
+        max_records: typing.SupportsInt | typing.SupportsIndex,
+        protected_run_ids: collections.abc.Sequence[str] = [],
+    ) -> int:
         """
         Drops finished executions by age and count, sparing protected run ids; returns
         how many were dropped.
         """
-    def record_atomic_service_start(self, runner_id: str, run_id: str, started_at_us: typing.SupportsInt | typing.SupportsIndex | None, status: str = 'running', reason: str = '') -> tuple[bool, int]:
+    def record_atomic_service_start(
+        self,
+        runner_id: str,
+        run_id: str,
+        started_at_us: typing.SupportsInt | typing.SupportsIndex | None,
+        status: str = "running",
+        reason: str = "",
+    ) -> tuple[bool, int]:
         """
         Inserts an execution row; for 'running' at most one may be active.
         Returns (accepted, started_at_us).
         """
-    def register(self, invocations: collections.abc.Sequence[tuple[str, str, str]], runner_id: str | None = None) -> tuple:
+    def register(
+        self,
+        invocations: collections.abc.Sequence[tuple[str, str, str]],
+        runner_id: str | None = None,
+    ) -> tuple:
         """
         Registers (invocation_id, task_key, call_key) triples not yet known as REGISTERED
         owned by `runner_id`; known ids are untouched. Returns the REGISTERED record.
         """
-    def register_heartbeats(self, runner_ids: collections.abc.Sequence[str], can_run_atomic_service: bool = False, consumed_queues: collections.abc.Sequence[str] | None = None) -> None:
+    def register_heartbeats(
+        self,
+        runner_ids: collections.abc.Sequence[str],
+        can_run_atomic_service: bool = False,
+        consumed_queues: collections.abc.Sequence[str] | None = None,
+    ) -> None:
         """
         Creates or refreshes runner heartbeats (one timestamp for the batch).
         """
@@ -190,7 +296,9 @@ class Orchestrator:
         """
         The retry count. Raises InvocationNotFound for an unknown id.
         """
-    def running_for_recovery(self, timeout_us: typing.SupportsInt | typing.SupportsIndex) -> list[str]:
+    def running_for_recovery(
+        self, timeout_us: typing.SupportsInt | typing.SupportsIndex
+    ) -> list[str]:
         """
         RUNNING invocations whose owner has no heartbeat within timeout_us.
         """
@@ -211,7 +319,11 @@ class Orchestrator:
         Atomically validates and applies a status transition; returns the new record.
         Raises InvocationNotFound, IllegalTransition or OwnershipViolation.
         """
-    def wait_any_final(self, invocation_ids: collections.abc.Sequence[str], timeout_sec: typing.SupportsFloat | typing.SupportsIndex) -> str | None:
+    def wait_any_final(
+        self,
+        invocation_ids: collections.abc.Sequence[str],
+        timeout_sec: typing.SupportsFloat | typing.SupportsIndex,
+    ) -> str | None:
         """
         Blocks (GIL released) until one of `invocation_ids` has a final status or
         `timeout_sec` passed; returns the first final id in input order, or None on
@@ -221,25 +333,34 @@ class Orchestrator:
         100 us to 2 ms).
         Raises InvalidArgument for an empty id list or a NaN timeout.
         """
-    def waiting_for_results(self, caller_invocation_id: str, result_invocation_ids: collections.abc.Sequence[str]) -> None:
+    def waiting_for_results(
+        self, caller_invocation_id: str, result_invocation_ids: collections.abc.Sequence[str]
+    ) -> None:
         """
         Records that the caller waits for each of the result invocations.
         """
+
 class StateBackend:
     """
     Invocations, history, results, runner contexts and workflows of one app (thread-safe).
     Payloads are opaque strings serialized by the adapter; queried fields are indexed.
     """
     @staticmethod
-    def discover_app_infos(uri: str = 'memory://') -> dict:
+    def discover_app_infos(uri: str = "memory://") -> dict:
         """
         {app_id: app_info_json} of every app registered in the storage named by `uri`.
         """
-    def __init__(self, uri: str = 'memory://', app_id: str = 'pynenc') -> None:
+    def __init__(self, uri: str = "memory://", app_id: str = "pynenc") -> None:
         """
         Opens the state backend named by `uri` for `app_id`. Raises BadConfig for an unusable URI.
         """
-    def add_histories(self, invocation_ids: collections.abc.Sequence[str], timestamp_us: typing.SupportsInt | typing.SupportsIndex, status: str, history_json: str) -> None:
+    def add_histories(
+        self,
+        invocation_ids: collections.abc.Sequence[str],
+        timestamp_us: typing.SupportsInt | typing.SupportsIndex,
+        status: str,
+        history_json: str,
+    ) -> None:
         """
         Adds one history entry to each id; same (id, timestamp, status) replaces the JSON.
         """
@@ -280,12 +401,23 @@ class StateBackend:
         """
         The serialized value under (workflow_id, key); raises InvocationNotFound if none.
         """
-    def history_in_range(self, start_us: typing.SupportsInt | typing.SupportsIndex, end_us: typing.SupportsInt | typing.SupportsIndex, after: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex] | None = None, batch_size: typing.SupportsInt | typing.SupportsIndex = 100) -> tuple[list[str], tuple[int, int] | None]:
+    def history_in_range(
+        self,
+        start_us: typing.SupportsInt | typing.SupportsIndex,
+        end_us: typing.SupportsInt | typing.SupportsIndex,
+        after: tuple[
+            typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex
+        ]
+        | None = None,
+        batch_size: typing.SupportsInt | typing.SupportsIndex = 100,
+    ) -> tuple[list[str], tuple[int, int] | None]:
         """
         One page of history JSON with start_us <= timestamp <= end_us, ordered by time:
         returns (jsons, cursor); pass cursor back as `after` for the next page (None: done).
         """
-    def invocation_ids_by_workflow(self, workflow_id: str | None = None, workflow_type: str | None = None) -> list[str]:
+    def invocation_ids_by_workflow(
+        self, workflow_id: str | None = None, workflow_type: str | None = None
+    ) -> list[str]:
         """
         Ids of invocations in a workflow, narrowed by the filters given (None/'' = any).
         """
@@ -293,7 +425,13 @@ class StateBackend:
         """
         Ids created by event `parent_event_id`, in first-upsert order.
         """
-    def invocations_in_range(self, start_us: typing.SupportsInt | typing.SupportsIndex, end_us: typing.SupportsInt | typing.SupportsIndex, after: str | None = None, batch_size: typing.SupportsInt | typing.SupportsIndex = 100) -> list[str]:
+    def invocations_in_range(
+        self,
+        start_us: typing.SupportsInt | typing.SupportsIndex,
+        end_us: typing.SupportsInt | typing.SupportsIndex,
+        after: str | None = None,
+        batch_size: typing.SupportsInt | typing.SupportsIndex = 100,
+    ) -> list[str]:
         """
         Up to batch_size distinct ids with history in [start_us, end_us], ascending, > after.
         """
@@ -321,11 +459,21 @@ class StateBackend:
         """
         Registers the app info JSON under `app_id` for discovery.
         """
-    def store_runner_context(self, runner_id: str, runner_cls: str, parent_runner_id: str | None, pid: typing.SupportsInt | typing.SupportsIndex, hostname: str, thread_id: typing.SupportsInt | typing.SupportsIndex) -> None:
+    def store_runner_context(
+        self,
+        runner_id: str,
+        runner_cls: str,
+        parent_runner_id: str | None,
+        pid: typing.SupportsInt | typing.SupportsIndex,
+        hostname: str,
+        thread_id: typing.SupportsInt | typing.SupportsIndex,
+    ) -> None:
         """
         Inserts or replaces the runner context `runner_id`.
         """
-    def store_workflow_run(self, workflow_id: str, workflow_type: str, parent_workflow_id: str | None = None) -> None:
+    def store_workflow_run(
+        self, workflow_id: str, workflow_type: str, parent_workflow_id: str | None = None
+    ) -> None:
         """
         Inserts or replaces the workflow run `workflow_id`.
         """
@@ -352,21 +500,26 @@ class StateBackend:
         """
         Distinct workflow type keys of the stored runs, ascending.
         """
+
 class TriggerStore:
     """
     Durable state of pynenc's trigger component (thread-safe):
     conditions, triggers, valid conditions, cron times, claims,
     events and trigger runs. Payloads are pynenc's JSON strings.
     """
-    def __init__(self, uri: str = 'memory://', app_id: str = 'pynenc') -> None:
+    def __init__(self, uri: str = "memory://", app_id: str = "pynenc") -> None:
         """
         Opens the trigger store named by `uri` for `app_id`. Raises BadConfig for an unusable URI.
         """
-    def age_purge_events(self, threshold_us: typing.SupportsInt | typing.SupportsIndex) -> list[str]:
+    def age_purge_events(
+        self, threshold_us: typing.SupportsInt | typing.SupportsIndex
+    ) -> list[str]:
         """
         Deletes events older than the threshold; returns their ids.
         """
-    def age_purge_trigger_runs(self, threshold_us: typing.SupportsInt | typing.SupportsIndex) -> int:
+    def age_purge_trigger_runs(
+        self, threshold_us: typing.SupportsInt | typing.SupportsIndex
+    ) -> int:
         """
         Deletes runs older than the threshold; returns the count.
         """
@@ -386,7 +539,11 @@ class TriggerStore:
         """
         Deletes runs referencing any of the events; returns the count.
         """
-    def claim_trigger_run(self, trigger_run_id: str, expiration_seconds: typing.SupportsInt | typing.SupportsIndex = 60) -> bool:
+    def claim_trigger_run(
+        self,
+        trigger_run_id: str,
+        expiration_seconds: typing.SupportsInt | typing.SupportsIndex = 60,
+    ) -> bool:
         """
         True if this caller now holds the claim (until now + expiration_seconds);
         False while another unexpired claim exists.
@@ -399,12 +556,24 @@ class TriggerStore:
         """
         Removes the named valid conditions (unknown ignored).
         """
-    def conditions_sourced_from_task(self, task_id_key: str, context_type: str | None = None) -> list[str]:
+    def conditions_sourced_from_task(
+        self, task_id_key: str, context_type: str | None = None
+    ) -> list[str]:
         """
         JSON of the registered conditions watching the task, optionally only those of
         one context type name.
         """
-    def count_events(self, *, event_code: str | None = None, start_us: typing.SupportsInt | typing.SupportsIndex | None = None, end_us: typing.SupportsInt | typing.SupportsIndex | None = None, matched: bool | None = None, triggered: bool | None = None, emitted_by_invocation_id: str | None = None, emitted_by_task_id: str | None = None) -> int:
+    def count_events(
+        self,
+        *,
+        event_code: str | None = None,
+        start_us: typing.SupportsInt | typing.SupportsIndex | None = None,
+        end_us: typing.SupportsInt | typing.SupportsIndex | None = None,
+        matched: bool | None = None,
+        triggered: bool | None = None,
+        emitted_by_invocation_id: str | None = None,
+        emitted_by_task_id: str | None = None,
+    ) -> int:
         """
         Number of events matching the filters of get_events.
         """
@@ -412,7 +581,16 @@ class TriggerStore:
         """
         Distinct event codes, sorted.
         """
-    def event_markers(self, start_us: typing.SupportsInt | typing.SupportsIndex, end_us: typing.SupportsInt | typing.SupportsIndex, *, event_code: str | None = None, state: str = 'all', limit: typing.SupportsInt | typing.SupportsIndex = 1000, offset: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[list[tuple[str, str, int, bool, bool, str | None, str | None]], int, bool]:
+    def event_markers(
+        self,
+        start_us: typing.SupportsInt | typing.SupportsIndex,
+        end_us: typing.SupportsInt | typing.SupportsIndex,
+        *,
+        event_code: str | None = None,
+        state: str = "all",
+        limit: typing.SupportsInt | typing.SupportsIndex = 1000,
+        offset: typing.SupportsInt | typing.SupportsIndex = 0,
+    ) -> tuple[list[tuple[str, str, int, bool, bool, str | None, str | None]], int, bool]:
         """
         (markers, total, truncated); each marker is (event_id, event_code, timestamp_us,
         matched, triggered, emitted_by_invocation_id, emitted_by_runner_context_id),
@@ -426,7 +604,19 @@ class TriggerStore:
         """
         (json, triggered_invocation_ids) or None.
         """
-    def get_events(self, *, event_code: str | None = None, start_us: typing.SupportsInt | typing.SupportsIndex | None = None, end_us: typing.SupportsInt | typing.SupportsIndex | None = None, matched: bool | None = None, triggered: bool | None = None, emitted_by_invocation_id: str | None = None, emitted_by_task_id: str | None = None, limit: typing.SupportsInt | typing.SupportsIndex = 100, offset: typing.SupportsInt | typing.SupportsIndex = 0) -> list[tuple[str, list[str]]]:
+    def get_events(
+        self,
+        *,
+        event_code: str | None = None,
+        start_us: typing.SupportsInt | typing.SupportsIndex | None = None,
+        end_us: typing.SupportsInt | typing.SupportsIndex | None = None,
+        matched: bool | None = None,
+        triggered: bool | None = None,
+        emitted_by_invocation_id: str | None = None,
+        emitted_by_task_id: str | None = None,
+        limit: typing.SupportsInt | typing.SupportsIndex = 100,
+        offset: typing.SupportsInt | typing.SupportsIndex = 0,
+    ) -> list[tuple[str, list[str]]]:
         """
         (json, triggered_invocation_ids) of the filtered events, newest first.
         Raises InvalidArgument for a negative limit or offset.
@@ -447,7 +637,9 @@ class TriggerStore:
         """
         Last cron execution (int microseconds), or None.
         """
-    def link_trigger_run_to_events(self, event_ids: collections.abc.Sequence[str], invocation_id: str, *, trigger_run_id: str) -> None:
+    def link_trigger_run_to_events(
+        self, event_ids: collections.abc.Sequence[str], invocation_id: str, *, trigger_run_id: str
+    ) -> None:
         """
         Links the invocation to each event once, atomically.
         """
@@ -455,7 +647,9 @@ class TriggerStore:
         """
         Drops all trigger data of this store.
         """
-    def record_valid_conditions(self, valid_conditions: collections.abc.Sequence[tuple[str, str]]) -> None:
+    def record_valid_conditions(
+        self, valid_conditions: collections.abc.Sequence[tuple[str, str]]
+    ) -> None:
         """
         Stores or replaces each (valid_condition_id, json) pair, atomically.
         """
@@ -471,7 +665,14 @@ class TriggerStore:
         """
         Records that the condition watches the task (idempotent).
         """
-    def register_trigger(self, trigger_id: str, task_id_key: str, condition_ids: collections.abc.Sequence[str], logic: str, argument_provider_json: str | None = None) -> None:
+    def register_trigger(
+        self,
+        trigger_id: str,
+        task_id_key: str,
+        condition_ids: collections.abc.Sequence[str],
+        logic: str,
+        argument_provider_json: str | None = None,
+    ) -> None:
         """
         Stores or replaces a trigger definition and links it to its conditions.
         """
@@ -487,7 +688,15 @@ class TriggerStore:
         """
         JSON of the runs including the valid condition.
         """
-    def runs_in_time_range(self, start_us: typing.SupportsInt | typing.SupportsIndex, end_us: typing.SupportsInt | typing.SupportsIndex, *, event_code: str | None = None, task_id_key: str | None = None, limit: typing.SupportsInt | typing.SupportsIndex | None = None) -> list[str]:
+    def runs_in_time_range(
+        self,
+        start_us: typing.SupportsInt | typing.SupportsIndex,
+        end_us: typing.SupportsInt | typing.SupportsIndex,
+        *,
+        event_code: str | None = None,
+        task_id_key: str | None = None,
+        limit: typing.SupportsInt | typing.SupportsIndex | None = None,
+    ) -> list[str]:
         """
         JSON of the runs whose time (executed_at, else claimed_at) is in the window.
         """
@@ -495,21 +704,57 @@ class TriggerStore:
         """
         JSON of the runs with the invocation as a source, by run time.
         """
-    def store_event(self, event_id: str, event_code: str, timestamp_us: typing.SupportsInt | typing.SupportsIndex, json: str, *, matched: bool = False, emitted_by_invocation_id: str | None = None, emitted_by_task_id: str | None = None, emitted_by_runner_context_id: str | None = None, triggered_invocation_ids: collections.abc.Sequence[str] = []) -> None:
+    def store_event(
+        self,
+        event_id: str,
+        event_code: str,
+        timestamp_us: typing.SupportsInt | typing.SupportsIndex,
+        json: str,
+        *,
+        matched: bool = False,
+        emitted_by_invocation_id: str | None = None,
+        emitted_by_task_id: str | None = None,
+        emitted_by_runner_context_id: str | None = None,
+        triggered_invocation_ids: collections.abc.Sequence[str] = [],
+    ) -> None:
         """
         Stores or replaces an event; links the given triggered invocations (kept links stay).
         """
-    def store_last_cron_execution(self, condition_id: str, execution_us: typing.SupportsInt | typing.SupportsIndex, expected_us: typing.SupportsInt | typing.SupportsIndex | None = None, *, unconditional: bool = False) -> bool:
+    def store_last_cron_execution(
+        self,
+        condition_id: str,
+        execution_us: typing.SupportsInt | typing.SupportsIndex,
+        expected_us: typing.SupportsInt | typing.SupportsIndex | None = None,
+        *,
+        unconditional: bool = False,
+    ) -> bool:
         """
         Compare-and-set of the last cron execution. Stores and returns True iff the
         current value equals `expected_us` (None: no execution recorded yet), or
         always when `unconditional`. Otherwise returns False and changes nothing.
         """
-    def store_trigger_run(self, trigger_run_id: str, trigger_id: str, task_id_key: str, logic: str, *, claimed_at_us: typing.SupportsInt | typing.SupportsIndex | None, executed_at_us: typing.SupportsInt | typing.SupportsIndex | None, triggered_invocation_id: str | None, atomic_service_run_id: str | None, json: str, event_ids: collections.abc.Sequence[str], source_invocation_ids: collections.abc.Sequence[str], valid_condition_ids: collections.abc.Sequence[str]) -> None:
+    def store_trigger_run(
+        self,
+        trigger_run_id: str,
+        trigger_id: str,
+        task_id_key: str,
+        logic: str,
+        *,
+        claimed_at_us: typing.SupportsInt | typing.SupportsIndex | None,
+        executed_at_us: typing.SupportsInt | typing.SupportsIndex | None,
+        triggered_invocation_id: str | None,
+        atomic_service_run_id: str | None,
+        json: str,
+        event_ids: collections.abc.Sequence[str],
+        source_invocation_ids: collections.abc.Sequence[str],
+        valid_condition_ids: collections.abc.Sequence[str],
+    ) -> None:
         """
         Stores or replaces a trigger run and its relation indexes.
         """
-    def triggers_for_condition(self, condition_id: str) -> list[tuple[str, str, list[str], str, str | None]]:
+    def triggers_for_condition(
+        self, condition_id: str
+    ) -> list[tuple[str, str, list[str], str, str | None]]:
         """
         Trigger tuples (see get_trigger) linked to the condition.
         """
@@ -517,6 +762,7 @@ class TriggerStore:
         """
         (valid_condition_id, json) pairs, in recording order.
         """
+
 class Lifecycle:
     """
     Native mode's composite operations over one app's components (thread-safe). On
@@ -524,54 +770,115 @@ class Lifecycle:
     Lua script in their common case; otherwise a sequence of atomic steps (see
     docs/native.md).
     """
-    def __init__(self, uri: str, app_id: str, orchestrator: Orchestrator, state_backend: StateBackend, broker: Broker, trigger: TriggerStore, status_context: str, result_context: str, exception_context: str) -> None:
+    def __init__(
+        self,
+        uri: str,
+        app_id: str,
+        orchestrator: Orchestrator,
+        state_backend: StateBackend,
+        broker: Broker,
+        trigger: TriggerStore,
+        status_context: str,
+        result_context: str,
+        exception_context: str,
+    ) -> None:
         """
         Builds the composite operations over the given component objects, opened on
         `uri` for `app_id`. `trigger` may be None (every watched flag is then True).
         The *_context names are the context types trigger conditions are registered
         under. Raises ValueError (InvalidArgument) for a missing component.
         """
-    def change_status(self, invocation_id: str, status: str, runner_id: str | None, runner_context_id: str, task_key: str | None = None, release_waiters: bool = True) -> tuple[tuple, bool]:
+    def change_status(
+        self,
+        invocation_id: str,
+        status: str,
+        runner_id: str | None,
+        runner_context_id: str,
+        task_key: str | None = None,
+        release_waiters: bool = True,
+    ) -> tuple[tuple, bool]:
         """
         pynenc's set_invocation_status in one call: transition, waiter release and
         auto-purge mark for a final status, history row. Returns (record, status_watched).
         Raises InvocationNotFound, IllegalTransition or OwnershipViolation.
         """
-    def claim(self, invocation_id: str, runner_id: str | None, runner_context_id: str) -> tuple[str, tuple, typing.Any, bool]:
+    def claim(
+        self, invocation_id: str, runner_id: str | None, runner_context_id: str
+    ) -> tuple[str, tuple, typing.Any, bool]:
         """
         Claims one id taken from the broker: returns (kind, record, invocation dict | None,
         status_watched); kind is 'claimed' (now PENDING), 'not_available' or 'needs_check'
         (its task may have running concurrency control: nothing changed).
         """
-    def finish_failure(self, invocation_id: str, serialized_exception: str, runner_id: str | None, runner_context_id: str, task_key: str, release_waiters: bool = True) -> tuple[tuple, bool, bool]:
+    def finish_failure(
+        self,
+        invocation_id: str,
+        serialized_exception: str,
+        runner_id: str | None,
+        runner_context_id: str,
+        task_key: str,
+        release_waiters: bool = True,
+    ) -> tuple[tuple, bool, bool]:
         """
         pynenc's set_invocation_exception in one call: store the exception, then FAILED as
         change_status. Returns (record, status_watched, exception_watched).
         """
-    def finish_success(self, invocation_id: str, serialized_result: str, runner_id: str | None, runner_context_id: str, task_key: str, release_waiters: bool = True) -> tuple[tuple, bool, bool]:
+    def finish_success(
+        self,
+        invocation_id: str,
+        serialized_result: str,
+        runner_id: str | None,
+        runner_context_id: str,
+        task_key: str,
+        release_waiters: bool = True,
+    ) -> tuple[tuple, bool, bool]:
         """
         pynenc's set_invocation_result in one call: store the result, then SUCCESS as
         change_status. Returns (record, status_watched, result_watched).
         """
-    def recover_stale(self, kind: str, limit_us: typing.SupportsInt | typing.SupportsIndex, runner_id: str | None, runner_context_id: str) -> list:
+    def recover_stale(
+        self,
+        kind: str,
+        limit_us: typing.SupportsInt | typing.SupportsIndex,
+        runner_id: str | None,
+        runner_context_id: str,
+    ) -> list:
         """
         The recovery sweep: kind 'pending' moves invocations PENDING for longer than
         `limit_us` to PENDING_RECOVERY, 'running' moves RUNNING ones whose owner's last
         heartbeat is older than `limit_us` to RUNNING_RECOVERY (history rows written).
         Returns [(invocation_id, record, status_watched)].
         """
-    def register_and_route(self, items: list, runner_id: str | None, runner_context_id: str) -> tuple[tuple, bool]:
+    def register_and_route(
+        self, items: list, runner_id: str | None, runner_context_id: str
+    ) -> tuple[tuple, bool]:
         """
         pynenc's register_new_invocations in one call: upsert the (record, queue, priority)
         items, register them, one REGISTERED history row each, route them. Returns
         (status record, status_watched).
         """
-    def reroute(self, invocation_id: str, queue: str, priority: typing.SupportsFloat | typing.SupportsIndex, runner_id: str | None, runner_context_id: str, task_key: str) -> tuple[tuple, bool]:
+    def reroute(
+        self,
+        invocation_id: str,
+        queue: str,
+        priority: typing.SupportsFloat | typing.SupportsIndex,
+        runner_id: str | None,
+        runner_context_id: str,
+        task_key: str,
+    ) -> tuple[tuple, bool]:
         """
         One invocation of pynenc's reroute_invocations in one call: REROUTED (history),
         route to `queue` at `priority`. Returns (record, status_watched).
         """
-    def retry(self, invocation_id: str, queue: str, priority: typing.SupportsFloat | typing.SupportsIndex, runner_id: str | None, runner_context_id: str, task_key: str) -> tuple[tuple, bool]:
+    def retry(
+        self,
+        invocation_id: str,
+        queue: str,
+        priority: typing.SupportsFloat | typing.SupportsIndex,
+        runner_id: str | None,
+        runner_context_id: str,
+        task_key: str,
+    ) -> tuple[tuple, bool]:
         """
         pynenc's set_invocation_retry in one call: RETRY (history), retries + 1, route to
         `queue` at `priority`. Returns (record, status_watched).
@@ -581,13 +888,32 @@ class Lifecycle:
         Declares that the task has running concurrency control disabled, so claim moves
         its invocations to PENDING directly.
         """
+
 class RunnerEngine:
     """
     The C++ loop of CppRunner: worker threads (one persistent Python thread state each)
     retrieving from an engine broker with the GIL released, a timer thread for
     heartbeats, management duties and the task-timeout watchdog. Thread-safe.
     """
-    def __init__(self, broker: typing.Any, queues: collections.abc.Sequence[str], workers: typing.SupportsInt | typing.SupportsIndex, task_timeout_sec: typing.SupportsFloat | typing.SupportsIndex, heartbeat_interval_sec: typing.SupportsFloat | typing.SupportsIndex, management_interval_sec: typing.SupportsFloat | typing.SupportsIndex, execute: typing.Any, retrieve_wait_sec: typing.SupportsFloat | typing.SupportsIndex = 0.5, idle_backoff_sec: typing.SupportsFloat | typing.SupportsIndex = 0.01, fallback_next: typing.Any = None, next_blocking: typing.Any = None, heartbeat: typing.Any = None, management: typing.Any = None, timed_out: typing.Any = None, thread_started: typing.Any = None, report_error: typing.Any = None) -> None:
+    def __init__(
+        self,
+        broker: typing.Any,
+        queues: collections.abc.Sequence[str],
+        workers: typing.SupportsInt | typing.SupportsIndex,
+        task_timeout_sec: typing.SupportsFloat | typing.SupportsIndex,
+        heartbeat_interval_sec: typing.SupportsFloat | typing.SupportsIndex,
+        management_interval_sec: typing.SupportsFloat | typing.SupportsIndex,
+        execute: typing.Any,
+        retrieve_wait_sec: typing.SupportsFloat | typing.SupportsIndex = 0.5,
+        idle_backoff_sec: typing.SupportsFloat | typing.SupportsIndex = 0.01,
+        fallback_next: typing.Any = None,
+        next_blocking: typing.Any = None,
+        heartbeat: typing.Any = None,
+        management: typing.Any = None,
+        timed_out: typing.Any = None,
+        thread_started: typing.Any = None,
+        report_error: typing.Any = None,
+    ) -> None:
         """
         Builds a stopped engine. `broker`: an engine Broker to block on over `queues`, or
         None to poll `fallback_next() -> str | None` (GIL held, `idle_backoff_sec` between
@@ -624,7 +950,11 @@ class RunnerEngine:
         """
         Invocation ids retrieved after abort() and not run; the caller routes them again.
         """
-    def wait(self, timeout_sec: typing.SupportsFloat | typing.SupportsIndex, slice_sec: typing.SupportsFloat | typing.SupportsIndex = 0.1) -> bool:
+    def wait(
+        self,
+        timeout_sec: typing.SupportsFloat | typing.SupportsIndex,
+        slice_sec: typing.SupportsFloat | typing.SupportsIndex = 0.1,
+    ) -> bool:
         """
         Waits (GIL released, signal handlers run between slices) until every worker and
         the timer exited after stop()/abort(). True if they did within `timeout_sec`.
@@ -649,22 +979,332 @@ class RunnerEngine:
         """
         Workers whose task waits for results.
         """
-def apply_transition(current: str | None, current_owner: str | None, to: str, runner_id: str | None) -> tuple[typing.Any, typing.Any]:
+
+class ClusterMember:
+    """
+    One member as this node sees it (read-only snapshot).
+    """
+    @property
+    def address(self) -> str:
+        """
+        'host:port' the member listens on.
+        """
+    @property
+    def id(self) -> str:
+        """
+        Node id (lowercase hex; persistent with a state dir).
+        """
+    @property
+    def incarnation(self) -> int:
+        """
+        SWIM incarnation number.
+        """
+    @property
+    def metadata(self) -> dict[str, str]:
+        """
+        The member's key-value metadata.
+        """
+    @property
+    def node_class(self) -> str:
+        """
+        The member's node class.
+        """
+    @property
+    def started_at_ms(self) -> int:
+        """
+        Wall-clock ms at which the member's process started (join order).
+        """
+    @property
+    def state(self) -> str:
+        """
+        'alive', 'suspect', 'dead' or 'left'.
+        """
+
+class ClusterMemberEvent:
+    """
+    A membership change seen by this node.
+    """
+    @property
+    def kind(self) -> str:
+        """
+        'joined', 'suspected', 'alive_again', 'dead' or 'left'.
+        """
+    @property
+    def member(self) -> ClusterMember:
+        """
+        The member record after the change.
+        """
+
+class ClusterActivation:
+    """
+    What the work start/stop callbacks receive.
+    """
+    @property
+    def epoch(self) -> int:
+        """
+        The agreed membership epoch of the election.
+        """
+    @property
+    def lease_until_mono_ms(self) -> int:
+        """
+        End of the mastership lease, CLOCK_MONOTONIC ms (0 in standalone mode).
+        """
+    @property
+    def node(self) -> str:
+        """
+        This node's id.
+        """
+    @property
+    def standalone(self) -> bool:
+        """
+        True without a cluster.
+        """
+
+class ClusterNodeStatus:
+    """
+    A snapshot of this node's view.
+    """
+    @property
+    def address(self) -> str:
+        """
+        'host:port' (empty in standalone mode).
+        """
+    @property
+    def epoch(self) -> int:
+        """
+        The agreed epoch of the current view.
+        """
+    @property
+    def has_quorum(self) -> bool:
+        """
+        Whether live members reach quorum.
+        """
+    @property
+    def id(self) -> str:
+        """
+        This node's id.
+        """
+    @property
+    def incarnation(self) -> int:
+        """
+        This node's incarnation.
+        """
+    @property
+    def leader(self) -> str | None:
+        """
+        The elected node id, or None.
+        """
+    @property
+    def lease_until_mono_ms(self) -> int:
+        """
+        This node's lease end, CLOCK_MONOTONIC ms (0: none).
+        """
+    @property
+    def standalone(self) -> bool:
+        """
+        True without a cluster.
+        """
+    @property
+    def state(self) -> str:
+        """
+        Supervisor state: 'standby', 'activating', 'master' or 'stopping'.
+        """
+
+class ClusterOptions:
+    """
+    Options of ClusterNode.start (pynenc_cpp.cluster.ClusterConfig builds them; the engine validates them again).
+    """
+    def __init__(self) -> None:
+        """
+        The engine's defaults.
+        """
+    @property
+    def activation_log(self) -> str:
+        """
+        JSON-lines activation log path ('': none).
+        """
+    @activation_log.setter
+    def activation_log(self, arg0: str) -> None: ...
+    @property
+    def cluster_name(self) -> str:
+        """
+        Cluster name.
+        """
+    @cluster_name.setter
+    def cluster_name(self, arg0: str) -> None: ...
+    @property
+    def election(self) -> str:
+        """
+        'oldest', 'hrw' or 'lowest_address'.
+        """
+    @election.setter
+    def election(self, arg1: str) -> None: ...
+    @property
+    def election_class(self) -> str:
+        """
+        Oldest election only: candidates restricted to this node class.
+        """
+    @election_class.setter
+    def election_class(self, arg0: str) -> None: ...
+    @property
+    def heartbeat_ms(self) -> int:
+        """
+        Probe period, ms.
+        """
+    @heartbeat_ms.setter
+    def heartbeat_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def host(self) -> str:
+        """
+        Listen host ('' with no seeds: standalone).
+        """
+    @host.setter
+    def host(self, arg0: str) -> None: ...
+    @property
+    def indirect_probes(self) -> int:
+        """
+        Members asked to ping-req before suspicion.
+        """
+    @indirect_probes.setter
+    def indirect_probes(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def lease_ms(self) -> int:
+        """
+        Lease length, ms (0: suspect).
+        """
+    @lease_ms.setter
+    def lease_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def max_frame_bytes(self) -> int:
+        """
+        Frame size limit.
+        """
+    @max_frame_bytes.setter
+    def max_frame_bytes(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def metadata(self) -> dict[str, str]:
+        """
+        This node's key-value metadata.
+        """
+    @metadata.setter
+    def metadata(self, arg0: collections.abc.Mapping[str, str]) -> None: ...
+    @property
+    def node_class(self) -> str:
+        """
+        This node's class.
+        """
+    @node_class.setter
+    def node_class(self, arg0: str) -> None: ...
+    @property
+    def port(self) -> int:
+        """
+        Listen port (0: ephemeral).
+        """
+    @port.setter
+    def port(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def quorum(self) -> int:
+        """
+        Quorum (0: majority of seeds + self).
+        """
+    @quorum.setter
+    def quorum(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def secret(self) -> str:
+        """
+        Shared cluster secret.
+        """
+    @secret.setter
+    def secret(self, arg0: str) -> None: ...
+    @property
+    def seeds(self) -> list[str]:
+        """
+        Seed addresses 'host:port'.
+        """
+    @seeds.setter
+    def seeds(self, arg0: collections.abc.Sequence[str]) -> None: ...
+    @property
+    def send_queue_bound(self) -> int:
+        """
+        Frames queued per peer before dropping the oldest.
+        """
+    @send_queue_bound.setter
+    def send_queue_bound(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def stabilize_ms(self) -> int:
+        """
+        Time elected before starting the work, ms.
+        """
+    @stabilize_ms.setter
+    def stabilize_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def state_dir(self) -> str:
+        """
+        Node id / peers dir ('': none).
+        """
+    @state_dir.setter
+    def state_dir(self, arg0: str) -> None: ...
+    @property
+    def suspect_timeout_ms(self) -> int:
+        """
+        Suspect -> Dead timeout, ms.
+        """
+    @suspect_timeout_ms.setter
+    def suspect_timeout_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+
+class ClusterNode:
+    """
+    A running cluster node (use pynenc_cpp.cluster.run_cluster).
+    """
+    @staticmethod
+    def start(
+        options: ClusterOptions, start: typing.Any, stop: typing.Any, on_event: typing.Any = None
+    ) -> ClusterNode:
+        """
+        Validates the options, binds, joins the seeds and returns the running node. start(activation) and stop(activation, reason) run on the node's callback thread; on_event(event) too. Raises BadConfig (bad option, unwritable state dir) or BackendError (address in use).
+        """
+    def members(self) -> list[ClusterMember]:
+        """
+        Every known member, self included, dead and left ones too, sorted by id.
+        """
+    def status(self) -> ClusterNodeStatus:
+        """
+        A snapshot of this node's status.
+        """
+    def stop(self) -> None:
+        """
+        Graceful: stops the work (waits for the stop callback), sends Leaving, shuts the transport down. Idempotent.
+        """
+
+def apply_transition(
+    current: str | None, current_owner: str | None, to: str, runner_id: str | None
+) -> tuple[typing.Any, typing.Any]:
     """
     Applies the status machine to one transition without storing anything.
     Returns (new_status, new_owner); raises IllegalTransition or OwnershipViolation.
     """
-def history_json(invocation_id: str, status: str, runner_id: str | None, timestamp_us: typing.SupportsInt | typing.SupportsIndex, runner_context_id: str, registered_by: str | None = None) -> str:
+
+def history_json(
+    invocation_id: str,
+    status: str,
+    runner_id: str | None,
+    timestamp_us: typing.SupportsInt | typing.SupportsIndex,
+    runner_context_id: str,
+    registered_by: str | None = None,
+) -> str:
     """
     The history JSON the Lifecycle writes (pynenc's InvocationHistory.to_json layout).
     """
+
 def status_names() -> list:
     """
     Every invocation status the engine knows, as pynenc's string values.
     """
+
 def status_table() -> dict:
     """
     The status machine as a dict: status (None = not registered yet) -> definition dict
     with allowed_transitions and the ownership flags, shaped like pynenc's StatusDefinition.
     """
-__version__: str = '0.1.0'
+
+__version__: str = "0.1.0"

@@ -1,0 +1,283 @@
+// The cluster node (cpp/include/pynenc_cpp/cluster/node.h) exposed to Python:
+// registrations and conversions only. The Python API is pynenc_cpp.cluster.
+//
+// Callbacks (work start/stop, membership events) arrive on the node's C++
+// callback thread. That thread gets ONE persistent Python thread state, created
+// the first time it calls Python and deleted when the thread exits; each call
+// takes the GIL, runs the Python callable and releases the GIL. No Python
+// exception ever escapes into C++: it is reported with PyErr_WriteUnraisable
+// (sys.unraisablehook). While the interpreter is finalizing no Python code is
+// called (the callback is skipped).
+//
+// GIL discipline: Start, Stop, Status and Members run with the GIL released
+// (Start and Stop wait for callbacks that need it), and so does destroying a
+// node (its destructor joins the callback thread).
+#include <Python.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "conversions.h"
+#include "init.h"
+#include "pynenc_cpp/cluster/node.h"
+
+namespace pynenc_cpp::bindings {
+namespace {
+
+using cluster::Activation;
+using cluster::ClusterNode;
+using cluster::ClusterOptions;
+using cluster::ElectionKind;
+using cluster::Member;
+using cluster::MemberEvent;
+using cluster::NodeStatus;
+
+bool Finalizing() { return _Py_IsFinalizing() != 0; }
+
+// The persistent thread state of a C++ thread that calls Python. A thread that
+// already had one (a Python thread) is left alone.
+struct ThreadStateKeeper {
+  bool kept = false;
+  PyGILState_STATE outer = PyGILState_UNLOCKED;
+  PyThreadState* saved = nullptr;
+
+  // REQUIRES: GIL not held by this thread.
+  void EnsureKept() {
+    if (kept || PyGILState_GetThisThreadState() != nullptr) return;
+    outer = PyGILState_Ensure();  // creates the thread state (counter 1)
+    saved = PyEval_SaveThread();  // keeps it, releases the GIL
+    kept = true;
+  }
+
+  ~ThreadStateKeeper() {
+    if (!kept || !Py_IsInitialized() || Finalizing()) return;  // exiting: leak it
+    PyEval_RestoreThread(saved);
+    PyGILState_Release(outer);  // counter 0: clears and deletes it, releases the GIL
+  }
+};
+thread_local ThreadStateKeeper tls_keeper;
+
+// Runs `fn` with the GIL. Never throws; a Python exception is reported as
+// unraisable with `what` as context.
+template <typename Fn>
+void CallPython(const char* what, Fn&& fn) noexcept {
+  if (!Py_IsInitialized() || Finalizing()) return;
+  tls_keeper.EnsureKept();
+  PyGILState_STATE state = PyGILState_Ensure();
+  try {
+    fn();
+  } catch (py::error_already_set& e) {
+    e.discard_as_unraisable(what);
+  } catch (const std::exception& e) {
+    PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "%s: %s", what, e.what());
+    if (PyErr_Occurred()) PyErr_WriteUnraisable(nullptr);
+  } catch (...) {
+    PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "%s: unknown C++ exception", what);
+    if (PyErr_Occurred()) PyErr_WriteUnraisable(nullptr);
+  }
+  PyGILState_Release(state);
+}
+
+// The Python callables of one node. Destroyed by whichever thread drops the
+// last copy of the C++ callbacks: with the GIL when possible, else leaked (the
+// process is exiting).
+struct PyCallbacks {
+  py::object start, stop, on_event;
+
+  ~PyCallbacks() {
+    py::object* all[] = {&start, &stop, &on_event};
+    if (!Py_IsInitialized() || Finalizing()) {
+      for (py::object* o : all) o->release();
+      return;
+    }
+    PyGILState_STATE g = PyGILState_Ensure();
+    for (py::object* o : all) *o = py::object();
+    PyGILState_Release(g);
+  }
+};
+
+// The Python object: owns the node; never destroys it with the GIL held.
+class PyClusterNode {
+ public:
+  explicit PyClusterNode(std::unique_ptr<ClusterNode> node) : node_(std::move(node)) {}
+  PyClusterNode(const PyClusterNode&) = delete;
+  PyClusterNode& operator=(const PyClusterNode&) = delete;
+
+  // REQUIRES: GIL held (pybind11 deallocation).
+  ~PyClusterNode() {
+    if (!node_) return;
+    if (Finalizing()) {
+      (void)node_.release();  // its threads no longer enter Python; the process is exiting
+      return;
+    }
+    py::gil_scoped_release release;
+    node_.reset();
+  }
+
+  void Stop() {
+    py::gil_scoped_release release;
+    node_->Stop();
+  }
+  NodeStatus Status() const {
+    py::gil_scoped_release release;
+    return node_->Status();
+  }
+  std::vector<Member> Members() const {
+    py::gil_scoped_release release;
+    return node_->Members();
+  }
+
+ private:
+  std::unique_ptr<ClusterNode> node_;
+};
+
+std::string ElectionName(ElectionKind k) {
+  switch (k) {
+    case ElectionKind::kOldestNode:
+      return "oldest";
+    case ElectionKind::kHrw:
+      return "hrw";
+    case ElectionKind::kLowestAddress:
+      return "lowest_address";
+  }
+  return "oldest";
+}
+
+ElectionKind ParseElection(const std::string& name) {
+  if (name == "oldest") return ElectionKind::kOldestNode;
+  if (name == "hrw") return ElectionKind::kHrw;
+  if (name == "lowest_address") return ElectionKind::kLowestAddress;
+  throw py::value_error("election must be one of 'oldest', 'hrw', 'lowest_address', got '" + name +
+                        "'");
+}
+
+std::unique_ptr<PyClusterNode> StartNode(const ClusterOptions& options, py::object start,
+                                         py::object stop, py::object on_event) {
+  if (!PyCallable_Check(start.ptr())) throw py::type_error("start must be callable");
+  if (!PyCallable_Check(stop.ptr())) throw py::type_error("stop must be callable");
+  if (!on_event.is_none() && !PyCallable_Check(on_event.ptr())) {
+    throw py::type_error("on_event must be callable or None");
+  }
+  auto cb = std::make_shared<PyCallbacks>();
+  cb->start = std::move(start);
+  cb->stop = std::move(stop);
+  cb->on_event = std::move(on_event);
+  cluster::WorkCallbacks work;
+  work.start = [cb](const Activation& a) {
+    CallPython("pynenc_cpp cluster start callback", [&] { cb->start(py::cast(a)); });
+  };
+  work.stop = [cb](const Activation& a, std::string_view reason) {
+    CallPython("pynenc_cpp cluster stop callback",
+               [&] { cb->stop(py::cast(a), py::str(reason.data(), reason.size())); });
+  };
+  cluster::EventCallback events;
+  if (!cb->on_event.is_none()) {
+    events = [cb](const MemberEvent& e) {
+      CallPython("pynenc_cpp cluster event callback", [&] { cb->on_event(py::cast(e)); });
+    };
+  }
+  auto node =
+      WithoutGil([&] { return ClusterNode::Start(options, std::move(work), std::move(events)); });
+  return std::make_unique<PyClusterNode>(std::move(node));
+}
+
+void InitValueTypes(py::module_& m) {
+  py::class_<Member>(m, "ClusterMember", "One member as this node sees it (read-only snapshot).")
+      .def_readonly("id", &Member::id, "Node id (lowercase hex; persistent with a state dir).")
+      .def_readonly("address", &Member::address, "'host:port' the member listens on.")
+      .def_readonly("incarnation", &Member::incarnation, "SWIM incarnation number.")
+      .def_property_readonly(
+          "state", [](const Member& x) { return std::string(MemberStateName(x.state)); },
+          "'alive', 'suspect', 'dead' or 'left'.")
+      .def_readonly("started_at_ms", &Member::started_at_ms,
+                    "Wall-clock ms at which the member's process started (join order).")
+      .def_readonly("node_class", &Member::node_class, "The member's node class.")
+      .def_readonly("metadata", &Member::metadata, "The member's key-value metadata.");
+
+  py::class_<MemberEvent>(m, "ClusterMemberEvent", "A membership change seen by this node.")
+      .def_property_readonly(
+          "kind", [](const MemberEvent& e) { return std::string(MemberEventName(e.kind)); },
+          "'joined', 'suspected', 'alive_again', 'dead' or 'left'.")
+      .def_readonly("member", &MemberEvent::member, "The member record after the change.");
+
+  py::class_<Activation>(m, "ClusterActivation", "What the work start/stop callbacks receive.")
+      .def_readonly("node", &Activation::node, "This node's id.")
+      .def_readonly("epoch", &Activation::epoch, "The agreed membership epoch of the election.")
+      .def_readonly("lease_until_mono_ms", &Activation::lease_until_mono_ms,
+                    "End of the mastership lease, CLOCK_MONOTONIC ms (0 in standalone mode).")
+      .def_readonly("standalone", &Activation::standalone, "True without a cluster.");
+
+  py::class_<NodeStatus>(m, "ClusterNodeStatus", "A snapshot of this node's view.")
+      .def_readonly("id", &NodeStatus::id, "This node's id.")
+      .def_readonly("address", &NodeStatus::address, "'host:port' (empty in standalone mode).")
+      .def_readonly("incarnation", &NodeStatus::incarnation, "This node's incarnation.")
+      .def_readonly("epoch", &NodeStatus::epoch, "The agreed epoch of the current view.")
+      .def_readonly("leader", &NodeStatus::leader, "The elected node id, or None.")
+      .def_readonly("has_quorum", &NodeStatus::has_quorum, "Whether live members reach quorum.")
+      .def_property_readonly(
+          "state",
+          [](const NodeStatus& s) { return std::string(cluster::SupervisorStateName(s.state)); },
+          "Supervisor state: 'standby', 'activating', 'master' or 'stopping'.")
+      .def_readonly("lease_until_mono_ms", &NodeStatus::lease_until_mono_ms,
+                    "This node's lease end, CLOCK_MONOTONIC ms (0: none).")
+      .def_readonly("standalone", &NodeStatus::standalone, "True without a cluster.");
+}
+
+void InitOptions(py::module_& m) {
+  py::class_<ClusterOptions>(m, "ClusterOptions",
+                             "Options of ClusterNode.start (pynenc_cpp.cluster.ClusterConfig "
+                             "builds them; the engine validates them again).")
+      .def(py::init<>(), "The engine's defaults.")
+      .def_readwrite("cluster_name", &ClusterOptions::cluster_name, "Cluster name.")
+      .def_readwrite("host", &ClusterOptions::host, "Listen host ('' with no seeds: standalone).")
+      .def_readwrite("port", &ClusterOptions::port, "Listen port (0: ephemeral).")
+      .def_readwrite("seeds", &ClusterOptions::seeds, "Seed addresses 'host:port'.")
+      .def_readwrite("secret", &ClusterOptions::secret, "Shared cluster secret.")
+      .def_readwrite("quorum", &ClusterOptions::quorum, "Quorum (0: majority of seeds + self).")
+      .def_readwrite("heartbeat_ms", &ClusterOptions::heartbeat_ms, "Probe period, ms.")
+      .def_readwrite("suspect_timeout_ms", &ClusterOptions::suspect_timeout_ms,
+                     "Suspect -> Dead timeout, ms.")
+      .def_readwrite("stabilize_ms", &ClusterOptions::stabilize_ms,
+                     "Time elected before starting the work, ms.")
+      .def_readwrite("lease_ms", &ClusterOptions::lease_ms, "Lease length, ms (0: suspect).")
+      .def_readwrite("indirect_probes", &ClusterOptions::indirect_probes,
+                     "Members asked to ping-req before suspicion.")
+      .def_readwrite("state_dir", &ClusterOptions::state_dir, "Node id / peers dir ('': none).")
+      .def_readwrite("node_class", &ClusterOptions::node_class, "This node's class.")
+      .def_readwrite("metadata", &ClusterOptions::metadata, "This node's key-value metadata.")
+      .def_readwrite("max_frame_bytes", &ClusterOptions::max_frame_bytes, "Frame size limit.")
+      .def_readwrite("send_queue_bound", &ClusterOptions::send_queue_bound,
+                     "Frames queued per peer before dropping the oldest.")
+      .def_property(
+          "election", [](const ClusterOptions& o) { return ElectionName(o.election); },
+          [](ClusterOptions& o, const std::string& v) { o.election = ParseElection(v); },
+          "'oldest', 'hrw' or 'lowest_address'.")
+      .def_readwrite("election_class", &ClusterOptions::election_class,
+                     "Oldest election only: candidates restricted to this node class.")
+      .def_readwrite("activation_log", &ClusterOptions::activation_log,
+                     "JSON-lines activation log path ('': none).");
+}
+
+}  // namespace
+
+void InitCluster(py::module_& m) {
+  InitValueTypes(m);
+  InitOptions(m);
+  py::class_<PyClusterNode>(m, "ClusterNode",
+                            "A running cluster node (use pynenc_cpp.cluster.run_cluster).")
+      .def_static("start", &StartNode, py::arg("options"), py::arg("start"), py::arg("stop"),
+                  py::arg("on_event") = py::none(),
+                  "Validates the options, binds, joins the seeds and returns the running node. "
+                  "start(activation) and stop(activation, reason) run on the node's callback "
+                  "thread; on_event(event) too. Raises BadConfig (bad option, unwritable state "
+                  "dir) or BackendError (address in use).")
+      .def("stop", &PyClusterNode::Stop,
+           "Graceful: stops the work (waits for the stop callback), sends Leaving, shuts the "
+           "transport down. Idempotent.")
+      .def("status", &PyClusterNode::Status, "A snapshot of this node's status.")
+      .def("members", &PyClusterNode::Members,
+           "Every known member, self included, dead and left ones too, sorted by id.");
+}
+
+}  // namespace pynenc_cpp::bindings

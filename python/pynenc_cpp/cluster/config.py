@@ -1,0 +1,222 @@
+"""``ClusterConfig``: the options of a cluster node, from code or from the environment.
+
+Every field has the engine's default (see docs/cluster/python.md for the table).
+``ClusterConfig(...)`` validates at construction and raises ``ValueError`` naming
+the field; ``ClusterConfig.from_env()`` reads ``PYNENC_CPP_CLUSTER_<FIELD>``
+variables and raises ``ValueError`` naming the variable. The engine validates the
+options again when the node starts (``BadConfig``, also a ``ValueError``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pynenc_cpp import _core
+
+ENV_PREFIX = "PYNENC_CPP_CLUSTER_"
+ELECTIONS = ("oldest", "hrw", "lowest_address")
+MIN_FRAME_BYTES = 1024
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for ``localhost`` and loopback IP literals (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_address(value: str, what: str) -> None:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"{what}: expected 'host:port' with a port in 1..65535, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """Options of one cluster node (immutable; ``dataclasses.replace`` makes variants).
+
+    With neither ``host`` nor ``seeds`` the node is *standalone*: no cluster at
+    all, the work starts at once in this process.
+    """
+
+    host: str = ""
+    """Listen host. Non-loopback hosts require ``secret``."""
+    port: int = 0
+    """Listen port; 0 picks an ephemeral port (``ClusterHandle.status().address``)."""
+    seeds: tuple[str, ...] = ()
+    """``host:port`` of nodes to join (a list is accepted and stored as a tuple)."""
+    secret: str = field(default="", repr=False)
+    """Shared cluster secret (HMAC-SHA256 handshake). Required unless ``host`` is loopback."""
+    quorum: int = 0
+    """Live members needed to elect anyone; 0: majority of distinct seeds plus self."""
+    heartbeat_ms: int = 200
+    """SWIM probe period."""
+    suspect_timeout_ms: int = 1000
+    """Suspect -> Dead after this long; must be >= 2 * heartbeat_ms."""
+    stabilize_ms: int = 500
+    """How long a node must stay elected before its work starts."""
+    state_dir: str = ""
+    """Directory for the persistent node id, incarnation and peers cache ('': nothing kept)."""
+    node_class: str = ""
+    """This node's class (travels with membership; see ``election_class``)."""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    """Key-value strings that travel with membership."""
+    max_frame_bytes: int = 256 * 1024
+    """Largest accepted frame; a longer one closes the connection before its body is read."""
+    send_queue_bound: int = 1024
+    """Frames queued per peer; the oldest is dropped beyond it."""
+    cluster_name: str = "pynenc-cpp"
+    """Nodes of another cluster name are refused at the handshake."""
+    lease_ms: int = 0
+    """Mastership lease length; 0: ``suspect_timeout_ms``."""
+    election: str = "oldest"
+    """``"oldest"`` (join order), ``"hrw"`` (rendezvous hashing) or ``"lowest_address"``."""
+    election_class: str = ""
+    """``oldest`` only: only nodes of this class are candidates ('': any)."""
+    activation_log: str = ""
+    """JSON-lines file of lease/start/stop records ('': none)."""
+    indirect_probes: int = 3
+    """Members asked to ping-req a silent member before suspecting it."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "seeds", _seeds_tuple(self.seeds))
+        object.__setattr__(self, "metadata", dict(self.metadata))
+        self._validate()
+
+    @property
+    def standalone(self) -> bool:
+        """True with neither host nor seeds: the work runs in-process, no cluster."""
+        return not self.host and not self.seeds
+
+    def _validate(self) -> None:
+        for name in (
+            "host",
+            "secret",
+            "state_dir",
+            "node_class",
+            "cluster_name",
+            "election_class",
+            "activation_log",
+        ):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a str, got {getattr(self, name)!r}")
+        for f in dataclasses.fields(self):
+            if f.type == "int":
+                value = getattr(self, f.name)
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise ValueError(f"{f.name} must be an int, got {value!r}")
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be in 0..65535, got {self.port}")
+        for seed in self.seeds:
+            _check_address(seed, "seeds")
+        if self.quorum < 0:
+            raise ValueError(f"quorum must be >= 0 (0: majority), got {self.quorum}")
+        if self.heartbeat_ms <= 0:
+            raise ValueError(f"heartbeat_ms must be > 0, got {self.heartbeat_ms}")
+        if self.suspect_timeout_ms < 2 * self.heartbeat_ms:
+            raise ValueError(
+                f"suspect_timeout_ms must be >= 2 * heartbeat_ms ({2 * self.heartbeat_ms}), "
+                f"got {self.suspect_timeout_ms}"
+            )
+        if self.stabilize_ms < 0:
+            raise ValueError(f"stabilize_ms must be >= 0, got {self.stabilize_ms}")
+        if self.lease_ms < 0:
+            raise ValueError(f"lease_ms must be >= 0 (0: suspect_timeout_ms), got {self.lease_ms}")
+        if self.indirect_probes < 0:
+            raise ValueError(f"indirect_probes must be >= 0, got {self.indirect_probes}")
+        if self.max_frame_bytes < MIN_FRAME_BYTES:
+            raise ValueError(
+                f"max_frame_bytes must be >= {MIN_FRAME_BYTES}, got {self.max_frame_bytes}"
+            )
+        if self.send_queue_bound <= 0:
+            raise ValueError(f"send_queue_bound must be > 0, got {self.send_queue_bound}")
+        if not self.cluster_name:
+            raise ValueError("cluster_name must not be empty")
+        if self.election not in ELECTIONS:
+            raise ValueError(f"election must be one of {ELECTIONS}, got {self.election!r}")
+        if self.election_class and self.election != "oldest":
+            raise ValueError("election_class is only used with election='oldest'")
+        for k, v in self.metadata.items():
+            if not isinstance(k, str) or not isinstance(v, str) or not k:
+                raise ValueError(f"metadata must map non-empty str keys to str, got {k!r}: {v!r}")
+        if self.host and not self.secret and not is_loopback_host(self.host):
+            raise ValueError(f"secret is required to listen on the non-loopback host {self.host!r}")
+
+    @classmethod
+    def from_env(
+        cls, prefix: str = ENV_PREFIX, environ: Mapping[str, str] | None = None, **overrides: Any
+    ) -> ClusterConfig:
+        """A config from ``<prefix><FIELD>`` environment variables, then ``overrides``.
+
+        Lists: ``SEEDS`` is comma-separated ``host:port``; ``METADATA`` is ``k=v,k=v``.
+        Integers must be decimal. A malformed variable raises ``ValueError`` naming it.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            var = prefix + f.name.upper()
+            raw = env.get(var)
+            if raw is None or f.name in overrides:
+                continue
+            values[f.name] = _parse_env(f.name, f.type, var, raw.strip())
+        values.update(overrides)
+        try:
+            return cls(**values)
+        except ValueError as exc:
+            named = [prefix + k.upper() for k in values if k not in overrides]
+            raise ValueError(f"{exc} (from environment: {', '.join(named) or 'none'})") from exc
+
+    def to_options(self) -> _core.ClusterOptions:
+        """The engine's options (what ``run_cluster`` passes to the node)."""
+        o = _core.ClusterOptions()
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            setattr(o, f.name, list(value) if f.name == "seeds" else value)
+        return o
+
+
+def _seeds_tuple(seeds: Any) -> tuple[str, ...]:
+    if isinstance(seeds, str):
+        raise ValueError(f"seeds must be a sequence of 'host:port' strings, got the str {seeds!r}")
+    try:
+        out = tuple(seeds)
+    except TypeError:
+        raise ValueError(
+            f"seeds must be a sequence of 'host:port' strings, got {seeds!r}"
+        ) from None
+    for s in out:
+        if not isinstance(s, str):
+            raise ValueError(f"seeds must contain 'host:port' strings, got {s!r}")
+    return out
+
+
+def _parse_env(name: str, type_name: Any, var: str, raw: str) -> Any:
+    if name == "seeds":
+        seeds = tuple(s.strip() for s in raw.split(",") if s.strip())
+        for s in seeds:
+            _check_address(s, var)
+        return seeds
+    if name == "metadata":
+        meta: dict[str, str] = {}
+        for item in (i.strip() for i in raw.split(",")):
+            if not item:
+                continue
+            k, sep, v = item.partition("=")
+            if not sep or not k.strip():
+                raise ValueError(f"{var}: expected 'key=value,key=value', got {raw!r}")
+            meta[k.strip()] = v.strip()
+        return meta
+    if type_name == "int":
+        try:
+            return int(raw, 10)
+        except ValueError:
+            raise ValueError(f"{var}: expected an integer, got {raw!r}") from None
+    return raw

@@ -1,0 +1,345 @@
+"""``run_cluster``: run a start/stop pair on whichever node of the cluster is master.
+
+The engine calls ``start``, ``stop`` and the event subscribers one at a time on
+the node's own callback thread (never concurrently with each other), so they may
+block without stalling the protocol; ``start`` should nevertheless return soon
+(start a thread for long work), because the node can stop the work only after
+``start`` returned. An exception raised by a callback is logged on the
+``pynenc_cpp.cluster`` logger and otherwise ignored.
+"""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import logging
+import queue
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pynenc_cpp import _core
+from pynenc_cpp.cluster.config import ClusterConfig
+from pynenc_cpp.errors import BackendError
+
+logger = logging.getLogger("pynenc_cpp.cluster")
+
+
+class ClusterAddressInUse(BackendError, OSError):  # type: ignore[misc]
+    """The listen address is already in use (``errno`` is ``EADDRINUSE``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.errno = errno.EADDRINUSE
+        self.strerror = message
+
+
+@dataclass(frozen=True)
+class Member:
+    """One member as this node sees it."""
+
+    id: str
+    address: str
+    incarnation: int
+    state: str  # "alive" | "suspect" | "dead" | "left"
+    node_class: str
+    metadata: Mapping[str, str]
+    started_at_ms: int  # wall-clock ms at which its process started (join order)
+
+    @classmethod
+    def _from_core(cls, m: _core.ClusterMember) -> Member:
+        return cls(
+            m.id, m.address, m.incarnation, m.state, m.node_class, dict(m.metadata), m.started_at_ms
+        )
+
+
+@dataclass(frozen=True)
+class MemberEvent:
+    """A membership change: ``kind`` is joined, suspected, alive_again, dead or left."""
+
+    kind: str
+    member: Member
+    at_monotonic: float = field(default=0.0, compare=False)
+    """``time.monotonic()`` when Python received it."""
+
+
+@dataclass(frozen=True)
+class Activation:
+    """What ``start`` and ``stop`` receive."""
+
+    node: str
+    epoch: int
+    lease_until_mono_ms: int  # CLOCK_MONOTONIC ms (time.monotonic() * 1000); 0 standalone
+    standalone: bool
+
+    @classmethod
+    def _from_core(cls, a: _core.ClusterActivation) -> Activation:
+        return cls(a.node, a.epoch, a.lease_until_mono_ms, a.standalone)
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    """A snapshot of this node's view of the cluster."""
+
+    node_id: str
+    address: str  # "" in standalone mode
+    incarnation: int
+    epoch: int
+    leader: str | None
+    has_quorum: bool
+    state: str  # supervisor state: "standby" | "activating" | "master" | "stopping"
+    lease_until_mono_ms: int
+    standalone: bool
+
+    @property
+    def is_master(self) -> bool:
+        """True while this node runs the work."""
+        return self.state == "master"
+
+    @classmethod
+    def _from_core(cls, s: _core.ClusterNodeStatus) -> NodeStatus:
+        return cls(
+            s.id,
+            s.address,
+            s.incarnation,
+            s.epoch,
+            s.leader,
+            s.has_quorum,
+            s.state,
+            s.lease_until_mono_ms,
+            s.standalone,
+        )
+
+
+_CLOSED = object()
+
+
+class EventStream:
+    """A thread-safe iterator over membership events (from ``ClusterHandle.events``).
+
+    Iteration blocks until the next event and ends when the stream is closed
+    (``close()`` or the handle stopped). ``get(timeout)`` returns ``None`` on timeout.
+    Events beyond ``maxsize`` unread ones are dropped (counted in ``dropped``).
+    """
+
+    def __init__(self, maxsize: int, detach: Callable[[], None]) -> None:
+        self._q: queue.Queue[Any] = queue.Queue(maxsize)
+        self._detach = detach
+        self._closed = False
+        self.dropped = 0
+
+    def _put(self, event: MemberEvent) -> None:
+        try:
+            self._q.put_nowait(event)
+        except queue.Full:
+            self.dropped += 1
+
+    def get(self, timeout: float | None = None) -> MemberEvent | None:
+        """The next event; ``None`` on timeout or once closed and drained."""
+        try:
+            item = self._q.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if item is _CLOSED:
+            self._q.put_nowait(_CLOSED)  # keep later readers unblocked
+            return None
+        return item
+
+    def close(self) -> None:
+        """Stops receiving events; iteration ends after the ones already queued."""
+        if self._closed:
+            return
+        self._closed = True
+        self._detach()
+        while True:
+            try:
+                self._q.put_nowait(_CLOSED)
+                return
+            except queue.Full:
+                try:
+                    self._q.get_nowait()
+                except queue.Empty:
+                    pass
+
+    def __iter__(self) -> Iterator[MemberEvent]:
+        while True:
+            item = self.get()
+            if item is None:
+                return
+            yield item
+
+
+class ClusterHandle:
+    """A running node. ``stop()`` is graceful and idempotent; also a context manager."""
+
+    def __init__(self, config: ClusterConfig) -> None:
+        self.config = config
+        self._node: _core.ClusterNode | None = None
+        self._subs: dict[int, Callable[[MemberEvent], None]] = {}
+        self._subs_lock = threading.Lock()
+        self._next_sub = 0
+        self._stop_lock = threading.Lock()
+        self._stopped = False
+        self._callback_thread: int | None = None
+        self._streams: weakref.WeakSet[EventStream] = weakref.WeakSet()
+
+    # -- engine callbacks (node's callback thread) ------------------------------------
+    def _enter_callback(self) -> None:
+        self._callback_thread = threading.get_ident()
+
+    def _dispatch(self, core_event: _core.ClusterMemberEvent) -> None:
+        self._enter_callback()
+        event = MemberEvent(core_event.kind, Member._from_core(core_event.member), time.monotonic())
+        with self._subs_lock:
+            subs = list(self._subs.values())
+        for cb in subs:
+            try:
+                cb(event)
+            except Exception:
+                logger.exception("cluster event subscriber %r failed on %s", cb, event.kind)
+
+    # -- public API ---------------------------------------------------------------------
+    def subscribe(self, callback: Callable[[MemberEvent], None]) -> Callable[[], None]:
+        """Calls ``callback(event)`` for every later membership event; returns unsubscribe."""
+        with self._subs_lock:
+            key = self._next_sub
+            self._next_sub += 1
+            self._subs[key] = callback
+
+        def unsubscribe() -> None:
+            with self._subs_lock:
+                self._subs.pop(key, None)
+
+        return unsubscribe
+
+    def events(self, maxsize: int = 10_000) -> EventStream:
+        """A new ``EventStream`` of later membership events (closed by ``stop()``)."""
+        holder: list[Callable[[], None]] = []
+        stream = EventStream(maxsize, lambda: holder[0]())
+        holder.append(self.subscribe(stream._put))
+        self._streams.add(stream)
+        return stream
+
+    def status(self) -> NodeStatus:
+        """This node's status (also valid after ``stop()``: the last state)."""
+        return NodeStatus._from_core(self._core().status())
+
+    def members(self) -> list[Member]:
+        """Every known member, self included, dead and left ones too, sorted by id."""
+        return [Member._from_core(m) for m in self._core().members()]
+
+    @property
+    def node_id(self) -> str:
+        """This node's id."""
+        return self.status().node_id
+
+    @property
+    def address(self) -> str:
+        """``host:port`` this node listens on ('' standalone)."""
+        return self.status().address
+
+    @property
+    def stopped(self) -> bool:
+        """True once ``stop()`` was called."""
+        return self._stopped
+
+    def stop(self) -> None:
+        """Graceful: stops the work if running (waits for ``stop``), sends Leaving, closes.
+
+        Idempotent. Called from inside a callback (the callback thread), it starts
+        the shutdown on another thread and returns at once.
+        """
+        if threading.get_ident() == self._callback_thread:
+            threading.Thread(target=self.stop, name="pynenc-cluster-stop", daemon=True).start()
+            return
+        with self._stop_lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            try:
+                if self._node is not None:
+                    self._node.stop()
+            finally:
+                _live.discard(self)
+                for s in list(self._streams):
+                    s.close()
+
+    def __enter__(self) -> ClusterHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "stopped" if self._stopped else "running"
+        return f"<ClusterHandle {state} {self.config.host or 'standalone'}>"
+
+    def _core(self) -> _core.ClusterNode:
+        assert self._node is not None
+        return self._node
+
+
+_live: weakref.WeakSet[ClusterHandle] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for handle in list(_live):
+        try:
+            handle.stop()
+        except Exception:  # pragma: no cover - best effort at exit
+            logger.exception("stopping %r at exit failed", handle)
+
+
+def run_cluster(
+    start: Callable[[Activation], object],
+    stop: Callable[[Activation, str], object],
+    config: ClusterConfig | None = None,
+) -> ClusterHandle:
+    """Joins (or forms) the cluster and runs ``start``/``stop`` when this node gains/loses mastership.
+
+    ``config`` None reads ``ClusterConfig.from_env()``. In standalone mode
+    (no host, no seeds) ``start`` is called at once and ``stop`` by ``handle.stop()``.
+    ``stop(activation, reason)`` gets a reason such as ``"lease expired"``,
+    ``"not elected"``, ``"lost quorum"`` or ``"shutdown"``.
+
+    Raises ``ValueError`` (``BadConfig`` from the engine: a bad option, an
+    unwritable state dir, a non-loopback host without secret),
+    ``ClusterAddressInUse`` (an ``OSError`` and a ``BackendError``) when the port is
+    taken, ``BackendError`` for other startup failures. Nothing runs after an error.
+    """
+    if config is None:
+        config = ClusterConfig.from_env()
+    if not callable(start) or not callable(stop):
+        raise TypeError("start and stop must be callable")
+    handle = ClusterHandle(config)
+
+    def on_start(a: _core.ClusterActivation) -> None:
+        handle._enter_callback()
+        activation = Activation._from_core(a)
+        try:
+            start(activation)
+        except Exception:
+            logger.exception("cluster start callback failed (epoch %d)", activation.epoch)
+
+    def on_stop(a: _core.ClusterActivation, reason: str) -> None:
+        handle._enter_callback()
+        activation = Activation._from_core(a)
+        try:
+            stop(activation, reason)
+        except Exception:
+            logger.exception("cluster stop callback failed (%s)", reason)
+
+    try:
+        handle._node = _core.ClusterNode.start(
+            config.to_options(), on_start, on_stop, handle._dispatch
+        )
+    except BackendError as exc:
+        if "in use" in str(exc).lower():
+            raise ClusterAddressInUse(str(exc)) from exc
+        raise
+    _live.add(handle)
+    return handle

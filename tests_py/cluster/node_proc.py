@@ -1,0 +1,163 @@
+"""A cluster node in its own process, for the fault tests and the failover benchmark.
+
+Runs ``run_cluster`` with a config built from the command line and records, each
+as one JSON line appended with a single ``write(2)`` (so SIGKILL never tears one):
+
+* ``--work-log``: ``{"event": "work_start"|"work_stop", "name", "node", "pid",
+  "mono_ms", "epoch", "lease_until_mono_ms", "reason"}`` from the start/stop callbacks;
+* ``--events-log``: ``{"kind", "member", "address", "state", "mono_ms", "name"}`` per
+  membership event;
+* ``--status-file``: the node's status and members, rewritten atomically every 50 ms.
+
+``mono_ms`` is ``time.monotonic() * 1000`` (CLOCK_MONOTONIC, shared by every process
+of the machine, the clock of the activation log). Prints one line
+``READY {"address": ..., "node": ...}`` once started. SIGTERM or SIGINT stop the
+node gracefully (``handle.stop()``: the work stops, Leaving is sent) and exit 0.
+A startup failure prints ``FAILED <type>: <message>`` and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from pynenc_cpp.cluster import Activation, ClusterConfig, MemberEvent, run_cluster
+
+
+def _now_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+class JsonLog:
+    """Appends JSON lines with O_APPEND, one write(2) per record."""
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if path else -1
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.fd >= 0:
+            os.write(self.fd, (json.dumps(record, sort_keys=True) + "\n").encode())
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--name", default="node")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--seeds", default="", help="comma-separated host:port")
+    p.add_argument("--quorum", type=int, default=0)
+    p.add_argument("--secret", default="")
+    p.add_argument("--cluster-name", default="pynenc-cpp-faults")
+    p.add_argument("--heartbeat-ms", type=int, default=100)
+    p.add_argument("--suspect-ms", type=int, default=300)
+    p.add_argument("--stabilize-ms", type=int, default=200)
+    p.add_argument("--state-dir", default="")
+    p.add_argument("--activation-log", default="")
+    p.add_argument("--work-log", default="")
+    p.add_argument("--events-log", default="")
+    p.add_argument("--status-file", default="")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    work_log, events_log = JsonLog(args.work_log), JsonLog(args.events_log)
+    pid = os.getpid()
+
+    def work(event: str, a: Activation, reason: str = "") -> None:
+        work_log.write(
+            {
+                "event": event,
+                "name": args.name,
+                "node": a.node,
+                "pid": pid,
+                "mono_ms": _now_ms(),
+                "epoch": a.epoch,
+                "lease_until_mono_ms": a.lease_until_mono_ms,
+                "reason": reason,
+            }
+        )
+
+    def on_event(e: MemberEvent) -> None:
+        events_log.write(
+            {
+                "kind": e.kind,
+                "member": e.member.id,
+                "address": e.member.address,
+                "state": e.member.state,
+                "mono_ms": e.at_monotonic * 1000.0,
+                "name": args.name,
+            }
+        )
+
+    config = ClusterConfig(
+        host=args.host,
+        port=args.port,
+        seeds=tuple(s for s in args.seeds.split(",") if s),
+        quorum=args.quorum,
+        secret=args.secret,
+        cluster_name=args.cluster_name,
+        heartbeat_ms=args.heartbeat_ms,
+        suspect_timeout_ms=args.suspect_ms,
+        stabilize_ms=args.stabilize_ms,
+        state_dir=args.state_dir,
+        activation_log=args.activation_log,
+        metadata={"name": args.name},
+    )
+    stop_requested = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop_requested.set())
+    signal.signal(signal.SIGINT, lambda *_: stop_requested.set())
+    try:
+        handle = run_cluster(
+            lambda a: work("work_start", a), lambda a, r: work("work_stop", a, r), config
+        )
+    except Exception as exc:  # reported to the parent, which asserts on it
+        print(f"FAILED {type(exc).__name__}: {exc}", flush=True)
+        return 2
+    handle.subscribe(on_event)
+    status = handle.status()
+    print(
+        "READY " + json.dumps({"address": status.address, "node": status.node_id, "pid": pid}),
+        flush=True,
+    )
+
+    def write_status() -> None:
+        if not args.status_file:
+            return
+        s = handle.status()
+        doc = {
+            "name": args.name,
+            "pid": pid,
+            "mono_ms": _now_ms(),
+            "node": s.node_id,
+            "address": s.address,
+            "state": s.state,
+            "leader": s.leader,
+            "epoch": s.epoch,
+            "has_quorum": s.has_quorum,
+            "stopped": handle.stopped,
+            "members": [
+                {"id": m.id, "address": m.address, "state": m.state, "incarnation": m.incarnation}
+                for m in handle.members()
+            ],
+        }
+        tmp = args.status_file + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(doc, f)
+        os.replace(tmp, args.status_file)
+
+    while not stop_requested.wait(0.05):
+        write_status()
+    handle.stop()
+    write_status()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

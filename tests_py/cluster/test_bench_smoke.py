@@ -1,0 +1,29 @@
+"""bench/cluster_failover.py runs end to end (figures printed; no timing assertions)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "cluster_failover.py"
+
+
+@pytest.mark.timeout(300)
+def test_failover_bench_quick_run_prints_the_figures() -> None:
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--trials", "2"],
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "2 trials" in out.stdout
+    assert out.stdout.count("  trial ") == 2
+    for name in ("crash detection", "failover"):
+        line = next(ln for ln in out.stdout.splitlines() if ln.startswith(name))
+        for field in ("p50", "p95", "p99", "max", "target p99"):
+            assert field in line
+        assert "PASS" in line or "FAIL" in line
