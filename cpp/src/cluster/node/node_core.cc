@@ -107,11 +107,7 @@ void NodeCore::Dispatch(const Address& from, std::uint8_t type, const std::strin
 void NodeCore::CheckLeaseExpiry() {
   const std::int64_t now = env_.NowMs();
   if (supervisor_.state() != SupervisorState::kMaster || now < supervisor_.lease_until_ms()) return;
-  if (hooks_.record) {
-    hooks_.record(
-        {"lease_expired", supervisor_.epoch(), now, supervisor_.lease_until_ms(),
-         "detected " + std::to_string(now - supervisor_.lease_until_ms()) + " ms after expiry"});
-  }
+  // The supervisor answers with StopWork("lease expired"); Apply records it.
   Feed(supervisor_event::Tick{});
 }
 
@@ -186,6 +182,15 @@ void NodeCore::Apply(std::vector<SupervisorEffect> effects) {
             Activation{options_.membership.self.id, start->epoch, start->lease_until_ms, false});
       }
     } else if (auto* stop = std::get_if<supervisor_effect::StopWork>(&effect)) {
+      // Every stop for an expired lease leaves a "lease_expired" record first, also
+      // when the expiry is noticed mid-event (a SIGSTOP that landed after this
+      // event's entry check) rather than by CheckLeaseExpiry.
+      if (stop->reason == std::string_view("lease expired") && hooks_.record) {
+        const std::int64_t now = env_.NowMs();
+        hooks_.record(
+            {"lease_expired", supervisor_.epoch(), now, supervisor_.lease_until_ms(),
+             "detected " + std::to_string(now - supervisor_.lease_until_ms()) + " ms after expiry"});
+      }
       // The epoch the work started in, and the lease it held last.
       if (hooks_.stop_work) {
         hooks_.stop_work(Activation{options_.membership.self.id, started_epoch_,
