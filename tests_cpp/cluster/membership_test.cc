@@ -308,6 +308,64 @@ TEST_F(OneNode, SuspectBecomesDeadAfterTimeoutAndTombstoneExpires) {
   EXPECT_FALSE(m_->LastHeardMs("peer").has_value());
 }
 
+// Dead rule (membership.h): dead_at = max(last_heard + suspect_timeout,
+// suspected_at + refute_window); here suspect_timeout 300, refute window
+// max(ping_timeout 50, 300 / 3) = 100.
+TEST_F(OneNode, SilentSuspectDiesExactlyAtRefuteWindowAfterSuspicion) {
+  Feed(MembershipMessage::kGossip, Peer(0));  // last heard at 0
+  Feed(MembershipMessage::kGossip, Rec("third"));
+  world_.RunFor(1000);
+  const std::int64_t suspected_at = world_.Now();
+  Feed(MembershipMessage::kGossip, Rec("third"), {Peer(0, MemberState::kSuspect)});
+  ASSERT_EQ(events_.back().kind, MemberEventKind::kSuspected);
+  world_.RunFor(99);
+  EXPECT_EQ(events_.back().kind, MemberEventKind::kSuspected)
+      << "at +" << world_.Now() - suspected_at;
+  world_.RunFor(1);
+  EXPECT_EQ(events_.back().kind, MemberEventKind::kDead);
+  EXPECT_EQ(events_.back().member.id, "peer");
+}
+
+TEST_F(OneNode, RecentlyHeardSuspectGetsTheFullSuspectTimeoutFromLastContact) {
+  world_.RunFor(1000);
+  Feed(MembershipMessage::kGossip, Peer(0));  // last heard at 1000
+  world_.RunFor(150);
+  Feed(MembershipMessage::kGossip, Rec("third"), {Peer(0, MemberState::kSuspect)});
+  ASSERT_EQ(events_.back().kind, MemberEventKind::kSuspected);
+  world_.RunFor(100);  // 1250: past suspected_at + refute window, not last_heard + 300
+  EXPECT_EQ(events_.back().kind, MemberEventKind::kSuspected);
+  world_.RunFor(49);  // 1299
+  EXPECT_EQ(events_.back().kind, MemberEventKind::kSuspected);
+  world_.RunFor(1);  // 1300 = last_heard + suspect_timeout
+  EXPECT_EQ(events_.back().kind, MemberEventKind::kDead);
+}
+
+TEST_F(OneNode, NoteHeardPostponesDeathOnlyForAnUnambiguousLiveAddress) {
+  Feed(MembershipMessage::kGossip, Peer(0));  // heard at 0
+  Feed(MembershipMessage::kGossip, Rec("third"), {Peer(0, MemberState::kSuspect)});
+  ASSERT_EQ(events_.back().kind, MemberEventKind::kSuspected);
+  world_.RunFor(250);
+  m_->NoteHeard("10.0.0.2:7000");  // lease frame from the suspect at 250
+  EXPECT_EQ(m_->LastHeardMs("peer"), 250);
+  m_->NoteHeard("10.9.9.9:1");  // unknown address: nothing
+  world_.RunFor(299);           // 549: before 250 + 300
+  EXPECT_EQ(events_.back().kind, MemberEventKind::kSuspected);
+  world_.RunFor(1);  // 550
+  EXPECT_EQ(events_.back().kind, MemberEventKind::kDead);
+  // Dead member: NoteHeard does not touch it (not live).
+  m_->NoteHeard("10.0.0.2:7000");
+  EXPECT_EQ(m_->LastHeardMs("peer"), 250);
+  // Two live members at one address (restart under a new id): ignored.
+  Member a = Rec("a");
+  a.address = "10.0.0.3:7000";
+  Member b = Rec("b");
+  b.address = "10.0.0.3:7000";
+  Feed(MembershipMessage::kGossip, Rec("third"), {a, b});
+  m_->NoteHeard("10.0.0.3:7000");
+  EXPECT_FALSE(m_->LastHeardMs("a").has_value());
+  EXPECT_FALSE(m_->LastHeardMs("b").has_value());
+}
+
 TEST_F(OneNode, LeaveSendsLeftRecordAndIgnoresLaterFrames) {
   m_->Start();
   Feed(MembershipMessage::kGossip, Peer(0));

@@ -49,7 +49,14 @@ struct MembershipOptions {
   std::vector<Address> seeds;        // may include self.address (ignored)
   std::int64_t heartbeat_ms = 200;   // protocol period: one probe per period
   std::int64_t ping_timeout_ms = 0;  // 0: heartbeat_ms / 2; then ping-req
+  // A Suspect member is declared Dead at
+  //   max(last_heard + suspect_timeout_ms, suspected_at + refute_window_ms)
+  // where last_heard is when this node last got a frame from it directly
+  // (OnFrame sender or NoteHeard; for a member never heard from, when it was
+  // first learned of) and suspected_at is when this node marked or learned it
+  // Suspect. docs/cluster/membership.md "Timing".
   std::int64_t suspect_timeout_ms = 1000;
+  std::int64_t refute_window_ms = 0;       // 0: max(ping_timeout_ms, suspect_timeout_ms / 3)
   int indirect_probes = 3;                 // k
   std::size_t max_gossip = 8;              // records piggy-backed per message
   std::int64_t dead_retention_ms = 60000;  // Dead/Left tombstones kept this long
@@ -96,6 +103,14 @@ class Membership {
   std::uint64_t Epoch() const;
   // env.NowMs() when a frame from that node (by sender id) last arrived.
   std::optional<std::int64_t> LastHeardMs(const NodeId& id) const;
+  // Reports a non-membership frame (e.g. lease traffic) from `from`, an
+  // authenticated advertised address, as direct contact: sets LastHeardMs of the
+  // live member at that address to now, which postpones its Dead deadline (see
+  // MembershipOptions). Ignored unless exactly one Alive/Suspect member other
+  // than self has that address (a node restarted under a new id at the same
+  // address must not keep its predecessor alive). Changes no state, sends
+  // nothing, emits no event.
+  void NoteHeard(const Address& from);
   // Called with the new value whenever the self incarnation changes (persist it).
   void SetOnIncarnation(std::function<void(std::uint64_t)> fn);
   MembershipStats Stats() const;

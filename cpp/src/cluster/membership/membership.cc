@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -51,6 +52,8 @@ class Membership::Impl {
       opt_.ping_timeout_ms = std::max<std::int64_t>(1, opt_.heartbeat_ms / 2);
     if (opt_.rejoin_interval_ms <= 0) opt_.rejoin_interval_ms = 5 * opt_.heartbeat_ms;
     if (opt_.suspect_timeout_ms <= 0) opt_.suspect_timeout_ms = 5 * opt_.heartbeat_ms;
+    if (opt_.refute_window_ms <= 0)
+      opt_.refute_window_ms = std::max(opt_.ping_timeout_ms, opt_.suspect_timeout_ms / 3);
     if (opt_.max_gossip > membership::kMaxGossip) opt_.max_gossip = membership::kMaxGossip;
     if (opt_.gossip_lambda < 1) opt_.gossip_lambda = 1;
     opt_.self.state = MemberState::kAlive;
@@ -58,6 +61,7 @@ class Membership::Impl {
     Entry e;
     e.m = opt_.self;
     e.since = env_.NowMs();
+    e.known_since = e.since;
     members_.emplace(self_id_, std::move(e));
   }
 
@@ -161,6 +165,17 @@ class Membership::Impl {
     return it->second;
   }
 
+  void NoteHeard(const Address& from) {
+    if (left_) return;
+    const NodeId* match = nullptr;
+    for (const auto& [id, e] : members_) {
+      if (id == self_id_ || e.m.address != from || !IsLive(e.m.state)) continue;
+      if (match) return;  // ambiguous: a restarted node may share the address
+      match = &id;
+    }
+    if (match) last_heard_[*match] = env_.NowMs();
+  }
+
   void SetOnIncarnation(std::function<void(std::uint64_t)> fn) { on_incarnation_ = std::move(fn); }
   MembershipStats Stats() const { return stats_; }
 
@@ -168,6 +183,7 @@ class Membership::Impl {
   struct Entry {
     Member m;
     std::int64_t since = 0;        // env.NowMs() of the last state change
+    std::int64_t known_since = 0;  // env.NowMs() when this node first learned of it
     std::uint32_t retransmit = 0;  // gossip sends left for the current record
     std::uint64_t change = 0;      // change order: most recent first in gossip
   };
@@ -257,9 +273,10 @@ class Membership::Impl {
       Entry e;
       e.m = r;
       MarkChanged(e);
+      e.known_since = e.since;
       auto& ins = members_.emplace(r.id, std::move(e)).first->second;
       if (IsLive(r.state)) Emit(MemberEventKind::kJoined, ins.m);
-      if (r.state == MemberState::kSuspect) ScheduleSuspectCheck();
+      if (r.state == MemberState::kSuspect) ArmSuspectCheck(DeadAt(r.id, ins));
       return;
     }
     Entry& e = it->second;
@@ -267,10 +284,11 @@ class Membership::Impl {
     const MemberState old = e.m.state;
     e.m = r;
     MarkChanged(e);
-    Transition(old, e.m);
+    Transition(old, e);
   }
 
-  void Transition(MemberState old, const Member& m) {
+  void Transition(MemberState old, const Entry& e) {
+    const Member& m = e.m;
     const MemberState now = m.state;
     if (!IsLive(old) && IsLive(now)) {
       Emit(MemberEventKind::kJoined, m);
@@ -283,23 +301,51 @@ class Membership::Impl {
     } else if (IsLive(old) && now == MemberState::kLeft) {
       Emit(MemberEventKind::kLeft, m);
     }
-    if (now == MemberState::kSuspect) ScheduleSuspectCheck();
+    if (now == MemberState::kSuspect) ArmSuspectCheck(DeadAt(m.id, e));
   }
 
-  void ScheduleSuspectCheck() {
-    Schedule(opt_.suspect_timeout_ms, [this] { CheckSuspects(); });
+  // When Suspect member `e` is declared Dead (membership.h MembershipOptions):
+  // the suspect timeout counts from the last direct contact, but a suspicion
+  // always lasts at least the refute window (the suspicion notice went out when
+  // it started, so a live member has that long to refute).
+  std::int64_t DeadAt(const NodeId& id, const Entry& e) const {
+    std::int64_t heard = e.known_since;
+    auto it = last_heard_.find(id);
+    if (it != last_heard_.end()) heard = std::max(heard, it->second);
+    return std::max(heard + opt_.suspect_timeout_ms, e.since + opt_.refute_window_ms);
   }
 
+  // Makes sure CheckSuspects runs at `at` (or earlier). One timer is tracked:
+  // a later one superseded by an earlier request still fires, harmlessly.
+  void ArmSuspectCheck(std::int64_t at) {
+    const std::int64_t now = env_.NowMs();
+    if (next_check_ && *next_check_ >= now && *next_check_ <= at) return;
+    next_check_ = at;
+    Schedule(std::max<std::int64_t>(0, at - now), [this, at] {
+      if (next_check_ == at) next_check_.reset();
+      CheckSuspects();
+    });
+  }
+
+  // Declares Dead every Suspect member whose DeadAt has come and re-arms the
+  // check for the earliest one still pending (contact heard since the
+  // suspicion may have moved its deadline later).
   void CheckSuspects() {
     if (InStallGrace()) return;  // the next Tick checks again
     const std::int64_t now = env_.NowMs();
+    std::optional<std::int64_t> next;
     for (auto& [id, e] : members_) {
       if (id == self_id_ || e.m.state != MemberState::kSuspect) continue;
-      if (now - e.since < opt_.suspect_timeout_ms) continue;
+      const std::int64_t dead_at = DeadAt(id, e);
+      if (now < dead_at) {
+        next = next ? std::min(*next, dead_at) : dead_at;
+        continue;
+      }
       e.m.state = MemberState::kDead;
       MarkChanged(e);
       Emit(MemberEventKind::kDead, e.m);
     }
+    if (next) ArmSuspectCheck(*next);
   }
 
   void ExpireTombstones() {
@@ -349,7 +395,7 @@ class Membership::Impl {
     MarkChanged(e);
     ++stats_.suspicions;
     Emit(MemberEventKind::kSuspected, e.m);
-    ScheduleSuspectCheck();
+    ArmSuspectCheck(DeadAt(probe_.target, e));
     // Tell the suspect directly, so it can refute even if gossip is slow.
     Message notice;
     notice.type = MembershipMessage::kGossip;
@@ -549,7 +595,8 @@ class Membership::Impl {
   std::set<Env::TimerId> timers_;
   std::vector<MemberEvent> pending_;
   MembershipStats stats_;
-  std::int64_t grace_until_ = 0;  // see NoteLateness
+  std::int64_t grace_until_ = 0;            // see NoteLateness
+  std::optional<std::int64_t> next_check_;  // due time of the pending CheckSuspects timer
   bool started_ = false;
   bool left_ = false;
 };
@@ -570,6 +617,7 @@ std::uint64_t Membership::Epoch() const { return ComputeEpoch(impl_->LiveMembers
 std::optional<std::int64_t> Membership::LastHeardMs(const NodeId& id) const {
   return impl_->LastHeardMs(id);
 }
+void Membership::NoteHeard(const Address& from) { impl_->NoteHeard(from); }
 void Membership::SetOnIncarnation(std::function<void(std::uint64_t)> fn) {
   impl_->SetOnIncarnation(std::move(fn));
 }

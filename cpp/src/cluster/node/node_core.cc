@@ -100,6 +100,7 @@ void NodeCore::Dispatch(const Address& from, std::uint8_t type, const std::strin
   if (IsMembershipType(type)) {
     membership_->OnFrame(from, type, payload);
   } else if (type >= kLeaseTypeBase && type < kLeaseTypeBase + 16) {
+    membership_->NoteHeard(from);  // lease traffic is direct contact too
     lease_->OnFrame(from, type, payload);
   }
 }
