@@ -33,8 +33,6 @@ using cluster::Member;
 using cluster::MemberEvent;
 using cluster::NodeStatus;
 
-bool Finalizing() { return _Py_IsFinalizing() != 0; }
-
 // The persistent thread state of a C++ thread that calls Python. A thread that
 // already had one (a Python thread) is left alone.
 struct ThreadStateKeeper {
@@ -51,7 +49,7 @@ struct ThreadStateKeeper {
   }
 
   ~ThreadStateKeeper() {
-    if (!kept || !Py_IsInitialized() || Finalizing()) return;  // exiting: leak it
+    if (!kept || !Py_IsInitialized() || PythonFinalizing()) return;  // exiting: leak it
     PyEval_RestoreThread(saved);
     PyGILState_Release(outer);  // counter 0: clears and deletes it, releases the GIL
   }
@@ -62,7 +60,7 @@ thread_local ThreadStateKeeper tls_keeper;
 // unraisable with `what` as context.
 template <typename Fn>
 void CallPython(const char* what, Fn&& fn) noexcept {
-  if (!Py_IsInitialized() || Finalizing()) return;
+  if (!Py_IsInitialized() || PythonFinalizing()) return;
   tls_keeper.EnsureKept();
   PyGILState_STATE state = PyGILState_Ensure();
   try {
@@ -85,16 +83,7 @@ void CallPython(const char* what, Fn&& fn) noexcept {
 struct PyCallbacks {
   py::object start, stop, on_event;
 
-  ~PyCallbacks() {
-    py::object* all[] = {&start, &stop, &on_event};
-    if (!Py_IsInitialized() || Finalizing()) {
-      for (py::object* o : all) o->release();
-      return;
-    }
-    PyGILState_STATE g = PyGILState_Ensure();
-    for (py::object* o : all) *o = py::object();
-    PyGILState_Release(g);
-  }
+  ~PyCallbacks() { DropPyObjects({&start, &stop, &on_event}); }
 };
 
 // The Python object: owns the node; never destroys it with the GIL held.
@@ -107,7 +96,7 @@ class PyClusterNode {
   // REQUIRES: GIL held (pybind11 deallocation).
   ~PyClusterNode() {
     if (!node_) return;
-    if (Finalizing()) {
+    if (PythonFinalizing()) {
       (void)node_.release();  // its threads no longer enter Python; the process is exiting
       return;
     }

@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,6 +71,23 @@ auto OpenFromUri(OpenFn open) {
 
 // Registers the exception classes and the translator. Called once by the module.
 void InitErrors(py::module_& m);
+
+// True while the interpreter shuts down: C++ threads must not enter Python then.
+inline bool PythonFinalizing() { return _Py_IsFinalizing() != 0; }
+
+// Drops Python references held by a C++ object that any thread may destroy: with
+// the GIL while the interpreter runs, else leaked (the process is exiting and the
+// GIL can no longer be taken). REQUIRES: this thread does not hold the GIL, or
+// holds it through a thread state PyGILState_Ensure can see.
+inline void DropPyObjects(std::initializer_list<py::object*> objects) {
+  if (!Py_IsInitialized() || PythonFinalizing()) {
+    for (py::object* o : objects) (void)o->release();
+    return;
+  }
+  PyGILState_STATE g = PyGILState_Ensure();
+  for (py::object* o : objects) *o = py::object();
+  PyGILState_Release(g);
+}
 
 }  // namespace pynenc_cpp::bindings
 

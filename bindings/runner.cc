@@ -33,8 +33,6 @@ thread_local PyThreadState* tls_tstate = nullptr;
 thread_local const void* tls_engine = nullptr;
 thread_local int tls_worker = INT_MIN;
 
-bool Finalizing() { return _Py_IsFinalizing() != 0; }
-
 // The Python callables of one engine. Destroyed by whichever thread drops the
 // engine's shared state last: with the GIL when possible, else leaked (the
 // process is exiting).
@@ -47,15 +45,8 @@ struct PyCallbacks {
   std::map<int, unsigned long> idents;  // worker index -> Python thread ident
 
   ~PyCallbacks() {
-    py::object* all[] = {&broker,     &execute,   &fallback_next,  &next_blocking, &heartbeat,
-                         &management, &timed_out, &thread_started, &report_error};
-    if (!Py_IsInitialized() || Finalizing()) {
-      for (py::object* o : all) o->release();
-      return;
-    }
-    PyGILState_STATE g = PyGILState_Ensure();
-    for (py::object* o : all) *o = py::object();
-    PyGILState_Release(g);
+    DropPyObjects({&broker, &execute, &fallback_next, &next_blocking, &heartbeat, &management,
+                   &timed_out, &thread_started, &report_error});
   }
 
   unsigned long Ident(int worker) {
@@ -69,7 +60,7 @@ struct PyCallbacks {
 // A Python exception escaping `fn` is reported as unraisable; returns false then.
 template <typename Fn>
 bool WithGil(const char* what, Fn&& fn) {
-  if (tls_tstate == nullptr || Finalizing()) return false;
+  if (tls_tstate == nullptr || PythonFinalizing()) return false;
   PyEval_RestoreThread(tls_tstate);
   bool ok = true;
   try {
@@ -95,7 +86,7 @@ std::optional<std::string> OptionalStr(const py::object& o) {
 RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine_key) {
   RunnerHooks h;
   h.thread_started = [cb, engine_key](int worker) {
-    if (Finalizing()) return;
+    if (PythonFinalizing()) return;
     tls_tstate = PyThreadState_New(cb->interp);
     tls_engine = engine_key;
     tls_worker = worker;
@@ -112,7 +103,7 @@ RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine
       std::lock_guard<std::mutex> lock(cb->mu);
       cb->idents.erase(worker);
     }
-    if (tls_tstate != nullptr && !Finalizing()) {
+    if (tls_tstate != nullptr && !PythonFinalizing()) {
       PyEval_RestoreThread(tls_tstate);
       PyThreadState_Clear(tls_tstate);
       PyThreadState_DeleteCurrent();  // releases the GIL

@@ -3,6 +3,7 @@ pynenc-cpp engine bindings (private; use the pynenc_cpp package).
 """
 
 from __future__ import annotations
+
 import collections.abc
 import typing
 
