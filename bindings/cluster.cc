@@ -210,7 +210,26 @@ void InitValueTypes(py::module_& m) {
           "Supervisor state: 'standby', 'activating', 'master' or 'stopping'.")
       .def_readonly("lease_until_mono_ms", &NodeStatus::lease_until_mono_ms,
                     "This node's lease end, CLOCK_MONOTONIC ms (0: none).")
-      .def_readonly("standalone", &NodeStatus::standalone, "True without a cluster.");
+      .def_readonly("standalone", &NodeStatus::standalone, "True without a cluster.")
+      .def_property_readonly(
+          "transport",
+          [](const NodeStatus& s) {
+            const cluster::TransportStats& t = s.transport;
+            py::dict d;
+            d["frames_sent"] = t.frames_sent;
+            d["frames_received"] = t.frames_received;
+            d["frames_dropped"] = t.frames_dropped;
+            d["sends_oversize"] = t.sends_oversize;
+            d["handshakes_rejected"] = t.handshakes_rejected;
+            d["frames_oversize"] = t.frames_oversize;
+            d["frames_malformed"] = t.frames_malformed;
+            d["connections_established"] = t.connections_established;
+            d["reconnect_attempts"] = t.reconnect_attempts;
+            return d;
+          },
+          "Transport counters (monotonic; all 0 in standalone mode): frames_sent, "
+          "frames_received, frames_dropped, sends_oversize, handshakes_rejected, "
+          "frames_oversize, frames_malformed, connections_established, reconnect_attempts.");
 }
 
 void InitOptions(py::module_& m) {

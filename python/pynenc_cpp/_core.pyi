@@ -1110,6 +1110,11 @@ class ClusterNodeStatus:
         """
         Supervisor state: 'standby', 'activating', 'master' or 'stopping'.
         """
+    @property
+    def transport(self) -> dict:
+        """
+        Transport counters (monotonic; all 0 in standalone mode): frames_sent, frames_received, frames_dropped, sends_oversize, handshakes_rejected, frames_oversize, frames_malformed, connections_established, reconnect_attempts.
+        """
 
 class ClusterOptions:
     """

@@ -142,6 +142,7 @@ def main(argv: list[str]) -> int:
             "epoch": s.epoch,
             "has_quorum": s.has_quorum,
             "stopped": handle.stopped,
+            "transport": s.transport,
             "members": [
                 {"id": m.id, "address": m.address, "state": m.state, "incarnation": m.incarnation}
                 for m in handle.members()

@@ -195,7 +195,14 @@ def test_different_secrets_never_form_a_cluster(tmp_path: Path) -> None:
             assert [m["id"] for m in st["members"]] == [node.node_id], st["members"]
             assert [e for e in node.events() if e["kind"] == "joined"] == []
         assert a.alive() and b.alive()
-        # They did try: the refused handshakes are logged (the engine logs to stderr).
+        # They did try: b (the dialer) kept reconnecting, a refused every handshake,
+        # no connection was ever authenticated and no protocol frame got through.
+        ta, tb = a.status()["transport"], b.status()["transport"]
+        assert ta["handshakes_rejected"] > 0, ta
+        assert tb["reconnect_attempts"] > 0, tb
+        for t in (ta, tb):
+            assert t["connections_established"] == 0 and t["frames_received"] == 0, t
+        # The refusals are logged too (the engine logs to stderr).
         logs = (node_stderr(a) + node_stderr(b)).lower()
         assert "handshake" in logs, logs
 

@@ -83,6 +83,7 @@ def test_standalone_starts_at_once_and_stops_on_handle_stop() -> None:
         status = handle.status()
         assert status.standalone and status.address == ""
         assert status.node_id == activation.node
+        assert status.transport and set(status.transport.values()) == {0}  # no sockets
         assert rec.of("stop") == []
     finally:
         handle.stop()
@@ -201,6 +202,10 @@ def test_three_nodes_elect_exactly_one_master_and_fail_over_on_stop(
     assert handles[m].status().is_master
     leaders = {h.status().leader for h in handles}
     assert leaders == {handles[m].node_id}
+    for h in handles:  # authenticated links carry the protocol, nothing was refused
+        t = h.status().transport
+        assert t["connections_established"] >= 2 and t["frames_received"] > 0, t
+        assert t["frames_sent"] > 0 and t["handshakes_rejected"] == 0, t
 
     # Membership events reached the first node's subscribers and its event stream.
     joined = {e.member.id for e in recs[0].of("event") if e.kind == "joined"}

@@ -93,6 +93,8 @@ class NodeStatus:
     state: str  # supervisor state: "standby" | "activating" | "master" | "stopping"
     lease_until_mono_ms: int
     standalone: bool
+    # Transport counters (all 0 in standalone mode); see docs/cluster/transport.md.
+    transport: dict[str, int] = field(default_factory=dict)
 
     @property
     def is_master(self) -> bool:
@@ -111,6 +113,7 @@ class NodeStatus:
             s.state,
             s.lease_until_mono_ms,
             s.standalone,
+            dict(s.transport),
         )
 
 

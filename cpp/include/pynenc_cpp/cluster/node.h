@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pynenc_cpp/cluster/transport.h"
 #include "pynenc_cpp/cluster/types.h"
 #include "pynenc_cpp/core/error.h"
 
@@ -77,6 +78,7 @@ struct NodeStatus {
   SupervisorState state = SupervisorState::kStandby;
   std::int64_t lease_until_mono_ms = 0;
   bool standalone = false;
+  TransportStats transport;  // all zero in standalone mode
 };
 
 class ClusterNode {

@@ -133,8 +133,14 @@ class ClusterNodeImpl final : public ClusterNode {
   pynenc_cpp::Status Init();
   void Stop() override;
   NodeStatus Status() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return status_;
+    NodeStatus s;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      s = status_;
+    }
+    // env_ is set once in Init (before the node is handed out) and never reset.
+    if (env_) s.transport = env_->Stats();
+    return s;
   }
   std::vector<Member> Members() const override {
     std::lock_guard<std::mutex> lock(mu_);
