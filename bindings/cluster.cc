@@ -81,9 +81,9 @@ void CallPython(const char* what, Fn&& fn) noexcept {
 // last copy of the C++ callbacks: with the GIL when possible, else leaked (the
 // process is exiting).
 struct PyCallbacks {
-  py::object start, stop, on_event;
+  py::object start, stop, on_event, on_log;
 
-  ~PyCallbacks() { DropPyObjects({&start, &stop, &on_event}); }
+  ~PyCallbacks() { DropPyObjects({&start, &stop, &on_event, &on_log}); }
 };
 
 // The Python object: owns the node; never destroys it with the GIL held.
@@ -142,16 +142,21 @@ ElectionKind ParseElection(const std::string& name) {
 }
 
 std::unique_ptr<PyClusterNode> StartNode(const ClusterOptions& options, py::object start,
-                                         py::object stop, py::object on_event) {
+                                         py::object stop, py::object on_event,
+                                         py::object on_log) {
   if (!PyCallable_Check(start.ptr())) throw py::type_error("start must be callable");
   if (!PyCallable_Check(stop.ptr())) throw py::type_error("stop must be callable");
   if (!on_event.is_none() && !PyCallable_Check(on_event.ptr())) {
     throw py::type_error("on_event must be callable or None");
   }
+  if (!on_log.is_none() && !PyCallable_Check(on_log.ptr())) {
+    throw py::type_error("on_log must be callable or None");
+  }
   auto cb = std::make_shared<PyCallbacks>();
   cb->start = std::move(start);
   cb->stop = std::move(stop);
   cb->on_event = std::move(on_event);
+  cb->on_log = std::move(on_log);
   cluster::WorkCallbacks work;
   work.start = [cb](const Activation& a) {
     CallPython("pynenc_cpp cluster start callback", [&] { cb->start(py::cast(a)); });
@@ -166,8 +171,17 @@ std::unique_ptr<PyClusterNode> StartNode(const ClusterOptions& options, py::obje
       CallPython("pynenc_cpp cluster event callback", [&] { cb->on_event(py::cast(e)); });
     };
   }
-  auto node =
-      WithoutGil([&] { return ClusterNode::Start(options, std::move(work), std::move(events)); });
+  cluster::LogCallback log;
+  if (!cb->on_log.is_none()) {
+    log = [cb](cluster::LogLevel level, std::string_view line) {
+      CallPython("pynenc_cpp cluster log callback", [&] {
+        cb->on_log(static_cast<int>(level), py::str(line.data(), line.size()));
+      });
+    };
+  }
+  auto node = WithoutGil([&] {
+    return ClusterNode::Start(options, std::move(work), std::move(events), std::move(log));
+  });
   return std::make_unique<PyClusterNode>(std::move(node));
 }
 
@@ -275,11 +289,12 @@ void InitCluster(py::module_& m) {
   py::class_<PyClusterNode>(m, "ClusterNode",
                             "A running cluster node (use pynenc_cpp.cluster.run_cluster).")
       .def_static("start", &StartNode, py::arg("options"), py::arg("start"), py::arg("stop"),
-                  py::arg("on_event") = py::none(),
+                  py::arg("on_event") = py::none(), py::arg("on_log") = py::none(),
                   "Validates the options, binds, joins the seeds and returns the running node. "
                   "start(activation) and stop(activation, reason) run on the node's callback "
-                  "thread; on_event(event) too. Raises BadConfig (bad option, unwritable state "
-                  "dir) or BackendError (address in use).")
+                  "thread; on_event(event) and on_log(level, line) too (level: 0 debug, 1 info, "
+                  "2 warning, 3 error; None: warnings and errors go to stderr). Raises BadConfig "
+                  "(bad option, unwritable state dir) or BackendError (address in use).")
       .def("stop", &PyClusterNode::Stop,
            "Graceful: stops the work (waits for the stop callback), sends Leaving, shuts the "
            "transport down. Idempotent.")

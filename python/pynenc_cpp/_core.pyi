@@ -1264,10 +1264,14 @@ class ClusterNode:
     """
     @staticmethod
     def start(
-        options: ClusterOptions, start: typing.Any, stop: typing.Any, on_event: typing.Any = None
+        options: ClusterOptions,
+        start: typing.Any,
+        stop: typing.Any,
+        on_event: typing.Any = None,
+        on_log: typing.Any = None,
     ) -> ClusterNode:
         """
-        Validates the options, binds, joins the seeds and returns the running node. start(activation) and stop(activation, reason) run on the node's callback thread; on_event(event) too. Raises BadConfig (bad option, unwritable state dir) or BackendError (address in use).
+        Validates the options, binds, joins the seeds and returns the running node. start(activation) and stop(activation, reason) run on the node's callback thread; on_event(event) and on_log(level, line) too (level: 0 debug, 1 info, 2 warning, 3 error; None: warnings and errors go to stderr). Raises BadConfig (bad option, unwritable state dir) or BackendError (address in use).
         """
     def members(self) -> list[ClusterMember]:
         """

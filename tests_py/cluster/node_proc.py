@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import signal
 import sys
@@ -67,6 +68,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    # The engine's log lines arrive on the "pynenc_cpp.cluster" logger.
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(name)s %(levelname)s %(message)s"
+    )
     work_log, events_log = JsonLog(args.work_log), JsonLog(args.events_log)
     pid = os.getpid()
 

@@ -286,3 +286,40 @@ def test_engine_validates_options_again() -> None:
         _core.ClusterNode.start(options, lambda a: None, lambda a, r: None)
     with pytest.raises(ValueError, match="election"):
         options.election = "bogus"
+
+
+# -- engine log lines ------------------------------------------------------------------------
+
+
+def test_engine_log_lines_reach_the_python_logger(
+    handles: list[ClusterHandle], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="pynenc_cpp.cluster")
+    rec = Recorder()
+    h = run_cluster(
+        rec.start, rec.stop, ClusterConfig(host="127.0.0.1", port=0, secret="s3cret", **FAST)
+    )
+    handles.append(h)
+    host, port = h.address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as raw:
+        raw.sendall(b"\x00\x00\x00\x07\x09garbage")  # a frame of an unknown version
+        raw.settimeout(5)
+        try:
+            assert raw.recv(64) == b""  # the node closed the connection
+        except ConnectionResetError:
+            pass
+
+    def warned() -> list[logging.LogRecord]:
+        return [
+            r
+            for r in caplog.records
+            if r.name == "pynenc_cpp.cluster"
+            and r.levelno == logging.WARNING
+            and "refused connection" in r.getMessage()
+        ]
+
+    (first, *_) = wait_for(warned, WAIT, what="a warning from the engine")
+    assert first.threadName != threading.current_thread().name  # the node's callback thread
+    assert (
+        h.status().transport["frames_malformed"] + h.status().transport["handshakes_rejected"] >= 1
+    )

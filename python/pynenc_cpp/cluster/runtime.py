@@ -5,7 +5,9 @@ the node's own callback thread (never concurrently with each other), so they may
 block without stalling the protocol; ``start`` should nevertheless return soon
 (start a thread for long work), because the node can stop the work only after
 ``start`` returned. An exception raised by a callback is logged on the
-``pynenc_cpp.cluster`` logger and otherwise ignored.
+``pynenc_cpp.cluster`` logger and otherwise ignored. The engine's own log lines
+(refused handshakes, dropped frames, persistence errors, warnings) go to that
+logger too, delivered on the callback thread.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ from pynenc_cpp.cluster.config import ClusterConfig
 from pynenc_cpp.errors import BackendError
 
 logger = logging.getLogger("pynenc_cpp.cluster")
+
+# Engine log levels (cluster::LogLevel) -> logging levels.
+_LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
+
+
+def _engine_log(level: int, line: str) -> None:
+    logger.log(_LOG_LEVELS[level] if 0 <= level < len(_LOG_LEVELS) else logging.ERROR, "%s", line)
 
 
 class ClusterAddressInUse(BackendError, OSError):  # type: ignore[misc]
@@ -338,7 +347,7 @@ def run_cluster(
 
     try:
         handle._node = _core.ClusterNode.start(
-            config.to_options(), on_start, on_stop, handle._dispatch
+            config.to_options(), on_start, on_stop, handle._dispatch, _engine_log
         )
     except BackendError as exc:
         if "in use" in str(exc).lower():

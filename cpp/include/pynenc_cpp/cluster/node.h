@@ -68,6 +68,15 @@ struct WorkCallbacks {
 
 using EventCallback = std::function<void(const MemberEvent&)>;
 
+// Receives the node's log lines (refused handshakes, dropped frames, persistence
+// errors, warnings; Debug lines only with PYNENC_CPP_CLUSTER_DEBUG set). Runs on the
+// callback thread like the other callbacks, never on the network loop. At most
+// kMaxPendingLogLines wait there; beyond that lines are dropped and the next
+// delivered line is preceded by a Warning that counts them. Empty: lines of
+// Warning and above go to stderr.
+using LogCallback = std::function<void(LogLevel, std::string_view)>;
+inline constexpr int kMaxPendingLogLines = 1000;
+
 struct NodeStatus {
   NodeId id;
   Address address;  // empty in standalone mode
@@ -92,7 +101,8 @@ class ClusterNode {
   // Errors: kBadConfig (bad option, unwritable state dir, non-loopback host without
   // secret), kBackendFailure (address in use). Nothing is started on error.
   static Result<std::unique_ptr<ClusterNode>> Start(const ClusterOptions& options,
-                                                    WorkCallbacks work, EventCallback events);
+                                                    WorkCallbacks work, EventCallback events,
+                                                    LogCallback log = {});
 
   // Graceful: stops the work if running (waits for the stop callback), sends
   // Leaving to every live member, shuts the transport down. Idempotent. May be

@@ -6,6 +6,7 @@
 //    call Stop().
 // Standalone mode (no host, no seeds) has no loop: the callback thread runs
 // start at once and stop at Stop().
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -118,16 +119,24 @@ NodeId RandomNodeId() {
   return id;
 }
 
-void StderrSink(LogLevel level, std::string_view msg) {
+bool DebugLogging() {
   static const bool debug = std::getenv("PYNENC_CPP_CLUSTER_DEBUG") != nullptr;
-  if (level < LogLevel::kWarning && !debug) return;
+  return debug;
+}
+
+void StderrSink(LogLevel level, std::string_view msg) {
+  if (level < LogLevel::kWarning && !DebugLogging()) return;
   std::fprintf(stderr, "pynenc-cpp cluster: %.*s\n", static_cast<int>(msg.size()), msg.data());
 }
 
 class ClusterNodeImpl final : public ClusterNode {
  public:
-  ClusterNodeImpl(ClusterOptions options, WorkCallbacks work, EventCallback events)
-      : options_(std::move(options)), work_(std::move(work)), events_(std::move(events)) {}
+  ClusterNodeImpl(ClusterOptions options, WorkCallbacks work, EventCallback events,
+                  LogCallback log)
+      : options_(std::move(options)),
+        work_(std::move(work)),
+        events_(std::move(events)),
+        log_cb_(std::move(log)) {}
   ~ClusterNodeImpl() override { Stop(); }
 
   pynenc_cpp::Status Init();
@@ -151,6 +160,9 @@ class ClusterNodeImpl final : public ClusterNode {
   pynenc_cpp::Status LoadIdentity();
   void StartCore(const Address& self, std::uint64_t incarnation, std::vector<Address> seeds,
                  int quorum);
+  // The node's log sink, safe from any thread. REQUIRES: callbacks_ exists when
+  // log_cb_ is set (it is created before anything can log).
+  void Log(LogLevel level, std::string_view msg);
   void Snapshot();       // loop thread
   void CheckWorkDone();  // loop thread
   void Record(std::string_view event, std::uint64_t epoch, std::int64_t mono,
@@ -161,6 +173,9 @@ class ClusterNodeImpl final : public ClusterNode {
   ClusterOptions options_;
   WorkCallbacks work_;
   EventCallback events_;
+  LogCallback log_cb_;
+  std::atomic<int> pending_logs_{0};
+  std::atomic<std::uint64_t> dropped_logs_{0};
   bool standalone_ = false;
   NodeId id_;
   std::uint64_t incarnation_ = 0;
@@ -181,6 +196,25 @@ class ClusterNodeImpl final : public ClusterNode {
   bool started_ = false;
   bool stopped_ = false;
 };
+
+void ClusterNodeImpl::Log(LogLevel level, std::string_view msg) {
+  if (!log_cb_) return StderrSink(level, msg);
+  if (level < LogLevel::kInfo && !DebugLogging()) return;
+  if (pending_logs_.fetch_add(1) >= kMaxPendingLogLines) {
+    pending_logs_.fetch_sub(1);
+    dropped_logs_.fetch_add(1);
+    return;
+  }
+  callbacks_->Push([this, level, line = std::string(msg)] {
+    pending_logs_.fetch_sub(1);
+    if (const std::uint64_t dropped = dropped_logs_.exchange(0)) {
+      log_cb_(LogLevel::kWarning, std::to_string(dropped) +
+                                      " log lines dropped (more than " +
+                                      std::to_string(kMaxPendingLogLines) + " pending)");
+    }
+    log_cb_(level, line);
+  });
+}
 
 pynenc_cpp::Status ClusterNodeImpl::LoadIdentity() {
   if (options_.state_dir.empty()) {
@@ -228,18 +262,19 @@ pynenc_cpp::Status ClusterNodeImpl::Init() {
   t.port = options_.port;
   t.max_frame_bytes = options_.max_frame_bytes;
   t.send_queue_bound = options_.send_queue_bound;
-  auto env = MakeAsioEnv(t, StderrSink);
+  // Before the transport exists: its loop thread may log at once.
+  callbacks_ = std::make_unique<CallbackThread>();
+  auto env = MakeAsioEnv(t, [this](LogLevel level, std::string_view msg) { Log(level, msg); });
   if (!env.ok()) return env.status();
   env_ = std::move(env).value();
   // Nothing below fails.
   const Address self = env_->LocalAddress();
   const int quorum = EffectiveQuorum(options_, self);
   if (options_.quorum == 0 && quorum == 1) {
-    StderrSink(LogLevel::kWarning,
-               "quorum is 1 (no seeds and no quorum option): this node may be master on its own; "
-               "give every node the same seeds or set quorum to a majority");
+    Log(LogLevel::kWarning,
+        "quorum is 1 (no seeds and no quorum option): this node may be master on its own; "
+        "give every node the same seeds or set quorum to a majority");
   }
-  callbacks_ = std::make_unique<CallbackThread>();
   std::promise<void> ready;
   env_->Post([&] {
     StartCore(self, incarnation_, MergeSeeds(options_.seeds, cached_peers_, self), quorum);
@@ -415,8 +450,10 @@ void ClusterNodeImpl::Stop() {
 }  // namespace
 
 Result<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOptions& options,
-                                                        WorkCallbacks work, EventCallback events) {
-  auto node = std::make_unique<ClusterNodeImpl>(options, std::move(work), std::move(events));
+                                                        WorkCallbacks work, EventCallback events,
+                                                        LogCallback log) {
+  auto node = std::make_unique<ClusterNodeImpl>(options, std::move(work), std::move(events),
+                                                std::move(log));
   if (auto s = node->Init(); !s.ok()) return s;
   return std::unique_ptr<ClusterNode>(std::move(node));
 }
