@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "cluster/node/options.h"
+#include "net/net_test_util.h"
 
 namespace pynenc_cpp::cluster {
 namespace {
@@ -398,6 +400,64 @@ TEST(ClusterNode, StopFromInsideTheStartCallbackDoesNotDeadlock) {
   EXPECT_EQ(n.value()->Status().state, SupervisorState::kStopping);
   n.value()->Stop();  // idempotent from another thread too
   EXPECT_EQ(stops, 1);
+}
+
+// Log lines reach the LogCallback on the callback thread (never the caller's or the
+// network loop's), and a stalled callback holds at most kMaxPendingLogLines: the
+// rest are dropped and counted in a Warning delivered before the next line.
+TEST(ClusterNode, LogLinesReachTheCallbackWithABoundedBacklog) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::vector<std::pair<LogLevel, std::string>> lines;
+  std::set<std::thread::id> threads;
+  LogCallback log = [&](LogLevel level, std::string_view line) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return release; });  // stalled until the test releases it
+    lines.emplace_back(level, std::string(line));
+    threads.insert(std::this_thread::get_id());
+  };
+  ClusterOptions o = Fast();
+  o.quorum = 1;
+  WorkTracker work;
+  auto node = ClusterNode::Start(o, work.For("a"), {}, log);
+  ASSERT_TRUE(node.ok()) << node.status().message();
+  const std::uint16_t port = nettest::PortOf(node.value()->Status().address);
+  // Each garbage connection is refused and logged: far more than the backlog holds.
+  const int kConnections = kMaxPendingLogLines + 200;
+  for (int i = 0; i < kConnections; ++i) {
+    nettest::RawClient c(port);
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(c.Send(std::string("\x00\x00\x00\x07\x09garbage", 11)));
+    // Wait for the node to read it and close: one refusal logged per connection.
+    ASSERT_FALSE(c.ReadFrame(std::chrono::seconds(20)).has_value());
+  }
+  ASSERT_TRUE(WaitFor([&] { return node.value()->Status().transport.frames_malformed +
+                                       node.value()->Status().transport.handshakes_rejected >=
+                                   static_cast<std::uint64_t>(kConnections); },
+                      std::chrono::seconds(60)));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  node.value()->Stop();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_LE(lines.size(), static_cast<std::size_t>(kMaxPendingLogLines) + 16);
+  int refused = 0;
+  bool dropped_reported = false;
+  for (const auto& [level, line] : lines) {
+    if (line.find("refused connection") != std::string::npos) {
+      EXPECT_EQ(level, LogLevel::kWarning);
+      ++refused;
+    }
+    if (line.find("log lines dropped") != std::string::npos) dropped_reported = true;
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_LT(refused, kConnections);
+  EXPECT_TRUE(dropped_reported) << lines.size() << " lines, " << refused << " refused";
+  EXPECT_EQ(threads.size(), 1u);
+  EXPECT_EQ(threads.count(std::this_thread::get_id()), 0u);
 }
 
 }  // namespace
