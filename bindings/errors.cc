@@ -7,6 +7,10 @@
 //   BackendError(RuntimeError)       kBackendFailure
 //   BadConfig(ValueError)            kBadConfig
 //   InvalidArgument(ValueError)      kInvalidArgument
+//   Conflict                         kConflict (a compare-and-set lost)
+//   StaleGeneration(Conflict)        kStaleGeneration (a fenced write or command was stale)
+//   Unavailable(ConnectionError)     kUnavailable (no leader, no quorum, node gone)
+//   Timeout(TimeoutError)            kTimeout
 // The Python adapters re-raise the two transition errors as pynenc's own
 // InvocationStatusTransitionError / InvocationStatusOwnershipError.
 #include "conversions.h"
@@ -29,6 +33,10 @@ PyObject* g_ownership = nullptr;
 PyObject* g_backend = nullptr;
 PyObject* g_bad_config = nullptr;
 PyObject* g_invalid = nullptr;
+PyObject* g_conflict = nullptr;
+PyObject* g_stale = nullptr;
+PyObject* g_unavailable = nullptr;
+PyObject* g_timeout = nullptr;
 
 py::object StatusOrNone(const std::optional<InvocationStatus>& s) {
   if (!s) return py::none();
@@ -55,6 +63,18 @@ void RaiseStatus(const Status& status) {
       break;
     case ErrorCode::kInvalidArgument:
       cls = g_invalid;
+      break;
+    case ErrorCode::kConflict:
+      cls = g_conflict;
+      break;
+    case ErrorCode::kStaleGeneration:
+      cls = g_stale;
+      break;
+    case ErrorCode::kUnavailable:
+      cls = g_unavailable;
+      break;
+    case ErrorCode::kTimeout:
+      cls = g_timeout;
       break;
     case ErrorCode::kOk:
       break;
@@ -95,6 +115,17 @@ void InitErrors(py::module_& m) {
                           "A configuration value is missing, malformed or unsupported.");
   g_invalid = NewClass(m, "InvalidArgument", value_bases.ptr(),
                        "An argument is out of range or malformed.");
+  g_conflict = NewClass(m, "Conflict", g_engine_error,
+                        "A compare-and-set lost: the stored value is not the expected one.");
+  g_stale = NewClass(m, "StaleGeneration", g_conflict,
+                     "A write or command carries a generation below the one already stored.");
+  py::tuple unavailable_bases =
+      py::make_tuple(py::handle(g_engine_error), py::handle(PyExc_ConnectionError));
+  g_unavailable = NewClass(m, "Unavailable", unavailable_bases.ptr(),
+                           "The cluster cannot serve the request now (no leader, no quorum).");
+  py::tuple timeout_bases =
+      py::make_tuple(py::handle(g_engine_error), py::handle(PyExc_TimeoutError));
+  g_timeout = NewClass(m, "Timeout", timeout_bases.ptr(), "No answer within the deadline.");
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {

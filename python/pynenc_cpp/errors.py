@@ -3,7 +3,10 @@
 The engine raises the classes defined in ``_core`` (re-exported here).
 ``InvocationNotFound`` is also a ``KeyError``; ``BadConfig`` and
 ``InvalidArgument`` are also ``ValueError``; ``BackendError`` is also a
-``RuntimeError``. Status-machine violations are re-raised by the adapters as
+``RuntimeError``. The cluster raises ``Conflict`` (a compare-and-set lost),
+``StaleGeneration`` (a ``Conflict``: a fenced write or command from a stale
+owner), ``Unavailable`` (also a ``ConnectionError``: no leader, no quorum) and
+``Timeout`` (also a ``TimeoutError``). Status-machine violations are re-raised by the adapters as
 pynenc's ``InvocationStatusTransitionError`` and ``InvocationStatusOwnershipError``.
 """
 
@@ -28,6 +31,10 @@ OwnershipViolation = _core.OwnershipViolation
 BackendError = _core.BackendError
 BadConfig = _core.BadConfig
 InvalidArgument = _core.InvalidArgument
+Conflict = _core.Conflict
+StaleGeneration = _core.StaleGeneration
+Unavailable = _core.Unavailable
+Timeout = _core.Timeout
 
 
 def _status(value: str | None) -> InvocationStatus | None:

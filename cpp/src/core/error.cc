@@ -18,6 +18,14 @@ const char* ErrorCodeName(ErrorCode code) {
       return "BadConfig";
     case ErrorCode::kInvalidArgument:
       return "InvalidArgument";
+    case ErrorCode::kConflict:
+      return "Conflict";
+    case ErrorCode::kStaleGeneration:
+      return "StaleGeneration";
+    case ErrorCode::kUnavailable:
+      return "Unavailable";
+    case ErrorCode::kTimeout:
+      return "Timeout";
   }
   return "Unknown";
 }

@@ -24,6 +24,10 @@ enum class ErrorCode {
   kBackendFailure,      // the storage failed (I/O, server, corrupt data)
   kBadConfig,           // a configuration value is missing, malformed or unsupported
   kInvalidArgument,     // an argument is out of range or malformed
+  kConflict,            // a compare-and-set lost: the stored value is not the expected one
+  kStaleGeneration,     // a write or command carries a generation below the one already known
+  kUnavailable,         // the cluster cannot serve the request now (no leader, no quorum, node gone)
+  kTimeout,             // no answer within the caller's deadline
 };
 
 // Extra facts carried by kIllegalTransition and kOwnershipViolation so that the
@@ -47,6 +51,18 @@ class [[nodiscard]] Status {
   static Status BadConfig(std::string msg) { return Status(ErrorCode::kBadConfig, std::move(msg)); }
   static Status InvalidArgument(std::string msg) {
     return Status(ErrorCode::kInvalidArgument, std::move(msg));
+  }
+  static Status Conflict(std::string msg) { return Status(ErrorCode::kConflict, std::move(msg)); }
+  static Status StaleGeneration(std::string msg) {
+    return Status(ErrorCode::kStaleGeneration, std::move(msg));
+  }
+  static Status Unavailable(std::string msg) {
+    return Status(ErrorCode::kUnavailable, std::move(msg));
+  }
+  static Status Timeout(std::string msg) { return Status(ErrorCode::kTimeout, std::move(msg)); }
+  // Any code with a message (e.g. one decoded from the wire).
+  static Status FromCode(ErrorCode code, std::string msg) {
+    return code == ErrorCode::kOk ? Status() : Status(code, std::move(msg));
   }
   static Status IllegalTransition(std::string msg, TransitionErrorInfo info) {
     Status s(ErrorCode::kIllegalTransition, std::move(msg));
