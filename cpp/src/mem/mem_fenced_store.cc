@@ -1,0 +1,78 @@
+// In-memory fenced store: one hash map under one mutex. A tombstone (after
+// Delete) is an entry without a value that keeps the key's generation.
+#include "mem/mem_fenced_store.h"
+
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include "pynenc_cpp/ports/generation_source.h"
+
+namespace pynenc_cpp {
+namespace {
+
+constexpr std::uint64_t kGenerationLimit = std::uint64_t{1} << 63;
+
+class MemFencedStore final : public FencedStore {
+ public:
+  Status Write(const std::string& key, const std::string& value,
+               std::uint64_t generation) override {
+    return Put(key, value, generation);
+  }
+
+  Result<std::optional<FencedValue>> Read(const std::string& key) override {
+    if (key.empty()) return Status::InvalidArgument("fenced store: key must not be empty");
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = data_.find(key);
+    if (it == data_.end() || !it->second.value) return std::optional<FencedValue>();
+    return std::optional<FencedValue>(FencedValue{*it->second.value, it->second.generation});
+  }
+
+  Status Delete(const std::string& key, std::uint64_t generation) override {
+    return Put(key, std::nullopt, generation);
+  }
+
+ private:
+  struct Entry {
+    std::optional<std::string> value;  // nullopt: a tombstone
+    std::uint64_t generation = 0;      // of the last accepted write or delete
+  };
+
+  // Stores `value` (nullopt: a tombstone) stamped with `generation` unless the
+  // key's stored generation is above it.
+  Status Put(const std::string& key, std::optional<std::string> value, std::uint64_t generation) {
+    if (Status s = Check(key, generation); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [it, inserted] = data_.try_emplace(key);
+    if (!inserted && it->second.generation > generation) {
+      return Stale(key, generation, it->second.generation);
+    }
+    it->second = Entry{std::move(value), generation};
+    return Status::Ok();
+  }
+
+  static Status Check(const std::string& key, std::uint64_t generation) {
+    if (key.empty()) return Status::InvalidArgument("fenced store: key must not be empty");
+    if (generation >= kGenerationLimit) {
+      return Status::InvalidArgument("fenced store: generation " + std::to_string(generation) +
+                                     " for key '" + key + "' is not below 2^63");
+    }
+    return Status::Ok();
+  }
+  static Status Stale(const std::string& key, std::uint64_t given, std::uint64_t stored) {
+    return Status::StaleGeneration("stale generation " + Generation::FromPacked(given).ToString() +
+                                   " for key '" + key + "': stored " +
+                                   Generation::FromPacked(stored).ToString());
+  }
+
+  std::mutex mu_;
+  std::unordered_map<std::string, Entry> data_;  // guarded by mu_
+};
+
+}  // namespace
+
+std::unique_ptr<FencedStore> NewMemFencedStore(const BackendConfig&) {
+  return std::make_unique<MemFencedStore>();
+}
+
+}  // namespace pynenc_cpp
