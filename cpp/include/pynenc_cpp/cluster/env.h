@@ -23,10 +23,12 @@ namespace pynenc_cpp::cluster {
 // Frame type tags for protocol payloads. Transport-internal frames (handshake)
 // use tags below kFirstProtocolType and are never delivered to a receiver.
 inline constexpr std::uint8_t kFirstProtocolType = 16;
-// 16..31: membership (SWIM) messages; 32..47: lease messages; 48..63 reserved
-// for the coordinator (issue 6), 64.. for actors (issue 7).
+// 16..31: membership (SWIM) messages; 32..47: lease messages; 48..63: the
+// coordinator, its hosts, owner leases and the directory; 64..79: actor messages.
 inline constexpr std::uint8_t kMembershipTypeBase = 16;
 inline constexpr std::uint8_t kLeaseTypeBase = 32;
+inline constexpr std::uint8_t kCoordinatorTypeBase = 48;
+inline constexpr std::uint8_t kActorTypeBase = 64;
 
 // Called on the loop thread for every authenticated inbound protocol frame.
 // `from` is the sender's advertised listen address (authenticated by the
@@ -66,6 +68,15 @@ class Env {
   virtual Address LocalAddress() const = 0;
 
   virtual void Log(LogLevel level, std::string_view message) = 0;
+
+  // Runs `work` where it may block (a storage call) without stalling the loop,
+  // then `done` on the loop thread. `work` must not touch loop-thread state.
+  // Default (the simulator): `work` inline, `done` through After(0), so results
+  // still arrive as a separate event. Production runs `work` on a worker thread.
+  virtual void RunBlocking(std::function<void()> work, std::function<void()> done) {
+    work();
+    After(0, std::move(done));
+  }
 };
 
 }  // namespace pynenc_cpp::cluster

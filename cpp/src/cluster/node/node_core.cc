@@ -25,6 +25,10 @@ class NodeCore::GuardedEnv final : public Env {
   void SetReceiver(Receiver) override {}
   Address LocalAddress() const override { return base_.LocalAddress(); }
   void Log(LogLevel level, std::string_view message) override { base_.Log(level, message); }
+  void RunBlocking(std::function<void()> work, std::function<void()> done) override {
+    base_.RunBlocking(std::move(work),
+                      [core = &core_, done = std::move(done)] { core->Guarded(done); });
+  }
 
  private:
   Env& base_;
@@ -63,11 +67,15 @@ NodeCore::NodeCore(Env& env, NodeCoreOptions options, NodeCoreHooks hooks)
         if (hooks_.member_event) hooks_.member_event(e);
       });
   if (hooks_.incarnation) membership_->SetOnIncarnation(hooks_.incarnation);
+  services_ = std::make_unique<Services>(
+      *guarded_, options_.membership.self.id, options_.membership.heartbeat_ms, options_.lease_ms,
+      options_.stabilize_ms, options_.services, std::move(hooks_.services));
 }
 
 NodeCore::~NodeCore() {
   if (wake_timer_) env_.Cancel(*wake_timer_);
   if (started_) env_.SetReceiver(nullptr);
+  services_.reset();
   membership_.reset();
   lease_.reset();
 }
@@ -81,16 +89,21 @@ void NodeCore::Start() {
   Guarded([this] {
     membership_->Start();
     lease_->Start();
+    services_->Start();
   });
 }
 
 template <typename F>
 void NodeCore::Guarded(F&& fn) {
   ++depth_;
-  if (depth_ == 1) CheckLeaseExpiry();
+  if (depth_ == 1) {
+    CheckLeaseExpiry();
+    services_->CheckExpiry();
+  }
   fn();
   if (depth_ == 1) {
     AfterEvent();
+    services_->AfterEvent();
     if (hooks_.after_event) hooks_.after_event();
   }
   --depth_;
@@ -102,6 +115,9 @@ void NodeCore::Dispatch(const Address& from, std::uint8_t type, const std::strin
   } else if (type >= kLeaseTypeBase && type < kLeaseTypeBase + 16) {
     membership_->NoteHeard(from);  // lease traffic is direct contact too
     lease_->OnFrame(from, type, payload);
+  } else if (Services::Handles(type)) {
+    membership_->NoteHeard(from);
+    services_->OnFrame(from, type, payload);
   }
 }
 
@@ -126,6 +142,8 @@ void NodeCore::AfterEvent() {
     if (m.id != options_.membership.self.id) peers.push_back(m.address);
     if (leader && m.id == *leader) leader_member = &m;
   }
+  services_->SetView({membership_->Members(), live, quorum, has_quorum, leader,
+                      membership_->Self().incarnation});
   const bool view_changed =
       !view_fed_ || leader != leader_ || has_quorum != has_quorum_ || epoch != epoch_;
   if (view_changed) {
@@ -178,11 +196,13 @@ void NodeCore::Apply(std::vector<SupervisorEffect> effects) {
   for (auto& effect : effects) {
     if (auto* start = std::get_if<supervisor_effect::StartWork>(&effect)) {
       started_epoch_ = start->epoch;
+      services_->Lead(true);
       if (hooks_.start_work) {
         hooks_.start_work(
             Activation{options_.membership.self.id, start->epoch, start->lease_until_ms, false});
       }
     } else if (auto* stop = std::get_if<supervisor_effect::StopWork>(&effect)) {
+      services_->Lead(false);
       // Every stop for an expired lease leaves a "lease_expired" record first, also
       // when the expiry is noticed mid-event (a SIGSTOP that landed after this
       // event's entry check) rather than by CheckLeaseExpiry.
@@ -212,6 +232,8 @@ void NodeCore::Apply(std::vector<SupervisorEffect> effects) {
   }
 }
 
+void NodeCore::Run(const std::function<void()>& fn) { Guarded(fn); }
+
 void NodeCore::WorkStarted() {
   Guarded([this] { Feed(supervisor_event::WorkStarted{}); });
 }
@@ -223,6 +245,7 @@ void NodeCore::WorkStopped() {
 void NodeCore::Shutdown() {
   Guarded([this] {
     lease_->StopRequesting();
+    services_->Shutdown();
     Feed(supervisor_event::Shutdown{});
   });
 }

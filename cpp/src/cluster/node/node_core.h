@@ -4,14 +4,18 @@
 // sim) and in production (ClusterNode, on the Asio loop thread).
 //
 // Wiring:
-//  * Inbound frames: types 16..31 go to Membership, 32..47 to Lease, others are
-//    ignored.
+//  * Inbound frames: types 16..31 go to Membership, 32..47 to Lease, 48..79 to
+//    the coordinator layer (Services: owner leases, host, router, and the
+//    Coordinator while this node is master); others are ignored.
 //  * Around every event (frame, timer of any component, WorkStarted/Stopped,
-//    Shutdown): FIRST the lease expiry is checked — a master whose lease ran out
-//    (e.g. woken from SIGSTOP) gets its StopWork before anything else is
-//    processed — then the event runs, THEN the view (live members, epoch,
-//    leader, quorum) and the lease expiry are pushed to the Supervisor and Lease
-//    if they changed. A timer is also armed at every WakeAt the supervisor asks
+//    Shutdown, a storage result): FIRST the lease expiry is checked — a master
+//    whose lease ran out (e.g. woken from SIGSTOP) gets its StopWork before
+//    anything else is processed — and so are the owner leases of the instances
+//    this node runs; then the event runs, THEN the view (live members, epoch,
+//    leader, quorum) is pushed to Services, and to the Supervisor and Lease if
+//    it changed, and Services starts what its gating now allows.
+//  * The Coordinator runs exactly while the supervisor is master: StartWork
+//    creates it (before the owner's start hook), StopWork destroys it. A timer is also armed at every WakeAt the supervisor asks
 //    for (in kMaster: at lease_until).
 //  * Work start/stop leave through the hooks; the owner reports completion with
 //    WorkStarted()/WorkStopped() (immediately from inside the hook is fine).
@@ -29,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/coordinator/services.h"
 #include "pynenc_cpp/cluster/election.h"
 #include "pynenc_cpp/cluster/env.h"
 #include "pynenc_cpp/cluster/lease.h"
@@ -45,6 +50,7 @@ struct NodeCoreOptions {
   std::string election_class;  // OldestNode only
   std::int64_t stabilize_ms = 500;
   std::int64_t lease_ms = 0;  // 0: membership.suspect_timeout_ms
+  ServicesOptions services;   // the coordinator layer (coordinator/services.h)
 };
 
 // One activation-log event raised by NodeCore itself ("lease": written before
@@ -71,6 +77,7 @@ struct NodeCoreHooks {
   // At the end of every event, once the view and lease were pushed (status
   // snapshots for other threads).
   std::function<void()> after_event;
+  ServicesHooks services;  // instances this node runs, messages to them
 };
 
 class NodeCore {
@@ -100,6 +107,13 @@ class NodeCore {
   const Membership& membership() const { return *membership_; }
   // True while StartWork was issued and WorkStopped not yet reported.
   bool WorkActive() const { return supervisor_.work_active(); }
+  // The coordinator layer (host, router, owner leases, the Coordinator). Calls
+  // from outside an event (the owner answering Started/Stopped, a client
+  // request) go through Run so they are one event like any other.
+  Services& services() { return *services_; }
+  // Runs `fn` as one event: lease checks before it, the view refresh after.
+  void Run(const std::function<void()>& fn);
+  const Services& services() const { return *services_; }
 
  private:
   class GuardedEnv;
@@ -122,6 +136,7 @@ class NodeCore {
   Supervisor supervisor_;
   std::unique_ptr<Lease> lease_;
   std::unique_ptr<Membership> membership_;
+  std::unique_ptr<Services> services_;
 
   std::deque<decltype(SupervisorInput::event)> pending_;
   bool feeding_ = false;
