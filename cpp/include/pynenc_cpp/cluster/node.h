@@ -4,6 +4,12 @@
 // on the master. With no seeds and no host it runs the work in-process at once,
 // with no cluster at all.
 //
+// The master also runs the Coordinator (docs/cluster/coordinator.md): specs
+// submitted from any node are placed on the nodes that register their actor
+// types, singletons on their anchor's node, agents of families evenly; every
+// node runs what it is told under an owner lease and a generation fence
+// (docs/cluster/singletons.md), and routes messages to any label.
+//
 // Thread safety: every public method is safe from any thread. Callbacks (work
 // start/stop and membership events) run one at a time on the node's callback
 // thread, never on the network loop, so they may block without stalling the
@@ -13,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,6 +27,9 @@
 #include <string_view>
 #include <vector>
 
+#include "pynenc_cpp/cluster/agents.h"
+#include "pynenc_cpp/cluster/instance.h"
+#include "pynenc_cpp/cluster/specs.h"
 #include "pynenc_cpp/cluster/transport.h"
 #include "pynenc_cpp/cluster/types.h"
 #include "pynenc_cpp/core/error.h"
@@ -48,6 +58,14 @@ struct ClusterOptions {
   ElectionKind election = ElectionKind::kOldestNode;
   std::string election_class;  // OldestNode only: restrict candidates to this node class
   std::string activation_log;  // JSON-lines file of start/stop/lease records; empty: none
+  // The coordinator layer.
+  // Where generations and specs live: memory:// (this process only: a leader in
+  // another process rebuilds from the nodes' directory copies), sqlite:///path
+  // (processes of one machine), redis://host:port/db. Namespaced by cluster_name.
+  std::string generation_source = "memory://";
+  StrategyChoice placement{StrategyChoice::Kind::kLeastLoaded, 0, {}};  // the default strategy
+  std::int64_t request_timeout_ms = 5'000;  // default deadline of Submit/Query/Ask
+  std::int64_t spawn_timeout_ms = 0;        // 0: max(5000, 3 * lease); then the spawn is re-sent
 };
 
 enum class SupervisorState : std::uint8_t { kStandby = 0, kActivating = 1, kMaster = 2, kStopping = 3 };
@@ -88,6 +106,14 @@ struct NodeStatus {
   std::int64_t lease_until_mono_ms = 0;
   bool standalone = false;
   TransportStats transport;  // all zero in standalone mode
+  // Instances on this node (any phase: acquiring, starting, active, stopping).
+  struct Hosted {
+    std::string label;
+    SpecKind kind = SpecKind::kActor;
+    Generation generation;
+    std::string phase;
+  };
+  std::vector<Hosted> hosted;
 };
 
 class ClusterNode {
@@ -112,6 +138,43 @@ class ClusterNode {
   virtual NodeStatus Status() const = 0;
   // Every known member, self included, dead and left ones too, sorted by id.
   virtual std::vector<Member> Members() const = 0;
+
+  // ---- The coordinator layer. Safe from any thread. Factories, instance
+  // stops and messages to instances run on the callback thread. In standalone
+  // mode every call below fails with kUnavailable. ----
+
+  // Registers (or replaces) the factory of `actor_type` on this node; the leader
+  // learns of it from the node's next report. kInvalidArgument for a bad name.
+  virtual pynenc_cpp::Status RegisterActorType(const std::string& actor_type, ActorFactory factory) = 0;
+  // This node no longer offers `actor_type` (instances running stay until moved).
+  virtual pynenc_cpp::Status UnregisterActorType(const std::string& actor_type) = 0;
+  // Declares an agent family; `factory` builds its agents (context.actor_type is
+  // the scheme, context.label the agent URI). kInvalidArgument for a bad family.
+  virtual pynenc_cpp::Status RegisterAgentFamily(const AgentFamily& family, ActorFactory factory) = 0;
+
+  // Requests to the Coordinator (on the leader; forwarded from other nodes).
+  // timeout_ms <= 0: request_timeout_ms. Errors: kInvalidArgument (bad spec),
+  // kConflict (the label is taken by another spec), kNotFound (Remove of an
+  // unknown label), kUnavailable (no leader, standalone, node stopped),
+  // kTimeout, kBackendFailure (the generation source failed).
+  virtual std::future<pynenc_cpp::Status> SubmitActor(const ActorSpec& spec, std::int64_t timeout_ms = 0) = 0;
+  virtual std::future<pynenc_cpp::Status> SubmitSingleton(const SingletonSpec& spec,
+                                              std::int64_t timeout_ms = 0) = 0;
+  virtual std::future<pynenc_cpp::Status> RemoveSpec(const std::string& label, std::int64_t timeout_ms = 0) = 0;
+  virtual std::future<Result<ClusterView>> QueryView(std::int64_t timeout_ms = 0) = 0;
+  virtual std::future<Result<std::vector<SpecStatus>>> QueryStatuses(
+      std::int64_t timeout_ms = 0) = 0;
+
+  // Where `label` runs, from this node's copy of the leader's directory.
+  virtual std::optional<LabelPlacement> Lookup(const std::string& label) const = 0;
+  virtual std::vector<LabelPlacement> Directory() const = 0;
+  // Sends `payload` to the running instance of `label` (ActorInstance::OnMessage)
+  // and returns its answer. kUnavailable when it does not run (or not where the
+  // directory says), kTimeout, or the instance's own error.
+  virtual std::future<Result<std::string>> Ask(const std::string& label, std::string payload,
+                                               std::int64_t timeout_ms = 0) = 0;
+  // Fire and forget: kUnavailable at once if the directory knows no running instance.
+  virtual pynenc_cpp::Status Tell(const std::string& label, std::string payload) = 0;
 };
 
 }  // namespace pynenc_cpp::cluster

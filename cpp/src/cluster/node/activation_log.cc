@@ -43,7 +43,29 @@ void ActivationLog::Write(std::string_view event, std::uint64_t epoch, std::int6
                       {"lease_until_mono_ms", lease_until_mono_ms},
                       {"reason", std::string(reason)}};
   // Replace invalid UTF-8 rather than throw (a reason is ours, but be safe).
-  std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  Append(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+void ActivationLog::WriteInstance(std::string_view event, std::string_view label,
+                                  std::uint32_t term, std::uint32_t seq, std::int64_t mono_ms,
+                                  std::int64_t lease_until_mono_ms, std::string_view reason) {
+  nlohmann::json j = {{"node", node_},
+                      {"pid", static_cast<std::int64_t>(::getpid())},
+                      {"event", std::string(event)},
+                      {"epoch", 0},
+                      {"mono_ms", mono_ms},
+                      {"wall_ms", WallNowMs()},
+                      {"lease_until_mono_ms", lease_until_mono_ms},
+                      {"reason", std::string(reason)},
+                      {"label", std::string(label)},
+                      {"term", term},
+                      {"seq", seq},
+                      {"generation", (static_cast<std::uint64_t>(term) << 32) | seq}};
+  // Labels are user strings: invalid UTF-8 is replaced, never thrown on.
+  Append(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+void ActivationLog::Append(std::string line) {
   line.push_back('\n');
   const ssize_t n = ::write(fd_, line.data(), line.size());
   if (n != static_cast<ssize_t>(line.size()) && !warned_.exchange(true)) {

@@ -6,6 +6,12 @@
 //    "epoch": 123, "mono_ms": 5678, "wall_ms": 1767225600000,
 //    "lease_until_mono_ms": 6678, "reason": "..."}
 //
+// Records about an instance the node hosts (host.h) add the label and its
+// generation: event "instance_start" | "instance_stop" | "instance_failed" |
+// "instance_lease_expired" | "instance_regrant", with "label", "term", "seq"
+// and "generation" (packed, term << 32 | seq); "epoch" is 0 and
+// "lease_until_mono_ms" is the instance's owner lease.
+//
 // mono_ms and lease_until_mono_ms are CLOCK_MONOTONIC milliseconds, the clock
 // every process on one machine shares (and the one the lease is measured on);
 // wall_ms is for humans. Each record is written with a single write(2) on an
@@ -46,9 +52,14 @@ class ActivationLog {
   // keeps running).
   void Write(std::string_view event, std::uint64_t epoch, std::int64_t mono_ms,
              std::int64_t lease_until_mono_ms, std::string_view reason);
+  // An instance record (see above).
+  void WriteInstance(std::string_view event, std::string_view label, std::uint32_t term,
+                     std::uint32_t seq, std::int64_t mono_ms, std::int64_t lease_until_mono_ms,
+                     std::string_view reason);
 
  private:
   ActivationLog(int fd, NodeId node) : fd_(fd), node_(std::move(node)) {}
+  void Append(std::string line);
   int fd_;
   NodeId node_;
   std::atomic<bool> warned_{false};

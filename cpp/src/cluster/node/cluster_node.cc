@@ -19,6 +19,7 @@
 
 #include "cluster/membership/persistence.h"
 #include "cluster/node/activation_log.h"
+#include "cluster/node/cluster_node_impl.h"
 #include "cluster/node/node_core.h"
 #include "cluster/node/options.h"
 #include "pynenc_cpp/cluster/node.h"
@@ -27,83 +28,6 @@
 namespace pynenc_cpp::cluster {
 
 namespace {
-
-// Runs jobs one at a time, in order, on its own thread. A job that throws is
-// reported to stderr and skipped (user callbacks must not kill the node).
-class CallbackThread {
- public:
-  CallbackThread() : thread_([this] { Run(); }) {}
-  ~CallbackThread() {
-    Finish();
-    if (thread_.joinable()) {
-      if (OnThisThread()) {
-        thread_.detach();  // destroyed from inside a callback: it exits after it
-      } else {
-        thread_.join();
-      }
-    }
-  }
-  void Push(std::function<void()> job) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (finishing_) return;
-      jobs_.push_back(std::move(job));
-    }
-    cv_.notify_all();
-  }
-  // Runs the queued jobs, then ends the thread. Idempotent. On the callback
-  // thread itself it only marks the end (the thread exits after this job).
-  void Finish() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      finishing_ = true;
-    }
-    cv_.notify_all();
-    if (!OnThisThread() && thread_.joinable()) thread_.join();
-  }
-  bool OnThisThread() const { return std::this_thread::get_id() == thread_.get_id(); }
-  // Runs one queued job on the calling thread; false if none was queued.
-  bool RunOne() {
-    std::function<void()> job;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (jobs_.empty()) return false;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-    }
-    Invoke(job);
-    return true;
-  }
-
- private:
-  static void Invoke(const std::function<void()>& job) {
-    try {
-      job();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "pynenc-cpp cluster: callback raised: %s\n", e.what());
-    } catch (...) {
-      std::fprintf(stderr, "pynenc-cpp cluster: callback raised an unknown exception\n");
-    }
-  }
-  void Run() {
-    for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return finishing_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      Invoke(job);
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  bool finishing_ = false;
-  std::thread thread_;  // last: starts after the fields above exist
-};
 
 NodeId RandomNodeId() {
   std::random_device rd;
@@ -129,73 +53,7 @@ void StderrSink(LogLevel level, std::string_view msg) {
   std::fprintf(stderr, "pynenc-cpp cluster: %.*s\n", static_cast<int>(msg.size()), msg.data());
 }
 
-class ClusterNodeImpl final : public ClusterNode {
- public:
-  ClusterNodeImpl(ClusterOptions options, WorkCallbacks work, EventCallback events,
-                  LogCallback log)
-      : options_(std::move(options)),
-        work_(std::move(work)),
-        events_(std::move(events)),
-        log_cb_(std::move(log)) {}
-  ~ClusterNodeImpl() override { Stop(); }
-
-  pynenc_cpp::Status Init();
-  void Stop() override;
-  NodeStatus Status() const override {
-    NodeStatus s;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      s = status_;
-    }
-    // env_ is set once in Init (before the node is handed out) and never reset.
-    if (env_) s.transport = env_->Stats();
-    return s;
-  }
-  std::vector<Member> Members() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return members_;
-  }
-
- private:
-  pynenc_cpp::Status LoadIdentity();
-  void StartCore(const Address& self, std::uint64_t incarnation, std::vector<Address> seeds,
-                 int quorum);
-  // The node's log sink, safe from any thread. REQUIRES: callbacks_ exists when
-  // log_cb_ is set (it is created before anything can log).
-  void Log(LogLevel level, std::string_view msg);
-  void Snapshot();       // loop thread
-  void CheckWorkDone();  // loop thread
-  void Record(std::string_view event, std::uint64_t epoch, std::int64_t mono,
-              std::int64_t lease_until, std::string_view reason) {
-    if (log_) log_->Write(event, epoch, mono, lease_until, reason);
-  }
-
-  ClusterOptions options_;
-  WorkCallbacks work_;
-  EventCallback events_;
-  LogCallback log_cb_;
-  std::atomic<int> pending_logs_{0};
-  std::atomic<std::uint64_t> dropped_logs_{0};
-  bool standalone_ = false;
-  NodeId id_;
-  std::uint64_t incarnation_ = 0;
-  std::vector<Address> cached_peers_;
-  std::unique_ptr<ActivationLog> log_;
-  std::unique_ptr<AsioEnv> env_;
-  std::unique_ptr<NodeCore> core_;  // loop thread only
-  bool shutting_down_ = false;      // loop thread only
-  std::unique_ptr<CallbackThread> callbacks_;
-
-  mutable std::mutex mu_;  // guards status_, members_, work_done_
-  std::condition_variable cv_;
-  NodeStatus status_;
-  std::vector<Member> members_;
-  bool work_done_ = false;
-
-  std::mutex stop_mu_;  // serializes Stop()
-  bool started_ = false;
-  bool stopped_ = false;
-};
+}  // namespace
 
 void ClusterNodeImpl::Log(LogLevel level, std::string_view msg) {
   if (!log_cb_) return StderrSink(level, msg);
@@ -245,7 +103,12 @@ pynenc_cpp::Status ClusterNodeImpl::Init() {
   }
   if (standalone_) {
     const Activation a{id_, 0, 0, true};
-    status_ = NodeStatus{id_, "", 0, 0, id_, true, SupervisorState::kMaster, 0, true};
+    status_ = NodeStatus{};
+    status_.id = id_;
+    status_.leader = id_;
+    status_.has_quorum = true;
+    status_.state = SupervisorState::kMaster;
+    status_.standalone = true;
     callbacks_ = std::make_unique<CallbackThread>();
     callbacks_->Push([this, a] {
       Record("start", 0, MonotonicNowMs(), 0, "standalone");
@@ -254,6 +117,14 @@ pynenc_cpp::Status ClusterNodeImpl::Init() {
     started_ = true;
     return pynenc_cpp::Status::Ok();
   }
+
+  auto source =
+      OpenGenerationSource(BackendConfig{options_.generation_source, options_.cluster_name, nullptr});
+  if (!source.ok()) {
+    return pynenc_cpp::Status::FromCode(source.status().code(),
+                                        "generation_source: " + source.status().message());
+  }
+  source_ = std::shared_ptr<GenerationSource>(std::move(source).value());
 
   TransportOptions t;
   t.cluster_name = options_.cluster_name;
@@ -264,6 +135,11 @@ pynenc_cpp::Status ClusterNodeImpl::Init() {
   t.send_queue_bound = options_.send_queue_bound;
   // Before the transport exists: its loop thread may log at once.
   callbacks_ = std::make_unique<CallbackThread>();
+  runtime_ = std::make_unique<InstanceRuntime>(
+      [this](InstanceRuntime::Job job) { callbacks_->Push(std::move(job)); },
+      [this](InstanceRuntime::Job job) {
+        OnLoop([job = std::move(job)](NodeCore&) { job(); });
+      });
   auto env = MakeAsioEnv(t, [this](LogLevel level, std::string_view msg) { Log(level, msg); });
   if (!env.ok()) return env.status();
   env_ = std::move(env).value();
@@ -361,15 +237,21 @@ void ClusterNodeImpl::StartCore(const Address& self, std::uint64_t incarnation,
       env_->Log(LogLevel::kError, "cannot persist incarnation: " + s.message());
     }
   };
-  h.after_event = [this] { Snapshot(); };
+  h.after_event = [this] {
+    Snapshot();
+    if (shutting_down_) CheckWorkDone();
+  };
+  WireServices(o, h);
   core_ = std::make_unique<NodeCore>(*env_, std::move(o), std::move(h));
   core_->Start();
+  PushRegistry();
   Snapshot();
 }
 
 void ClusterNodeImpl::Snapshot() {
   if (!core_) return;
   NodeStatus s = core_->Status();
+  SnapshotServices(s);
   std::vector<Member> members = core_->Members();
   std::lock_guard<std::mutex> lock(mu_);
   status_ = std::move(s);
@@ -377,7 +259,8 @@ void ClusterNodeImpl::Snapshot() {
 }
 
 void ClusterNodeImpl::CheckWorkDone() {
-  if (!shutting_down_ || !core_ || core_->WorkActive()) return;
+  // Done once the work and every hosted instance stopped.
+  if (!shutting_down_ || !core_ || core_->WorkActive() || !core_->services().Idle()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
     work_done_ = true;
@@ -446,8 +329,6 @@ void ClusterNodeImpl::Stop() {
   env_->Shutdown(200);
   callbacks_->Finish();
 }
-
-}  // namespace
 
 Result<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOptions& options,
                                                         WorkCallbacks work, EventCallback events,

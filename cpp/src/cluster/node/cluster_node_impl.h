@@ -1,0 +1,120 @@
+// ClusterNodeImpl: the production ClusterNode (declared here so its lifecycle,
+// cluster_node.cc, and its coordinator API, cluster_node_coord.cc, can live in
+// two files). Threads and ownership: see cluster_node.cc.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cluster/node/activation_log.h"
+#include "cluster/node/callback_thread.h"
+#include "cluster/node/instance_runtime.h"
+#include "cluster/node/node_core.h"
+#include "pynenc_cpp/cluster/node.h"
+#include "pynenc_cpp/cluster/transport.h"
+
+namespace pynenc_cpp::cluster {
+
+class ClusterNodeImpl final : public ClusterNode {
+ public:
+  ClusterNodeImpl(ClusterOptions options, WorkCallbacks work, EventCallback events,
+                  LogCallback log)
+      : options_(std::move(options)),
+        work_(std::move(work)),
+        events_(std::move(events)),
+        log_cb_(std::move(log)) {}
+  ~ClusterNodeImpl() override { Stop(); }
+
+  pynenc_cpp::Status Init();
+  void Stop() override;
+  NodeStatus Status() const override {
+    NodeStatus s;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      s = status_;
+    }
+    // env_ is set once in Init (before the node is handed out) and never reset.
+    if (env_) s.transport = env_->Stats();
+    return s;
+  }
+  std::vector<Member> Members() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return members_;
+  }
+
+  // The coordinator layer (cluster_node_coord.cc).
+  pynenc_cpp::Status RegisterActorType(const std::string& actor_type, ActorFactory factory) override;
+  pynenc_cpp::Status UnregisterActorType(const std::string& actor_type) override;
+  pynenc_cpp::Status RegisterAgentFamily(const AgentFamily& family, ActorFactory factory) override;
+  std::future<pynenc_cpp::Status> SubmitActor(const ActorSpec& spec, std::int64_t timeout_ms) override;
+  std::future<pynenc_cpp::Status> SubmitSingleton(const SingletonSpec& spec, std::int64_t timeout_ms) override;
+  std::future<pynenc_cpp::Status> RemoveSpec(const std::string& label, std::int64_t timeout_ms) override;
+  std::future<Result<ClusterView>> QueryView(std::int64_t timeout_ms) override;
+  std::future<Result<std::vector<SpecStatus>>> QueryStatuses(std::int64_t timeout_ms) override;
+  std::optional<LabelPlacement> Lookup(const std::string& label) const override;
+  std::vector<LabelPlacement> Directory() const override;
+  std::future<Result<std::string>> Ask(const std::string& label, std::string payload,
+                                       std::int64_t timeout_ms) override;
+  pynenc_cpp::Status Tell(const std::string& label, std::string payload) override;
+
+ private:
+  // Runs `fn` on the loop thread as one node event; false (nothing runs) in
+  // standalone mode or once the node stopped.
+  bool OnLoop(std::function<void(NodeCore&)> fn);
+  // Sends a client request; `done` gets the reply body or error (on the loop
+  // thread; exactly once, kUnavailable if the node stops first).
+  void Request(coord_wire::ClientOp op, std::string body, std::int64_t timeout_ms,
+               std::function<void(Result<std::string>)> done);
+  // Host and router hooks for the coordinator layer, and the registry push.
+  void WireServices(NodeCoreOptions& o, NodeCoreHooks& h);
+  void PushRegistry();  // loop thread
+  void SnapshotServices(NodeStatus& status);  // loop thread
+  pynenc_cpp::Status LoadIdentity();
+  void StartCore(const Address& self, std::uint64_t incarnation, std::vector<Address> seeds,
+                 int quorum);
+  // The node's log sink, safe from any thread. REQUIRES: callbacks_ exists when
+  // log_cb_ is set (it is created before anything can log).
+  void Log(LogLevel level, std::string_view msg);
+  void Snapshot();       // loop thread
+  void CheckWorkDone();  // loop thread
+  void Record(std::string_view event, std::uint64_t epoch, std::int64_t mono,
+              std::int64_t lease_until, std::string_view reason) {
+    if (log_) log_->Write(event, epoch, mono, lease_until, reason);
+  }
+
+  ClusterOptions options_;
+  WorkCallbacks work_;
+  EventCallback events_;
+  LogCallback log_cb_;
+  std::atomic<int> pending_logs_{0};
+  std::atomic<std::uint64_t> dropped_logs_{0};
+  bool standalone_ = false;
+  NodeId id_;
+  std::uint64_t incarnation_ = 0;
+  std::vector<Address> cached_peers_;
+  std::unique_ptr<ActivationLog> log_;
+  std::unique_ptr<AsioEnv> env_;
+  std::unique_ptr<NodeCore> core_;  // loop thread only
+  bool shutting_down_ = false;      // loop thread only
+  std::unique_ptr<CallbackThread> callbacks_;
+  std::unique_ptr<InstanceRuntime> runtime_;
+  std::shared_ptr<GenerationSource> source_;
+  std::uint64_t directory_version_ = 0;  // loop thread: the last one snapshotted
+  std::vector<LabelPlacement> directory_;  // guarded by mu_
+
+  mutable std::mutex mu_;  // guards status_, members_, work_done_, directory_
+  std::condition_variable cv_;
+  NodeStatus status_;
+  std::vector<Member> members_;
+  bool work_done_ = false;
+
+  std::mutex stop_mu_;  // serializes Stop()
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace pynenc_cpp::cluster
