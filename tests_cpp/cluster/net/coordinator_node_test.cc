@@ -1,0 +1,231 @@
+// The coordinator layer of ClusterNode over real loopback sockets, with a
+// shared SQLite generation source: a singleton and actors placed on three
+// nodes in one process, asked from every node, moved by a graceful stop of
+// their node and kept (not restarted) across a graceful leader change.
+// Deadlines are generous and polled, never fixed sleeps.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pynenc_cpp/cluster/node.h"
+
+namespace pynenc_cpp::cluster {
+namespace {
+
+bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds deadline) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+constexpr auto kDeadline = std::chrono::seconds(30);
+
+// Which instances run where, as the instances themselves see it.
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, std::set<std::string>> running;  // label -> node names
+  std::map<std::string, int> starts;                    // label -> factory calls
+  int overlaps = 0;                                     // a start while another ran
+  std::set<std::string> Where(const std::string& label) {
+    std::lock_guard<std::mutex> lock(mu);
+    return running[label];
+  }
+  int Starts(const std::string& label) {
+    std::lock_guard<std::mutex> lock(mu);
+    return starts[label];
+  }
+};
+
+class Echo final : public ActorInstance {
+ public:
+  Echo(Registry& reg, std::string node, InstanceContext ctx)
+      : reg_(reg), node_(std::move(node)), ctx_(std::move(ctx)) {
+    std::lock_guard<std::mutex> lock(reg_.mu);
+    if (!reg_.running[ctx_.label].empty()) ++reg_.overlaps;
+    reg_.running[ctx_.label].insert(node_);
+    ++reg_.starts[ctx_.label];
+  }
+  void Stop(std::string_view) override {
+    std::lock_guard<std::mutex> lock(reg_.mu);
+    reg_.running[ctx_.label].erase(node_);
+  }
+  Result<std::string> OnMessage(const std::string& payload) override {
+    return node_ + "/" + ctx_.label + "@" + ctx_.generation.ToString() + ":" + payload;
+  }
+
+ private:
+  Registry& reg_;
+  std::string node_;
+  InstanceContext ctx_;
+};
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/pynenc_coord_test_XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+class CoordinatorNodes : public ::testing::Test {
+ protected:
+  ClusterOptions Options(const std::string& name, const std::vector<Address>& seeds) {
+    ClusterOptions o;
+    o.cluster_name = "coord-test";
+    o.host = "127.0.0.1";
+    o.heartbeat_ms = 100;
+    o.suspect_timeout_ms = 1'000;  // no flapping on a loaded, sanitized run
+    o.stabilize_ms = 100;
+    o.quorum = 2;
+    o.seeds = seeds;
+    o.node_class = name == "gw" ? "edge" : "worker";
+    o.metadata = {{"name", name}};
+    o.generation_source = "sqlite://" + dir_.path() + "/generations.db";
+    o.activation_log = dir_.path() + "/activation.jsonl";
+    return o;
+  }
+  ClusterNode& Start(const std::string& name) {
+    std::vector<Address> seeds;
+    for (auto& [n, node] : nodes_) seeds.push_back(node->Status().address);
+    auto r = ClusterNode::Start(Options(name, seeds), {}, {});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    ClusterNode& node = *r.value();
+    nodes_[name] = std::move(r).value();
+    EXPECT_TRUE(node.RegisterActorType("echo", [this, name](const InstanceContext& ctx) {
+                      return std::make_unique<Echo>(reg_, name, ctx);
+                    }).ok());
+    return node;
+  }
+  void TearDown() override {
+    for (auto& [name, node] : nodes_) node->Stop();
+  }
+
+  TempDir dir_;
+  Registry reg_;
+  std::map<std::string, std::unique_ptr<ClusterNode>> nodes_;
+};
+
+TEST_F(CoordinatorNodes, SingletonAndActorsRunOnceAndAnswerFromEveryNode) {
+  Start("gw");
+  Start("w1");
+  Start("w2");
+  SingletonSpec s;
+  s.label = "catalog";
+  s.actor_type = "echo";
+  s.anchor = SingletonAnchor::Class("worker");
+  ActorSpec a;
+  a.label = "storage/a";
+  a.actor_type = "echo";
+  a.constraints.required_classes = {"worker"};
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto st = nodes_["gw"]->SubmitSingleton(s, 2'000).get();
+        return st.ok();
+      },
+      kDeadline));
+  ASSERT_TRUE(nodes_["w2"]->SubmitActor(a, 5'000).get().ok());
+  ASSERT_TRUE(WaitFor([&] { return reg_.Where("catalog").size() == 1; }, kDeadline));
+  ASSERT_TRUE(WaitFor([&] { return reg_.Where("storage/a").size() == 1; }, kDeadline));
+  const std::string owner = *reg_.Where("catalog").begin();
+  EXPECT_TRUE(owner == "w1" || owner == "w2");
+  // Asked from every node, the one instance answers.
+  for (auto& [name, node] : nodes_) {
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          auto r = node->Ask("catalog", "ping", 2'000).get();
+          return r.ok() && r.value().rfind(owner + "/catalog@1.0:ping", 0) == 0;
+        },
+        kDeadline))
+        << name;
+  }
+  auto statuses = nodes_["gw"]->QueryStatuses(5'000).get();
+  ASSERT_TRUE(statuses.ok()) << statuses.status().ToString();
+  ASSERT_EQ(statuses.value().size(), 2u);
+  auto view = nodes_["w1"]->QueryView(5'000).get();
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view.value().alive_count, 3);
+
+  // The owner leaves gracefully: the singleton moves to the other worker under
+  // a higher term; the two never ran at once.
+  nodes_[owner]->Stop();
+  const std::string other = owner == "w1" ? "w2" : "w1";
+  ASSERT_TRUE(WaitFor([&] { return reg_.Where("catalog") == std::set<std::string>{other}; },
+                      kDeadline));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = nodes_["gw"]->Ask("catalog", "x", 2'000).get();
+        return r.ok() && r.value().rfind(other + "/catalog@2.0:x", 0) == 0;
+      },
+      kDeadline));
+  std::lock_guard<std::mutex> lock(reg_.mu);
+  EXPECT_EQ(reg_.overlaps, 0);
+}
+
+TEST_F(CoordinatorNodes, ALeaderChangeRestartsNothing) {
+  Start("gw");
+  Start("w1");
+  Start("w2");
+  ActorSpec a;
+  a.label = "storage/a";
+  a.actor_type = "echo";
+  a.constraints.required_classes = {"worker"};
+  ASSERT_TRUE(WaitFor([&] { return nodes_["w1"]->SubmitActor(a, 2'000).get().ok(); }, kDeadline));
+  ASSERT_TRUE(WaitFor([&] { return reg_.Where("storage/a").size() == 1; }, kDeadline));
+  auto leader = nodes_["w1"]->Status().leader;
+  ASSERT_TRUE(leader);
+  EXPECT_EQ(*leader, nodes_["gw"]->Status().id);  // the oldest
+  nodes_["gw"]->Stop();  // the leader leaves; a worker takes over the Coordinator
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto st = nodes_["w1"]->QueryStatuses(2'000).get();
+        return st.ok() && st.value().size() == 1 && st.value()[0].state == SpecState::kRunning;
+      },
+      kDeadline));
+  EXPECT_EQ(reg_.Starts("storage/a"), 1);
+}
+
+TEST(CoordinatorNodeErrors, BadGenerationSourceIsBadConfigNamingTheOption) {
+  ClusterOptions o;
+  o.host = "127.0.0.1";
+  o.generation_source = "postgres://nowhere";
+  auto r = ClusterNode::Start(o, {}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kBadConfig);
+  EXPECT_EQ(r.status().message().rfind("generation_source:", 0), 0u) << r.status().message();
+}
+
+TEST(CoordinatorNodeErrors, StandaloneNodeRefusesCoordinatorCalls) {
+  auto r = ClusterNode::Start(ClusterOptions{}, {}, {});
+  ASSERT_TRUE(r.ok());
+  ActorSpec a;
+  a.label = "x";
+  a.actor_type = "t";
+  EXPECT_EQ(r.value()->SubmitActor(a).get().code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(r.value()->Ask("x", "y").get().status().code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(r.value()->RegisterActorType("t", [](const InstanceContext&) {
+                          return std::unique_ptr<ActorInstance>();
+                        }).code(),
+            ErrorCode::kUnavailable);
+  r.value()->Stop();
+}
+
+}  // namespace
+}  // namespace pynenc_cpp::cluster
