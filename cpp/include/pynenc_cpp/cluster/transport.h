@@ -54,8 +54,10 @@ struct TransportOptions {
 
 // Counters; all monotonically increasing.
 struct TransportStats {
+  // Frames over sockets (frames a node sends itself are counted in frames_local).
   std::uint64_t frames_sent = 0;
   std::uint64_t frames_received = 0;
+  std::uint64_t frames_local = 0;  // sent to LocalAddress(), delivered through the loop
   // Send queue full (oldest dropped), lost in a failed write, or queued at Shutdown.
   std::uint64_t frames_dropped = 0;
   std::uint64_t sends_oversize = 0;       // Send payload over max_frame_bytes (dropped, never sent)

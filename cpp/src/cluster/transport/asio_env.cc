@@ -14,6 +14,7 @@ TransportStats AtomicStats::Snapshot() const {
   TransportStats s;
   s.frames_sent = frames_sent.load(std::memory_order_relaxed);
   s.frames_received = frames_received.load(std::memory_order_relaxed);
+  s.frames_local = frames_local.load(std::memory_order_relaxed);
   s.frames_dropped = frames_dropped.load(std::memory_order_relaxed);
   s.sends_oversize = sends_oversize.load(std::memory_order_relaxed);
   s.handshakes_rejected = handshakes_rejected.load(std::memory_order_relaxed);
@@ -248,10 +249,9 @@ void AsioEnvImpl::Send(const Address& to, std::uint8_t type, std::string payload
   }
   if (to == core_.local_address) {
     // To ourselves: through the loop (never re-entrantly), no socket.
-    AtomicStats::Add(core_.stats.frames_sent);
     asio::post(core_.io, [this, type, payload = std::move(payload)]() mutable {
       if (core_.closing) return;
-      AtomicStats::Add(core_.stats.frames_received);
+      AtomicStats::Add(core_.stats.frames_local);
       core_.Deliver(core_.local_address, type, std::move(payload));
     });
     return;

@@ -37,6 +37,7 @@ using tcp = asio::ip::tcp;
 struct AtomicStats {
   std::atomic<std::uint64_t> frames_sent{0};
   std::atomic<std::uint64_t> frames_received{0};
+  std::atomic<std::uint64_t> frames_local{0};
   std::atomic<std::uint64_t> frames_dropped{0};
   std::atomic<std::uint64_t> sends_oversize{0};
   std::atomic<std::uint64_t> handshakes_rejected{0};
