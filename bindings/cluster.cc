@@ -14,12 +14,15 @@
 // node (its destructor joins the callback thread).
 #include <Python.h>
 
+#include <future>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "conversions.h"
 #include "init.h"
+#include "python_thread.h"
 #include "pynenc_cpp/cluster/node.h"
 
 namespace pynenc_cpp::bindings {
@@ -33,50 +36,6 @@ using cluster::Member;
 using cluster::MemberEvent;
 using cluster::NodeStatus;
 
-// The persistent thread state of a C++ thread that calls Python. A thread that
-// already had one (a Python thread) is left alone.
-struct ThreadStateKeeper {
-  bool kept = false;
-  PyGILState_STATE outer = PyGILState_UNLOCKED;
-  PyThreadState* saved = nullptr;
-
-  // REQUIRES: GIL not held by this thread.
-  void EnsureKept() {
-    if (kept || PyGILState_GetThisThreadState() != nullptr) return;
-    outer = PyGILState_Ensure();  // creates the thread state (counter 1)
-    saved = PyEval_SaveThread();  // keeps it, releases the GIL
-    kept = true;
-  }
-
-  ~ThreadStateKeeper() {
-    if (!kept || !Py_IsInitialized() || PythonFinalizing()) return;  // exiting: leak it
-    PyEval_RestoreThread(saved);
-    PyGILState_Release(outer);  // counter 0: clears and deletes it, releases the GIL
-  }
-};
-thread_local ThreadStateKeeper tls_keeper;
-
-// Runs `fn` with the GIL. Never throws; a Python exception is reported as
-// unraisable with `what` as context.
-template <typename Fn>
-void CallPython(const char* what, Fn&& fn) noexcept {
-  if (!Py_IsInitialized() || PythonFinalizing()) return;
-  tls_keeper.EnsureKept();
-  PyGILState_STATE state = PyGILState_Ensure();
-  try {
-    fn();
-  } catch (py::error_already_set& e) {
-    e.discard_as_unraisable(what);
-  } catch (const std::exception& e) {
-    PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "%s: %s", what, e.what());
-    if (PyErr_Occurred()) PyErr_WriteUnraisable(nullptr);
-  } catch (...) {
-    PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "%s: unknown C++ exception", what);
-    if (PyErr_Occurred()) PyErr_WriteUnraisable(nullptr);
-  }
-  PyGILState_Release(state);
-}
-
 // The Python callables of one node. Destroyed by whichever thread drops the
 // last copy of the C++ callbacks: with the GIL when possible, else leaked (the
 // process is exiting).
@@ -85,6 +44,69 @@ struct PyCallbacks {
 
   ~PyCallbacks() { DropPyObjects({&start, &stop, &on_event, &on_log}); }
 };
+
+// A Python object kept alive by C++ (a factory), dropped with the GIL.
+struct PyHolder {
+  py::object obj;
+  explicit PyHolder(py::object o) : obj(std::move(o)) {}
+  ~PyHolder() { DropPyObjects({&obj}); }
+};
+
+// An ActorInstance backed by the Python object a factory returned. Optional
+// methods: stop(reason), on_generation(generation), on_message(bytes) -> bytes.
+// Called on the node's callback thread (CallPythonOrThrow takes the GIL).
+class PyActorInstance final : public cluster::ActorInstance {
+ public:
+  explicit PyActorInstance(py::object obj) : obj_(std::move(obj)) {}
+  ~PyActorInstance() override { DropPyObjects({&obj_}); }
+
+  void Stop(std::string_view reason) override {
+    CallPythonOrThrow([&] {
+      if (py::hasattr(obj_, "stop")) obj_.attr("stop")(py::str(reason.data(), reason.size()));
+    });
+  }
+  void OnGeneration(Generation generation) override {
+    CallPythonOrThrow([&] {
+      if (py::hasattr(obj_, "on_generation")) obj_.attr("on_generation")(generation);
+    });
+  }
+  Result<std::string> OnMessage(const std::string& payload) override {
+    return CallPythonOrThrow([&]() -> Result<std::string> {
+      if (!py::hasattr(obj_, "on_message")) {
+        return Status::InvalidArgument("this actor takes no messages (no on_message method)");
+      }
+      py::object r = obj_.attr("on_message")(py::bytes(payload));
+      if (r.is_none()) return std::string();
+      if (!py::isinstance<py::bytes>(r)) {
+        return Status::InvalidArgument("on_message must return bytes or None, got " +
+                                       std::string(py::str(r.get_type().attr("__name__"))));
+      }
+      return r.cast<std::string>();
+    });
+  }
+
+ private:
+  py::object obj_;
+};
+
+cluster::ActorFactory MakeFactory(py::object factory) {
+  if (!PyCallable_Check(factory.ptr())) throw py::type_error("factory must be callable");
+  auto holder = std::make_shared<PyHolder>(std::move(factory));
+  return [holder](const cluster::InstanceContext& ctx) {
+    return CallPythonOrThrow([&]() -> std::unique_ptr<cluster::ActorInstance> {
+      py::object obj = holder->obj(ctx);
+      if (obj.is_none()) throw std::runtime_error("the factory returned None");
+      return std::make_unique<PyActorInstance>(std::move(obj));
+    });
+  };
+}
+
+// Waits for a node future with the GIL released; raises its error.
+template <typename T>
+T Await(std::future<T> f) {
+  py::gil_scoped_release release;
+  return f.get();
+}
 
 // The Python object: owns the node; never destroys it with the GIL held.
 class PyClusterNode {
@@ -115,6 +137,43 @@ class PyClusterNode {
   std::vector<Member> Members() const {
     py::gil_scoped_release release;
     return node_->Members();
+  }
+
+  // The coordinator layer.
+  void RegisterActorType(const std::string& name, py::object factory) {
+    ThrowIfError(node_->RegisterActorType(name, MakeFactory(std::move(factory))));
+  }
+  void UnregisterActorType(const std::string& name) {
+    ThrowIfError(node_->UnregisterActorType(name));
+  }
+  void RegisterAgentFamily(const cluster::AgentFamily& family, py::object factory) {
+    ThrowIfError(node_->RegisterAgentFamily(family, MakeFactory(std::move(factory))));
+  }
+  void SubmitActor(const cluster::ActorSpec& spec, std::int64_t timeout_ms) {
+    ThrowIfError(Await(node_->SubmitActor(spec, timeout_ms)));
+  }
+  void SubmitSingleton(const cluster::SingletonSpec& spec, std::int64_t timeout_ms) {
+    ThrowIfError(Await(node_->SubmitSingleton(spec, timeout_ms)));
+  }
+  void RemoveSpec(const std::string& label, std::int64_t timeout_ms) {
+    ThrowIfError(Await(node_->RemoveSpec(label, timeout_ms)));
+  }
+  cluster::ClusterView QueryView(std::int64_t timeout_ms) {
+    return Unwrap(Await(node_->QueryView(timeout_ms)));
+  }
+  std::vector<cluster::SpecStatus> QueryStatuses(std::int64_t timeout_ms) {
+    return Unwrap(Await(node_->QueryStatuses(timeout_ms)));
+  }
+  std::optional<cluster::LabelPlacement> Lookup(const std::string& label) const {
+    return node_->Lookup(label);
+  }
+  std::vector<cluster::LabelPlacement> Directory() const { return node_->Directory(); }
+  py::bytes Ask(const std::string& label, const py::bytes& payload, std::int64_t timeout_ms) {
+    std::string p = payload;
+    return py::bytes(Unwrap(Await(node_->Ask(label, std::move(p), timeout_ms))));
+  }
+  void Tell(const std::string& label, const py::bytes& payload) {
+    ThrowIfError(node_->Tell(label, std::string(payload)));
   }
 
  private:
@@ -211,6 +270,16 @@ void InitValueTypes(py::module_& m) {
                     "End of the mastership lease, CLOCK_MONOTONIC ms (0 in standalone mode).")
       .def_readonly("standalone", &Activation::standalone, "True without a cluster.");
 
+  py::class_<NodeStatus::Hosted>(m, "ClusterHostedInstance", "An instance this node hosts.")
+      .def_readonly("label", &NodeStatus::Hosted::label)
+      .def_property_readonly(
+          "kind",
+          [](const NodeStatus::Hosted& h) { return std::string(cluster::SpecKindName(h.kind)); },
+          "'actor', 'singleton' or 'agent'.")
+      .def_readonly("generation", &NodeStatus::Hosted::generation)
+      .def_readonly("phase", &NodeStatus::Hosted::phase,
+                    "'acquiring', 'starting', 'active' or 'stopping'.");
+
   py::class_<NodeStatus>(m, "ClusterNodeStatus", "A snapshot of this node's view.")
       .def_readonly("id", &NodeStatus::id, "This node's id.")
       .def_readonly("address", &NodeStatus::address, "'host:port' (empty in standalone mode).")
@@ -225,6 +294,7 @@ void InitValueTypes(py::module_& m) {
       .def_readonly("lease_until_mono_ms", &NodeStatus::lease_until_mono_ms,
                     "This node's lease end, CLOCK_MONOTONIC ms (0: none).")
       .def_readonly("standalone", &NodeStatus::standalone, "True without a cluster.")
+      .def_readonly("hosted", &NodeStatus::hosted, "Instances this node hosts, any phase.")
       .def_property_readonly(
           "transport",
           [](const NodeStatus& s) {
@@ -232,6 +302,7 @@ void InitValueTypes(py::module_& m) {
             py::dict d;
             d["frames_sent"] = t.frames_sent;
             d["frames_received"] = t.frames_received;
+            d["frames_local"] = t.frames_local;
             d["frames_dropped"] = t.frames_dropped;
             d["sends_oversize"] = t.sends_oversize;
             d["handshakes_rejected"] = t.handshakes_rejected;
@@ -242,7 +313,7 @@ void InitValueTypes(py::module_& m) {
             return d;
           },
           "Transport counters (monotonic; all 0 in standalone mode): frames_sent, "
-          "frames_received, frames_dropped, sends_oversize, handshakes_rejected, "
+          "frames_received (socket traffic), frames_local (to itself), frames_dropped, sends_oversize, handshakes_rejected, "
           "frames_oversize, frames_malformed, connections_established, reconnect_attempts.");
 }
 
@@ -278,7 +349,45 @@ void InitOptions(py::module_& m) {
       .def_readwrite("election_class", &ClusterOptions::election_class,
                      "Oldest election only: candidates restricted to this node class.")
       .def_readwrite("activation_log", &ClusterOptions::activation_log,
-                     "JSON-lines activation log path ('': none).");
+                     "JSON-lines activation log path ('': none).")
+      .def_readwrite("generation_source", &ClusterOptions::generation_source,
+                     "memory://, sqlite:///path or redis://host:port/db.")
+      .def_property(
+          "placement",
+          [](const ClusterOptions& o) -> std::string {
+            switch (o.placement.kind) {
+              case cluster::StrategyChoice::Kind::kRandom:
+                return "random:" + std::to_string(o.placement.seed);
+              case cluster::StrategyChoice::Kind::kPinned:
+                return "pinned:" + o.placement.node;
+              default:
+                return "least_loaded";
+            }
+          },
+          [](ClusterOptions& o, const std::string& v) {
+            if (v == "least_loaded") {
+              o.placement = {cluster::StrategyChoice::Kind::kLeastLoaded, 0, {}};
+            } else if (v.rfind("random:", 0) == 0) {
+              try {
+                o.placement = {cluster::StrategyChoice::Kind::kRandom, std::stoull(v.substr(7)),
+                               {}};
+              } catch (const std::exception&) {
+                throw py::value_error("placement: 'random:<seed>' needs an integer seed, got '" +
+                                      v + "'");
+              }
+            } else if (v.rfind("pinned:", 0) == 0 && v.size() > 7) {
+              o.placement = {cluster::StrategyChoice::Kind::kPinned, 0, v.substr(7)};
+            } else {
+              throw py::value_error(
+                  "placement must be 'least_loaded', 'random:<seed>' or 'pinned:<node id>', got '" +
+                  v + "'");
+            }
+          },
+          "Default placement strategy: 'least_loaded', 'random:<seed>' or 'pinned:<node id>'.")
+      .def_readwrite("request_timeout_ms", &ClusterOptions::request_timeout_ms,
+                     "Default deadline of coordinator requests and asks, ms.")
+      .def_readwrite("spawn_timeout_ms", &ClusterOptions::spawn_timeout_ms,
+                     "Spawn ack deadline before a re-send, ms (0: max(5000, 3 * lease)).");
 }
 
 }  // namespace
@@ -300,7 +409,34 @@ void InitCluster(py::module_& m) {
            "transport down. Idempotent.")
       .def("status", &PyClusterNode::Status, "A snapshot of this node's status.")
       .def("members", &PyClusterNode::Members,
-           "Every known member, self included, dead and left ones too, sorted by id.");
+           "Every known member, self included, dead and left ones too, sorted by id.")
+      .def("register_actor_type", &PyClusterNode::RegisterActorType, py::arg("actor_type"),
+           py::arg("factory"),
+           "factory(InstanceContext) -> object (optional methods stop(reason), "
+           "on_generation(Generation), on_message(bytes) -> bytes), called on the callback "
+           "thread. Raises InvalidArgument (bad name) or TypeError.")
+      .def("unregister_actor_type", &PyClusterNode::UnregisterActorType, py::arg("actor_type"),
+           "This node stops offering the type. Raises InvocationNotFound if not registered.")
+      .def("register_agent_family", &PyClusterNode::RegisterAgentFamily, py::arg("family"),
+           py::arg("factory"), "Declares an agent family and the factory of its agents.")
+      .def("submit_actor", &PyClusterNode::SubmitActor, py::arg("spec"), py::arg("timeout_ms"),
+           "Submits an actor spec to the leader; raises InvalidArgument, Conflict, Unavailable, "
+           "Timeout or BackendError.")
+      .def("submit_singleton", &PyClusterNode::SubmitSingleton, py::arg("spec"),
+           py::arg("timeout_ms"), "Submits a singleton spec to the leader.")
+      .def("remove_spec", &PyClusterNode::RemoveSpec, py::arg("label"), py::arg("timeout_ms"),
+           "Removes a spec (its instance stops); raises InvocationNotFound if unknown.")
+      .def("query_view", &PyClusterNode::QueryView, py::arg("timeout_ms"),
+           "The leader's cluster view.")
+      .def("query_statuses", &PyClusterNode::QueryStatuses, py::arg("timeout_ms"),
+           "The leader's statuses of every managed label.")
+      .def("lookup", &PyClusterNode::Lookup, py::arg("label"),
+           "Where the label runs per this node's directory copy, or None.")
+      .def("directory", &PyClusterNode::Directory, "This node's copy of the directory.")
+      .def("ask", &PyClusterNode::Ask, py::arg("label"), py::arg("payload"),
+           py::arg("timeout_ms"), "Sends bytes to the label's instance and returns its answer.")
+      .def("tell", &PyClusterNode::Tell, py::arg("label"), py::arg("payload"),
+           "Fire and forget; raises Unavailable if the directory knows no running instance.");
 }
 
 }  // namespace pynenc_cpp::bindings

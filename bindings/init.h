@@ -12,5 +12,6 @@ void InitStateBackend(pybind11::module_& m);
 void InitTrigger(pybind11::module_& m);
 void InitLifecycle(pybind11::module_& m);
 void InitRunner(pybind11::module_& m);
+void InitCoordinator(pybind11::module_& m);
 void InitCluster(pybind11::module_& m);
 }  // namespace pynenc_cpp::bindings

@@ -15,5 +15,6 @@ PYBIND11_MODULE(_core, m) {
   pynenc_cpp::bindings::InitTrigger(m);
   pynenc_cpp::bindings::InitLifecycle(m);
   pynenc_cpp::bindings::InitRunner(m);
+  pynenc_cpp::bindings::InitCoordinator(m);
   pynenc_cpp::bindings::InitCluster(m);
 }

@@ -25,4 +25,8 @@ for cls, attrs in fields.items():
 open(dst, "w").write(text)
 PY
 rm -rf "$out"
+# The repository's formatting (ruff is a dev extra).
+.venv/bin/python -m pip install -q "ruff>=0.6"
+.venv/bin/ruff check -q --fix --select I python/pynenc_cpp/_core.pyi
+.venv/bin/ruff format -q python/pynenc_cpp/_core.pyi
 echo "wrote python/pynenc_cpp/_core.pyi"

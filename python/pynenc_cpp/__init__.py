@@ -20,9 +20,13 @@ from pynenc_cpp.client_data_store import (
 from pynenc_cpp.errors import (
     BackendError,
     BadConfig,
+    Conflict,
     EngineError,
     InvalidArgument,
     InvocationNotFound,
+    StaleGeneration,
+    Timeout,
+    Unavailable,
 )
 from pynenc_cpp.native import (
     CppMemNativeOrchestrator,
@@ -50,6 +54,7 @@ __version__: str = _core.__version__
 __all__ = [
     "BackendError",
     "BadConfig",
+    "Conflict",
     "CppBroker",
     "CppClientDataStore",
     "CppMemBroker",
@@ -79,7 +84,10 @@ __all__ = [
     "EngineError",
     "InvalidArgument",
     "InvocationNotFound",
+    "StaleGeneration",
     "TaskAbortedError",
     "TaskTimeoutError",
+    "Timeout",
+    "Unavailable",
     "__version__",
 ]

@@ -8,26 +8,42 @@ import collections.abc
 import typing
 
 __all__: list[str] = [
+    "ActorSpec",
+    "AgentFamily",
     "BackendError",
     "BadConfig",
     "Broker",
     "ClientDataStore",
     "ClusterActivation",
+    "ClusterHostedInstance",
     "ClusterMember",
     "ClusterMemberEvent",
     "ClusterNode",
     "ClusterNodeStatus",
     "ClusterOptions",
+    "Conflict",
+    "CoordinatorClusterView",
+    "CoordinatorNodeView",
     "EngineError",
+    "FencedStore",
+    "Generation",
+    "GenerationSource",
     "IllegalTransition",
+    "InstanceContext",
     "InvalidArgument",
     "InvocationNotFound",
+    "LabelPlacement",
     "Lifecycle",
     "Orchestrator",
     "OwnershipViolation",
     "RunnerEngine",
+    "SingletonSpec",
+    "SpecStatus",
+    "StaleGeneration",
     "StateBackend",
+    "Timeout",
     "TriggerStore",
+    "Unavailable",
     "apply_transition",
     "history_json",
     "status_names",
@@ -78,6 +94,26 @@ class BadConfig(EngineError, ValueError):
 class InvalidArgument(EngineError, ValueError):
     """
     An argument is out of range or malformed.
+    """
+
+class Conflict(EngineError):
+    """
+    A compare-and-set lost: the stored value is not the expected one.
+    """
+
+class StaleGeneration(Conflict):
+    """
+    A write or command carries a generation below the one already stored.
+    """
+
+class Unavailable(EngineError, ConnectionError):
+    """
+    The cluster cannot serve the request now (no leader, no quorum).
+    """
+
+class Timeout(EngineError, TimeoutError):
+    """
+    No answer within the deadline.
     """
 
 class Broker:
@@ -981,6 +1017,407 @@ class RunnerEngine:
         Workers whose task waits for results.
         """
 
+class Generation:
+    """
+    A singleton/actor generation {term, seq}, ordered term-major; packs into one int (term << 32 | seq) for fenced writes.
+    """
+    @staticmethod
+    def from_packed(packed: typing.SupportsInt | typing.SupportsIndex) -> Generation:
+        """
+        The generation of a packed value.
+        """
+    def __eq__(self, arg0: Generation) -> bool: ...
+    def __ge__(self, arg0: Generation) -> bool: ...
+    def __gt__(self, arg0: Generation) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __init__(
+        self,
+        term: typing.SupportsInt | typing.SupportsIndex = 0,
+        seq: typing.SupportsInt | typing.SupportsIndex = 0,
+    ) -> None:
+        """
+        A generation from its parts.
+        """
+    def __le__(self, arg0: Generation) -> bool: ...
+    def __lt__(self, arg0: Generation) -> bool: ...
+    def __repr__(self) -> str: ...
+    def __str__(self) -> str: ...
+    @property
+    def packed(self) -> int:
+        """
+        term << 32 | seq.
+        """
+    @property
+    def seq(self) -> int:
+        """
+        Bumps on a re-grant to the same owner.
+        """
+    @property
+    def term(self) -> int:
+        """
+        Bumps when ownership moves (failover, move).
+        """
+
+class ActorSpec:
+    """
+    An actor spec (built by pynenc_cpp.cluster.ActorSpec).
+    """
+    def __init__(self) -> None: ...
+    @property
+    def actor_type(self) -> str:
+        """
+        Registered actor type.
+        """
+    @actor_type.setter
+    def actor_type(self, arg0: str) -> None: ...
+    @property
+    def anti_affinity_labels(self) -> list[str]:
+        """
+        Labels that must not run on the node.
+        """
+    @anti_affinity_labels.setter
+    def anti_affinity_labels(self, arg1: collections.abc.Sequence[str]) -> None: ...
+    @property
+    def colocate_with(self) -> str | None:
+        """
+        Only the node that runs this label (hard).
+        """
+    @colocate_with.setter
+    def colocate_with(self, arg1: str | None) -> None: ...
+    @property
+    def crash_strategy(self) -> str:
+        """
+        'redistribute', 'wait_for_return' or 'abandon'.
+        """
+    @crash_strategy.setter
+    def crash_strategy(self, arg1: str) -> None: ...
+    @property
+    def initial_state(self) -> bytes:
+        """
+        State bytes.
+        """
+    @initial_state.setter
+    def initial_state(self, arg1: bytes) -> None: ...
+    @property
+    def label(self) -> str:
+        """
+        Unique label.
+        """
+    @label.setter
+    def label(self, arg0: str) -> None: ...
+    @property
+    def required_classes(self) -> list[str]:
+        """
+        Node classes allowed (empty: any).
+        """
+    @required_classes.setter
+    def required_classes(self, arg1: collections.abc.Sequence[str]) -> None: ...
+    @property
+    def required_metadata(self) -> dict[str, str]:
+        """
+        Metadata pairs the node must have.
+        """
+    @required_metadata.setter
+    def required_metadata(self, arg1: collections.abc.Mapping[str, str]) -> None: ...
+    @property
+    def required_node_id(self) -> str | None:
+        """
+        Exactly this node (hard pin, never relocated).
+        """
+    @required_node_id.setter
+    def required_node_id(self, arg1: str | None) -> None: ...
+    @property
+    def strategy(self) -> str:
+        """
+        'default', 'least_loaded', 'random' or 'pinned'.
+        """
+    @strategy.setter
+    def strategy(self, arg1: str) -> None: ...
+    @property
+    def strategy_node(self) -> str:
+        """
+        Pinned's preferred node.
+        """
+    @strategy_node.setter
+    def strategy_node(self, arg1: str) -> None: ...
+    @property
+    def strategy_seed(self) -> int:
+        """
+        Random's seed.
+        """
+    @strategy_seed.setter
+    def strategy_seed(self, arg1: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def wait_ms(self) -> int:
+        """
+        wait_for_return: how long to wait for the node, ms.
+        """
+    @wait_ms.setter
+    def wait_ms(self, arg1: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+
+class SingletonSpec:
+    """
+    A singleton spec (built by pynenc_cpp.cluster.SingletonSpec).
+    """
+    def __init__(self) -> None: ...
+    @property
+    def actor_type(self) -> str:
+        """
+        Registered actor type.
+        """
+    @actor_type.setter
+    def actor_type(self, arg0: str) -> None: ...
+    @property
+    def anchor(self) -> str:
+        """
+        'leader', 'class' or 'node'.
+        """
+    @anchor.setter
+    def anchor(self, arg1: str) -> None: ...
+    @property
+    def anchor_value(self) -> str:
+        """
+        The class or node id of a class/node anchor.
+        """
+    @anchor_value.setter
+    def anchor_value(self, arg1: str) -> None: ...
+    @property
+    def drain_timeout_ms(self) -> int:
+        """
+        How long a graceful move waits for the old owner to stop, ms.
+        """
+    @drain_timeout_ms.setter
+    def drain_timeout_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def label(self) -> str:
+        """
+        Unique label.
+        """
+    @label.setter
+    def label(self, arg0: str) -> None: ...
+    @property
+    def state(self) -> bytes:
+        """
+        State bytes.
+        """
+    @state.setter
+    def state(self, arg1: bytes) -> None: ...
+
+class AgentFamily:
+    """
+    An agent family as this node declares it.
+    """
+    def __init__(self) -> None: ...
+    @property
+    def agents(self) -> list[str]:
+        """
+        Known agent URIs.
+        """
+    @agents.setter
+    def agents(self, arg0: collections.abc.Sequence[str]) -> None: ...
+    @property
+    def distribution(self) -> str:
+        """
+        'evenly' or 'evenly_by_capability'.
+        """
+    @distribution.setter
+    def distribution(self, arg1: str) -> None: ...
+    @property
+    def drain_timeout_ms(self) -> int:
+        """
+        How long a rebalancing move waits for the old owner, ms.
+        """
+    @drain_timeout_ms.setter
+    def drain_timeout_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def scheme(self) -> str:
+        """
+        URI scheme of its agents.
+        """
+    @scheme.setter
+    def scheme(self, arg0: str) -> None: ...
+    @property
+    def supported(self) -> list[str] | None:
+        """
+        URIs this node can run (None: all it knows).
+        """
+    @supported.setter
+    def supported(self, arg0: collections.abc.Sequence[str] | None) -> None: ...
+
+class InstanceContext:
+    """
+    What an actor factory receives.
+    """
+    @property
+    def actor_type(self) -> str:
+        """
+        Actor type (agent: the scheme).
+        """
+    @property
+    def generation(self) -> Generation:
+        """
+        The instance's generation: stamp fenced writes with generation.packed.
+        """
+    @property
+    def kind(self) -> str:
+        """
+        'actor', 'singleton' or 'agent'.
+        """
+    @property
+    def label(self) -> str:
+        """
+        The label (agent: its URI).
+        """
+    @property
+    def node(self) -> str:
+        """
+        This node's id.
+        """
+    @property
+    def state(self) -> bytes:
+        """
+        State bytes.
+        """
+
+class SpecStatus:
+    """
+    A managed label's status (leader's view).
+    """
+    @property
+    def generation(self) -> Generation: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def node(self) -> str | None:
+        """
+        Current (or last) owner, or None.
+        """
+    @property
+    def reason(self) -> str:
+        """
+        Why it is not running ('' when running).
+        """
+    @property
+    def state(self) -> str:
+        """
+        'pending', 'running', 'waiting_for_return' or 'unplaced'.
+        """
+
+class CoordinatorNodeView:
+    """
+    One node as the leader sees it.
+    """
+    @property
+    def actor_types(self) -> list[str]: ...
+    @property
+    def address(self) -> str: ...
+    @property
+    def alive(self) -> bool: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def incarnation(self) -> int: ...
+    @property
+    def metadata(self) -> dict[str, str]: ...
+    @property
+    def node_class(self) -> str: ...
+    @property
+    def running(self) -> list[str]:
+        """
+        Labels placed on the node.
+        """
+    @property
+    def state(self) -> str: ...
+
+class CoordinatorClusterView:
+    """
+    The leader's view of the cluster.
+    """
+    @property
+    def alive_count(self) -> int: ...
+    @property
+    def leader(self) -> str | None: ...
+    @property
+    def nodes(self) -> list[CoordinatorNodeView]: ...
+    @property
+    def total_count(self) -> int: ...
+
+class LabelPlacement:
+    """
+    Where a label runs (a node's directory copy).
+    """
+    @property
+    def address(self) -> str: ...
+    @property
+    def generation(self) -> Generation: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def node(self) -> str | None: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+
+class GenerationSource:
+    """
+    Mints generations and keeps specs (thread-safe; may block on I/O).
+    """
+    def __init__(self, uri: str = "memory://", namespace: str = "pynenc-cpp") -> None:
+        """
+        Opens the source named by `uri`; `namespace` (a cluster's name) separates data.
+        """
+    def claim_seq(self, label: str, owner: str, expected: Generation) -> Generation:
+        """
+        Re-grant to the current owner: seq + 1 iff ownership is exactly (owner, expected); raises Conflict otherwise.
+        """
+    def claim_term(
+        self, label: str, owner: str, min_term: typing.SupportsInt | typing.SupportsIndex = 0
+    ) -> Generation:
+        """
+        A new ownership epoch: term = max(current, min_term) + 1, seq 0.
+        """
+    def current(self, label: str) -> typing.Any:
+        """
+        (owner, Generation) of the label, or None.
+        """
+    def list(self) -> list:
+        """
+        Every stored spec: (label, spec bytes, owner or None, Generation or None).
+        """
+    @property
+    def shared(self) -> bool:
+        """
+        True when other processes see the same data (SQLite, Redis).
+        """
+
+class FencedStore:
+    """
+    Key -> value store that rejects writes stamped with a generation lower than the stored one (thread-safe).
+    """
+    def __init__(self, uri: str = "memory://", namespace: str = "pynenc-cpp") -> None:
+        """
+        Opens the store named by `uri`.
+        """
+    def delete(self, key: str, generation: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        Removes the value, keeping max(stored, generation) as a tombstone; raises StaleGeneration when the stored generation is higher.
+        """
+    def read(self, key: str) -> typing.Any:
+        """
+        (value bytes, packed generation), or None.
+        """
+    def write(
+        self, key: str, value: bytes, generation: typing.SupportsInt | typing.SupportsIndex
+    ) -> None:
+        """
+        Stores value under key stamped with the packed generation; raises StaleGeneration (nothing changed) when the stored generation is higher.
+        """
+
 class ClusterMember:
     """
     One member as this node sees it (read-only snapshot).
@@ -1061,6 +1498,25 @@ class ClusterActivation:
         True without a cluster.
         """
 
+class ClusterHostedInstance:
+    """
+    An instance this node hosts.
+    """
+    @property
+    def generation(self) -> Generation: ...
+    @property
+    def kind(self) -> str:
+        """
+        'actor', 'singleton' or 'agent'.
+        """
+    @property
+    def label(self) -> str: ...
+    @property
+    def phase(self) -> str:
+        """
+        'acquiring', 'starting', 'active' or 'stopping'.
+        """
+
 class ClusterNodeStatus:
     """
     A snapshot of this node's view.
@@ -1079,6 +1535,11 @@ class ClusterNodeStatus:
     def has_quorum(self) -> bool:
         """
         Whether live members reach quorum.
+        """
+    @property
+    def hosted(self) -> list[ClusterHostedInstance]:
+        """
+        Instances this node hosts, any phase.
         """
     @property
     def id(self) -> str:
@@ -1113,7 +1574,7 @@ class ClusterNodeStatus:
     @property
     def transport(self) -> dict:
         """
-        Transport counters (monotonic; all 0 in standalone mode): frames_sent, frames_received, frames_dropped, sends_oversize, handshakes_rejected, frames_oversize, frames_malformed, connections_established, reconnect_attempts.
+        Transport counters (monotonic; all 0 in standalone mode): frames_sent, frames_received (socket traffic), frames_local (to itself), frames_dropped, sends_oversize, handshakes_rejected, frames_oversize, frames_malformed, connections_established, reconnect_attempts.
         """
 
 class ClusterOptions:
@@ -1152,6 +1613,13 @@ class ClusterOptions:
         """
     @election_class.setter
     def election_class(self, arg0: str) -> None: ...
+    @property
+    def generation_source(self) -> str:
+        """
+        memory://, sqlite:///path or redis://host:port/db.
+        """
+    @generation_source.setter
+    def generation_source(self, arg0: str) -> None: ...
     @property
     def heartbeat_ms(self) -> int:
         """
@@ -1202,6 +1670,13 @@ class ClusterOptions:
     @node_class.setter
     def node_class(self, arg0: str) -> None: ...
     @property
+    def placement(self) -> str:
+        """
+        Default placement strategy: 'least_loaded', 'random:<seed>' or 'pinned:<node id>'.
+        """
+    @placement.setter
+    def placement(self, arg1: str) -> None: ...
+    @property
     def port(self) -> int:
         """
         Listen port (0: ephemeral).
@@ -1215,6 +1690,13 @@ class ClusterOptions:
         """
     @quorum.setter
     def quorum(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def request_timeout_ms(self) -> int:
+        """
+        Default deadline of coordinator requests and asks, ms.
+        """
+    @request_timeout_ms.setter
+    def request_timeout_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
     @property
     def secret(self) -> str:
         """
@@ -1236,6 +1718,13 @@ class ClusterOptions:
         """
     @send_queue_bound.setter
     def send_queue_bound(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def spawn_timeout_ms(self) -> int:
+        """
+        Spawn ack deadline before a re-send, ms (0: max(5000, 3 * lease)).
+        """
+    @spawn_timeout_ms.setter
+    def spawn_timeout_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
     @property
     def stabilize_ms(self) -> int:
         """
@@ -1273,9 +1762,49 @@ class ClusterNode:
         """
         Validates the options, binds, joins the seeds and returns the running node. start(activation) and stop(activation, reason) run on the node's callback thread; on_event(event) and on_log(level, line) too (level: 0 debug, 1 info, 2 warning, 3 error; None: warnings and errors go to stderr). Raises BadConfig (bad option, unwritable state dir) or BackendError (address in use).
         """
+    def ask(
+        self, label: str, payload: bytes, timeout_ms: typing.SupportsInt | typing.SupportsIndex
+    ) -> bytes:
+        """
+        Sends bytes to the label's instance and returns its answer.
+        """
+    def directory(self) -> list[LabelPlacement]:
+        """
+        This node's copy of the directory.
+        """
+    def lookup(self, label: str) -> LabelPlacement | None:
+        """
+        Where the label runs per this node's directory copy, or None.
+        """
     def members(self) -> list[ClusterMember]:
         """
         Every known member, self included, dead and left ones too, sorted by id.
+        """
+    def query_statuses(
+        self, timeout_ms: typing.SupportsInt | typing.SupportsIndex
+    ) -> list[SpecStatus]:
+        """
+        The leader's statuses of every managed label.
+        """
+    def query_view(
+        self, timeout_ms: typing.SupportsInt | typing.SupportsIndex
+    ) -> CoordinatorClusterView:
+        """
+        The leader's cluster view.
+        """
+    def register_actor_type(self, actor_type: str, factory: typing.Any) -> None:
+        """
+        factory(InstanceContext) -> object (optional methods stop(reason), on_generation(Generation), on_message(bytes) -> bytes), called on the callback thread. Raises InvalidArgument (bad name) or TypeError.
+        """
+    def register_agent_family(self, family: AgentFamily, factory: typing.Any) -> None:
+        """
+        Declares an agent family and the factory of its agents.
+        """
+    def remove_spec(
+        self, label: str, timeout_ms: typing.SupportsInt | typing.SupportsIndex
+    ) -> None:
+        """
+        Removes a spec (its instance stops); raises InvocationNotFound if unknown.
         """
     def status(self) -> ClusterNodeStatus:
         """
@@ -1284,6 +1813,26 @@ class ClusterNode:
     def stop(self) -> None:
         """
         Graceful: stops the work (waits for the stop callback), sends Leaving, shuts the transport down. Idempotent.
+        """
+    def submit_actor(
+        self, spec: ActorSpec, timeout_ms: typing.SupportsInt | typing.SupportsIndex
+    ) -> None:
+        """
+        Submits an actor spec to the leader; raises InvalidArgument, Conflict, Unavailable, Timeout or BackendError.
+        """
+    def submit_singleton(
+        self, spec: SingletonSpec, timeout_ms: typing.SupportsInt | typing.SupportsIndex
+    ) -> None:
+        """
+        Submits a singleton spec to the leader.
+        """
+    def tell(self, label: str, payload: bytes) -> None:
+        """
+        Fire and forget; raises Unavailable if the directory knows no running instance.
+        """
+    def unregister_actor_type(self, actor_type: str) -> None:
+        """
+        This node stops offering the type. Raises InvocationNotFound if not registered.
         """
 
 def apply_transition(

@@ -162,7 +162,15 @@ def test_event_stream_ends_when_the_handle_stops() -> None:
 
 def test_non_callable_callbacks_are_rejected() -> None:
     with pytest.raises(TypeError):
-        run_cluster(None, lambda a, r: None, ClusterConfig())  # type: ignore[arg-type]
+        run_cluster(42, lambda a, r: None, ClusterConfig())  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        run_cluster(lambda a: None, "stop", ClusterConfig())  # type: ignore[arg-type]
+
+
+def test_work_callbacks_are_optional() -> None:
+    # A node that only hosts coordinator-managed actors has no work of its own.
+    with run_cluster(config=ClusterConfig()) as handle:
+        assert handle.status().is_master
 
 
 # -- three nodes in one process --------------------------------------------------------------

@@ -85,6 +85,16 @@ class ClusterConfig:
     """JSON-lines file of lease/start/stop records ('': none)."""
     indirect_probes: int = 3
     """Members asked to ping-req a silent member before suspecting it."""
+    generation_source: str = "memory://"
+    """Where the Coordinator keeps specs and mints generations: ``memory://`` (this
+    process only), ``sqlite:///path.db`` (processes of one machine) or
+    ``redis://host:port/db``. Namespaced by ``cluster_name``."""
+    placement: str = "least_loaded"
+    """Default placement strategy: ``least_loaded``, ``random:<seed>`` or ``pinned:<node id>``."""
+    request_timeout_ms: int = 5000
+    """Default deadline of coordinator requests (submit, query) and asks."""
+    spawn_timeout_ms: int = 0
+    """How long the Coordinator waits for a spawn's ack before re-sending (0: max(5 s, 3 leases))."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "seeds", _seeds_tuple(self.seeds))
@@ -105,6 +115,8 @@ class ClusterConfig:
             "cluster_name",
             "election_class",
             "activation_log",
+            "generation_source",
+            "placement",
         ):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"{name} must be a str, got {getattr(self, name)!r}")
@@ -147,6 +159,16 @@ class ClusterConfig:
         for k, v in self.metadata.items():
             if not isinstance(k, str) or not isinstance(v, str) or not k:
                 raise ValueError(f"metadata must map non-empty str keys to str, got {k!r}: {v!r}")
+        if not self.generation_source.startswith(("memory://", "sqlite://", "redis://")):
+            raise ValueError(
+                "generation_source must be memory://, sqlite:///path or redis://host:port/db, "
+                f"got {self.generation_source!r}"
+            )
+        _check_placement(self.placement)
+        if self.request_timeout_ms <= 0:
+            raise ValueError(f"request_timeout_ms must be > 0, got {self.request_timeout_ms}")
+        if self.spawn_timeout_ms < 0:
+            raise ValueError(f"spawn_timeout_ms must be >= 0, got {self.spawn_timeout_ms}")
         if self.host and not self.secret and not is_loopback_host(self.host):
             raise ValueError(f"secret is required to listen on the non-loopback host {self.host!r}")
 
@@ -181,6 +203,19 @@ class ClusterConfig:
             value = getattr(self, f.name)
             setattr(o, f.name, list(value) if f.name == "seeds" else value)
         return o
+
+
+def _check_placement(value: str) -> None:
+    if value == "least_loaded":
+        return
+    kind, sep, arg = value.partition(":")
+    if sep and kind == "random" and arg.isdigit():
+        return
+    if sep and kind == "pinned" and arg:
+        return
+    raise ValueError(
+        f"placement must be 'least_loaded', 'random:<seed>' or 'pinned:<node id>', got {value!r}"
+    )
 
 
 def _seeds_tuple(seeds: Any) -> tuple[str, ...]:

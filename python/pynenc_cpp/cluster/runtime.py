@@ -25,9 +25,24 @@ from typing import Any
 
 from pynenc_cpp import _core
 from pynenc_cpp.cluster.config import ClusterConfig
+from pynenc_cpp.cluster.specs import (
+    ActorSpec,
+    AgentFamily,
+    ClusterView,
+    Generation,
+    InstanceContext,
+    Placement,
+    SingletonSpec,
+    SpecStatus,
+)
 from pynenc_cpp.errors import BackendError
 
 logger = logging.getLogger("pynenc_cpp.cluster")
+
+Factory = Callable[[InstanceContext], object]
+"""Builds an instance: ``factory(context) -> object`` whose optional methods are
+``stop(reason)``, ``on_message(payload: bytes) -> bytes | None`` and
+``on_generation(generation)``; raising fails the spawn (it is retried later)."""
 
 # Engine log levels (cluster::LogLevel) -> logging levels.
 _LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
@@ -90,6 +105,16 @@ class Activation:
 
 
 @dataclass(frozen=True)
+class HostedInstance:
+    """An instance this node hosts."""
+
+    label: str
+    kind: str  # "actor" | "singleton" | "agent"
+    generation: Generation
+    phase: str  # "acquiring" | "starting" | "active" | "stopping"
+
+
+@dataclass(frozen=True)
 class NodeStatus:
     """A snapshot of this node's view of the cluster."""
 
@@ -104,6 +129,8 @@ class NodeStatus:
     standalone: bool
     # Transport counters (all 0 in standalone mode); see docs/cluster/transport.md.
     transport: dict[str, int] = field(default_factory=dict)
+    hosted: tuple[HostedInstance, ...] = ()
+    """Instances on this node, any phase (acquiring, starting, active, stopping)."""
 
     @property
     def is_master(self) -> bool:
@@ -123,6 +150,7 @@ class NodeStatus:
             s.lease_until_mono_ms,
             s.standalone,
             dict(s.transport),
+            tuple(HostedInstance(h.label, h.kind, h.generation, h.phase) for h in s.hosted),
         )
 
 
@@ -243,6 +271,100 @@ class ClusterHandle:
         """Every known member, self included, dead and left ones too, sorted by id."""
         return [Member._from_core(m) for m in self._core().members()]
 
+    # -- the coordinator layer (docs/cluster/coordinator.md) ---------------------------
+    def _timeout_ms(self, timeout: float | None) -> int:
+        if timeout is None:
+            return self.config.request_timeout_ms
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+        return max(1, int(timeout * 1000))
+
+    def register_actor_type(self, actor_type: str, factory: Factory) -> None:
+        """Offers ``actor_type`` on this node: the Coordinator may place instances here.
+
+        ``factory`` runs on the node's callback thread; see ``Factory``.
+        """
+        self._core().register_actor_type(actor_type, factory)
+
+    def unregister_actor_type(self, actor_type: str) -> None:
+        """Stops offering ``actor_type`` (running instances stay until moved)."""
+        self._core().unregister_actor_type(actor_type)
+
+    def register_agent_family(self, family: AgentFamily, factory: Factory) -> None:
+        """Declares an agent family; ``factory`` builds its agents (``context.label`` is the URI)."""
+        self._core().register_agent_family(family._to_core(), factory)
+
+    def submit(self, spec: ActorSpec, timeout: float | None = None) -> None:
+        """Submits an actor spec to the leader (from any node); returns once it is stored.
+
+        Raises ``Conflict`` (the label is used by another spec), ``InvalidArgument``,
+        ``Unavailable`` (no leader), ``Timeout`` or ``BackendError`` (generation source).
+        Submitting the same spec again is a no-op.
+        """
+        self._core().submit_actor(spec._to_core(), self._timeout_ms(timeout))
+
+    def start_singleton(self, spec: SingletonSpec, timeout: float | None = None) -> None:
+        """Submits a singleton spec to the leader; returns once it is stored (see ``submit``)."""
+        self._core().submit_singleton(spec._to_core(), self._timeout_ms(timeout))
+
+    def remove(self, label: str, timeout: float | None = None) -> None:
+        """Removes a spec; its instance stops. Raises ``KeyError`` (InvocationNotFound) if unknown."""
+        self._core().remove_spec(label, self._timeout_ms(timeout))
+
+    def cluster_view(self, timeout: float | None = None) -> ClusterView:
+        """The leader's view: nodes, their class, metadata, actor types and what runs there."""
+        return ClusterView._from_core(self._core().query_view(self._timeout_ms(timeout)))
+
+    def spec_statuses(self, timeout: float | None = None) -> list[SpecStatus]:
+        """Every managed label's status (running, pending, waiting_for_return, unplaced)."""
+        return [
+            SpecStatus._from_core(s) for s in self._core().query_statuses(self._timeout_ms(timeout))
+        ]
+
+    def spec_status(self, label: str, timeout: float | None = None) -> SpecStatus:
+        """One label's status; ``KeyError`` if the leader manages no such label."""
+        for s in self.spec_statuses(timeout):
+            if s.label == label:
+                return s
+        raise KeyError(label)
+
+    def wait_running(self, label: str, timeout: float = 30.0, interval: float = 0.05) -> SpecStatus:
+        """Polls the leader until ``label`` runs; ``TimeoutError`` naming its last status."""
+        deadline = time.monotonic() + timeout
+        last: object = "unknown to the leader"
+        while True:
+            try:
+                status = self.spec_status(label, timeout=max(0.1, min(2.0, timeout)))
+                if status.state == "running":
+                    return status
+                last = f"{status.state}: {status.reason}"
+            except (KeyError, _core.Unavailable, _core.Timeout) as exc:
+                last = exc
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{label!r} not running after {timeout:.1f} s ({last})")
+            time.sleep(interval)
+
+    def lookup(self, label: str) -> Placement | None:
+        """Where ``label`` runs per this node's copy of the leader's directory."""
+        p = self._core().lookup(label)
+        return None if p is None else Placement._from_core(p)
+
+    def directory(self) -> list[Placement]:
+        """This node's copy of the leader's directory."""
+        return [Placement._from_core(p) for p in self._core().directory()]
+
+    def ask(self, label: str, payload: bytes, timeout: float | None = None) -> bytes:
+        """Sends ``payload`` to the running instance of ``label`` and returns its answer.
+
+        Raises ``Unavailable`` (not running, or not where the directory says), ``Timeout``,
+        or the instance's error (``BackendError`` naming the raised exception).
+        """
+        return self._core().ask(label, payload, self._timeout_ms(timeout))
+
+    def tell(self, label: str, payload: bytes) -> None:
+        """Fire and forget; raises ``Unavailable`` at once if no instance runs per the directory."""
+        self._core().tell(label, payload)
+
     @property
     def node_id(self) -> str:
         """This node's id."""
@@ -297,6 +419,10 @@ class ClusterHandle:
 _live: weakref.WeakSet[ClusterHandle] = weakref.WeakSet()
 
 
+def _no_work(*_: object) -> None:
+    """The work of a node that only hosts coordinator-managed instances."""
+
+
 @atexit.register
 def _stop_all() -> None:
     for handle in list(_live):
@@ -307,8 +433,8 @@ def _stop_all() -> None:
 
 
 def run_cluster(
-    start: Callable[[Activation], object],
-    stop: Callable[[Activation, str], object],
+    start: Callable[[Activation], object] | None = None,
+    stop: Callable[[Activation, str], object] | None = None,
     config: ClusterConfig | None = None,
 ) -> ClusterHandle:
     """Joins (or forms) the cluster and runs ``start``/``stop`` when this node gains/loses mastership.
@@ -316,7 +442,8 @@ def run_cluster(
     ``config`` None reads ``ClusterConfig.from_env()``. In standalone mode
     (no host, no seeds) ``start`` is called at once and ``stop`` by ``handle.stop()``.
     ``stop(activation, reason)`` gets a reason such as ``"lease expired"``,
-    ``"not elected"``, ``"lost quorum"`` or ``"shutdown"``.
+    ``"not elected"``, ``"lost quorum"`` or ``"shutdown"``. Both may be None (a node
+    that only hosts actors placed by the Coordinator; see ``ClusterHandle.submit``).
 
     Raises ``ValueError`` (``BadConfig`` from the engine: a bad option, an
     unwritable state dir, a non-loopback host without secret),
@@ -325,8 +452,10 @@ def run_cluster(
     """
     if config is None:
         config = ClusterConfig.from_env()
+    start = start if start is not None else _no_work
+    stop = stop if stop is not None else _no_work
     if not callable(start) or not callable(stop):
-        raise TypeError("start and stop must be callable")
+        raise TypeError("start and stop must be callable or None")
     handle = ClusterHandle(config)
 
     def on_start(a: _core.ClusterActivation) -> None:
