@@ -143,6 +143,7 @@ class LocalCluster:
         secret: str | None = None,
         quorum: int | None = None,
         ready_timeout: float = 60.0,
+        extra: list[str] | None = None,
     ) -> NodeProc:
         """Starts one child; waits for its READY line. Seeds default to every earlier address."""
         name = name or f"n{len(self.nodes)}"
@@ -179,6 +180,7 @@ class LocalCluster:
             str(d / "events.jsonl"),
             "--status-file",
             str(d / "status.json"),
+            *(extra or []),
         ]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
@@ -323,6 +325,35 @@ def work_intervals(records: list[dict[str, Any]]) -> list[tuple[float, float]]:
             start = None
     if start is not None:
         out.append((start, lease_end))
+    return out
+
+
+def instance_lifetimes(records: list[dict[str, Any]], label: str) -> list[dict[str, Any]]:
+    """One node's lifetimes of the instance ``label``, from its activation log: each is
+    ``{"start", "end", "generation", "stop_reason"}`` where ``end`` is when its right to
+    run ended: the earlier of its stop (or lease-expired / failed record) and the end of
+    the last owner lease recorded before it ("instance_lease" records are written before
+    the extension takes effect). A node killed or paused while running keeps that right
+    only until its lease ran out; these intervals must never overlap across nodes."""
+    out: list[dict[str, Any]] = []
+    cur: dict[str, Any] | None = None
+    lease_end = 0.0
+    for r in records:
+        if r.get("label") != label:
+            continue
+        ev, t = r.get("event"), float(r["mono_ms"])
+        if ev == "instance_lease":
+            lease_end = max(lease_end, float(r["lease_until_mono_ms"]))
+        elif ev == "instance_start":
+            cur = {"start": t, "generation": int(r["generation"]), "stop_reason": None}
+        elif ev in ("instance_stop", "instance_lease_expired", "instance_failed") and cur:
+            cur["end"] = min(t, lease_end)
+            cur["stop_reason"] = r.get("reason")
+            out.append(cur)
+            cur = None
+    if cur is not None:
+        cur["end"] = lease_end
+        out.append(cur)
     return out
 
 

@@ -9,6 +9,15 @@ as one JSON line appended with a single ``write(2)`` (so SIGKILL never tears one
   membership event;
 * ``--status-file``: the node's status and members, rewritten atomically every 50 ms.
 
+With ``--writer-type T`` the node offers actor type ``T``: each instance writes
+``<name>:<generation>:<n>`` under its label to the ``--fenced-store`` every
+``--write-interval-ms`` (and once more when stopped, as a stale owner flushing its
+state would), stamped with its generation, and appends to the work log
+``{"event": "actor_start"|"actor_stop"|"write_ok"|"write_rejected", "label", "term",
+"seq", "generation", "mono_ms", "reason"}``. ``--submit-singleton LABEL=ANCHOR``
+(``leader``, ``class:<c>`` or ``node:<id>``) submits a singleton of that type once
+a leader answers.
+
 ``mono_ms`` is ``time.monotonic() * 1000`` (CLOCK_MONOTONIC, shared by every process
 of the machine, the clock of the activation log). Prints one line
 ``READY {"address": ..., "node": ...}`` once started. SIGTERM or SIGINT stop the
@@ -28,7 +37,17 @@ import threading
 import time
 from typing import Any
 
-from pynenc_cpp.cluster import Activation, ClusterConfig, MemberEvent, run_cluster
+from pynenc_cpp.cluster import (
+    Activation,
+    ClusterConfig,
+    FencedStore,
+    InstanceContext,
+    MemberEvent,
+    SingletonAnchor,
+    SingletonSpec,
+    StaleGeneration,
+    run_cluster,
+)
 
 
 def _now_ms() -> float:
@@ -63,7 +82,63 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--work-log", default="")
     p.add_argument("--events-log", default="")
     p.add_argument("--status-file", default="")
+    p.add_argument("--node-class", default="")
+    p.add_argument("--generation-source", default="memory://")
+    p.add_argument("--fenced-store", default="")
+    p.add_argument("--writer-type", default="")
+    p.add_argument("--write-interval-ms", type=int, default=20)
+    p.add_argument("--submit-singleton", default="", help="LABEL=leader|class:<c>|node:<id>")
     return p.parse_args(argv)
+
+
+class Writer:
+    """An instance that keeps writing to a fenced store under its generation."""
+
+    def __init__(
+        self, ctx: InstanceContext, name: str, store: FencedStore, log: Any, interval: float
+    ):
+        self.ctx, self.name, self.store, self.log, self.interval = ctx, name, store, log, interval
+        self.stopped = threading.Event()
+        self.n = 0
+        self.record("actor_start")
+        self.thread = threading.Thread(target=self.run, name=f"writer-{ctx.label}", daemon=True)
+        self.thread.start()
+
+    def record(self, event: str, reason: str = "") -> None:
+        g = self.ctx.generation
+        self.log.write(
+            {
+                "event": event,
+                "name": self.name,
+                "label": self.ctx.label,
+                "term": g.term,
+                "seq": g.seq,
+                "generation": g.packed,
+                "mono_ms": _now_ms(),
+                "reason": reason,
+            }
+        )
+
+    def write(self) -> None:
+        self.n += 1
+        try:
+            self.store.write(
+                self.ctx.label,
+                f"{self.name}:{self.ctx.generation}:{self.n}".encode(),
+                self.ctx.generation,
+            )
+            self.record("write_ok")
+        except StaleGeneration as exc:
+            self.record("write_rejected", str(exc))
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.interval):
+            self.write()
+
+    def stop(self, reason: str) -> None:
+        self.stopped.set()
+        self.write()  # the final flush a stale owner would attempt
+        self.record("actor_stop", reason)
 
 
 def main(argv: list[str]) -> int:
@@ -114,6 +189,8 @@ def main(argv: list[str]) -> int:
         state_dir=args.state_dir,
         activation_log=args.activation_log,
         metadata={"name": args.name},
+        node_class=args.node_class,
+        generation_source=args.generation_source,
     )
     stop_requested = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop_requested.set())
@@ -126,6 +203,26 @@ def main(argv: list[str]) -> int:
         print(f"FAILED {type(exc).__name__}: {exc}", flush=True)
         return 2
     handle.subscribe(on_event)
+    if args.writer_type:
+        store = FencedStore(args.fenced_store, args.cluster_name)
+        interval = args.write_interval_ms / 1000.0
+        handle.register_actor_type(
+            args.writer_type, lambda ctx: Writer(ctx, args.name, store, work_log, interval)
+        )
+    if args.submit_singleton:
+        label, _, anchor = args.submit_singleton.partition("=")
+        kind, _, value = anchor.partition(":")
+        spec = SingletonSpec(label, args.writer_type, anchor=SingletonAnchor(kind, value))  # type: ignore[arg-type]
+
+        def submit() -> None:
+            while not stop_requested.is_set():
+                try:
+                    handle.start_singleton(spec, timeout=2.0)
+                    return
+                except Exception:  # no leader yet: retry
+                    time.sleep(0.1)
+
+        threading.Thread(target=submit, name="submit", daemon=True).start()
     status = handle.status()
     print(
         "READY " + json.dumps({"address": status.address, "node": status.node_id, "pid": pid}),
@@ -147,6 +244,15 @@ def main(argv: list[str]) -> int:
             "epoch": s.epoch,
             "has_quorum": s.has_quorum,
             "stopped": handle.stopped,
+            "hosted": [
+                {
+                    "label": h.label,
+                    "term": h.generation.term,
+                    "seq": h.generation.seq,
+                    "phase": h.phase,
+                }
+                for h in s.hosted
+            ],
             "transport": s.transport,
             "members": [
                 {"id": m.id, "address": m.address, "state": m.state, "incarnation": m.incarnation}

@@ -88,6 +88,11 @@ class OwnerLeases {
   // This node's lease on `label` is valid while env.NowMs() < Until(label); 0: none.
   std::int64_t Until(const std::string& label) const;
   bool Wanted(const std::string& label) const { return wanted_.count(label) > 0; }
+  // The generation `label` is wanted at ({0,0} if it is not wanted).
+  Generation WantedGeneration(const std::string& label) const {
+    auto it = wanted_.find(label);
+    return it == wanted_.end() ? Generation{} : it->second.generation;
+  }
 
   // Grantor side: a frame of type kLeaseRequest/kLeaseReply/kLeaseRelease, decoded.
   void OnRequest(const Address& from, const coord_wire::LeaseRequest& request);

@@ -7,7 +7,8 @@
 //    "lease_until_mono_ms": 6678, "reason": "..."}
 //
 // Records about an instance the node hosts (host.h) add the label and its
-// generation: event "instance_start" | "instance_stop" | "instance_failed" |
+// generation: event "instance_lease" (written before an owner-lease extension
+// takes effect) | "instance_start" | "instance_stop" | "instance_failed" |
 // "instance_lease_expired" | "instance_regrant", with "label", "term", "seq"
 // and "generation" (packed, term << 32 | seq); "epoch" is 0 and
 // "lease_until_mono_ms" is the instance's owner lease.

@@ -87,6 +87,14 @@ void ClusterNodeImpl::WireServices(NodeCoreOptions& o, NodeCoreHooks& h) {
                           r.lease_until_mono_ms, r.reason);
     }
   };
+  // Write-ahead records of every owner-lease extension: with them the activation
+  // logs prove that two nodes never held one label at once (a killed node's
+  // authority ends at its last record's lease_until_mono_ms).
+  h.services.owner_lease_extended = [this](const std::string& label, std::int64_t until) {
+    if (!log_ || !core_) return;
+    const Generation g = core_->services().leases().WantedGeneration(label);
+    log_->WriteInstance("instance_lease", label, g.term, g.seq, MonotonicNowMs(), until, "");
+  };
   h.services.router.deliver = [this](const std::string& label, std::string payload,
                                      RouterHooks::ReplyFn reply) {
     runtime_->Deliver(label, std::move(payload), std::move(reply));
