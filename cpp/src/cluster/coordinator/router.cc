@@ -40,8 +40,11 @@ std::uint64_t Router::AddPending(std::map<std::uint64_t, Pending>& table, Done d
         auto it = table.find(id);
         if (it == table.end()) return;
         Done d = std::move(it->second.done);
+        std::optional<Status> refusal = std::move(it->second.last_refusal);
         table.erase(it);
-        d(Status::Timeout(what + ": no answer within " + std::to_string(timeout_ms) + " ms"));
+        d(refusal ? *refusal
+                  : Status::Timeout(what + ": no answer within " + std::to_string(timeout_ms) +
+                                    " ms"));
       });
   table[id] = Pending{std::move(done), timer};
   return id;
@@ -59,25 +62,49 @@ void Router::Finish(std::map<std::uint64_t, Pending>& table, Env& env, std::uint
 
 void Router::Request(coord_wire::ClientOp op, std::string body, std::int64_t timeout_ms,
                      Done done) {
+  if (timeout_ms <= 0) timeout_ms = options_.request_timeout_ms;
+  const std::uint64_t id = AddPending(requests_, std::move(done), timeout_ms, "coordinator");
+  Pending& p = requests_[id];
+  p.op = op;
+  p.body = std::move(body);
+  p.deadline_ms = env_.NowMs() + timeout_ms;
+  Attempt(id);
+}
+
+void Router::Attempt(std::uint64_t id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  Pending& p = it->second;
   if (coordinator_) {
-    const std::uint64_t id = AddPending(requests_, std::move(done), timeout_ms, "coordinator");
     std::weak_ptr<bool> alive = alive_;
-    coordinator_->HandleClient(ClientRequest{id, op, std::move(body)},
+    coordinator_->HandleClient(ClientRequest{id, p.op, p.body},
                                [this, alive, id](const Status& s, std::string reply) {
-                                 if (!alive.lock()) return;
-                                 Finish(requests_, env_, id,
-                                        s.ok() ? Result<std::string>(std::move(reply))
-                                               : Result<std::string>(s));
+                                 if (alive.lock()) OnResult(id, s, std::move(reply));
                                });
     return;
   }
   if (!leader_address_) {
-    return done(Status::Unavailable("no leader: this node sees no elected leader with quorum"));
+    return OnResult(id, Status::Unavailable("no leader: this node sees no elected leader with quorum"),
+                    "");
   }
-  const std::uint64_t id =
-      AddPending(requests_, std::move(done), timeout_ms, "leader " + leader_id_->substr(0, 8));
-  auto [type, payload] = coord_wire::Encode(ClientRequest{id, op, std::move(body)});
+  auto [type, payload] = coord_wire::Encode(ClientRequest{id, p.op, p.body});
   env_.Send(*leader_address_, type, std::move(payload));
+}
+
+void Router::OnResult(std::uint64_t id, const Status& status, std::string body) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return;  // answered or timed out already
+  if (status.code() == ErrorCode::kUnavailable &&
+      env_.NowMs() + options_.retry_ms < it->second.deadline_ms) {
+    it->second.last_refusal = status;  // no leader yet, or a leader not ready: retry
+    std::weak_ptr<bool> alive = alive_;
+    env_.After(options_.retry_ms, [this, alive, id] {
+      if (alive.lock()) Attempt(id);
+    });
+    return;
+  }
+  Finish(requests_, env_, id,
+         status.ok() ? Result<std::string>(std::move(body)) : Result<std::string>(status));
 }
 
 void Router::OnClientRequest(const Address& from, const ClientRequest& request) {
@@ -95,10 +122,7 @@ void Router::OnClientRequest(const Address& from, const ClientRequest& request) 
 }
 
 void Router::OnClientReply(const ClientReply& reply) {
-  Finish(requests_, env_, reply.id,
-         reply.code == ErrorCode::kOk
-             ? Result<std::string>(reply.body)
-             : Result<std::string>(Status::FromCode(reply.code, reply.message)));
+  OnResult(reply.id, Status::FromCode(reply.code, reply.message), reply.body);
 }
 
 void Router::OnDirectory(const Address& from, const coord_wire::Directory& chunk) {

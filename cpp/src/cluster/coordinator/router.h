@@ -1,9 +1,12 @@
 // Router: what every node does for requests that are not its own to decide.
 //  * Client requests (submit, remove, view, statuses) go to the Coordinator:
 //    this node's own while it leads, else forwarded to the leader its view
-//    elects; answered with kUnavailable at once when there is no leader, with
-//    kTimeout after timeout_ms. A node that is not the leader refuses forwarded
-//    requests (kUnavailable naming the leader it sees).
+//    elects. A node that is not the leader (or not yet: elected, still
+//    stabilizing) refuses forwarded requests with kUnavailable naming the leader
+//    it sees; the asking node retries every retry_ms while there is no leader or
+//    the leader refuses, until timeout_ms, then answers the last kUnavailable
+//    (or kTimeout if the leader never answered). Submissions are idempotent, so
+//    a retried one that was applied before is harmless.
 //  * The directory: every node keeps the leader's latest directory (where each
 //    label runs, its state, its spec), assembled from chunks, replaced as a
 //    whole per version; only frames from the leader this node sees count.
@@ -31,6 +34,7 @@ namespace pynenc_cpp::cluster {
 struct RouterOptions {
   NodeId self_id;
   std::int64_t request_timeout_ms = 5'000;
+  std::int64_t retry_ms = 100;
 };
 
 struct RouterHooks {
@@ -76,7 +80,14 @@ class Router {
   struct Pending {
     Done done;
     Env::TimerId timer = 0;
+    // Client requests: what to (re)send, until when.
+    coord_wire::ClientOp op = coord_wire::ClientOp::kView;
+    std::string body;
+    std::int64_t deadline_ms = 0;
+    std::optional<Status> last_refusal;
   };
+  void Attempt(std::uint64_t id);
+  void OnResult(std::uint64_t id, const Status& status, std::string body);
   std::uint64_t AddPending(std::map<std::uint64_t, Pending>& table, Done done,
                            std::int64_t timeout_ms, std::string what);
   static void Finish(std::map<std::uint64_t, Pending>& table, Env& env, std::uint64_t id,
