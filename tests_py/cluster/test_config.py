@@ -42,6 +42,10 @@ def test_to_options_copies_every_field() -> None:
         election="hrw",
         activation_log="/tmp/a.jsonl",
         indirect_probes=1,
+        generation_source="sqlite:///tmp/g.db",
+        placement="random:7",
+        request_timeout_ms=900,
+        spawn_timeout_ms=1200,
     )
     o = c.to_options()
     for f in dataclasses.fields(ClusterConfig):
@@ -75,6 +79,13 @@ def test_to_options_copies_every_field() -> None:
         ({"heartbeat_ms": "100"}, "heartbeat_ms"),
         ({"host": "0.0.0.0"}, "secret"),
         ({"host": "10.1.2.3", "port": 1}, "secret"),
+        ({"generation_source": "postgres://x"}, "generation_source"),
+        ({"placement": "random"}, "placement"),
+        ({"placement": "random:x"}, "placement"),
+        ({"placement": "pinned:"}, "placement"),
+        ({"placement": "most_loaded"}, "placement"),
+        ({"request_timeout_ms": 0}, "request_timeout_ms"),
+        ({"spawn_timeout_ms": -1}, "spawn_timeout_ms"),
     ],
 )
 def test_invalid_values_name_the_field(kwargs: dict, field_name: str) -> None:
