@@ -299,7 +299,7 @@ void Host::CheckExpiry() {
   for (auto& [label, inst] : instances_) {
     const bool running =
         inst.phase == InstancePhase::kStarting || inst.phase == InstancePhase::kActive;
-    if (running && !LeaseLeft(label, now)) expired.push_back(label);
+    if (running && !inst.lease_lost && !LeaseLeft(label, now)) expired.push_back(label);
     if (inst.phase == InstancePhase::kStopping && now >= inst.drain_deadline &&
         leases_.Wanted(label)) {
       env_.Log(LogLevel::kError, "instance '" + label + "' did not stop within " +
@@ -311,6 +311,7 @@ void Host::CheckExpiry() {
   }
   for (const auto& label : expired) {
     auto it = instances_.find(label);
+    it->second.lease_lost = true;
     const std::int64_t left = leases_.Until(label) - now;
     Record("instance_lease_expired", label, it->second.generation,
            left > 0 ? std::to_string(left) + " ms before expiry (stop lead)"
@@ -366,20 +367,23 @@ void Host::AfterEvent() {
 // One timer at the earliest moment a running instance must stop, so the stop
 // does not wait for the node's next event.
 void Host::ArmExpiry() {
-  std::int64_t at = 0;
+  std::optional<std::int64_t> at;
   for (const auto& [label, inst] : instances_) {
-    if (inst.phase != InstancePhase::kStarting && inst.phase != InstancePhase::kActive) continue;
+    const bool running =
+        inst.phase == InstancePhase::kStarting || inst.phase == InstancePhase::kActive;
+    if (!running || inst.lease_lost) continue;  // a lost lease is handled once, not re-armed
     const std::int64_t t = leases_.Until(label) - options_.stop_lead_ms;
-    if (at == 0 || t < at) at = t;
+    if (!at || t < *at) at = t;
   }
-  if (expiry_timer_ && (at == 0 || at != expiry_at_)) {
+  if (expiry_timer_ && at != expiry_at_) {
     env_.Cancel(*expiry_timer_);
     expiry_timer_.reset();
   }
-  if (at == 0 || expiry_timer_) return;
+  if (!at || expiry_timer_) return;
   expiry_at_ = at;
-  expiry_timer_ = env_.After(std::max<std::int64_t>(0, at - env_.NowMs()), [this] {
+  expiry_timer_ = env_.After(std::max<std::int64_t>(0, *at - env_.NowMs()), [this] {
     expiry_timer_.reset();  // the event itself runs CheckExpiry (NodeCore::Guarded)
+    expiry_at_.reset();
   });
 }
 

@@ -129,6 +129,7 @@ class Host {
     std::int64_t drain_deadline = 0;
     Generation started_generation;  // the generation the factory was given
     bool stop_after_start = false;
+    bool lease_lost = false;  // its lease ran out (recorded once, never renewed again)
     std::string stop_reason;
     std::vector<Waiter> spawn_waiters;
     std::vector<Waiter> stop_waiters;
@@ -175,7 +176,7 @@ class Host {
   std::optional<Env::TimerId> report_timer_;
   std::optional<Env::TimerId> gate_timer_;
   std::optional<Env::TimerId> expiry_timer_;
-  std::int64_t expiry_at_ = 0;
+  std::optional<std::int64_t> expiry_at_;
 };
 
 }  // namespace pynenc_cpp::cluster
