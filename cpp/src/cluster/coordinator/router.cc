@@ -46,7 +46,10 @@ std::uint64_t Router::AddPending(std::map<std::uint64_t, Pending>& table, Done d
                   : Status::Timeout(what + ": no answer within " + std::to_string(timeout_ms) +
                                     " ms"));
       });
-  table[id] = Pending{std::move(done), timer};
+  Pending p;
+  p.done = std::move(done);
+  p.timer = timer;
+  table[id] = std::move(p);
   return id;
 }
 
