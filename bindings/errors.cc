@@ -11,6 +11,7 @@
 //   StaleGeneration(Conflict)        kStaleGeneration (a fenced write or command was stale)
 //   Unavailable(ConnectionError)     kUnavailable (no leader, no quorum, node gone)
 //   Timeout(TimeoutError)            kTimeout
+//   BufferFull                       kResourceExhausted (a bounded buffer is full)
 // The Python adapters re-raise the two transition errors as pynenc's own
 // InvocationStatusTransitionError / InvocationStatusOwnershipError.
 #include "conversions.h"
@@ -37,6 +38,7 @@ PyObject* g_conflict = nullptr;
 PyObject* g_stale = nullptr;
 PyObject* g_unavailable = nullptr;
 PyObject* g_timeout = nullptr;
+PyObject* g_buffer_full = nullptr;
 
 py::object StatusOrNone(const std::optional<InvocationStatus>& s) {
   if (!s) return py::none();
@@ -75,6 +77,9 @@ void RaiseStatus(const Status& status) {
       break;
     case ErrorCode::kTimeout:
       cls = g_timeout;
+      break;
+    case ErrorCode::kResourceExhausted:
+      cls = g_buffer_full;
       break;
     case ErrorCode::kOk:
       break;
@@ -126,6 +131,8 @@ void InitErrors(py::module_& m) {
   py::tuple timeout_bases =
       py::make_tuple(py::handle(g_engine_error), py::handle(PyExc_TimeoutError));
   g_timeout = NewClass(m, "Timeout", timeout_bases.ptr(), "No answer within the deadline.");
+  g_buffer_full = NewClass(m, "BufferFull", g_engine_error,
+                           "A bounded buffer is full: the message was not queued.");
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {

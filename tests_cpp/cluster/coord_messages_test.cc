@@ -62,7 +62,7 @@ std::vector<cw::Message> Samples() {
   ack.op = cw::Command::Op::kStop;
   ack.label = kBinary;
   ack.generation = {1, 0};
-  ack.code = ErrorCode::kTimeout;  // the largest code
+  ack.code = ErrorCode::kResourceExhausted;  // the largest code
   ack.message = "msg " + kBinary;
   ack.incarnation = kU64Max - 1;
   ack.report_seq = 99;
@@ -132,6 +132,10 @@ std::vector<cw::Message> Samples() {
   out.push_back(cw::ActorMessage{kU64Max, "actor" + kBinary, true, kBinary + kBinary});
   out.push_back(cw::ActorMessage{0, "a", false, ""});
   out.push_back(cw::ActorReply{42, ErrorCode::kUnavailable, "gone", std::string(1, '\0')});
+  out.push_back(cw::PathMessage{"temp/" + kBinary, std::string(70'000, '\0') + kBinary});
+  out.push_back(cw::PathMessage{"", ""});
+  out.push_back(cw::LabelEnvelope{"s" + kBinary, 0, kU64Max, kBinary});
+  out.push_back(cw::LabelAck{"s", kU64Max, 0, cw::LabelOutcome::kRejected});
   return out;
 }
 
@@ -161,6 +165,9 @@ std::vector<cw::Message> SmallSamples() {
   out.push_back(cw::ClientReply{9, ErrorCode::kNotFound, "m", "b"});
   out.push_back(cw::ActorMessage{10, "lab", true, kBinary});
   out.push_back(cw::ActorReply{11, ErrorCode::kOk, "", "p"});
+  out.push_back(cw::PathMessage{"temp/ask-" + kBinary, kBinary});
+  out.push_back(cw::LabelEnvelope{"single/" + kBinary, kU64Max, 42, kBinary});
+  out.push_back(cw::LabelAck{"single", 9, kU64Max, cw::LabelOutcome::kNotHere});
   return out;
 }
 
@@ -168,7 +175,8 @@ std::uint8_t ExpectedType(const cw::Message& m) {
   static const std::uint8_t kTypes[] = {cw::kCommand,       cw::kAck,          cw::kReport,
                                         cw::kReportRequest, cw::kLeaseRequest, cw::kLeaseReply,
                                         cw::kLeaseRelease,  cw::kDirectory,    cw::kClientRequest,
-                                        cw::kClientReply,   cw::kActorMessage, cw::kActorReply};
+                                        cw::kClientReply,   cw::kActorMessage, cw::kActorReply,
+                                        cw::kPathMessage,   cw::kLabelEnvelope, cw::kLabelAck};
   return kTypes[m.index()];
 }
 
@@ -185,9 +193,10 @@ TEST(CoordWire, TypeNumbers) {
   EXPECT_EQ(cw::kClientReply, 57);
   EXPECT_EQ(cw::kActorMessage, 64);
   EXPECT_EQ(cw::kActorReply, 65);
+  EXPECT_EQ(cw::kLabelAck, 68);
   for (int t = 0; t < 256; ++t) {
     EXPECT_EQ(cw::IsCoordinatorType(static_cast<std::uint8_t>(t)), t >= 48 && t <= 57) << t;
-    EXPECT_EQ(cw::IsActorType(static_cast<std::uint8_t>(t)), t == 64 || t == 65) << t;
+    EXPECT_EQ(cw::IsActorType(static_cast<std::uint8_t>(t)), t >= 64 && t <= 68) << t;
   }
   EXPECT_EQ(cw::InstancePhaseName(cw::InstancePhase::kAcquiring), "acquiring");
   EXPECT_EQ(cw::InstancePhaseName(cw::InstancePhase::kStopping), "stopping");
@@ -228,7 +237,7 @@ TEST(CoordWire, RejectsTrailingBytes) {
 
 TEST(CoordWire, RejectsUnknownTypes) {
   for (int t = 0; t < 256; ++t) {
-    if ((t >= 48 && t <= 57) || t == 64 || t == 65) continue;
+    if ((t >= 48 && t <= 57) || (t >= 64 && t <= 68)) continue;
     auto r = cw::Decode(static_cast<std::uint8_t>(t), "");
     ASSERT_FALSE(r.ok()) << t;
     EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument) << t;
@@ -237,7 +246,7 @@ TEST(CoordWire, RejectsUnknownTypes) {
   // A valid payload under a neighbouring unknown type.
   auto [type, payload] = cw::Encode(cw::ReportRequest{1});
   ExpectRejected(58, payload, "type 58");
-  ExpectRejected(66, payload, "type 66");
+  ExpectRejected(69, payload, "type 69");
   ExpectRejected(47, payload, "type 47");
 }
 
@@ -267,8 +276,10 @@ TEST(CoordWire, RejectsBadEnumsAndBools) {
   const cw::Ack ack{1, cw::Command::Op::kSpawn, "ab", {1, 1}, ErrorCode::kOk, "", 0, 0};
   ExpectByte(ack, 8, 2, false, "ack op");
   const std::size_t code_at = 8 + 1 + 4 + 2 + 8;
-  ExpectByte(ack, code_at, static_cast<std::uint8_t>(ErrorCode::kTimeout), true, "ack code");
-  ExpectByte(ack, code_at, static_cast<std::uint8_t>(ErrorCode::kTimeout) + 1, false, "ack code");
+  ExpectByte(ack, code_at, static_cast<std::uint8_t>(ErrorCode::kResourceExhausted), true,
+             "ack code");
+  ExpectByte(ack, code_at, static_cast<std::uint8_t>(ErrorCode::kResourceExhausted) + 1, false,
+             "ack code");
 
   // Report: u64 incarnation | u64 seq | u8 has_quorum | ...
   cw::Report report;
@@ -318,7 +329,7 @@ TEST(CoordWire, RejectsBadEnumsAndBools) {
   ExpectByte(creq, 8, 4, true, "client op");
   ExpectByte(creq, 8, 5, false, "client op");
   const cw::ClientReply crep{1, ErrorCode::kOk, "", ""};
-  ExpectByte(crep, 8, 11, false, "client reply code");
+  ExpectByte(crep, 8, 12, false, "client reply code");
   // ActorMessage: u64 id | str label("a") | u8 expects_reply | ...
   const cw::ActorMessage am{1, "a", false, ""};
   ExpectByte(am, 8 + 4 + 1, 1, true, "expects_reply");
@@ -326,6 +337,10 @@ TEST(CoordWire, RejectsBadEnumsAndBools) {
   const cw::ActorReply ar{1, ErrorCode::kOk, "", ""};
   ExpectByte(ar, 8, 10, true, "actor reply code");
   ExpectByte(ar, 8, 200, false, "actor reply code");
+  // LabelAck: str label("a") | u64 epoch | u64 seq | u8 outcome
+  const cw::LabelAck la{"a", 1, 2, cw::LabelOutcome::kProcessed};
+  ExpectByte(la, 4 + 1 + 8 + 8, 3, true, "label outcome");
+  ExpectByte(la, 4 + 1 + 8 + 8, 4, false, "label outcome");
 }
 
 TEST(CoordWire, RejectsBadDirectoryChunks) {

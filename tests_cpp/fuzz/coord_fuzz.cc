@@ -1,9 +1,9 @@
 // fuzz-sources: cpp/src/cluster/coordinator/messages.cc cpp/src/cluster/coordinator/spec_codec.cc
 // (the decoders use only header-only parts of specs.h and core/error.h; keep the
 // line above within 100 columns so that clang-format leaves it whole.)
-// libFuzzer target for the coordinator wire (frame types 48..57 and 64..65) and
+// libFuzzer target for the coordinator wire (frame types 48..57 and 64..68) and
 // the spec / statuses / view codecs. The first byte picks the message type (a
-// valid type byte is used as is, any other byte picks one of the 12 types); the
+// valid type byte is used as is, any other byte picks one of the 15 types); the
 // rest is the payload. Malformed input must be rejected as a value (never a
 // crash, never an out-of-bounds read); a decoded message is re-encoded and must
 // decode to the same message (and, for frames, to the same bytes). The whole
@@ -26,7 +26,9 @@ namespace codec = pynenc_cpp::cluster::codec;
 constexpr std::uint8_t kTypes[] = {cw::kCommand,       cw::kAck,          cw::kReport,
                                    cw::kReportRequest, cw::kLeaseRequest, cw::kLeaseReply,
                                    cw::kLeaseRelease,  cw::kDirectory,    cw::kClientRequest,
-                                   cw::kClientReply,   cw::kActorMessage, cw::kActorReply};
+                                   cw::kClientReply,   cw::kActorMessage, cw::kActorReply,
+                                   cw::kPathMessage,   cw::kLabelEnvelope, cw::kLabelAck};
+constexpr std::size_t kTypeCount = sizeof(kTypes) / sizeof(kTypes[0]);
 
 void CheckMessage(std::uint8_t type, std::string_view payload) {
   auto decoded = cw::Decode(type, payload);
@@ -64,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // An unknown type is refused whatever the payload.
     if (cw::Decode(raw, payload).ok()) std::abort();
   }
-  CheckMessage(valid ? raw : kTypes[raw % 12], payload);
+  CheckMessage(valid ? raw : kTypes[raw % kTypeCount], payload);
   CheckCodecs(all);
   CheckCodecs(payload);
   return 0;

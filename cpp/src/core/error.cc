@@ -26,6 +26,8 @@ const char* ErrorCodeName(ErrorCode code) {
       return "Unavailable";
     case ErrorCode::kTimeout:
       return "Timeout";
+    case ErrorCode::kResourceExhausted:
+      return "ResourceExhausted";
   }
   return "Unknown";
 }

@@ -24,7 +24,9 @@ class SharedSource final : public GenerationSource {
   Result<std::optional<Ownership>> Current(const std::string& l) override {
     return base_->Current(l);
   }
-  Status PutSpec(const std::string& l, const std::string& s) override { return base_->PutSpec(l, s); }
+  Status PutSpec(const std::string& l, const std::string& s) override {
+    return base_->PutSpec(l, s);
+  }
   Status RemoveSpec(const std::string& l) override { return base_->RemoveSpec(l); }
   Result<std::vector<SpecRecord>> List() override { return base_->List(); }
   bool Shared() const override { return true; }
@@ -84,6 +86,10 @@ void CoordCluster::Boot(int i) {
   o.election = p_.election;
   o.stabilize_ms = p_.stabilize_ms;
   o.services.source = source_;
+  if (p_.with_inbox) {
+    n.inbox = std::move(Inbox::Create(100'000)).value();
+    o.services.inbox = n.inbox.get();
+  }
   n.incarnation = o.membership.self.incarnation;
   const int life = n.boots++;
 
@@ -91,9 +97,52 @@ void CoordCluster::Boot(int i) {
   h.incarnation = [this, i](std::uint64_t v) { nodes_[i].incarnation = v; };
   // The node's own work (the mastership) starts and stops at once.
   h.start_work = [this, i](const Activation&) { nodes_[i].core->WorkStarted(); };
-  h.stop_work = [this, i](const Activation&, const std::string&) {
-    nodes_[i].core->WorkStopped();
+  h.stop_work = [this, i](const Activation&, const std::string&) { nodes_[i].core->WorkStopped(); };
+  if (p_.with_inbox) {
+    // The simulated runtime starts and stops instances; lifetimes are recorded
+    // when it answers (AnswerStarted / AnswerStopped).
+    h.services.host.start = [this, i](const InstanceContext& ctx) {
+      InboxItem item;
+      item.kind = InboxItem::Kind::kStart;
+      item.label = ctx.label;
+      item.generation = ctx.generation;
+      item.spec_kind = ctx.kind;
+      item.actor_type = ctx.actor_type;
+      item.payload = ctx.state;
+      nodes_[i].inbox->Push(std::move(item));
+    };
+    h.services.host.stop = [this, i](const std::string& label, Generation gen,
+                                     const std::string& reason) {
+      InboxItem item;
+      item.kind = InboxItem::Kind::kStop;
+      item.label = label;
+      item.generation = gen;
+      item.payload = reason;
+      nodes_[i].inbox->Push(std::move(item));
+    };
+  } else {
+    SetRecordingHooks(h, i, life, env);
+  }
+  h.services.owner_lease_extended = [this, i](const std::string& label, std::int64_t until) {
+    auto it = nodes_[i].open.find(label);
+    if (it != nodes_[i].open.end()) lifetimes_[it->second].lease_until = until;
   };
+  h.services.router.deliver = [i](const std::string& label, std::string payload,
+                                  RouterHooks::ReplyFn reply) {
+    reply("node" + std::to_string(i) + ":" + label + ":" + payload);
+  };
+  n.open.clear();
+  n.core = std::make_unique<NodeCore>(env, std::move(o), std::move(h));
+  n.core->Run([&] {
+    n.core->services().host().SetActorTypes(n.spec.actor_types);
+    n.core->services().host().SetFamilies(n.spec.families);
+  });
+  n.core->Start();
+}
+
+// Instances are plain records: the start hook records a lifetime and answers
+// Started (at once or after factory_ms); the stop hook answers Stopped.
+void CoordCluster::SetRecordingHooks(NodeCoreHooks& h, int i, int life, Env& env) {
   h.services.host.start = [this, i, life, &env](const InstanceContext& ctx) {
     Node& node = nodes_[i];
     Lifetime lt;
@@ -151,21 +200,6 @@ void CoordCluster::Boot(int i) {
       answer();
     }
   };
-  h.services.owner_lease_extended = [this, i](const std::string& label, std::int64_t until) {
-    auto it = nodes_[i].open.find(label);
-    if (it != nodes_[i].open.end()) lifetimes_[it->second].lease_until = until;
-  };
-  h.services.router.deliver = [i](const std::string& label, std::string payload,
-                                  RouterHooks::ReplyFn reply) {
-    reply("node" + std::to_string(i) + ":" + label + ":" + payload);
-  };
-  n.open.clear();
-  n.core = std::make_unique<NodeCore>(env, std::move(o), std::move(h));
-  n.core->Run([&] {
-    n.core->services().host().SetActorTypes(n.spec.actor_types);
-    n.core->services().host().SetFamilies(n.spec.families);
-  });
-  n.core->Start();
 }
 
 void CoordCluster::EndOpen(int i, const std::string& reason) {
@@ -196,6 +230,73 @@ void CoordCluster::Leave(int i) {
   world_.Crash(nodes_[i].address);
   EndOpen(i, "left");
   nodes_[i].core.reset();
+}
+
+void CoordCluster::DrainInboxes() {
+  for (int i = 0; i < size(); ++i) {
+    if (!up(i) || !nodes_[i].inbox || world_.Paused(nodes_[i].address)) continue;
+    for (const auto& item : nodes_[i].inbox->Drain(1'000)) {
+      if (runtime_) runtime_(i, item);
+      if (!up(i)) break;
+    }
+  }
+}
+
+void CoordCluster::RunWithRuntime(std::int64_t ms) {
+  const std::int64_t until = world_.Now() + ms;
+  world_.RunUntil(
+      [&] {
+        DrainInboxes();
+        return false;
+      },
+      ms);
+  world_.RunFor(std::max<std::int64_t>(0, until - world_.Now()));
+}
+
+bool CoordCluster::RunUntilWithRuntime(const std::function<bool()>& pred, std::int64_t max_ms) {
+  return world_.RunUntil(
+      [&] {
+        DrainInboxes();
+        return pred();
+      },
+      max_ms);
+}
+
+void CoordCluster::AnswerStarted(int i, const std::string& label, Generation gen) {
+  Node& node = nodes_[i];
+  Lifetime lt;
+  lt.label = label;
+  lt.node = i;
+  lt.life = node.boots - 1;
+  lt.generation = gen;
+  lt.start = world_.Now();
+  lt.lease_until = node.core->services().leases().Until(label);
+  node.open[label] = static_cast<int>(lifetimes_.size());
+  lifetimes_.push_back(lt);
+  node.core->Run([&] { node.core->services().host().Started(label, gen, Status::Ok()); });
+}
+
+void CoordCluster::AnswerStopped(int i, const std::string& label, Generation gen) {
+  Node& node = nodes_[i];
+  auto it = node.open.find(label);
+  if (it != node.open.end()) {
+    lifetimes_[it->second].stop = world_.Now();
+    node.open.erase(it);
+  }
+  node.core->Run([&] { node.core->services().host().Stopped(label, gen); });
+}
+
+void CoordCluster::Ack(int i, std::uint64_t token, LabelOutcome outcome) {
+  NodeCore& core = *nodes_[i].core;
+  core.Run([&] { core.services().mailer().AckToken(token, outcome); });
+}
+
+Result<std::uint64_t> CoordCluster::SendLabel(int i, const std::string& label,
+                                              std::string payload) {
+  NodeCore& core = *nodes_[i].core;
+  auto seq = core.services().mailer().Enqueue(label, std::move(payload));
+  if (seq.ok()) core.Run([&] { core.services().mailer().Pump(label); });
+  return seq;
 }
 
 std::optional<int> CoordCluster::Leader() const {

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/actors/inbox.h"
 #include "cluster/node/node_core.h"
 #include "pynenc_cpp/ports/fenced_store.h"
 #include "pynenc_cpp/ports/generation_source.h"
@@ -44,6 +45,10 @@ struct CoordParams {
   ElectionKind election = ElectionKind::kOldestNode;
   std::int64_t factory_ms = 0;
   std::int64_t stop_ms = 0;
+  // Instances are run by a simulated actor runtime through each node's Inbox
+  // (like the Python runtime): start/stop hooks queue kStart/kStop items and
+  // RunWithRuntime hands every drained item to the runtime function.
+  bool with_inbox = false;
 };
 
 struct Lifetime {
@@ -102,6 +107,20 @@ class CoordCluster {
   Result<ClusterView> View(int i);
   Result<std::string> Ask(int i, const std::string& label, const std::string& payload);
 
+  // with_inbox: the runtime that handles each node's inbox items. It answers
+  // kStart with AnswerStarted, kStop with AnswerStopped, kLabel with Ack.
+  using Runtime = std::function<void(int node, const InboxItem& item)>;
+  void SetRuntime(Runtime runtime) { runtime_ = std::move(runtime); }
+  // Runs the world for `ms`, draining every inbox after each event.
+  void RunWithRuntime(std::int64_t ms);
+  bool RunUntilWithRuntime(const std::function<bool()>& pred, std::int64_t max_ms);
+  void AnswerStarted(int i, const std::string& label, Generation gen);
+  void AnswerStopped(int i, const std::string& label, Generation gen);
+  void Ack(int i, std::uint64_t token, LabelOutcome outcome);
+  // Sends a label message from node i (Mailer::Enqueue + Pump).
+  Result<std::uint64_t> SendLabel(int i, const std::string& label, std::string payload);
+  Inbox& inbox(int i) { return *nodes_[i].inbox; }
+
   // Make the factory of `label` fail the next `times` starts.
   void FailFactory(const std::string& label, int times) { fail_[label] = times; }
 
@@ -129,7 +148,11 @@ class CoordCluster {
     std::uint64_t incarnation = 0;
     int boots = 0;
     std::map<std::string, int> open;  // label -> index in lifetimes_
+    std::unique_ptr<Inbox> inbox;     // with_inbox
   };
+  void DrainInboxes();
+  void SetRecordingHooks(NodeCoreHooks& h, int i, int life, Env& env);
+  Runtime runtime_;
   template <typename T>
   Result<T> Wait(int i, coord_wire::ClientOp op, std::string body,
                  std::function<Result<T>(std::string)> decode);

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pynenc_cpp/cluster/actors.h"
 #include "pynenc_cpp/cluster/agents.h"
 #include "pynenc_cpp/cluster/instance.h"
 #include "pynenc_cpp/cluster/specs.h"
@@ -66,6 +67,10 @@ struct ClusterOptions {
   StrategyChoice placement{StrategyChoice::Kind::kLeastLoaded, 0, {}};  // the default strategy
   std::int64_t request_timeout_ms = 5'000;  // default deadline of Submit/Query/Ask
   std::int64_t spawn_timeout_ms = 0;        // 0: max(5000, 3 * lease); then the spawn is re-sent
+  // The actor runtime's messages (docs/cluster/actors.md).
+  std::size_t actor_buffer_limit = 1'000;  // per label: messages sent, not yet acknowledged
+  std::size_t actor_inbox_limit = 100'000;  // messages waiting for the runtime; beyond: refused
+  std::int64_t actor_resend_ms = 2'000;     // an unacknowledged label message is sent again
 };
 
 enum class SupervisorState : std::uint8_t { kStandby = 0, kActivating = 1, kMaster = 2, kStopping = 3 };
@@ -175,6 +180,31 @@ class ClusterNode {
                                                std::int64_t timeout_ms = 0) = 0;
   // Fire and forget: kUnavailable at once if the directory knows no running instance.
   virtual pynenc_cpp::Status Tell(const std::string& label, std::string payload) = 0;
+
+  // ---- The port of the process's actor runtime (docs/cluster/actors.md). In
+  // standalone mode InboxFd() is -1 and the calls fail with kUnavailable. ----
+
+  // Readable while inbox items wait (an eventfd: give it to an event loop).
+  virtual int InboxFd() const = 0;
+  // Up to `max` waiting items, oldest first.
+  virtual std::vector<InboxItem> DrainInbox(std::size_t max) = 0;
+  // Offers `actor_type` with instances run by the runtime through the inbox
+  // (kStart / kStop / kRegrant items); a stop waits up to stop_timeout_ms for
+  // InstanceStopped.
+  virtual pynenc_cpp::Status RegisterInboxActorType(const std::string& actor_type,
+                                                    std::int64_t stop_timeout_ms) = 0;
+  // The runtime finished a kStop item.
+  virtual void InstanceStopped(const std::string& label, Generation generation) = 0;
+  // Sends `payload` to the instance of `label`, reliably (docs/cluster/actors.md);
+  // returns its sequence number, or kResourceExhausted when actor_buffer_limit
+  // messages of the label are still unacknowledged (nothing queued).
+  virtual Result<std::uint64_t> SendToLabel(const std::string& label, std::string payload) = 0;
+  // The runtime's answer to a kLabel item.
+  virtual void AckLabel(std::uint64_t token, LabelOutcome outcome) = 0;
+  // Best effort, at most once, to the local actor at `path` of the node at `node_address`.
+  virtual void SendToPath(const Address& node_address, const std::string& path,
+                          std::string payload) = 0;
+  virtual ActorMailStats MailStats() const = 0;
 };
 
 }  // namespace pynenc_cpp::cluster

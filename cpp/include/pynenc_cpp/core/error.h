@@ -28,6 +28,7 @@ enum class ErrorCode {
   kStaleGeneration,     // a write or command carries a generation below the one already known
   kUnavailable,         // the cluster cannot serve the request now (no leader, no quorum, node gone)
   kTimeout,             // no answer within the caller's deadline
+  kResourceExhausted,   // a bounded buffer or queue is full: nothing was queued
 };
 
 // Extra facts carried by kIllegalTransition and kOwnershipViolation so that the
@@ -60,6 +61,9 @@ class [[nodiscard]] Status {
     return Status(ErrorCode::kUnavailable, std::move(msg));
   }
   static Status Timeout(std::string msg) { return Status(ErrorCode::kTimeout, std::move(msg)); }
+  static Status ResourceExhausted(std::string msg) {
+    return Status(ErrorCode::kResourceExhausted, std::move(msg));
+  }
   // Any code with a message (e.g. one decoded from the wire).
   static Status FromCode(ErrorCode code, std::string msg) {
     return code == ErrorCode::kOk ? Status() : Status(code, std::move(msg));

@@ -36,7 +36,7 @@ namespace {
 // Payloads (actor state, actor messages) are bounded by the transport's frame
 // limit; this only keeps a decoder from trusting absurd lengths.
 constexpr std::size_t kMaxPayloadBytes = 64u << 20;
-constexpr std::uint8_t kMaxErrorCode = static_cast<std::uint8_t>(ErrorCode::kTimeout);
+constexpr std::uint8_t kMaxErrorCode = static_cast<std::uint8_t>(ErrorCode::kResourceExhausted);
 
 bool GetBool(ByteReader& r, bool& b) {
   std::uint8_t v = 0;
@@ -189,6 +189,25 @@ struct EncodeVisitor {
     w.Str(m.payload);
     return kActorReply;
   }
+  std::uint8_t operator()(const PathMessage& m) {
+    w.Str(m.path);
+    w.Str(m.payload);
+    return kPathMessage;
+  }
+  std::uint8_t operator()(const LabelEnvelope& m) {
+    w.Str(m.label);
+    w.U64(m.sender_epoch);
+    w.U64(m.seq);
+    w.Str(m.payload);
+    return kLabelEnvelope;
+  }
+  std::uint8_t operator()(const LabelAck& m) {
+    w.Str(m.label);
+    w.U64(m.sender_epoch);
+    w.U64(m.seq);
+    w.U8(static_cast<std::uint8_t>(m.outcome));
+    return kLabelAck;
+  }
 };
 
 bool DecodeBody(ByteReader& r, Command& m) {
@@ -298,6 +317,18 @@ bool DecodeBody(ByteReader& r, ActorReply& m) {
          r.Str(m.payload, kMaxPayloadBytes);
 }
 
+bool DecodeBody(ByteReader& r, PathMessage& m) {
+  return r.Str(m.path, kMaxLabelBytes) && r.Str(m.payload, kMaxPayloadBytes);
+}
+bool DecodeBody(ByteReader& r, LabelEnvelope& m) {
+  return r.Str(m.label, kMaxLabelBytes) && r.U64(m.sender_epoch) && r.U64(m.seq) &&
+         r.Str(m.payload, kMaxPayloadBytes);
+}
+bool DecodeBody(ByteReader& r, LabelAck& m) {
+  return r.Str(m.label, kMaxLabelBytes) && r.U64(m.sender_epoch) && r.U64(m.seq) &&
+         GetEnum(r, m.outcome, 3);
+}
+
 template <typename T>
 Result<Message> DecodeAs(std::string_view payload, const char* name) {
   ByteReader r(payload);
@@ -342,6 +373,12 @@ Result<Message> Decode(std::uint8_t type, std::string_view payload) {
       return DecodeAs<ActorMessage>(payload, "ActorMessage");
     case kActorReply:
       return DecodeAs<ActorReply>(payload, "ActorReply");
+    case kPathMessage:
+      return DecodeAs<PathMessage>(payload, "PathMessage");
+    case kLabelEnvelope:
+      return DecodeAs<LabelEnvelope>(payload, "LabelEnvelope");
+    case kLabelAck:
+      return DecodeAs<LabelAck>(payload, "LabelAck");
     default:
       break;
   }

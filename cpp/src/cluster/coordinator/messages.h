@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "pynenc_cpp/cluster/actors.h"
 #include "pynenc_cpp/cluster/agents.h"
 #include "pynenc_cpp/cluster/env.h"
 #include "pynenc_cpp/cluster/specs.h"
@@ -36,9 +37,12 @@ inline constexpr std::uint8_t kClientRequest = kCoordinatorTypeBase + 8;
 inline constexpr std::uint8_t kClientReply = kCoordinatorTypeBase + 9;
 inline constexpr std::uint8_t kActorMessage = kActorTypeBase + 0;
 inline constexpr std::uint8_t kActorReply = kActorTypeBase + 1;
+inline constexpr std::uint8_t kPathMessage = kActorTypeBase + 2;
+inline constexpr std::uint8_t kLabelEnvelope = kActorTypeBase + 3;
+inline constexpr std::uint8_t kLabelAck = kActorTypeBase + 4;
 
 inline bool IsCoordinatorType(std::uint8_t t) { return t >= kCommand && t <= kClientReply; }
-inline bool IsActorType(std::uint8_t t) { return t == kActorMessage || t == kActorReply; }
+inline bool IsActorType(std::uint8_t t) { return t >= kActorMessage && t <= kLabelAck; }
 
 enum class InstancePhase : std::uint8_t {
   kAcquiring = 0,  // accepted; waiting for its owner lease and the node's gating
@@ -192,9 +196,36 @@ struct ActorReply {
   bool operator==(const ActorReply&) const = default;
 };
 
+// Any node -> a node-local actor path (best effort, at most once: actors'
+// replies and messages to plain actors).
+struct PathMessage {
+  std::string path;
+  std::string payload;
+  bool operator==(const PathMessage&) const = default;
+};
+
+// Reliable delivery to a label's instance (docs/cluster/actors.md): sequence
+// numbers per (sender, label), acknowledged by the owner once processed,
+// re-sent to the next owner otherwise.
+struct LabelEnvelope {
+  std::string label;
+  std::uint64_t sender_epoch = 0;  // random per sending process: a restarted sender starts anew
+  std::uint64_t seq = 0;
+  std::string payload;
+  bool operator==(const LabelEnvelope&) const = default;
+};
+using LabelOutcome = ::pynenc_cpp::cluster::LabelOutcome;  // actors.h
+struct LabelAck {
+  std::string label;
+  std::uint64_t sender_epoch = 0;
+  std::uint64_t seq = 0;
+  LabelOutcome outcome = LabelOutcome::kProcessed;
+  bool operator==(const LabelAck&) const = default;
+};
+
 using Message = std::variant<Command, Ack, Report, ReportRequest, LeaseRequest, LeaseReply,
                              LeaseRelease, Directory, ClientRequest, ClientReply, ActorMessage,
-                             ActorReply>;
+                             ActorReply, PathMessage, LabelEnvelope, LabelAck>;
 
 std::pair<std::uint8_t, std::string> Encode(const Message& message);
 // kInvalidArgument for an unknown type or a malformed payload.

@@ -36,11 +36,13 @@ Services::Services(Env& env, const NodeId& self_id, std::int64_t heartbeat_ms,
   };
   router_ = std::make_unique<Router>(env, RouterOptions{self_id, options_.request_timeout_ms},
                                      std::move(rh));
+  mailer_ = std::make_unique<Mailer>(env, *router_, *host_, options_.inbox, options_.mailer);
 }
 
 Services::~Services() {
   router_->SetCoordinator(nullptr);
   coordinator_.reset();
+  mailer_.reset();
   router_.reset();
   host_.reset();
   leases_.reset();
@@ -84,6 +86,12 @@ void Services::OnFrame(const Address& from, std::uint8_t type, const std::string
     router_->OnActorMessage(from, *am);
   } else if (auto* ar = std::get_if<coord_wire::ActorReply>(&m)) {
     router_->OnActorReply(*ar);
+  } else if (auto* pm = std::get_if<coord_wire::PathMessage>(&m)) {
+    mailer_->OnPath(*pm);
+  } else if (auto* le = std::get_if<coord_wire::LabelEnvelope>(&m)) {
+    mailer_->OnEnvelope(from, *le);
+  } else if (auto* la = std::get_if<coord_wire::LabelAck>(&m)) {
+    mailer_->OnAck(*la);
   }
 }
 

@@ -1,5 +1,6 @@
 // The coordinator layer of one node, wired for NodeCore: owner leases, the
-// host, the router and (while this node leads) the Coordinator. NodeCore feeds
+// host, the router, the mailer (actor messages) and (while this node leads)
+// the Coordinator. NodeCore feeds
 // it frames of types 48..79, its view after every event, the mastership
 // start/stop, and runs CheckExpiry before and AfterEvent after every event.
 //
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/actors/mailer.h"
 #include "cluster/coordinator/coordinator.h"
 #include "cluster/coordinator/host.h"
 #include "cluster/coordinator/owner_leases.h"
@@ -26,6 +28,10 @@ struct ServicesOptions {
   CoordinatorOptions coordinator;  // self_id, heartbeat_ms and lease_ms are filled by NodeCore
   // Where generations and specs live. nullptr: a memory:// source of this node's own.
   std::shared_ptr<GenerationSource> source;
+  // The process's actor runtime (null: none; label messages are answered "not
+  // here"). Outlives the Services.
+  Inbox* inbox = nullptr;
+  MailerOptions mailer;
 };
 
 struct ServicesHooks {
@@ -64,13 +70,17 @@ class Services {
   // Mastership began (this node runs the Coordinator) or ended.
   void Lead(bool leading);
   void CheckExpiry() { host_->CheckExpiry(); }
-  void AfterEvent() { host_->AfterEvent(); }
+  void AfterEvent() {
+    host_->AfterEvent();
+    mailer_->AfterEvent();
+  }
   void Shutdown();
   bool Idle() const { return host_->Idle(); }
 
   Host& host() { return *host_; }
   const Host& host() const { return *host_; }
   Router& router() { return *router_; }
+  Mailer& mailer() { return *mailer_; }
   OwnerLeases& leases() { return *leases_; }
   Coordinator* coordinator() { return coordinator_.get(); }
   std::uint64_t malformed() const { return malformed_; }
@@ -82,6 +92,7 @@ class Services {
   std::unique_ptr<OwnerLeases> leases_;
   std::unique_ptr<Host> host_;
   std::unique_ptr<Router> router_;
+  std::unique_ptr<Mailer> mailer_;
   std::unique_ptr<Coordinator> coordinator_;
   std::vector<Member> members_;
   std::uint64_t malformed_ = 0;

@@ -140,6 +140,9 @@ pynenc_cpp::Status ClusterNodeImpl::Init() {
       [this](InstanceRuntime::Job job) {
         OnLoop([job = std::move(job)](NodeCore&) { job(); });
       });
+  auto inbox = Inbox::Create(options_.actor_inbox_limit);
+  if (!inbox.ok()) return inbox.status();
+  inbox_ = std::move(inbox).value();
   auto env = MakeAsioEnv(t, [this](LogLevel level, std::string_view msg) { Log(level, msg); });
   if (!env.ok()) return env.status();
   env_ = std::move(env).value();
@@ -244,6 +247,10 @@ void ClusterNodeImpl::StartCore(const Address& self, std::uint64_t incarnation,
   WireServices(o, h);
   core_ = std::make_unique<NodeCore>(*env_, std::move(o), std::move(h));
   core_->Start();
+  {
+    std::lock_guard<std::mutex> lock(mailer_mu_);
+    mailer_ = &core_->services().mailer();
+  }
   PushRegistry();
   Snapshot();
 }
@@ -320,14 +327,20 @@ void ClusterNodeImpl::Stop() {
     if (core_) {
       core_->Leave();
       Snapshot();
+      {
+        std::lock_guard<std::mutex> lock(mailer_mu_);
+        mailer_ = nullptr;
+      }
       core_.reset();
     }
     left.set_value();
   });
   left.get_future().wait();
-  // 3. Flush the Leaving frames and close the transport; 4. drain callbacks.
+  // 3. Flush the Leaving frames and close the transport; 4. drain callbacks;
+  // 5. tell the actor runtime nothing more will come.
   env_->Shutdown(200);
   callbacks_->Finish();
+  inbox_->Close();
 }
 
 Result<std::unique_ptr<ClusterNode>> ClusterNode::Start(const ClusterOptions& options,

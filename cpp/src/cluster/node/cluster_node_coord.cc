@@ -68,6 +68,9 @@ void ClusterNodeImpl::WireServices(NodeCoreOptions& o, NodeCoreHooks& h) {
   o.services.request_timeout_ms = options_.request_timeout_ms;
   o.services.coordinator.default_strategy = options_.placement;
   o.services.coordinator.spawn_timeout_ms = options_.spawn_timeout_ms;
+  o.services.inbox = inbox_.get();
+  o.services.mailer.buffer_limit = options_.actor_buffer_limit;
+  o.services.mailer.resend_ms = options_.actor_resend_ms;
   h.services.host.start = [this](const InstanceContext& ctx) {
     runtime_->Start(ctx, [this, label = ctx.label, gen = ctx.generation](pynenc_cpp::Status s) {
       core_->services().host().Started(label, gen, s);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "cluster/actors/inbox.h"
+#include "cluster/actors/inbox_instance.h"
 #include "cluster/node/activation_log.h"
 #include "cluster/node/callback_thread.h"
 #include "cluster/node/instance_runtime.h"
@@ -61,6 +63,18 @@ class ClusterNodeImpl final : public ClusterNode {
                                        std::int64_t timeout_ms) override;
   pynenc_cpp::Status Tell(const std::string& label, std::string payload) override;
 
+  // The actor runtime's port (cluster_node_actors.cc).
+  int InboxFd() const override { return inbox_ ? inbox_->fd() : -1; }
+  std::vector<InboxItem> DrainInbox(std::size_t max) override;
+  pynenc_cpp::Status RegisterInboxActorType(const std::string& actor_type,
+                                            std::int64_t stop_timeout_ms) override;
+  void InstanceStopped(const std::string& label, Generation generation) override;
+  Result<std::uint64_t> SendToLabel(const std::string& label, std::string payload) override;
+  void AckLabel(std::uint64_t token, LabelOutcome outcome) override;
+  void SendToPath(const Address& node_address, const std::string& path,
+                  std::string payload) override;
+  ActorMailStats MailStats() const override;
+
  private:
   // Runs `fn` on the loop thread as one node event; false (nothing runs) in
   // standalone mode or once the node stopped.
@@ -102,6 +116,12 @@ class ClusterNodeImpl final : public ClusterNode {
   bool shutting_down_ = false;      // loop thread only
   std::unique_ptr<CallbackThread> callbacks_;
   std::unique_ptr<InstanceRuntime> runtime_;
+  std::unique_ptr<Inbox> inbox_;  // the actor runtime's; outlives core_
+  StopLatch stop_latch_;
+  // The core's mailer for callers' threads (its Enqueue is thread-safe); set on
+  // the loop thread once the core exists, cleared before the core is destroyed.
+  mutable std::mutex mailer_mu_;
+  Mailer* mailer_ = nullptr;  // guarded by mailer_mu_
   std::shared_ptr<GenerationSource> source_;
   std::uint64_t directory_version_ = 0;  // loop thread: the last one snapshotted
   std::vector<LabelPlacement> directory_;  // guarded by mu_
