@@ -10,7 +10,8 @@ them (``handle.ask``). Killing a worker runs each spec's crash strategy:
   node id to come back (a restarted process counts), then runs there again;
 * ``storage/docs`` (volume=docs, Redistribute): no other node has the volume, so
   it is reported unplaced, with the reason, until one does;
-* ``storage/scratch`` (any worker, Redistribute): moves to the other worker.
+* ``storage/scratch`` (any worker, Redistribute, a soft preference for store-a):
+  moves to the other worker.
 
 Run everything in one go (``--demo``: this process is the gateway and starts the
 two workers as child processes, kills one with SIGKILL, restarts it, ...):
@@ -42,6 +43,7 @@ from pynenc_cpp.cluster import (
     ClusterHandle,
     CrashStrategy,
     InstanceContext,
+    Pinned,
     PlacementConstraints,
     run_cluster,
 )
@@ -117,10 +119,17 @@ SPECS = [
             required_classes=("worker",), required_metadata={"volume": "docs"}
         ),
     ),
-    ActorSpec(
-        "storage/scratch", "storage", constraints=PlacementConstraints(required_classes=("worker",))
-    ),
 ]
+
+
+def scratch_spec(prefer: str | None) -> ActorSpec:
+    """Any worker; with ``prefer`` (a node id), that one while it is up (a soft pin)."""
+    return ActorSpec(
+        "storage/scratch",
+        "storage",
+        constraints=PlacementConstraints(required_classes=("worker",)),
+        strategy=Pinned(prefer) if prefer else None,
+    )
 
 
 def show(handle: ClusterHandle) -> None:
@@ -145,6 +154,21 @@ def ask(handle: ClusterHandle, label: str, op: str, path: str) -> dict:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+
+
+def wait_node(handle: ClusterHandle, name: str, timeout: float = 20.0) -> str:
+    """The id of the node whose metadata says ``name``, once the leader sees it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            for n in handle.cluster_view(timeout=2).nodes:
+                if n.metadata.get("name") == name and n.alive:
+                    return n.id
+        except Exception:  # no leader yet
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"node {name} not in the cluster view")
+        time.sleep(0.05)
 
 
 def wait_state(handle: ClusterHandle, label: str, state: str, timeout: float = 20.0) -> None:
@@ -201,9 +225,10 @@ def demo(gateway_port: int) -> None:
         start_worker("store-a", "photos")
         start_worker("store-b", "docs")
         print("gateway, store-a (volume=photos) and store-b (volume=docs) are up", flush=True)
-        for spec in SPECS:
+        store_a = wait_node(gw, "store-a")
+        for spec in [*SPECS, scratch_spec(store_a)]:
             gw.submit(spec, timeout=10)
-        for spec in SPECS:
+        for spec in [*SPECS, scratch_spec(store_a)]:
             gw.wait_running(spec.label)
         show(gw)
         print(f"list /  on storage/photos -> {ask(gw, 'storage/photos', 'list', '/')}", flush=True)
@@ -249,7 +274,7 @@ def run_gateway(args: argparse.Namespace) -> None:
         while not done.wait(2.0):
             try:
                 if not submitted:
-                    for spec in SPECS:
+                    for spec in [*SPECS, scratch_spec(None)]:
                         gw.submit(spec, timeout=2)
                     submitted = True
                 show(gw)

@@ -297,7 +297,9 @@ def test_singleton_moves_when_its_node_leaves(trio: tuple[list[ClusterHandle], R
 
     wait_for(moved, WAIT, what="the singleton runs elsewhere under a higher term")
     assert rec.where("catalog") == {"w2" if owner == "w1" else "w1"}
-    assert (("stop", f"{owner}:shutdown", "catalog")) in rec.calls
+    # Handed over before the node left: stopped by a drained move, not by the shutdown.
+    stops = [c for c in rec.calls if c[0] == "stop" and c[2] == "catalog"]
+    assert len(stops) == 1 and stops[0][1].startswith(f"{owner}:moving to "), stops
 
 
 def test_agent_family_from_python(trio: tuple[list[ClusterHandle], Recorder]) -> None:

@@ -181,6 +181,8 @@ TEST_F(CoordinatorNodes, SingletonAndActorsRunOnceAndAnswerFromEveryNode) {
 
 TEST_F(CoordinatorNodes, ALeaderChangeRestartsNothing) {
   Start("gw");
+  // Join order is by start time in ms (ties by id): make the gateway the oldest.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   Start("w1");
   Start("w2");
   ActorSpec a;

@@ -221,10 +221,20 @@ void CoordCluster::Restart(int i) {
   Boot(i);
 }
 
-void CoordCluster::Leave(int i) {
+void CoordCluster::Leave(int i, bool hand_over) {
   NodeCore& core = *nodes_[i].core;
+  if (hand_over) {
+    // As ClusterNode::Stop: the leader moves this node's instances away first.
+    core.BeginLeave();
+    RunUntilWithRuntime(
+        [&] {
+          const NodeStatus s = core.Status();
+          return core.services().Idle() || !s.leader || !s.has_quorum;
+        },
+        10'000);
+  }
   core.Shutdown();
-  world_.RunUntil([&] { return core.services().Idle() && !core.WorkActive(); }, 30'000);
+  RunUntilWithRuntime([&] { return core.services().Idle() && !core.WorkActive(); }, 30'000);
   core.Leave();
   world_.RunFor(20);
   world_.Crash(nodes_[i].address);

@@ -86,9 +86,10 @@ class CoordCluster {
   void Crash(int i);
   // A restarted process: same id, higher incarnation, nothing running.
   void Restart(int i);
-  // Graceful leave: Shutdown, wait (virtual time) for its instances and work to
-  // stop, Leave, then the node is gone.
-  void Leave(int i);
+  // Graceful leave, as ClusterNode::Stop: with `hand_over`, BeginLeave and wait
+  // (virtual time, at most 10 s) until the leader moved the node's instances
+  // away; then Shutdown, wait for what is left to stop, Leave; the node is gone.
+  void Leave(int i, bool hand_over = true);
   void Pause(int i) { world_.Pause(nodes_[i].address); }
   void Resume(int i) { world_.Resume(nodes_[i].address); }
 

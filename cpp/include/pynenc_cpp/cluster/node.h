@@ -71,6 +71,9 @@ struct ClusterOptions {
   std::size_t actor_buffer_limit = 1'000;  // per label: messages sent, not yet acknowledged
   std::size_t actor_inbox_limit = 100'000;  // messages waiting for the runtime; beyond: refused
   std::int64_t actor_resend_ms = 2'000;     // an unacknowledged label message is sent again
+  // A graceful Stop first lets the leader move this node's instances to other
+  // nodes (each drained), waiting at most this long; 0: no hand-over.
+  std::int64_t leave_timeout_ms = 10'000;
 };
 
 enum class SupervisorState : std::uint8_t { kStandby = 0, kActivating = 1, kMaster = 2, kStopping = 3 };
@@ -135,7 +138,10 @@ class ClusterNode {
                                                     WorkCallbacks work, EventCallback events,
                                                     LogCallback log = {});
 
-  // Graceful: stops the work if running (waits for the stop callback), sends
+  // Graceful: first hands the instances this node runs over to other nodes (the
+  // leader moves them, drained; at most leave_timeout_ms; skipped without a
+  // leader or when called from a callback), then stops the work if running
+  // (waits for the stop callback) and whatever instances are left, sends
   // Leaving to every live member, shuts the transport down. Idempotent. May be
   // called from inside a callback (it then runs the stop callback itself); the
   // node must not be destroyed from inside one of its own callbacks.

@@ -71,16 +71,17 @@ void Mailer::Pump(const std::string& label) {
   const std::int64_t now = env_.NowMs();
   auto where = router_.Lookup(label);
   const bool running = where && where->state == SpecState::kRunning && !where->owner_address.empty();
+  if (running && ob.target != where->owner_address) {
+    ob.target = where->owner_address;  // a new owner: all over again, from the oldest
+    for (auto& out : ob.queue) out.sent = false;
+    ob.probing = true;
+    ob.hold_until = 0;  // a "not here" from the previous owner says nothing of this one
+  }
   if (!running || now < ob.hold_until) {
     // No owner yet (or it just said "not here"): everything waits, in order.
     for (auto& out : ob.queue) out.sent = false;
     ob.probing = true;
-    return Arm(label, ob, std::max(now + options_.retry_ms, ob.hold_until));
-  }
-  if (ob.target != where->owner_address) {
-    ob.target = where->owner_address;  // a new owner: all over again, from the oldest
-    for (auto& out : ob.queue) out.sent = false;
-    ob.probing = true;
+    return Arm(label, ob, running ? ob.hold_until : now + options_.retry_ms);
   }
   // The oldest in flight went unanswered too long: send everything again.
   const Out& oldest = ob.queue.front();

@@ -212,6 +212,12 @@ bool Coordinator::Live(const NodeId& id) const {
   return it != nodes_.end() && it->second.live;
 }
 
+bool Coordinator::Staying(const NodeId& id) const {
+  auto it = nodes_.find(id);
+  return it != nodes_.end() && it->second.live &&
+         !(it->second.reported && it->second.report.leaving);
+}
+
 std::optional<NodeId> Coordinator::NodeAt(const Address& address) const {
   for (const auto& [id, ns] : nodes_) {
     if (ns.live && ns.member.address == address) return id;

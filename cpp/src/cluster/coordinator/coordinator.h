@@ -170,6 +170,8 @@ class Coordinator {
   void PushDirectory(bool force);
 
   bool Live(const NodeId& id) const;
+  // Live and not draining before a graceful leave.
+  bool Staying(const NodeId& id) const;
   const coord_wire::InstanceInfo* Reported(const NodeId& node, const std::string& label) const;
   std::optional<NodeId> NodeAt(const Address& address) const;
   void Tick();

@@ -48,7 +48,8 @@ ClusterView Coordinator::PlacementView() const {
   ClusterView v = View();
   for (auto& n : v.nodes) {
     auto it = nodes_.find(n.id);
-    if (it == nodes_.end() || !it->second.reported || !it->second.report.has_quorum) {
+    if (it == nodes_.end() || !it->second.reported || !it->second.report.has_quorum ||
+        it->second.report.leaving) {
       n.alive = false;
     }
     for (const auto& [label, e] : entries_) {
@@ -166,10 +167,24 @@ Coordinator::Target Coordinator::Choose(const std::string& label, const Entry& e
     const SingletonSpec& s = e.spec.singleton;
     const std::string& type = s.actor_type;
     switch (s.anchor.kind) {
-      case SingletonAnchor::Kind::kLeader:
+      case SingletonAnchor::Kind::kLeader: {
         if (registers(options_.self_id, type)) return {options_.self_id, ""};
+        if (!Staying(options_.self_id)) {
+          // The leader is leaving: hand over to the node likely to lead next (the
+          // oldest staying one); the next leader moves it again if it differs.
+          const Member* best = nullptr;
+          for (const auto& [id, ns] : nodes_) {
+            if (!Staying(id) || !registers(id, type)) continue;
+            if (!best || std::make_pair(ns.member.started_at_ms, id) <
+                             std::make_pair(best->started_at_ms, best->id)) {
+              best = &ns.member;
+            }
+          }
+          if (best) return {best->id, ""};
+        }
         return {std::nullopt, "the leader " + Short(options_.self_id) +
                                   " does not register actor type '" + type + "' (or lacks quorum)"};
+      }
       case SingletonAnchor::Kind::kNode:
         if (!Live(s.anchor.value)) {
           return {std::nullopt, "anchor node " + s.anchor.value + " is not alive"};
@@ -403,10 +418,11 @@ void Coordinator::ReconcileEntry(const std::string& label, Entry& e) {
   }
   const NodeId owner = *e.owner;
 
-  // C. A singleton's anchor or an agent's grid moved: drain the owner, then
-  // start on the new node (the next pass after it stopped, or after the drain
-  // timeout: the new node still waits for the old owner lease).
-  if (e.kind != SpecKind::kActor) {
+  // C. A singleton's anchor or an agent's grid moved, or the owner is leaving
+  // gracefully: drain the owner, then start on the new node (the next pass after
+  // it stopped, or after the drain timeout: the new node still waits for the old
+  // owner lease).
+  if (e.kind != SpecKind::kActor || !Staying(owner)) {
     Target t = Choose(label, e);
     if (t.node && *t.node != owner) {
       const coord_wire::InstanceInfo* inst = Reported(owner, label);
@@ -426,6 +442,18 @@ void Coordinator::ReconcileEntry(const std::string& label, Entry& e) {
                       "moving from " + Short(owner) + " to " + Short(*t.node));
     }
     e.moving_to.reset();
+    if (!Staying(owner)) {
+      // Its node is leaving and no other node can take it: stop it now (it
+      // would stop at the node's shutdown anyway) so the leave need not wait;
+      // once the node is gone its crash strategy applies.
+      if (const coord_wire::InstanceInfo* inst = Reported(owner, label)) {
+        SendStop(owner, label, inst->generation,
+                 "its node is leaving and no other node can run it", DrainMs(e));
+      }
+      return SetState(e, SpecState::kPending,
+                      "node " + Short(owner) + " is leaving; " +
+                          (t.reason.empty() ? "no other node can run it" : t.reason));
+    }
   }
 
   // D. The owner must run it under the current generation.
@@ -457,11 +485,14 @@ void Coordinator::ReconcileEntry(const std::string& label, Entry& e) {
     e.last_error = "no answer from " + Short(owner) + " within " +
                    std::to_string(options_.spawn_timeout_ms) + " ms";
   }
-  // An ack newer than the owner's last report: trust the ack.
   const auto& ns = nodes_[owner];
-  if (e.acked.second != 0 &&
-      (!ns.reported ||
-       std::make_pair(ns.report.incarnation, ns.report.seq) < e.acked)) {
+  if (!ns.reported) {
+    // A node that came back (or a reign that just began): its report was asked for.
+    return SetState(e, SpecState::kPending, "waiting for " + Short(owner) + "'s report");
+  }
+  // An ack newer than the owner's last report, from the same process: trust it.
+  if (e.acked.second != 0 && e.acked.first == ns.report.incarnation &&
+      std::make_pair(ns.report.incarnation, ns.report.seq) < e.acked) {
     return SetState(e, SpecState::kRunning, "");
   }
   if (now < e.retry_at) return SetState(e, SpecState::kPending, "retrying: " + e.last_error);

@@ -108,9 +108,10 @@ void Host::Spawn(const Address& from, const Command& c) {
                                           c.label + "'"));
   }
   known = c.generation;
-  if (shutdown_) {
+  if (shutdown_ || leaving_) {
     return Answer(w, Command::Op::kSpawn, c.label,
-                  Status::Unavailable("node " + options_.self_id + " is shutting down"));
+                  Status::Unavailable("node " + options_.self_id +
+                                      (shutdown_ ? " is shutting down" : " is leaving")));
   }
   if (!has_quorum_) {
     return Answer(w, Command::Op::kSpawn, c.label,
@@ -387,6 +388,12 @@ void Host::ArmExpiry() {
   });
 }
 
+void Host::BeginLeave() {
+  if (leaving_) return;
+  leaving_ = true;
+  Changed();
+}
+
 void Host::Shutdown() {
   if (shutdown_) return;
   shutdown_ = true;
@@ -401,7 +408,8 @@ void Host::SendReport(const Address& to) {
   r.incarnation = incarnation_;
   r.seq = report_seq_;
   r.has_quorum = has_quorum_;
-  if (!shutdown_) {  // a leaving node offers nothing new
+  r.leaving = leaving_ || shutdown_;
+  if (!r.leaving) {  // a leaving node offers nothing new
     r.actor_types.assign(types_.begin(), types_.end());
     r.families = families_;
   }

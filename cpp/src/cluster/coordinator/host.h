@@ -102,6 +102,11 @@ class Host {
   // report if anything changed.
   void AfterEvent();
 
+  // Before a graceful leave: the node reports itself leaving (offering no type
+  // and no family) so the leader moves its instances elsewhere, drained like any
+  // move; new spawns are refused. Shutdown() later stops whatever is left.
+  void BeginLeave();
+  bool leaving() const { return leaving_; }
   // Terminal: every instance stops ("shutdown"), pending spawns are refused.
   void Shutdown();
   bool Idle() const { return instances_.empty(); }
@@ -173,6 +178,7 @@ class Host {
   std::uint64_t report_seq_ = 1;
   bool dirty_ = true;
   bool shutdown_ = false;
+  bool leaving_ = false;
   std::optional<Env::TimerId> report_timer_;
   std::optional<Env::TimerId> gate_timer_;
   std::optional<Env::TimerId> expiry_timer_;

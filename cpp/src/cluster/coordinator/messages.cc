@@ -96,6 +96,7 @@ struct EncodeVisitor {
     w.U64(m.incarnation);
     w.U64(m.seq);
     w.U8(m.has_quorum ? 1 : 0);
+    w.U8(m.leaving ? 1 : 0);
     PutStrings(w, m.actor_types);
     w.U32(static_cast<std::uint32_t>(m.instances.size()));
     for (const auto& i : m.instances) {
@@ -224,6 +225,7 @@ bool DecodeBody(ByteReader& r, Ack& m) {
 bool DecodeBody(ByteReader& r, Report& m) {
   std::uint32_t n = 0;
   if (!r.U64(m.incarnation) || !r.U64(m.seq) || !GetBool(r, m.has_quorum) ||
+      !GetBool(r, m.leaving) ||
       !GetStrings(r, m.actor_types, kMaxActorTypeBytes) || !r.Count(n, kMaxListEntries)) {
     return false;
   }

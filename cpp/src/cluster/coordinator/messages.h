@@ -95,6 +95,7 @@ struct Report {
   std::uint64_t incarnation = 0;
   std::uint64_t seq = 0;
   bool has_quorum = false;
+  bool leaving = false;  // draining before a graceful leave: move everything off it
   std::vector<std::string> actor_types;
   std::vector<InstanceInfo> instances;
   std::vector<AgentFamily> families;

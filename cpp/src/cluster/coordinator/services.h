@@ -74,6 +74,8 @@ class Services {
     host_->AfterEvent();
     mailer_->AfterEvent();
   }
+  // Graceful leave, first step: the leader moves this node's instances away.
+  void BeginLeave() { host_->BeginLeave(); }
   void Shutdown();
   bool Idle() const { return host_->Idle(); }
 

@@ -7,6 +7,7 @@
 // Standalone mode (no host, no seeds) has no loop: the callback thread runs
 // start at once and stop at Stop().
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -242,6 +243,7 @@ void ClusterNodeImpl::StartCore(const Address& self, std::uint64_t incarnation,
   };
   h.after_event = [this] {
     Snapshot();
+    if (leaving_) CheckDrained();
     if (shutting_down_) CheckWorkDone();
   };
   WireServices(o, h);
@@ -263,6 +265,18 @@ void ClusterNodeImpl::Snapshot() {
   std::lock_guard<std::mutex> lock(mu_);
   status_ = std::move(s);
   members_ = std::move(members);
+}
+
+void ClusterNodeImpl::CheckDrained() {
+  if (!core_) return;
+  const NodeStatus s = core_->Status();
+  // Handed over, or nobody to hand over to (no leader, no quorum).
+  if (!core_->services().Idle() && s.leader && s.has_quorum) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    drained_ = true;
+  }
+  cv_.notify_all();
 }
 
 void ClusterNodeImpl::CheckWorkDone() {
@@ -299,6 +313,19 @@ void ClusterNodeImpl::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     status_.state = SupervisorState::kStopping;
     return;
+  }
+  // 0. Hand this node's instances over first: the leader moves them to other
+  // nodes, each drained. Not from a callback: their stops run on this thread.
+  if (options_.leave_timeout_ms > 0 && !callbacks_->OnThisThread()) {
+    env_->Post([this] {
+      if (!core_) return;
+      leaving_ = true;
+      core_->BeginLeave();
+      CheckDrained();
+    });
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(options_.leave_timeout_ms),
+                 [this] { return drained_; });
   }
   // 1. Stop the work (if this node is the master) and wait for the stop callback.
   env_->Post([this] {

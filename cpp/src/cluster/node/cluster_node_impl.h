@@ -95,6 +95,7 @@ class ClusterNodeImpl final : public ClusterNode {
   void Log(LogLevel level, std::string_view msg);
   void Snapshot();       // loop thread
   void CheckWorkDone();  // loop thread
+  void CheckDrained();   // loop thread
   void Record(std::string_view event, std::uint64_t epoch, std::int64_t mono,
               std::int64_t lease_until, std::string_view reason) {
     if (log_) log_->Write(event, epoch, mono, lease_until, reason);
@@ -114,6 +115,7 @@ class ClusterNodeImpl final : public ClusterNode {
   std::unique_ptr<AsioEnv> env_;
   std::unique_ptr<NodeCore> core_;  // loop thread only
   bool shutting_down_ = false;      // loop thread only
+  bool leaving_ = false;            // loop thread only: BeginLeave was called
   std::unique_ptr<CallbackThread> callbacks_;
   std::unique_ptr<InstanceRuntime> runtime_;
   std::unique_ptr<Inbox> inbox_;  // the actor runtime's; outlives core_
@@ -131,6 +133,7 @@ class ClusterNodeImpl final : public ClusterNode {
   NodeStatus status_;
   std::vector<Member> members_;
   bool work_done_ = false;
+  bool drained_ = false;  // guarded by mu_: the hand-over before a leave ended
 
   std::mutex stop_mu_;  // serializes Stop()
   bool started_ = false;

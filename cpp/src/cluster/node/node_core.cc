@@ -242,6 +242,10 @@ void NodeCore::WorkStopped() {
   Guarded([this] { Feed(supervisor_event::WorkStopped{}); });
 }
 
+void NodeCore::BeginLeave() {
+  Guarded([this] { services_->BeginLeave(); });
+}
+
 void NodeCore::Shutdown() {
   Guarded([this] {
     lease_->StopRequesting();

@@ -93,6 +93,10 @@ class NodeCore {
   // The owner's start callback returned / stop callback returned.
   void WorkStarted();
   void WorkStopped();
+  // Optional first step of a graceful leave: the node reports itself leaving,
+  // so the leader (this node too) moves its instances to other nodes, drained.
+  // The owner waits until services().Idle() (bounded), then calls Shutdown.
+  void BeginLeave();
   // Terminal: stops requesting the lease; a master gets StopWork("shutdown").
   void Shutdown();
   // After Shutdown and once the work stopped: releases the lease (peers may grant

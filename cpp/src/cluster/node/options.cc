@@ -49,6 +49,12 @@ Status ValidateClusterOptions(const ClusterOptions& o) {
                N(static_cast<std::int64_t>(o.max_frame_bytes)) + ")");
   }
   if (o.send_queue_bound == 0) return Bad("send_queue_bound: must be > 0");
+  if (o.request_timeout_ms <= 0) return Bad("request_timeout_ms: must be > 0");
+  if (o.spawn_timeout_ms < 0) return Bad("spawn_timeout_ms: must be >= 0");
+  if (o.leave_timeout_ms < 0) return Bad("leave_timeout_ms: must be >= 0");
+  if (o.actor_buffer_limit == 0) return Bad("actor_buffer_limit: must be > 0");
+  if (o.actor_inbox_limit == 0) return Bad("actor_inbox_limit: must be > 0");
+  if (o.actor_resend_ms <= 0) return Bad("actor_resend_ms: must be > 0");
   // Our own member record must fit what every peer's decoder accepts, or peers
   // would silently drop every message we send.
   if (o.node_class.size() > membership::kMaxClassBytes) {
