@@ -1,5 +1,5 @@
-// The coordinator layer's value types, the GenerationSource and FencedStore
-// ports, exposed to Python: registrations and conversions only. The Python API
+// The coordinator layer's value types, the GenerationSource, FencedStore and
+// Journal ports, exposed to Python: registrations and conversions only. The Python API
 // is pynenc_cpp.cluster (specs.py, handle methods) and its dataclasses convert
 // to these classes. Enum-like fields travel as their names ("redistribute",
 // "leader", "running", ...).
@@ -9,6 +9,7 @@
 #include "pynenc_cpp/cluster/specs.h"
 #include "pynenc_cpp/ports/fenced_store.h"
 #include "pynenc_cpp/ports/generation_source.h"
+#include "pynenc_cpp/ports/journal.h"
 
 #include "conversions.h"
 #include "init.h"
@@ -297,6 +298,77 @@ void InitStores(py::module_& m) {
           "StaleGeneration when the stored generation is higher.");
 }
 
+void InitJournal(py::module_& m) {
+  py::class_<Journal, std::shared_ptr<Journal>>(
+      m, "Journal",
+      "Event log of event-sourced actors, per entity, fenced by generations like FencedStore "
+      "(thread-safe; may block on I/O).")
+      .def(OpenFromUri(&OpenJournal), py::arg("uri") = "memory://",
+           py::arg("namespace") = "pynenc-cpp", "Opens the journal named by `uri`.")
+      .def(
+          "append",
+          [](Journal& j, std::string entity, std::uint64_t expected_seq, std::uint64_t generation,
+             const std::vector<py::bytes>& events) {
+            std::vector<std::string> payloads(events.begin(), events.end());
+            return WithoutGil([&] { return j.Append(entity, expected_seq, generation, payloads); });
+          },
+          py::arg("entity"), py::arg("expected_seq"), py::arg("generation"), py::arg("events"),
+          "Appends events as entries expected_seq+1.., all or none; returns the new last seq. "
+          "Raises StaleGeneration when generation is below the entity's fence (checked first), "
+          "Conflict when the last seq is not expected_seq.")
+      .def(
+          "fence",
+          [](Journal& j, std::string entity, std::uint64_t generation) {
+            return WithoutGil([&] { return j.Fence(entity, generation); });
+          },
+          py::arg("entity"), py::arg("generation"),
+          "Raises the entity's fence to generation (a new owner, before replaying); returns the "
+          "last seq. Raises StaleGeneration when the fence is already higher.")
+      .def(
+          "read",
+          [](Journal& j, std::string entity, std::uint64_t after_seq, std::size_t limit) {
+            auto entries = WithoutGil([&] { return j.Read(entity, after_seq, limit); });
+            py::list out;
+            for (const JournalEntry& e : entries) {
+              out.append(py::make_tuple(e.seq, e.generation, py::bytes(e.payload)));
+            }
+            return out;
+          },
+          py::arg("entity"), py::arg("after_seq") = 0, py::arg("limit") = 0,
+          "Entries with seq > after_seq in order, at most limit (0: all): "
+          "[(seq, packed generation, payload bytes)].")
+      .def(
+          "last_seq",
+          [](Journal& j, std::string entity) {
+            return WithoutGil([&] { return j.LastSeq(entity); });
+          },
+          py::arg("entity"), "The entity's last seq (0: empty).")
+      .def(
+          "fence_of",
+          [](Journal& j, std::string entity) {
+            return WithoutGil([&] { return j.FenceOf(entity); });
+          },
+          py::arg("entity"), "The entity's fence, a packed generation (0: never written).")
+      .def(
+          "save_snapshot",
+          [](Journal& j, std::string entity, std::uint64_t seq, std::uint64_t generation,
+             const py::bytes& state) {
+            std::string s = state;
+            WithoutGil([&] { return j.SaveSnapshot(entity, seq, generation, s); });
+          },
+          py::arg("entity"), py::arg("seq"), py::arg("generation"), py::arg("state"),
+          "Stores the state as of entry seq, fenced like append; ignored when a snapshot with a "
+          "higher seq is stored. Raises InvalidArgument when seq is past the last seq.")
+      .def(
+          "load_snapshot",
+          [](Journal& j, std::string entity) -> py::object {
+            auto r = WithoutGil([&] { return j.LoadSnapshot(entity); });
+            if (!r) return py::none();
+            return py::make_tuple(r->seq, r->generation, py::bytes(r->state));
+          },
+          py::arg("entity"), "(seq, packed generation, state bytes) of the snapshot, or None.");
+}
+
 }  // namespace
 
 void InitCoordinator(py::module_& m) {
@@ -304,6 +376,7 @@ void InitCoordinator(py::module_& m) {
   InitSpecs(m);
   InitResults(m);
   InitStores(m);
+  InitJournal(m);
 }
 
 }  // namespace pynenc_cpp::bindings
