@@ -176,6 +176,55 @@ class PyClusterNode {
     ThrowIfError(node_->Tell(label, std::string(payload)));
   }
 
+  // The actor runtime's port. drain_inbox returns tuples (no per-item objects:
+  // it is on the message path).
+  int InboxFd() const { return node_->InboxFd(); }
+  py::list DrainInbox(std::size_t max) {
+    std::vector<cluster::InboxItem> items;
+    {
+      py::gil_scoped_release release;
+      items = node_->DrainInbox(max);
+    }
+    py::list out;
+    for (auto& i : items) {
+      out.append(py::make_tuple(static_cast<int>(i.kind), py::str(i.label), i.generation,
+                                std::string(cluster::SpecKindName(i.spec_kind)), i.actor_type,
+                                py::bytes(i.payload), i.token));
+    }
+    return out;
+  }
+  void RegisterInboxActorType(const std::string& name, std::int64_t stop_timeout_ms) {
+    ThrowIfError(node_->RegisterInboxActorType(name, stop_timeout_ms));
+  }
+  void InstanceStopped(const std::string& label, Generation generation) {
+    node_->InstanceStopped(label, generation);
+  }
+  std::uint64_t SendToLabel(const std::string& label, const py::bytes& payload) {
+    std::string p = payload;
+    return Unwrap(node_->SendToLabel(label, std::move(p)));
+  }
+  void AckLabel(std::uint64_t token, int outcome) {
+    if (outcome < 0 || outcome > 3) throw py::value_error("outcome must be 0..3");
+    node_->AckLabel(token, static_cast<cluster::LabelOutcome>(outcome));
+  }
+  void SendToPath(const std::string& address, const std::string& path, const py::bytes& payload) {
+    node_->SendToPath(address, path, std::string(payload));
+  }
+  py::dict MailStats() const {
+    const cluster::ActorMailStats s = node_->MailStats();
+    py::dict d;
+    d["label_sent"] = s.label_sent;
+    d["label_resent"] = s.label_resent;
+    d["label_acked"] = s.label_acked;
+    d["label_overflowed"] = s.label_overflowed;
+    d["label_duplicates"] = s.label_duplicates;
+    d["path_sent"] = s.path_sent;
+    d["path_dropped"] = s.path_dropped;
+    d["inbox_overflowed"] = s.inbox_overflowed;
+    d["buffered"] = s.buffered;
+    return d;
+  }
+
  private:
   std::unique_ptr<ClusterNode> node_;
 };
@@ -387,7 +436,17 @@ void InitOptions(py::module_& m) {
       .def_readwrite("request_timeout_ms", &ClusterOptions::request_timeout_ms,
                      "Default deadline of coordinator requests and asks, ms.")
       .def_readwrite("spawn_timeout_ms", &ClusterOptions::spawn_timeout_ms,
-                     "Spawn ack deadline before a re-send, ms (0: max(5000, 3 * lease)).");
+                     "Spawn ack deadline before a re-send, ms (0: max(5000, 3 * lease)).")
+      .def_readwrite("node_id", &ClusterOptions::node_id,
+                     "This node's id ('': random, or the state dir's).")
+      .def_readwrite("actor_buffer_limit", &ClusterOptions::actor_buffer_limit,
+                     "Per label: actor messages sent and not yet acknowledged, at most.")
+      .def_readwrite("actor_inbox_limit", &ClusterOptions::actor_inbox_limit,
+                     "Messages waiting for this process's actor runtime, at most.")
+      .def_readwrite("actor_resend_ms", &ClusterOptions::actor_resend_ms,
+                     "An unacknowledged label message is sent again after this, ms.")
+      .def_readwrite("leave_timeout_ms", &ClusterOptions::leave_timeout_ms,
+                     "How long a graceful stop waits for its instances to be handed over, ms.");
 }
 
 }  // namespace
@@ -436,7 +495,26 @@ void InitCluster(py::module_& m) {
       .def("ask", &PyClusterNode::Ask, py::arg("label"), py::arg("payload"),
            py::arg("timeout_ms"), "Sends bytes to the label's instance and returns its answer.")
       .def("tell", &PyClusterNode::Tell, py::arg("label"), py::arg("payload"),
-           "Fire and forget; raises Unavailable if the directory knows no running instance.");
+           "Fire and forget; raises Unavailable if the directory knows no running instance.")
+      .def("inbox_fd", &PyClusterNode::InboxFd,
+           "The inbox eventfd (readable while items wait); -1 standalone.")
+      .def("drain_inbox", &PyClusterNode::DrainInbox, py::arg("max") = 1024,
+           "Up to `max` waiting inbox items: (kind, label, generation, spec kind, actor type, "
+           "payload, token); kind 0 start, 1 stop, 2 label message, 3 path message, 4 regrant.")
+      .def("register_inbox_actor_type", &PyClusterNode::RegisterInboxActorType,
+           py::arg("actor_type"), py::arg("stop_timeout_ms"),
+           "Offers an actor type whose instances the runtime runs through the inbox.")
+      .def("instance_stopped", &PyClusterNode::InstanceStopped, py::arg("label"),
+           py::arg("generation"), "The runtime finished a stop item.")
+      .def("send_to_label", &PyClusterNode::SendToLabel, py::arg("label"), py::arg("payload"),
+           "Reliable, in-order delivery to the label's instance; returns the message's sequence "
+           "number; raises BufferFull when the label's buffer is full.")
+      .def("ack_label", &PyClusterNode::AckLabel, py::arg("token"), py::arg("outcome"),
+           "Answers a label message: 0 processed, 1 duplicate, 2 not here, 3 rejected.")
+      .def("send_to_path", &PyClusterNode::SendToPath, py::arg("address"), py::arg("path"),
+           py::arg("payload"), "Best effort to the local actor at `path` of the node at `address`.")
+      .def("mail_stats", &PyClusterNode::MailStats,
+           "Actor message counters and the messages buffered per label.");
 }
 
 }  // namespace pynenc_cpp::bindings

@@ -13,6 +13,7 @@ __all__: list[str] = [
     "BackendError",
     "BadConfig",
     "Broker",
+    "BufferFull",
     "ClientDataStore",
     "ClusterActivation",
     "ClusterHostedInstance",
@@ -32,6 +33,7 @@ __all__: list[str] = [
     "InstanceContext",
     "InvalidArgument",
     "InvocationNotFound",
+    "Journal",
     "LabelPlacement",
     "Lifecycle",
     "Orchestrator",
@@ -114,6 +116,11 @@ class Unavailable(EngineError, ConnectionError):
 class Timeout(EngineError, TimeoutError):
     """
     No answer within the deadline.
+    """
+
+class BufferFull(EngineError):
+    """
+    A bounded buffer is full: the message was not queued.
     """
 
 class Broker:
@@ -1418,6 +1425,60 @@ class FencedStore:
         Stores value under key stamped with the packed generation; raises StaleGeneration (nothing changed) when the stored generation is higher.
         """
 
+class Journal:
+    """
+    Event log of event-sourced actors, per entity, fenced by generations like FencedStore (thread-safe; may block on I/O).
+    """
+    def __init__(self, uri: str = "memory://", namespace: str = "pynenc-cpp") -> None:
+        """
+        Opens the journal named by `uri`.
+        """
+    def append(
+        self,
+        entity: str,
+        expected_seq: typing.SupportsInt | typing.SupportsIndex,
+        generation: typing.SupportsInt | typing.SupportsIndex,
+        events: collections.abc.Sequence[bytes],
+    ) -> int:
+        """
+        Appends events as entries expected_seq+1.., all or none; returns the new last seq. Raises StaleGeneration when generation is below the entity's fence (checked first), Conflict when the last seq is not expected_seq.
+        """
+    def fence(self, entity: str, generation: typing.SupportsInt | typing.SupportsIndex) -> int:
+        """
+        Raises the entity's fence to generation (a new owner, before replaying); returns the last seq. Raises StaleGeneration when the fence is already higher.
+        """
+    def fence_of(self, entity: str) -> int:
+        """
+        The entity's fence, a packed generation (0: never written).
+        """
+    def last_seq(self, entity: str) -> int:
+        """
+        The entity's last seq (0: empty).
+        """
+    def load_snapshot(self, entity: str) -> typing.Any:
+        """
+        (seq, packed generation, state bytes) of the snapshot, or None.
+        """
+    def read(
+        self,
+        entity: str,
+        after_seq: typing.SupportsInt | typing.SupportsIndex = 0,
+        limit: typing.SupportsInt | typing.SupportsIndex = 0,
+    ) -> list:
+        """
+        Entries with seq > after_seq in order, at most limit (0: all): [(seq, packed generation, payload bytes)].
+        """
+    def save_snapshot(
+        self,
+        entity: str,
+        seq: typing.SupportsInt | typing.SupportsIndex,
+        generation: typing.SupportsInt | typing.SupportsIndex,
+        state: bytes,
+    ) -> None:
+        """
+        Stores the state as of entry seq, fenced like append; ignored when a snapshot with a higher seq is stored. Raises InvalidArgument when seq is past the last seq.
+        """
+
 class ClusterMember:
     """
     One member as this node sees it (read-only snapshot).
@@ -1593,6 +1654,27 @@ class ClusterOptions:
     @activation_log.setter
     def activation_log(self, arg0: str) -> None: ...
     @property
+    def actor_buffer_limit(self) -> int:
+        """
+        Per label: actor messages sent and not yet acknowledged, at most.
+        """
+    @actor_buffer_limit.setter
+    def actor_buffer_limit(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def actor_inbox_limit(self) -> int:
+        """
+        Messages waiting for this process's actor runtime, at most.
+        """
+    @actor_inbox_limit.setter
+    def actor_inbox_limit(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def actor_resend_ms(self) -> int:
+        """
+        An unacknowledged label message is sent again after this, ms.
+        """
+    @actor_resend_ms.setter
+    def actor_resend_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
     def cluster_name(self) -> str:
         """
         Cluster name.
@@ -1649,6 +1731,13 @@ class ClusterOptions:
     @lease_ms.setter
     def lease_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
     @property
+    def leave_timeout_ms(self) -> int:
+        """
+        How long a graceful stop waits for its instances to be handed over, ms.
+        """
+    @leave_timeout_ms.setter
+    def leave_timeout_ms(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
     def max_frame_bytes(self) -> int:
         """
         Frame size limit.
@@ -1669,6 +1758,13 @@ class ClusterOptions:
         """
     @node_class.setter
     def node_class(self, arg0: str) -> None: ...
+    @property
+    def node_id(self) -> str:
+        """
+        This node's id ('': random, or the state dir's).
+        """
+    @node_id.setter
+    def node_id(self, arg0: str) -> None: ...
     @property
     def placement(self) -> str:
         """
@@ -1762,6 +1858,14 @@ class ClusterNode:
         """
         Validates the options, binds, joins the seeds and returns the running node. start(activation) and stop(activation, reason) run on the node's callback thread; on_event(event) and on_log(level, line) too (level: 0 debug, 1 info, 2 warning, 3 error; None: warnings and errors go to stderr). Raises BadConfig (bad option, unwritable state dir) or BackendError (address in use).
         """
+    def ack_label(
+        self,
+        token: typing.SupportsInt | typing.SupportsIndex,
+        outcome: typing.SupportsInt | typing.SupportsIndex,
+    ) -> None:
+        """
+        Answers a label message: 0 processed, 1 duplicate, 2 not here, 3 rejected.
+        """
     def ask(
         self, label: str, payload: bytes, timeout_ms: typing.SupportsInt | typing.SupportsIndex
     ) -> bytes:
@@ -1772,9 +1876,25 @@ class ClusterNode:
         """
         This node's copy of the directory.
         """
+    def drain_inbox(self, max: typing.SupportsInt | typing.SupportsIndex = 1024) -> list:
+        """
+        Up to `max` waiting inbox items: (kind, label, generation, spec kind, actor type, payload, token); kind 0 start, 1 stop, 2 label message, 3 path message, 4 regrant.
+        """
+    def inbox_fd(self) -> int:
+        """
+        The inbox eventfd (readable while items wait); -1 standalone.
+        """
+    def instance_stopped(self, label: str, generation: Generation) -> None:
+        """
+        The runtime finished a stop item.
+        """
     def lookup(self, label: str) -> LabelPlacement | None:
         """
         Where the label runs per this node's directory copy, or None.
+        """
+    def mail_stats(self) -> dict:
+        """
+        Actor message counters and the messages buffered per label.
         """
     def members(self) -> list[ClusterMember]:
         """
@@ -1800,11 +1920,25 @@ class ClusterNode:
         """
         Declares an agent family and the factory of its agents.
         """
+    def register_inbox_actor_type(
+        self, actor_type: str, stop_timeout_ms: typing.SupportsInt | typing.SupportsIndex
+    ) -> None:
+        """
+        Offers an actor type whose instances the runtime runs through the inbox.
+        """
     def remove_spec(
         self, label: str, timeout_ms: typing.SupportsInt | typing.SupportsIndex
     ) -> None:
         """
         Removes a spec (its instance stops); raises InvocationNotFound if unknown.
+        """
+    def send_to_label(self, label: str, payload: bytes) -> int:
+        """
+        Reliable, in-order delivery to the label's instance; returns the message's sequence number; raises BufferFull when the label's buffer is full.
+        """
+    def send_to_path(self, address: str, path: str, payload: bytes) -> None:
+        """
+        Best effort to the local actor at `path` of the node at `address`.
         """
     def status(self) -> ClusterNodeStatus:
         """

@@ -35,6 +35,7 @@ Conflict = _core.Conflict
 StaleGeneration = _core.StaleGeneration
 Unavailable = _core.Unavailable
 Timeout = _core.Timeout
+BufferFull = _core.BufferFull
 
 
 def _status(value: str | None) -> InvocationStatus | None:

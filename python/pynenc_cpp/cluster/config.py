@@ -21,6 +21,7 @@ from pynenc_cpp import _core
 ENV_PREFIX = "PYNENC_CPP_CLUSTER_"
 ELECTIONS = ("oldest", "hrw", "lowest_address")
 MIN_FRAME_BYTES = 1024
+_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
 
 
 def is_loopback_host(host: str) -> bool:
@@ -95,6 +96,17 @@ class ClusterConfig:
     """Default deadline of coordinator requests (submit, query) and asks."""
     spawn_timeout_ms: int = 0
     """How long the Coordinator waits for a spawn's ack before re-sending (0: max(5 s, 3 leases))."""
+    node_id: str = ""
+    """This node's id ('': random, or kept in ``state_dir``); 1..128 of ``[A-Za-z0-9._:-]``.
+    Not with ``state_dir``. A restarted process with the same id rejoins as the same node."""
+    actor_buffer_limit: int = 1000
+    """Per singleton: messages sent from this node and not yet acknowledged, at most."""
+    actor_inbox_limit: int = 100_000
+    """Messages waiting for this process's actors, at most (beyond: senders retry later)."""
+    actor_resend_ms: int = 2000
+    """An unacknowledged message to a singleton is sent again after this."""
+    leave_timeout_ms: int = 10_000
+    """A graceful stop first hands this node's instances over, waiting at most this long."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "seeds", _seeds_tuple(self.seeds))
@@ -117,6 +129,7 @@ class ClusterConfig:
             "activation_log",
             "generation_source",
             "placement",
+            "node_id",
         ):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"{name} must be a str, got {getattr(self, name)!r}")
@@ -169,6 +182,16 @@ class ClusterConfig:
             raise ValueError(f"request_timeout_ms must be > 0, got {self.request_timeout_ms}")
         if self.spawn_timeout_ms < 0:
             raise ValueError(f"spawn_timeout_ms must be >= 0, got {self.spawn_timeout_ms}")
+        if self.node_id:
+            if len(self.node_id) > 128 or not all(c in _ID_CHARS for c in self.node_id):
+                raise ValueError(f"node_id must be 1..128 of [A-Za-z0-9._:-], got {self.node_id!r}")
+            if self.state_dir:
+                raise ValueError("node_id cannot be combined with state_dir (it keeps its own id)")
+        for name in ("actor_buffer_limit", "actor_inbox_limit", "actor_resend_ms"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.leave_timeout_ms < 0:
+            raise ValueError(f"leave_timeout_ms must be >= 0, got {self.leave_timeout_ms}")
         if self.host and not self.secret and not is_loopback_host(self.host):
             raise ValueError(f"secret is required to listen on the non-loopback host {self.host!r}")
 

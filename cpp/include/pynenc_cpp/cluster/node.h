@@ -52,6 +52,10 @@ struct ClusterOptions {
   std::int64_t lease_ms = 0;  // 0: suspect_timeout_ms
   int indirect_probes = 3;
   std::string state_dir;    // node id, incarnation, peers cache; empty: nothing persisted
+  // This node's id (1..128 of [A-Za-z0-9._:-]); empty: a random one, or the one
+  // kept in state_dir. Not with state_dir. A restarted process with the same id
+  // announces a higher incarnation (taken from the wall clock), so it rejoins.
+  std::string node_id;
   std::string node_class;
   std::map<std::string, std::string> metadata;
   std::size_t max_frame_bytes = 256 * 1024;

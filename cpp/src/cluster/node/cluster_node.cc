@@ -76,6 +76,13 @@ void ClusterNodeImpl::Log(LogLevel level, std::string_view msg) {
 }
 
 pynenc_cpp::Status ClusterNodeImpl::LoadIdentity() {
+  if (!options_.node_id.empty()) {
+    id_ = options_.node_id;
+    // Nothing persisted: the wall clock orders this process's incarnation after
+    // any earlier process with the same id.
+    incarnation_ = static_cast<std::uint64_t>(WallNowMs());
+    return pynenc_cpp::Status::Ok();
+  }
   if (options_.state_dir.empty()) {
     id_ = RandomNodeId();
     return pynenc_cpp::Status::Ok();

@@ -14,7 +14,28 @@ std::string N(std::int64_t v) { return std::to_string(v); }
 
 bool IsStandalone(const ClusterOptions& o) { return o.host.empty() && o.seeds.empty(); }
 
+namespace {
+bool ValidExplicitId(const std::string& id) {
+  if (id.empty() || id.size() > 128) return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == ':' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+}  // namespace
+
 Status ValidateClusterOptions(const ClusterOptions& o) {
+  if (!o.node_id.empty()) {
+    if (!ValidExplicitId(o.node_id)) {
+      return Bad("node_id: '" + o.node_id.substr(0, 64) +
+                 "' must be 1..128 characters of [A-Za-z0-9._:-]");
+    }
+    if (!o.state_dir.empty()) {
+      return Bad("node_id: cannot be combined with state_dir (which keeps its own id)");
+    }
+  }
   if (IsStandalone(o)) return Status::Ok();  // nothing below is used
   if (o.cluster_name.empty()) return Bad("cluster_name: must not be empty");
   if (o.host.empty()) return Bad("host: required when seeds are given");

@@ -1,0 +1,280 @@
+"""pynenc_cpp.cluster.actors in one process: casty's singleton example, local actors,
+ask/tell, errors (unpicklable messages, timeouts, full buffers), singleton generations,
+event-sourced singletons and their journal fencing. The failover guarantees with real
+processes are in test_actor_failover.py."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pynenc_cpp import _core
+from pynenc_cpp.cluster import Generation
+from pynenc_cpp.cluster.actors import (
+    ActorContext,
+    ActorRef,
+    AskTimeout,
+    Behavior,
+    Behaviors,
+    BufferFull,
+    ClusteredActorSystem,
+    InMemoryJournal,
+    SqliteJournal,
+)
+
+FAST = {"heartbeat_ms": 100, "suspect_timeout_ms": 300, "stabilize_ms": 100}
+pytestmark = pytest.mark.timeout(120)
+
+
+@dataclass(frozen=True)
+class ProcessJob:
+    job_id: str
+
+
+@dataclass(frozen=True)
+class GetStatus:
+    reply_to: ActorRef[str]
+
+
+def job_coordinator() -> Behavior[Any]:
+    def active(pending: tuple[str, ...] = ()) -> Behavior[Any]:
+        async def receive(ctx: ActorContext[Any], msg: Any) -> Behavior[Any]:
+            match msg:
+                case ProcessJob(job_id):
+                    return active((*pending, job_id))
+                case GetStatus(reply_to):
+                    reply_to.tell(f"{len(pending)} jobs pending")
+            return Behaviors.same()
+
+        return Behaviors.receive(receive)
+
+    return active()
+
+
+def free_ports(n: int) -> list[int]:
+    import socket
+
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def system(port: int, seeds: list[int], node_id: str, **kw: Any) -> ClusteredActorSystem:
+    return ClusteredActorSystem(
+        name="actors-test",
+        host="127.0.0.1",
+        port=port,
+        node_id=node_id,
+        seed_nodes=[("127.0.0.1", p) for p in seeds],
+        **{**FAST, **kw},
+    )
+
+
+@pytest.mark.asyncio
+async def test_casty_singleton_example_two_jobs_pending() -> None:
+    p1, p2 = free_ports(2)
+    async with system(p1, [p2], "node-1") as node1, system(p2, [p1], "node-2") as node2:
+        ref1 = node1.spawn(Behaviors.singleton(job_coordinator), "coordinator")
+        ref2 = node2.spawn(Behaviors.singleton(job_coordinator), "coordinator")
+        assert ref1 == ref2  # the same singleton from either node
+        await asyncio.sleep(0.5)
+        ref1.tell(ProcessJob("job-1"))
+        ref2.tell(ProcessJob("job-2"))
+        status = await node1.ask(ref1, lambda r: GetStatus(reply_to=r), timeout=5.0)
+        assert status == "2 jobs pending"
+        # From the other node too, and exactly one instance runs.
+        assert await node2.ask(ref2, lambda r: GetStatus(reply_to=r), timeout=5.0) == status
+        hosts = [
+            n
+            for n in (node1, node2)
+            if any(
+                h.label == "coordinator" and h.phase == "active" for h in n.handle.status().hosted
+            )
+        ]
+        assert len(hosts) == 1
+
+
+@pytest.mark.asyncio
+async def test_local_actors_setup_self_and_stopped() -> None:
+    (port,) = free_ports(1)
+    seen: list[Any] = []
+
+    def echo() -> Behavior[Any]:
+        async def setup(ctx: ActorContext[Any]) -> Behavior[Any]:
+            seen.append(("setup", ctx.self, ctx.generation))
+
+            def receive(ctx: ActorContext[Any], msg: Any) -> Behavior[Any]:  # sync is fine
+                if msg == "stop":
+                    return Behaviors.stopped()
+                reply_to, text = msg
+                reply_to.tell(f"echo {text}")
+                return Behaviors.same()
+
+            return Behaviors.receive(receive)
+
+        return Behaviors.setup(setup)
+
+    async with system(port, [], "solo", quorum=1) as s:
+        ref = s.spawn(echo(), "echo")
+        assert await s.ask(ref, lambda r: (r, "hi")) == "echo hi"
+        assert seen == [("setup", ref, None)]
+        with pytest.raises(ValueError, match="already runs"):
+            s.spawn(echo(), "echo")
+        ref.tell("stop")
+        await asyncio.sleep(0.05)
+        with pytest.raises(AskTimeout):
+            await s.ask(ref, lambda r: (r, "after stop"), timeout=0.2)
+        s.spawn(echo(), "echo")  # the name is free again
+
+
+@pytest.mark.asyncio
+async def test_ask_times_out_and_unpicklable_messages_raise_at_tell() -> None:
+    (port,) = free_ports(1)
+    async with system(port, [], "solo", quorum=1) as s:
+        silent = s.spawn(Behaviors.receive(lambda ctx, msg: Behaviors.same()), "silent")
+        with pytest.raises(AskTimeout):
+            await s.ask(silent, lambda r: r, timeout=0.2)
+        single = s.spawn(Behaviors.singleton(job_coordinator), "jobs")
+        with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
+            single.tell(ProcessJob(lambda: None))  # type: ignore[arg-type]
+        # A singleton nobody runs yet: the ask times out rather than hang.
+        nobody = ActorRef(s, "", "", "no-such-singleton")
+        with pytest.raises(AskTimeout):
+            await s.ask(nobody, lambda r: GetStatus(r), timeout=0.3)
+
+
+@pytest.mark.asyncio
+async def test_buffer_overflow_raises_or_is_counted_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    p1, p2 = free_ports(2)
+    # quorum 2 with one node up: no leader, no owner; messages wait in the buffer.
+    async with system(p1, [p2], "a", buffer_size=5, quorum=2) as s:
+        ref = s.spawn(Behaviors.singleton(job_coordinator), "jobs")
+        for i in range(5):
+            ref.tell(ProcessJob(str(i)))
+        with pytest.raises(BufferFull, match="buffer for 'jobs' is full"):
+            ref.tell(ProcessJob("6"))
+        assert s.stats()["buffered"] == {"jobs": 5}
+        assert s.stats()["label_overflowed"] == 1
+    async with system(p1, [p2], "a", buffer_size=2, quorum=2, overflow="drop") as s:
+        ref = s.spawn(Behaviors.singleton(job_coordinator), "jobs")
+        with caplog.at_level(logging.WARNING, logger="pynenc_cpp.cluster.actors"):
+            for i in range(4):
+                ref.tell(ProcessJob(str(i)))
+        assert s.stats()["dropped"] == 2
+        assert sum("buffer is full" in r.message for r in caplog.records) == 2
+
+
+@dataclass(frozen=True)
+class Increment:
+    reply_to: ActorRef[int] | None = None
+
+
+@dataclass(frozen=True)
+class GetCount:
+    reply_to: ActorRef[int]
+
+
+@dataclass(frozen=True)
+class Incremented:
+    pass
+
+
+def counter(journal: Any, entity: str = "counter", snapshot_every: int = 0) -> Behavior[Any]:
+    def on_event(state: int, _e: Incremented) -> int:
+        return state + 1
+
+    async def on_command(ctx: ActorContext[Any], state: int, msg: Any) -> Behavior[Any]:
+        match msg:
+            case Increment(reply_to):
+                if reply_to is not None:
+                    reply_to.tell(state + 1)  # leaves only once the event is in the journal
+                return Behaviors.persisted([Incremented()])
+            case GetCount(reply_to):
+                reply_to.tell(state)
+        return Behaviors.same()
+
+    return Behaviors.event_sourced(
+        entity_id=entity,
+        journal=journal,
+        initial_state=0,
+        on_event=on_event,
+        on_command=on_command,
+        snapshot_every=snapshot_every,
+    )
+
+
+@pytest.mark.asyncio
+async def test_event_sourced_singleton_replays_its_journal(tmp_path: Path) -> None:
+    p1, p2, p3 = free_ports(3)
+    journal = SqliteJournal(str(tmp_path / "j.db"))
+    gens: list[Generation] = []
+
+    def make() -> Behavior[Any]:
+        async def setup(ctx: ActorContext[Any]) -> Behavior[Any]:
+            assert ctx.generation is not None
+            gens.append(ctx.generation)
+            return counter(journal, snapshot_every=3)
+
+        return Behaviors.setup(setup)
+
+    cfg = {"generation_source": f"sqlite://{tmp_path}/gen.db"}
+    a = system(p1, [p2, p3], "a", **cfg)
+    b = system(p2, [p1, p3], "b", **cfg)
+    c = system(p3, [p1, p2], "c", **cfg)
+    async with b, c:
+        await a.start()
+        refs = [x.spawn(Behaviors.singleton(make), "counter") for x in (a, b, c)]
+        for i in range(10):
+            assert await b.ask(refs[1], lambda r: Increment(r), timeout=10) == i + 1
+        owner = next(
+            x
+            for x in (a, b, c)
+            if any(h.label == "counter" and h.phase == "active" for h in x.handle.status().hosted)
+        )
+        await owner.shutdown()  # graceful: handed over, the successor replays the journal
+        asker = c if owner is not c else b
+        ref = refs[[a, b, c].index(asker)]
+        assert await asker.ask(ref, lambda r: GetCount(r), timeout=10) == 10
+        assert await asker.ask(ref, lambda r: Increment(r), timeout=10) == 11
+        await a.shutdown()
+    assert len(gens) == 2 and gens[1].term > gens[0].term
+    assert journal.last_seq("counter") == 11
+    snap = journal.load_snapshot("counter")
+    assert snap is not None and snap.seq >= 9  # snapshots every 3 appends
+
+
+def test_journal_refuses_stale_generations_and_positions() -> None:
+    j = InMemoryJournal()
+    g1, g2 = Generation(1, 0).packed, Generation(2, 0).packed
+    assert j.append("e", 0, g1, [b"a"]) == 1
+    assert j.fence("e", g2) == 1  # the successor fences before replaying
+    with pytest.raises(_core.StaleGeneration):
+        j.append("e", 1, g1, [b"stale"])  # the predecessor can no longer write
+    with pytest.raises(_core.Conflict):
+        j.append("e", 0, g2, [b"wrong position"])
+    assert j.append("e", 1, g2, [b"b", b"c"]) == 3
+    assert [e.payload for e in j.read("e")] == [b"a", b"b", b"c"]
+
+
+@pytest.mark.asyncio
+async def test_refs_pickle_and_bind_to_the_receiving_system() -> None:
+    (port,) = free_ports(1)
+    async with system(port, [], "solo", quorum=1) as s:
+        ref = s.spawn(Behaviors.receive(lambda ctx, msg: Behaviors.same()), "x")
+        data = pickle.dumps(ref)
+        with pytest.raises(RuntimeError, match="not bound"):
+            pickle.loads(data).tell("hello")  # unpickled outside a system
+        assert pickle.loads(data) == ref
