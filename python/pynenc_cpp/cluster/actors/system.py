@@ -456,6 +456,13 @@ class ClusteredActorSystem:
         self._cells[path] = _Cell(self, name, ref, behavior)
         return ref
 
+    def singleton_ref(self, name: str) -> ActorRef[Any]:
+        """A ref to the cluster's singleton ``name`` without spawning it here (a node that
+        only talks to it: the owner is chosen among the nodes that spawned it)."""
+        if not name:
+            raise ValueError("name must not be empty")
+        return ActorRef(self, "", "", name)
+
     def _spawn_singleton(self, behavior: Singleton[M], name: str) -> ActorRef[M]:
         if name in self._factories:
             raise ValueError(f"singleton {name!r} is already spawned on this node")
