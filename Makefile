@@ -1,5 +1,5 @@
 # Developer and CI entry points. Each target installs what it needs.
-.PHONY: setup test demo wheel conformance bench bench-peers bench-cluster clean
+.PHONY: setup test demo wheel conformance bench bench-peers bench-cluster bench-actors clean
 
 setup:
 	bash scripts/setup.sh
@@ -29,6 +29,13 @@ bench-peers: setup
 # ARGS="--quick" for a smoke run.
 bench-cluster: setup
 	.venv/bin/python bench/cluster_failover.py $(ARGS)
+
+# Actors on the cluster: ask latency, failover and graceful handover of a singleton,
+# beside casty when scripts/bench_setup.sh made its venv (docs/cluster/actors.md).
+# ARGS="--quick" for a smoke run.
+bench-actors: setup
+	bash scripts/bench_setup.sh
+	.venv/bin/python bench/actors.py $(ARGS)
 
 wheel:
 	bash scripts/setup.sh
