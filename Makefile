@@ -10,9 +10,10 @@ test:
 demo: setup
 	.venv/bin/python examples/demo.py
 
-# pynenc's conformance suites only, on every backend (also part of `make test`).
+# pynenc's conformance suites only: the whole matrix, every backend in both modes
+# with every runner (`make test` runs a representative slice of it).
 conformance: setup
-	.venv/bin/python -m pytest tests_py/conformance -q -p no:cacheprovider
+	PYNENC_CPP_CONFORMANCE=full .venv/bin/python -m pytest tests_py/conformance -q -p no:cacheprovider
 
 # Benchmarks (not tests): engine beside raw databases, and cpp_mem beside pynenc.
 bench: setup

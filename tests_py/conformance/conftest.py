@@ -10,7 +10,11 @@ reason, in ``exclusions.py`` and in docs/conformance.md.
 ``CppMemNativeOrchestrator`` (each hot-path step one engine call),
 ``cpp_mem-mixed`` pynenc's own orchestration code over the native components.
 
-Environment knobs (development aids):
+Environment knobs:
+  ``PYNENC_CPP_CONFORMANCE=slice``    the representative slice ``make test`` (CI) runs:
+      every suite, each backend in one mode (cpp_mem and cpp_sqlite native,
+      cpp_redis mixed; both modes covered); ``full`` (the default, and
+      ``make conformance``) runs every backend in both modes
   ``PYNENC_CPP_BACKENDS=mem,sqlite``  which backends to parametrize (default: all built)
   ``PYNENC_CPP_MODES=native,mixed``   which modes to parametrize (default: both)
   ``PYNENC_CPP_ONLY=<component>``     swap only that component (broker,
@@ -45,6 +49,21 @@ MODES = tuple(m for m in os.environ.get("PYNENC_CPP_MODES", ",".join(ALL_MODES))
 for _mode in MODES:
     if _mode not in ALL_MODES:
         raise ValueError(f"PYNENC_CPP_MODES: unknown mode {_mode!r}; expected {ALL_MODES}")
+CONFORMANCE = os.environ.get("PYNENC_CPP_CONFORMANCE", "full")
+if CONFORMANCE not in ("full", "slice"):
+    raise ValueError(f"PYNENC_CPP_CONFORMANCE: expected 'full' or 'slice', got {CONFORMANCE!r}")
+# The slice: one mode per backend, both modes covered (docs/conformance.md).
+SLICE_MODE = {"mem": "native", "sqlite": "native", "redis": "mixed"}
+
+
+def backend_modes() -> list[tuple[str, str]]:
+    """The (backend, mode) pairs every suite runs on."""
+    return [
+        (b, m)
+        for b in BACKENDS
+        for m in MODES
+        if CONFORMANCE == "full" or SLICE_MODE[b] == m
+    ]
 
 
 def build_app(backend: str, db_path: str, redis_url: str = "", native: bool = True) -> Pynenc:
@@ -75,7 +94,7 @@ def cpp_db_path() -> Iterator[str]:
         yield os.path.join(d, "app.db")
 
 
-@pytest.fixture(params=[f"cpp_{b}-{m}" for b in BACKENDS for m in MODES])
+@pytest.fixture(params=[f"cpp_{b}-{m}" for b, m in backend_modes()])
 def app_instance(request: pytest.FixtureRequest, cpp_db_path: str) -> Pynenc:
     backend, mode = request.param.removeprefix("cpp_").split("-")
     redis_url = request.getfixturevalue("redis_url") if backend == "redis" else ""

@@ -28,7 +28,7 @@ from pynenc_tests.integration.combinations.conftest import (
 
 from pynenc_cpp import CppRunner
 from pynenc_cpp.builder import components
-from tests_py.conformance.conftest import BACKENDS, MODES
+from tests_py.conformance.conftest import backend_modes
 
 
 def _with_every_serializer(combos: list[AppComponents]) -> list[AppComponents]:
@@ -47,11 +47,11 @@ def _with_every_serializer(combos: list[AppComponents]) -> list[AppComponents]:
 def _cpp_combinations() -> list[tuple[str, str, AppComponents]]:
     """pynenc's combinations, the memory family on cpp_mem and the SQLite family
     (every runner, including process runners) on cpp_sqlite and on cpp_redis;
-    CppRunner with every serializer; each in every mode of ``MODES``."""
+    CppRunner with every serializer; each in the modes ``backend_modes()`` gives."""
     out: list[tuple[str, str, AppComponents]] = []
     for combo in _with_every_serializer(build_test_combinations()):
         backends = ("sqlite", "redis") if combo.family.is_sqlite else ("mem",)
-        out += [(b, m, combo) for b in backends if b in BACKENDS for m in MODES]
+        out += [(b, m, combo) for b, m in backend_modes() if b in backends]
     return out
 
 
