@@ -6,12 +6,11 @@
 #include <optional>
 #include <unordered_map>
 
+#include "ports/fencing.h"
 #include "pynenc_cpp/ports/generation_source.h"
 
 namespace pynenc_cpp {
 namespace {
-
-constexpr std::uint64_t kGenerationLimit = std::uint64_t{1} << 63;
 
 class MemFencedStore final : public FencedStore {
  public:
@@ -52,17 +51,10 @@ class MemFencedStore final : public FencedStore {
   }
 
   static Status Check(const std::string& key, std::uint64_t generation) {
-    if (key.empty()) return Status::InvalidArgument("fenced store: key must not be empty");
-    if (generation >= kGenerationLimit) {
-      return Status::InvalidArgument("fenced store: generation " + std::to_string(generation) +
-                                     " for key '" + key + "' is not below 2^63");
-    }
-    return Status::Ok();
+    return fencing::CheckWrite("fenced store", "key", key, generation);
   }
   static Status Stale(const std::string& key, std::uint64_t given, std::uint64_t stored) {
-    return Status::StaleGeneration("stale generation " + Generation::FromPacked(given).ToString() +
-                                   " for key '" + key + "': stored " +
-                                   Generation::FromPacked(stored).ToString());
+    return fencing::Stale("key", key, given, stored, "stored");
   }
 
   std::mutex mu_;

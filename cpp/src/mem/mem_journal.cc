@@ -6,31 +6,22 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "ports/fencing.h"
 #include "pynenc_cpp/ports/generation_source.h"
 
 namespace pynenc_cpp {
 namespace {
 
-constexpr std::uint64_t kGenerationLimit = std::uint64_t{1} << 63;
-
 Status CheckEntity(const std::string& entity) {
-  if (entity.empty()) return Status::InvalidArgument("journal: entity must not be empty");
-  return Status::Ok();
+  return fencing::CheckName("journal", "entity", entity);
 }
 
 Status Check(const std::string& entity, std::uint64_t generation) {
-  if (Status s = CheckEntity(entity); !s.ok()) return s;
-  if (generation >= kGenerationLimit) {
-    return Status::InvalidArgument("journal: generation " + std::to_string(generation) +
-                                   " for entity '" + entity + "' is not below 2^63");
-  }
-  return Status::Ok();
+  return fencing::CheckWrite("journal", "entity", entity, generation);
 }
 
 Status Stale(const std::string& entity, std::uint64_t given, std::uint64_t fence) {
-  return Status::StaleGeneration("stale generation " + Generation::FromPacked(given).ToString() +
-                                 " for entity '" + entity + "': fenced at " +
-                                 Generation::FromPacked(fence).ToString());
+  return fencing::Stale("entity", entity, given, fence, "fenced at");
 }
 
 class MemJournal final : public Journal {

@@ -3,6 +3,7 @@
 
 #include <charconv>
 
+#include "ports/fencing.h"
 #include "pynenc_cpp/ports/generation_source.h"
 
 namespace pynenc_cpp::redis {
@@ -37,15 +38,8 @@ redis.call('HSET', KEYS[1], 'term', ARGV[1], 'seq', ARGV[2])
 return {1}
 )lua");
 
-constexpr std::uint64_t kGenerationLimit = std::uint64_t{1} << 63;
-
 Status Check(const std::string& key, std::uint64_t generation) {
-  if (key.empty()) return Status::InvalidArgument("fenced store: key must not be empty");
-  if (generation >= kGenerationLimit) {
-    return Status::InvalidArgument("fenced store: generation " + std::to_string(generation) +
-                                   " for key '" + key + "' is not below 2^63");
-  }
-  return Status::Ok();
+  return fencing::CheckWrite("fenced store", "key", key, generation);
 }
 
 bool ParseU32(const std::string& text, std::uint32_t* out) {
@@ -105,9 +99,7 @@ class RedisFencedStore final : public FencedStore {
     if (v.elements.size() != 3) return Unexpected(what);
     const Generation stored{static_cast<std::uint32_t>(v.elements[1].integer),
                             static_cast<std::uint32_t>(v.elements[2].integer)};
-    return Status::StaleGeneration("stale generation " +
-                                   Generation::FromPacked(generation).ToString() + " for key '" +
-                                   key + "': stored " + stored.ToString());
+    return fencing::Stale("key", key, generation, stored.Packed(), "stored");
   }
 
   Status Failure(const std::string& what, const std::string& error) const {

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <limits>
 
+#include "ports/fencing.h"
 #include "pynenc_cpp/ports/generation_source.h"
 
 namespace pynenc_cpp::redis {
@@ -55,21 +56,14 @@ redis.call('HSET', KEYS[2], 'term', ARGV[1], 'seq', ARGV[2])
 return {1}
 )lua");
 
-constexpr std::uint64_t kGenerationLimit = std::uint64_t{1} << 63;
 constexpr std::uint64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
 Status CheckEntity(const std::string& entity) {
-  if (entity.empty()) return Status::InvalidArgument("journal: entity must not be empty");
-  return Status::Ok();
+  return fencing::CheckName("journal", "entity", entity);
 }
 
 Status Check(const std::string& entity, std::uint64_t generation) {
-  if (Status s = CheckEntity(entity); !s.ok()) return s;
-  if (generation >= kGenerationLimit) {
-    return Status::InvalidArgument("journal: generation " + std::to_string(generation) +
-                                   " for entity '" + entity + "' is not below 2^63");
-  }
-  return Status::Ok();
+  return fencing::CheckWrite("journal", "entity", entity, generation);
 }
 
 template <typename T>
@@ -254,9 +248,7 @@ class RedisJournal final : public Journal {
       if (v.elements.size() != 3) return Unexpected(what);
       const Generation fence{static_cast<std::uint32_t>(v.elements[1].integer),
                              static_cast<std::uint32_t>(v.elements[2].integer)};
-      return Status::StaleGeneration("stale generation " +
-                                     Generation::FromPacked(generation).ToString() +
-                                     " for entity '" + entity + "': fenced at " + fence.ToString());
+      return fencing::Stale("entity", entity, generation, fence.Packed(), "fenced at");
     }
     return v.elements.size() > 1 ? v.elements[1].integer : std::int64_t{-1};
   }

@@ -1,6 +1,7 @@
 // SQLite fenced store. Schema and transaction rules: sqlite_fenced_store.h.
 #include "sqlite/sqlite_fenced_store.h"
 
+#include "ports/fencing.h"
 #include "pynenc_cpp/ports/generation_source.h"
 
 namespace pynenc_cpp::sqlite {
@@ -19,21 +20,12 @@ CREATE TABLE fenced_value (
 // Version 2: nullable value (tombstones). See sqlite_fenced_store.h.
 constexpr int kSchemaVersion = 1;
 
-constexpr std::uint64_t kGenerationLimit = std::uint64_t{1} << 63;
-
 Status Check(const std::string& key, std::uint64_t generation) {
-  if (key.empty()) return Status::InvalidArgument("fenced store: key must not be empty");
-  if (generation >= kGenerationLimit) {
-    return Status::InvalidArgument("fenced store: generation " + std::to_string(generation) +
-                                   " for key '" + key + "' is not below 2^63");
-  }
-  return Status::Ok();
+  return fencing::CheckWrite("fenced store", "key", key, generation);
 }
 
 Status Stale(const std::string& key, std::uint64_t given, std::uint64_t stored) {
-  return Status::StaleGeneration("stale generation " + Generation::FromPacked(given).ToString() +
-                                 " for key '" + key + "': stored " +
-                                 Generation::FromPacked(stored).ToString());
+  return fencing::Stale("key", key, given, stored, "stored");
 }
 
 class SqliteFencedStore final : public FencedStore {

@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "ports/fencing.h"
 #include "pynenc_cpp/ports/generation_source.h"
 
 namespace pynenc_cpp::sqlite {
@@ -36,27 +37,18 @@ CREATE TABLE journal_snapshot (
 
 constexpr int kSchemaVersion = 1;
 
-constexpr std::uint64_t kGenerationLimit = std::uint64_t{1} << 63;
 constexpr std::uint64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
 Status CheckEntity(const std::string& entity) {
-  if (entity.empty()) return Status::InvalidArgument("journal: entity must not be empty");
-  return Status::Ok();
+  return fencing::CheckName("journal", "entity", entity);
 }
 
 Status Check(const std::string& entity, std::uint64_t generation) {
-  if (Status s = CheckEntity(entity); !s.ok()) return s;
-  if (generation >= kGenerationLimit) {
-    return Status::InvalidArgument("journal: generation " + std::to_string(generation) +
-                                   " for entity '" + entity + "' is not below 2^63");
-  }
-  return Status::Ok();
+  return fencing::CheckWrite("journal", "entity", entity, generation);
 }
 
 Status Stale(const std::string& entity, std::uint64_t given, std::uint64_t fence) {
-  return Status::StaleGeneration("stale generation " + Generation::FromPacked(given).ToString() +
-                                 " for entity '" + entity + "': fenced at " +
-                                 Generation::FromPacked(fence).ToString());
+  return fencing::Stale("entity", entity, given, fence, "fenced at");
 }
 
 Status Corrupt(const Conn& c, const std::string& what, const std::string& entity) {

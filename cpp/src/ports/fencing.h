@@ -1,0 +1,46 @@
+// Argument checks and error values shared by the generation-fenced backends
+// (FencedStore and Journal, on memory, SQLite and Redis), so that every backend
+// refuses the same input with the same words.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "pynenc_cpp/core/error.h"
+#include "pynenc_cpp/ports/generation_source.h"
+
+namespace pynenc_cpp::fencing {
+
+// Packed generations stay below 2^63 (signed 64-bit columns, kMaxGenerationTerm).
+inline constexpr std::uint64_t kGenerationLimit = std::uint64_t{1} << 63;
+
+// kInvalidArgument "<port>: <noun> must not be empty".
+inline Status CheckName(std::string_view port, std::string_view noun, const std::string& name) {
+  if (!name.empty()) return Status::Ok();
+  return Status::InvalidArgument(std::string(port) + ": " + std::string(noun) +
+                                 " must not be empty");
+}
+
+// CheckName, then kInvalidArgument "<port>: generation <g> for <noun> '<name>' is
+// not below 2^63".
+inline Status CheckWrite(std::string_view port, std::string_view noun, const std::string& name,
+                         std::uint64_t generation) {
+  if (Status s = CheckName(port, noun, name); !s.ok()) return s;
+  if (generation < kGenerationLimit) return Status::Ok();
+  return Status::InvalidArgument(std::string(port) + ": generation " + std::to_string(generation) +
+                                 " for " + std::string(noun) + " '" + name + "' is not below 2^63");
+}
+
+// kStaleGeneration "stale generation <given> for <noun> '<name>': <label> <stored>",
+// generations printed as term.seq (label: "stored" or "fenced at").
+inline Status Stale(std::string_view noun, const std::string& name, std::uint64_t given,
+                    std::uint64_t stored, std::string_view label) {
+  return Status::StaleGeneration(
+      "stale generation " + Generation::FromPacked(given).ToString() + " for " + std::string(noun) +
+      " '" + name + "': " + std::string(label) + " " + Generation::FromPacked(stored).ToString());
+}
+
+}  // namespace pynenc_cpp::fencing
