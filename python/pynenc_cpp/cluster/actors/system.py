@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -197,7 +197,6 @@ class _Cell:
             while True:
                 msg, msg_id, token = await self.queue.get()
                 token_box[0] = token
-                outcome = _PROCESSED
                 try:
                     behavior = await self._handle(behavior, es, msg, msg_id)
                 except _Stale:
@@ -212,7 +211,7 @@ class _Cell:
                     raise
                 except Exception:
                     logger.exception("actor %s failed on %r", self.name, type(msg).__name__)
-                self.system._ack(token, outcome)
+                self.system._ack(token, _PROCESSED)  # handled (an exception is logged, not retried)
                 token_box[0] = None
                 if isinstance(behavior, Stopped):
                     self.stopping = True
@@ -649,13 +648,3 @@ class ClusteredActorSystem:
         if self._handle is None:
             raise RuntimeError("the actor system is not started (use 'async with')")
         return self._handle
-
-
-def _check_seed(seed: Any) -> str:  # pragma: no cover - kept for callers passing odd types
-    if isinstance(seed, str):
-        return seed
-    host, port = seed
-    return f"{host}:{port}"
-
-
-__all__: Sequence[str] = ("ActorContext", "ActorRef", "AskTimeout", "ClusteredActorSystem")
