@@ -6,6 +6,8 @@
 #   * .venv-bench-pynenc03: pynenc-redis 0.3.0, the newest release, which does not
 #     run on pynenc 0.4.0 (its RedisBroker lacks 0.4.0's abstract _route_invocation),
 #     on pynenc 0.3.1 (bench/requirements-pynenc03.txt);
+#   * .venv-bench-casty: casty, the actor peer of bench/actors.py
+#     (bench/requirements-casty.txt);
 #   * psutil in .venv (S3 measures CPU time of process trees).
 # Idempotent: reinstalls only when bench/requirements-peers.txt changes.
 set -euo pipefail
@@ -36,7 +38,9 @@ make_venv() { # make_venv DIR REQUIREMENTS
 }
 make_venv .venv-bench bench/requirements-peers.txt
 make_venv .venv-bench-pynenc03 bench/requirements-pynenc03.txt
+make_venv .venv-bench-casty bench/requirements-casty.txt
 versions() { "$1/bin/python" -c 'import importlib.metadata as m, sys
 print(", ".join(f"{p} {m.version(p)}" for p in sys.argv[1:]))' "${@:2}"; }
 log "ready: .venv-bench: $(versions .venv-bench pynenc pynenc-rustvello rustvello celery rq)"
 log "ready: .venv-bench-pynenc03: $(versions .venv-bench-pynenc03 pynenc pynenc-redis)"
+log "ready: .venv-bench-casty: $(versions .venv-bench-casty casty)"
