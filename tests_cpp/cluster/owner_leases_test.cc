@@ -157,19 +157,22 @@ TEST_F(OwnerLeasesTest, UntilIsSendTimePlusLeaseMinusMargin) {
   EXPECT_EQ(N(0).extensions[0].at, sent + 2 * kDelay);
   EXPECT_EQ(N(0).extensions[0].until, sent + kLeaseMs - kMargin);
 
-  // Each later round (every heartbeat from Start) moves it to its own send time.
+  // Each later round moves it to its own send time (a round's grants all arrive
+  // 2 * kDelay after it left); rounds come at least once per heartbeat.
   world_.RunFor(3 * kHeartbeat);
-  ASSERT_EQ(N(0).extensions.size(), 4u);
-  for (int k = 1; k <= 3; ++k) {
-    EXPECT_EQ(N(0).extensions[k].until, sent + k * kHeartbeat + kLeaseMs - kMargin) << k;
-    EXPECT_EQ(N(0).extensions[k].at, sent + k * kHeartbeat + 2 * kDelay) << k;
+  ASSERT_GE(N(0).extensions.size(), 4u);
+  for (std::size_t k = 1; k < N(0).extensions.size(); ++k) {
+    const auto& e = N(0).extensions[k];
+    EXPECT_EQ(e.until, e.at - 2 * kDelay + kLeaseMs - kMargin) << k;
+    EXPECT_GT(e.at, N(0).extensions[k - 1].at) << k;
+    EXPECT_LE(e.at - N(0).extensions[k - 1].at, kHeartbeat) << k;
   }
-  // Grantors promise from when they received the request.
+  // Grantors promise from when they received the request (kDelay after it left).
   auto slot = L(1).SlotFor(kLabel);
   ASSERT_TRUE(slot.has_value());
   EXPECT_EQ(slot->holder, N(0).id);
   EXPECT_EQ(slot->generation, (Generation{1, 0}));
-  EXPECT_EQ(slot->until_ms, sent + 3 * kHeartbeat + kDelay + kLeaseMs);
+  EXPECT_EQ(slot->until_ms, N(0).extensions.back().at - kDelay + kLeaseMs);
 }
 
 TEST_F(OwnerLeasesTest, GrantsForAnOlderGenerationDoNotCount) {
@@ -217,14 +220,18 @@ TEST_F(OwnerLeasesTest, StatsCountRoundsGrantsAndExtensions) {
   EXPECT_EQ(L(0).stats().rounds, 0u);
   L(0).Acquire(kLabel, {1, 0});
   world_.RunFor(10 * kHeartbeat);
-  // Rounds at kLeaseMs (at once) and every heartbeat up to and including now.
-  EXPECT_EQ(L(0).stats().rounds, 11u);
-  // Requests of the last round are still in flight.
-  EXPECT_EQ(L(1).stats().grants_given, 10u);
-  EXPECT_EQ(L(2).stats().grants_given, 10u);
-  EXPECT_EQ(L(0).stats().grants_given, 11u);  // self-grants are immediate
-  EXPECT_EQ(L(0).stats().extensions, 10u);
-  EXPECT_EQ(N(0).extensions.size(), 10u);
+  // A round at once, one more a quarter heartbeat later (no lease yet then), then
+  // one per heartbeat; the last one's requests may still be in flight.
+  const std::uint64_t rounds = L(0).stats().rounds;
+  EXPECT_GE(rounds, 11u);
+  EXPECT_LE(rounds, 12u);
+  EXPECT_EQ(L(0).stats().grants_given, rounds);  // self-grants are immediate
+  for (int i : {1, 2}) {
+    EXPECT_GE(L(i).stats().grants_given, rounds - 1) << i;
+    EXPECT_LE(L(i).stats().grants_given, rounds) << i;
+  }
+  EXPECT_EQ(L(0).stats().extensions, N(0).extensions.size());
+  EXPECT_GE(L(0).stats().extensions, rounds - 1);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(L(i).stats().grants_refused, 0u) << i;
     EXPECT_EQ(L(i).stats().malformed, 0u) << i;

@@ -31,7 +31,15 @@ void OwnerLeases::Start() {
 
 void OwnerLeases::Arm() {
   if (timer_) env_.Cancel(*timer_);
-  timer_ = env_.After(options_.heartbeat_ms, [this] {
+  // While a wanted label has no lease yet (its previous holder's promises are
+  // running out, or its release is on the way), ask four times per heartbeat: a
+  // hand-over then waits a quarter period, not a whole one, after the release.
+  const std::int64_t now = env_.NowMs();
+  bool acquiring = false;
+  for (const auto& [label, want] : wanted_) acquiring = acquiring || want.until_ms <= now;
+  const std::int64_t period =
+      acquiring ? std::max<std::int64_t>(1, options_.heartbeat_ms / 4) : options_.heartbeat_ms;
+  timer_ = env_.After(period, [this] {
     timer_.reset();
     RequestRound();
     Arm();
@@ -61,6 +69,7 @@ void OwnerLeases::Acquire(const std::string& label, Generation generation) {
       soon_timer_.reset();
       round_soon_ = false;
       RequestRound();
+      Arm();  // at the acquiring pace from now on
     });
   }
 }

@@ -8,9 +8,9 @@
 //  * Every node keeps, per label, one promise slot {holder, generation, until}
 //    on its own NowMs(), and the highest generation it has seen for the label.
 //  * A holder (the node the coordinator told to run the label) sends, every
-//    heartbeat_ms, one LeaseRequest with every label it wants (label,
-//    generation, stopping) to every live peer, and grants itself by the same
-//    rule. Grants for one round from `quorum` distinct nodes make the label's
+//    heartbeat_ms (a quarter of it while some wanted label has no lease yet),
+//    one LeaseRequest with every label it wants (label, generation, stopping)
+//    to every live peer, and grants itself by the same rule. Grants for one round from `quorum` distinct nodes make the label's
 //    lease run until round send time + lease_ms - margin.
 //  * A node grants label L to candidate C iff: it has been up lease_ms (a
 //    restarted node may have forgotten promises), C is live in its view at the
