@@ -271,9 +271,13 @@ TEST(ClusterNode, ThreeNodesOneMasterThenGracefulHandover) {
   std::map<std::string, int> index{{"n0", 0}, {"n1", 1}, {"n2", 2}};
 
   // Exactly one node runs the work, and every node agrees on the leader.
+  // The start callback runs while its node is still activating; the node
+  // reports master once the callback has returned, so wait for that too.
   ASSERT_TRUE(WaitFor(
       [&] {
-        if (work.Running().size() != 1) return false;
+        auto r = work.Running();
+        if (r.size() != 1) return false;
+        if (nodes[index[*r.begin()]]->Status().state != SupervisorState::kMaster) return false;
         std::set<std::optional<NodeId>> leaders;
         for (auto& n : nodes) leaders.insert(n->Status().leader);
         return leaders.size() == 1 && nodes[0]->Members().size() == 3;
