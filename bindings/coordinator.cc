@@ -70,7 +70,7 @@ void InitGeneration(py::module_& m) {
 
 void InitSpecs(py::module_& m) {
   py::class_<ActorSpec>(m, "ActorSpec", "An actor spec (built by pynenc_cpp.cluster.ActorSpec).")
-      .def(py::init<>())
+      .def(py::init<>(), "An empty spec; set the fields, then submit it.")
       .def_readwrite("label", &ActorSpec::label, "Unique label.")
       .def_readwrite("actor_type", &ActorSpec::actor_type, "Registered actor type.")
       .def_property(
@@ -127,7 +127,7 @@ void InitSpecs(py::module_& m) {
 
   py::class_<SingletonSpec>(m, "SingletonSpec",
                             "A singleton spec (built by pynenc_cpp.cluster.SingletonSpec).")
-      .def(py::init<>())
+      .def(py::init<>(), "An empty spec; set the fields, then submit it.")
       .def_readwrite("label", &SingletonSpec::label, "Unique label.")
       .def_readwrite("actor_type", &SingletonSpec::actor_type, "Registered actor type.")
       .def_property(
@@ -148,7 +148,7 @@ void InitSpecs(py::module_& m) {
                      "How long a graceful move waits for the old owner to stop, ms.");
 
   py::class_<AgentFamily>(m, "AgentFamily", "An agent family as this node declares it.")
-      .def(py::init<>())
+      .def(py::init<>(), "An empty family; set the fields, then declare it.")
       .def_readwrite("scheme", &AgentFamily::scheme, "URI scheme of its agents.")
       .def_readwrite("agents", &AgentFamily::agents, "Known agent URIs.")
       .def_readwrite("supported", &AgentFamily::supported,

@@ -1069,7 +1069,10 @@ class ActorSpec:
     """
     An actor spec (built by pynenc_cpp.cluster.ActorSpec).
     """
-    def __init__(self) -> None: ...
+    def __init__(self) -> None:
+        """
+        An empty spec; set the fields, then submit it.
+        """
     @property
     def actor_type(self) -> str:
         """
@@ -1166,7 +1169,10 @@ class SingletonSpec:
     """
     A singleton spec (built by pynenc_cpp.cluster.SingletonSpec).
     """
-    def __init__(self) -> None: ...
+    def __init__(self) -> None:
+        """
+        An empty spec; set the fields, then submit it.
+        """
     @property
     def actor_type(self) -> str:
         """
@@ -1214,7 +1220,10 @@ class AgentFamily:
     """
     An agent family as this node declares it.
     """
-    def __init__(self) -> None: ...
+    def __init__(self) -> None:
+        """
+        An empty family; set the fields, then declare it.
+        """
     @property
     def agents(self) -> list[str]:
         """
