@@ -89,6 +89,9 @@ async def main() -> None:
         ref1.tell(ProcessJob("job-1"))
         ref2.tell(ProcessJob("job-2"))
 
+        # Each node's messages arrive in order, but the two nodes' messages race: ask
+        # through node-2 first (answered after job-2), then through node-1 (after job-1).
+        await node2.ask(ref2, lambda r: GetStatus(reply_to=r), timeout=5.0)
         status = await node1.ask(ref1, lambda r: GetStatus(reply_to=r), timeout=5.0)
         print(status)  # 2 jobs pending
 
