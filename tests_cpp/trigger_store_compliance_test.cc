@@ -609,7 +609,7 @@ TYPED_TEST(TriggerStoreCompliance, PurgeDropsEverything) {
 // Writers and readers of every kind at once: no crash, consistent counts.
 TYPED_TEST(TriggerStoreCompliance, ConcurrentMixedUseStaysConsistent) {
   constexpr int kThreads = 8;
-  constexpr int kPerThread = 200;
+  constexpr int kPerThread = 100;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
