@@ -40,21 +40,14 @@ class MemFencedStore final : public FencedStore {
   // Stores `value` (nullopt: a tombstone) stamped with `generation` unless the
   // key's stored generation is above it.
   Status Put(const std::string& key, std::optional<std::string> value, std::uint64_t generation) {
-    if (Status s = Check(key, generation); !s.ok()) return s;
+    if (Status s = fencing::CheckKeyWrite(key, generation); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     auto [it, inserted] = data_.try_emplace(key);
     if (!inserted && it->second.generation > generation) {
-      return Stale(key, generation, it->second.generation);
+      return fencing::StaleKey(key, generation, it->second.generation);
     }
     it->second = Entry{std::move(value), generation};
     return Status::Ok();
-  }
-
-  static Status Check(const std::string& key, std::uint64_t generation) {
-    return fencing::CheckWrite("fenced store", "key", key, generation);
-  }
-  static Status Stale(const std::string& key, std::uint64_t given, std::uint64_t stored) {
-    return fencing::Stale("key", key, given, stored, "stored");
   }
 
   std::mutex mu_;

@@ -12,30 +12,18 @@
 namespace pynenc_cpp {
 namespace {
 
-Status CheckEntity(const std::string& entity) {
-  return fencing::CheckName("journal", "entity", entity);
-}
-
-Status Check(const std::string& entity, std::uint64_t generation) {
-  return fencing::CheckWrite("journal", "entity", entity, generation);
-}
-
-Status Stale(const std::string& entity, std::uint64_t given, std::uint64_t fence) {
-  return fencing::Stale("entity", entity, given, fence, "fenced at");
-}
-
 class MemJournal final : public Journal {
  public:
   Result<std::uint64_t> Append(const std::string& entity, std::uint64_t expected_seq,
                                std::uint64_t generation,
                                const std::vector<std::string>& events) override {
-    if (Status s = Check(entity, generation); !s.ok()) return s;
+    if (Status s = fencing::CheckEntityWrite(entity, generation); !s.ok()) return s;
     if (events.empty()) {
       return Status::InvalidArgument("journal: no events to append to entity '" + entity + "'");
     }
     std::lock_guard<std::mutex> lock(mu_);
     const Entity& current = Find(entity);
-    if (generation < current.fence) return Stale(entity, generation, current.fence);
+    if (generation < current.fence) return fencing::StaleEntity(entity, generation, current.fence);
     if (current.entries.size() != expected_seq) {
       return Status::Conflict("entity '" + entity + "' is at sequence " +
                               std::to_string(current.entries.size()) + ", not " +
@@ -50,10 +38,10 @@ class MemJournal final : public Journal {
   }
 
   Result<std::uint64_t> Fence(const std::string& entity, std::uint64_t generation) override {
-    if (Status s = Check(entity, generation); !s.ok()) return s;
+    if (Status s = fencing::CheckEntityWrite(entity, generation); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     const Entity& current = Find(entity);
-    if (generation < current.fence) return Stale(entity, generation, current.fence);
+    if (generation < current.fence) return fencing::StaleEntity(entity, generation, current.fence);
     Entity& e = entities_[entity];
     e.fence = generation;
     return std::uint64_t{e.entries.size()};
@@ -61,7 +49,7 @@ class MemJournal final : public Journal {
 
   Result<std::vector<JournalEntry>> Read(const std::string& entity, std::uint64_t after_seq,
                                          std::size_t limit) override {
-    if (Status s = CheckEntity(entity); !s.ok()) return s;
+    if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<JournalEntry> out;
     const std::vector<JournalEntry>& entries = Find(entity).entries;
@@ -74,23 +62,23 @@ class MemJournal final : public Journal {
   }
 
   Result<std::uint64_t> LastSeq(const std::string& entity) override {
-    if (Status s = CheckEntity(entity); !s.ok()) return s;
+    if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     return std::uint64_t{Find(entity).entries.size()};
   }
 
   Result<std::uint64_t> FenceOf(const std::string& entity) override {
-    if (Status s = CheckEntity(entity); !s.ok()) return s;
+    if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     return Find(entity).fence;
   }
 
   Status SaveSnapshot(const std::string& entity, std::uint64_t seq, std::uint64_t generation,
                       const std::string& state) override {
-    if (Status s = Check(entity, generation); !s.ok()) return s;
+    if (Status s = fencing::CheckEntityWrite(entity, generation); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     const Entity& current = Find(entity);
-    if (generation < current.fence) return Stale(entity, generation, current.fence);
+    if (generation < current.fence) return fencing::StaleEntity(entity, generation, current.fence);
     if (seq > current.entries.size()) {
       return Status::InvalidArgument("journal: snapshot at sequence " + std::to_string(seq) +
                                      " of entity '" + entity + "' is past its last sequence " +
@@ -104,7 +92,7 @@ class MemJournal final : public Journal {
   }
 
   Result<std::optional<JournalSnapshot>> LoadSnapshot(const std::string& entity) override {
-    if (Status s = CheckEntity(entity); !s.ok()) return s;
+    if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     return Find(entity).snapshot;
   }

@@ -43,4 +43,23 @@ inline Status Stale(std::string_view noun, const std::string& name, std::uint64_
       " '" + name + "': " + std::string(label) + " " + Generation::FromPacked(stored).ToString());
 }
 
+// FencedStore's words: keys, "stored".
+inline Status CheckKeyWrite(const std::string& key, std::uint64_t generation) {
+  return CheckWrite("fenced store", "key", key, generation);
+}
+inline Status StaleKey(const std::string& key, std::uint64_t given, std::uint64_t stored) {
+  return Stale("key", key, given, stored, "stored");
+}
+
+// Journal's words: entities, "fenced at".
+inline Status CheckEntity(const std::string& entity) {
+  return CheckName("journal", "entity", entity);
+}
+inline Status CheckEntityWrite(const std::string& entity, std::uint64_t generation) {
+  return CheckWrite("journal", "entity", entity, generation);
+}
+inline Status StaleEntity(const std::string& entity, std::uint64_t given, std::uint64_t fence) {
+  return Stale("entity", entity, given, fence, "fenced at");
+}
+
 }  // namespace pynenc_cpp::fencing

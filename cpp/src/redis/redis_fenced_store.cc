@@ -5,6 +5,7 @@
 
 #include "ports/fencing.h"
 #include "pynenc_cpp/ports/generation_source.h"
+#include "redis/redis_fence_lua.h"
 
 namespace pynenc_cpp::redis {
 namespace {
@@ -13,15 +14,7 @@ namespace {
 // or of a tombstone: both keep term and seq) is above the
 // given {ARGV[1] = term, ARGV[2] = seq}, returns {0, stored term, stored seq}
 // (nothing written).
-const std::string kFenceLua = R"lua(
-local cur = redis.call('HMGET', KEYS[1], 'term', 'seq')
-if cur[1] then
-  local t, s = tonumber(cur[1]), tonumber(cur[2])
-  if not t or not s then return redis.error_reply('corrupt generation in ' .. KEYS[1]) end
-  local gt, gs = tonumber(ARGV[1]), tonumber(ARGV[2])
-  if t > gt or (t == gt and s > gs) then return {0, t, s} end
-end
-)lua";
+const std::string kFenceLua = FenceLua(1, "generation");
 
 // KEYS: the key's hash. ARGV: term, seq, value. Returns {1} when written.
 const Script kWriteScript(kFenceLua + R"lua(
@@ -38,10 +31,6 @@ redis.call('HSET', KEYS[1], 'term', ARGV[1], 'seq', ARGV[2])
 return {1}
 )lua");
 
-Status Check(const std::string& key, std::uint64_t generation) {
-  return fencing::CheckWrite("fenced store", "key", key, generation);
-}
-
 bool ParseU32(const std::string& text, std::uint32_t* out) {
   if (text.empty()) return false;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
@@ -55,7 +44,7 @@ class RedisFencedStore final : public FencedStore {
 
   Status Write(const std::string& key, const std::string& value,
                std::uint64_t generation) override {
-    if (Status s = Check(key, generation); !s.ok()) return s;
+    if (Status s = fencing::CheckKeyWrite(key, generation); !s.ok()) return s;
     const Generation g = Generation::FromPacked(generation);
     return Fenced(kWriteScript, "write", key, generation,
                   {std::to_string(g.term), std::to_string(g.seq), value});
@@ -78,7 +67,7 @@ class RedisFencedStore final : public FencedStore {
   }
 
   Status Delete(const std::string& key, std::uint64_t generation) override {
-    if (Status s = Check(key, generation); !s.ok()) return s;
+    if (Status s = fencing::CheckKeyWrite(key, generation); !s.ok()) return s;
     const Generation g = Generation::FromPacked(generation);
     return Fenced(kDeleteScript, "delete", key, generation,
                   {std::to_string(g.term), std::to_string(g.seq)});
@@ -99,7 +88,7 @@ class RedisFencedStore final : public FencedStore {
     if (v.elements.size() != 3) return Unexpected(what);
     const Generation stored{static_cast<std::uint32_t>(v.elements[1].integer),
                             static_cast<std::uint32_t>(v.elements[2].integer)};
-    return fencing::Stale("key", key, generation, stored.Packed(), "stored");
+    return fencing::StaleKey(key, generation, stored.Packed());
   }
 
   Status Failure(const std::string& what, const std::string& error) const {

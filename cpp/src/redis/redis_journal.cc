@@ -6,6 +6,7 @@
 
 #include "ports/fencing.h"
 #include "pynenc_cpp/ports/generation_source.h"
+#include "redis/redis_fence_lua.h"
 
 namespace pynenc_cpp::redis {
 namespace {
@@ -13,15 +14,7 @@ namespace {
 // The compare every writing script starts with. KEYS[2]: the fence hash. When
 // the fence is above the given {ARGV[1] = term, ARGV[2] = seq}, returns
 // {0, fence term, fence seq} (nothing written).
-const std::string kFenceLua = R"lua(
-local cur = redis.call('HMGET', KEYS[2], 'term', 'seq')
-if cur[1] then
-  local t, s = tonumber(cur[1]), tonumber(cur[2])
-  if not t or not s then return redis.error_reply('corrupt fence in ' .. KEYS[2]) end
-  local gt, gs = tonumber(ARGV[1]), tonumber(ARGV[2])
-  if t > gt or (t == gt and s > gs) then return {0, t, s} end
-end
-)lua";
+const std::string kFenceLua = FenceLua(2, "fence");
 
 // KEYS: log, fence. ARGV: term, seq, expected seq, entries (already encoded).
 // Returns {1, last seq} when appended; {2, last seq} when the log is not at the
@@ -57,14 +50,6 @@ return {1}
 )lua");
 
 constexpr std::uint64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
-
-Status CheckEntity(const std::string& entity) {
-  return fencing::CheckName("journal", "entity", entity);
-}
-
-Status Check(const std::string& entity, std::uint64_t generation) {
-  return fencing::CheckWrite("journal", "entity", entity, generation);
-}
 
 template <typename T>
 bool ParseNumber(std::string_view text, T* out) {
@@ -105,7 +90,7 @@ class RedisJournal final : public Journal {
   Result<std::uint64_t> Append(const std::string& entity, std::uint64_t expected_seq,
                                std::uint64_t generation,
                                const std::vector<std::string>& events) override {
-    if (Status s = Check(entity, generation); !s.ok()) return s;
+    if (Status s = fencing::CheckEntityWrite(entity, generation); !s.ok()) return s;
     if (events.empty()) {
       return Status::InvalidArgument("journal: no events to append to entity '" + entity + "'");
     }
@@ -130,7 +115,7 @@ class RedisJournal final : public Journal {
   }
 
   Result<std::uint64_t> Fence(const std::string& entity, std::uint64_t generation) override {
-    if (Status s = Check(entity, generation); !s.ok()) return s;
+    if (Status s = fencing::CheckEntityWrite(entity, generation); !s.ok()) return s;
     const Generation g = Generation::FromPacked(generation);
     Result<Value> r = client_->Eval(kFenceScript, {Log(entity), FenceKey(entity)},
                                     {std::to_string(g.term), std::to_string(g.seq)});
@@ -142,7 +127,7 @@ class RedisJournal final : public Journal {
 
   Result<std::vector<JournalEntry>> Read(const std::string& entity, std::uint64_t after_seq,
                                          std::size_t limit) override {
-    if (Status s = CheckEntity(entity); !s.ok()) return s;
+    if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
     std::vector<JournalEntry> out;
     if (after_seq >= kInt64Max) return out;  // no seq is above it
     // Entry seq s is at index s - 1: entries after `after_seq` start at index after_seq.
@@ -164,7 +149,7 @@ class RedisJournal final : public Journal {
   }
 
   Result<std::uint64_t> LastSeq(const std::string& entity) override {
-    if (Status s = CheckEntity(entity); !s.ok()) return s;
+    if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
     Result<Value> r = client_->Command({"LLEN", Log(entity)});
     if (!r.ok()) return r.status();
     if (r.value().is_error()) return Failure("LLEN '" + entity + "'", r.value().str);
@@ -173,7 +158,7 @@ class RedisJournal final : public Journal {
   }
 
   Result<std::uint64_t> FenceOf(const std::string& entity) override {
-    if (Status s = CheckEntity(entity); !s.ok()) return s;
+    if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
     Result<Value> r = client_->Command({"HMGET", FenceKey(entity), "term", "seq"});
     if (!r.ok()) return r.status();
     const Value& v = r.value();
@@ -187,7 +172,7 @@ class RedisJournal final : public Journal {
 
   Status SaveSnapshot(const std::string& entity, std::uint64_t seq, std::uint64_t generation,
                       const std::string& state) override {
-    if (Status s = Check(entity, generation); !s.ok()) return s;
+    if (Status s = fencing::CheckEntityWrite(entity, generation); !s.ok()) return s;
     const Generation g = Generation::FromPacked(generation);
     Result<Value> r =
         client_->Eval(kSnapshotScript, {Log(entity), FenceKey(entity), Snap(entity)},
@@ -206,7 +191,7 @@ class RedisJournal final : public Journal {
   }
 
   Result<std::optional<JournalSnapshot>> LoadSnapshot(const std::string& entity) override {
-    if (Status s = CheckEntity(entity); !s.ok()) return s;
+    if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
     Result<Value> r = client_->Command({"HMGET", Snap(entity), "at", "term", "seq", "state"});
     if (!r.ok()) return r.status();
     const Value& v = r.value();
@@ -248,7 +233,7 @@ class RedisJournal final : public Journal {
       if (v.elements.size() != 3) return Unexpected(what);
       const Generation fence{static_cast<std::uint32_t>(v.elements[1].integer),
                              static_cast<std::uint32_t>(v.elements[2].integer)};
-      return fencing::Stale("entity", entity, generation, fence.Packed(), "fenced at");
+      return fencing::StaleEntity(entity, generation, fence.Packed());
     }
     return v.elements.size() > 1 ? v.elements[1].integer : std::int64_t{-1};
   }

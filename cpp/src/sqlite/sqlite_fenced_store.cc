@@ -20,14 +20,6 @@ CREATE TABLE fenced_value (
 // Version 2: nullable value (tombstones). See sqlite_fenced_store.h.
 constexpr int kSchemaVersion = 1;
 
-Status Check(const std::string& key, std::uint64_t generation) {
-  return fencing::CheckWrite("fenced store", "key", key, generation);
-}
-
-Status Stale(const std::string& key, std::uint64_t given, std::uint64_t stored) {
-  return fencing::Stale("key", key, given, stored, "stored");
-}
-
 class SqliteFencedStore final : public FencedStore {
  public:
   SqliteFencedStore(std::shared_ptr<Database> db, std::string app_id)
@@ -66,7 +58,7 @@ class SqliteFencedStore final : public FencedStore {
   // unless the stored generation is above it, in one write transaction.
   Status Put(const std::string& key, const std::optional<std::string>& value,
              std::uint64_t generation) {
-    if (Status s = Check(key, generation); !s.ok()) return s;
+    if (Status s = fencing::CheckKeyWrite(key, generation); !s.ok()) return s;
     return db_->Write([&](Conn& c) -> Status {
       if (Status s = Fence(c, key, generation); !s.ok()) return s;
       auto q = c.Prepare(
@@ -103,7 +95,7 @@ class SqliteFencedStore final : public FencedStore {
     stmt.Rewind();
     if (stored < 0) return Corrupt(c, key, stored);
     if (static_cast<std::uint64_t>(stored) > generation) {
-      return Stale(key, generation, static_cast<std::uint64_t>(stored));
+      return fencing::StaleKey(key, generation, static_cast<std::uint64_t>(stored));
     }
     return Status::Ok();
   }

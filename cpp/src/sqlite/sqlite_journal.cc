@@ -39,18 +39,6 @@ constexpr int kSchemaVersion = 1;
 
 constexpr std::uint64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
-Status CheckEntity(const std::string& entity) {
-  return fencing::CheckName("journal", "entity", entity);
-}
-
-Status Check(const std::string& entity, std::uint64_t generation) {
-  return fencing::CheckWrite("journal", "entity", entity, generation);
-}
-
-Status Stale(const std::string& entity, std::uint64_t given, std::uint64_t fence) {
-  return fencing::Stale("entity", entity, given, fence, "fenced at");
-}
-
 Status Corrupt(const Conn& c, const std::string& what, const std::string& entity) {
   return Status::BackendFailure("sqlite '" + c.path() + "': corrupt " + what +
                                 " for journal entity '" + entity + "'");
@@ -70,7 +58,7 @@ class SqliteJournal final : public Journal {
   Result<std::uint64_t> Append(const std::string& entity, std::uint64_t expected_seq,
                                std::uint64_t generation,
                                const std::vector<std::string>& events) override {
-    if (Status s = Check(entity, generation); !s.ok()) return s;
+    if (Status s = fencing::CheckEntityWrite(entity, generation); !s.ok()) return s;
     if (events.empty()) {
       return Status::InvalidArgument("journal: no events to append to entity '" + entity + "'");
     }
@@ -78,7 +66,7 @@ class SqliteJournal final : public Journal {
     Status s = db_->Write([&](Conn& c) -> Status {
       EntityRow row;
       if (Status r = Load(c, entity, &row); !r.ok()) return r;
-      if (generation < row.fence) return Stale(entity, generation, row.fence);
+      if (generation < row.fence) return fencing::StaleEntity(entity, generation, row.fence);
       if (row.last_seq != expected_seq) {
         return Status::Conflict("entity '" + entity + "' is at sequence " +
                                 std::to_string(row.last_seq) + ", not " +
@@ -107,11 +95,11 @@ class SqliteJournal final : public Journal {
   }
 
   Result<std::uint64_t> Fence(const std::string& entity, std::uint64_t generation) override {
-    if (Status s = Check(entity, generation); !s.ok()) return s;
+    if (Status s = fencing::CheckEntityWrite(entity, generation); !s.ok()) return s;
     EntityRow row;
     Status s = db_->Write([&](Conn& c) -> Status {
       if (Status r = Load(c, entity, &row); !r.ok()) return r;
-      if (generation < row.fence) return Stale(entity, generation, row.fence);
+      if (generation < row.fence) return fencing::StaleEntity(entity, generation, row.fence);
       row.fence = generation;
       return Store(c, entity, row);
     });
@@ -121,7 +109,7 @@ class SqliteJournal final : public Journal {
 
   Result<std::vector<JournalEntry>> Read(const std::string& entity, std::uint64_t after_seq,
                                          std::size_t limit) override {
-    if (Status s = CheckEntity(entity); !s.ok()) return s;
+    if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
     std::vector<JournalEntry> out;
     if (after_seq >= kInt64Max) return out;  // no seq is above it
     // LIMIT -1: no limit.
@@ -164,11 +152,11 @@ class SqliteJournal final : public Journal {
 
   Status SaveSnapshot(const std::string& entity, std::uint64_t seq, std::uint64_t generation,
                       const std::string& state) override {
-    if (Status s = Check(entity, generation); !s.ok()) return s;
+    if (Status s = fencing::CheckEntityWrite(entity, generation); !s.ok()) return s;
     return db_->Write([&](Conn& c) -> Status {
       EntityRow row;
       if (Status r = Load(c, entity, &row); !r.ok()) return r;
-      if (generation < row.fence) return Stale(entity, generation, row.fence);
+      if (generation < row.fence) return fencing::StaleEntity(entity, generation, row.fence);
       if (seq > row.last_seq) {
         return Status::InvalidArgument("journal: snapshot at sequence " + std::to_string(seq) +
                                        " of entity '" + entity + "' is past its last sequence " +
@@ -196,7 +184,7 @@ class SqliteJournal final : public Journal {
   }
 
   Result<std::optional<JournalSnapshot>> LoadSnapshot(const std::string& entity) override {
-    if (Status s = CheckEntity(entity); !s.ok()) return s;
+    if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
     std::optional<JournalSnapshot> out;
     Status s = db_->Read([&](Conn& c) -> Status {
       auto q = c.Prepare(
@@ -218,7 +206,7 @@ class SqliteJournal final : public Journal {
 
  private:
   Result<EntityRow> ReadRow(const std::string& entity) {
-    if (Status s = CheckEntity(entity); !s.ok()) return s;
+    if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
     EntityRow row;
     Status s = db_->Read([&](Conn& c) { return Load(c, entity, &row); });
     if (!s.ok()) return s;
