@@ -207,13 +207,16 @@ def measure_failover(
     return results
 
 
-def summarize(name: str, values: list[float]) -> dict[str, float]:
-    return {
+def summarize(name: str, values: list[float]) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "n": len(values),
         "p50": percentile(values, 50),
         "p99": percentile(values, 99),
         "max": max(values),
     }
+    if len(values) <= 200:  # the per-trial figures (failover, handover) go into the JSON
+        out["samples_ms"] = [round(v, 3) for v in values]
+    return out
 
 
 def main() -> None:
