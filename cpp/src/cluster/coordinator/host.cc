@@ -201,20 +201,9 @@ void Host::BeginStop(const std::string& label, const std::string& reason) {
   if (it == instances_.end()) return;
   Instance& inst = it->second;
   switch (inst.phase) {
-    case InstancePhase::kAcquiring: {
+    case InstancePhase::kAcquiring:
       // Never started: cancel. Every waiter hears of it.
-      std::vector<Waiter> spawns, stops;
-      spawns.swap(inst.spawn_waiters);
-      stops.swap(inst.stop_waiters);
-      instances_.erase(it);
-      leases_.Drop(label, /*release=*/true);
-      Changed();
-      for (const auto& w : spawns) {
-        Answer(w, Command::Op::kSpawn, label, Status::Unavailable("cancelled: " + reason));
-      }
-      for (const auto& w : stops) Answer(w, Command::Op::kStop, label, Status::Ok());
-      return;
-    }
+      return Discard(it, Status::Unavailable("cancelled: " + reason));
     case InstancePhase::kStarting:
       inst.stop_after_start = true;
       if (inst.stop_reason.empty()) inst.stop_reason = reason;
@@ -250,15 +239,7 @@ void Host::Started(const std::string& label, Generation gen, const Status& statu
   if (!status.ok()) {
     Record("instance_failed", label, gen, status.message());
     ran_[label] = std::max(ran_[label], inst.generation);
-    std::vector<Waiter> spawns, stops;
-    spawns.swap(inst.spawn_waiters);
-    stops.swap(inst.stop_waiters);
-    instances_.erase(it);
-    leases_.Drop(label, /*release=*/true);
-    Changed();
-    for (const auto& w : spawns) Answer(w, Command::Op::kSpawn, label, status);
-    for (const auto& w : stops) Answer(w, Command::Op::kStop, label, Status::Ok());
-    return;
+    return Discard(it, status);
   }
   inst.phase = InstancePhase::kActive;
   Changed();
@@ -286,11 +267,18 @@ void Host::Stopped(const std::string& label, Generation gen) {
   Instance& inst = it->second;
   Record("instance_stop", label, inst.generation, inst.stop_reason);
   ran_[label] = std::max(ran_[label], inst.generation);
-  std::vector<Waiter> stops;
-  stops.swap(inst.stop_waiters);
+  Discard(it, Status::Unavailable("'" + label + "' stopped: " + inst.stop_reason));
+}
+
+void Host::Discard(std::map<std::string, Instance>::iterator it, const Status& spawn_answer) {
+  const std::string label = it->first;
+  std::vector<Waiter> spawns, stops;
+  spawns.swap(it->second.spawn_waiters);
+  stops.swap(it->second.stop_waiters);
   instances_.erase(it);
   leases_.Drop(label, /*release=*/true);
   Changed();
+  for (const auto& w : spawns) Answer(w, Command::Op::kSpawn, label, spawn_answer);
   for (const auto& w : stops) Answer(w, Command::Op::kStop, label, Status::Ok());
 }
 

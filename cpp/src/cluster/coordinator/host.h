@@ -145,6 +145,9 @@ class Host {
   void BeginStop(const std::string& label, const std::string& reason);
   void StartGated();
   void StopAll(const std::string& reason);
+  // Removes the instance and releases its lease; its spawn waiters get
+  // `spawn_answer`, its stop waiters Ok.
+  void Discard(std::map<std::string, Instance>::iterator it, const Status& spawn_answer);
   void Answer(const Waiter& w, coord_wire::Command::Op op, const std::string& label,
               const Status& status);
   void AnswerAll(std::vector<Waiter>& waiters, coord_wire::Command::Op op,

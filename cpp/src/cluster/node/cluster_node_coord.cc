@@ -157,35 +157,36 @@ void ClusterNodeImpl::Request(coord_wire::ClientOp op, std::string body, std::in
   }
 }
 
-std::future<pynenc_cpp::Status> ClusterNodeImpl::SubmitActor(const ActorSpec& spec, std::int64_t timeout_ms) {
+std::future<pynenc_cpp::Status> ClusterNodeImpl::Submit(const pynenc_cpp::Status& valid,
+                                                        coord_wire::ClientOp op,
+                                                        const codec::StoredSpec& stored,
+                                                        std::int64_t timeout_ms) {
   Kept<pynenc_cpp::Status> kept;
   auto f = kept.future();
-  if (auto s = ValidateActorSpec(spec); !s.ok()) {
-    kept.Set(s);
+  if (!valid.ok()) {
+    kept.Set(valid);
     return f;
   }
-  codec::StoredSpec stored;
-  stored.kind = SpecKind::kActor;
-  stored.actor = spec;
-  Request(coord_wire::ClientOp::kSubmitActor, codec::EncodeSpec(stored), timeout_ms,
+  Request(op, codec::EncodeSpec(stored), timeout_ms,
           [kept](Result<std::string> r) { kept.Set(r.status()); });
   return f;
 }
 
+std::future<pynenc_cpp::Status> ClusterNodeImpl::SubmitActor(const ActorSpec& spec,
+                                                             std::int64_t timeout_ms) {
+  codec::StoredSpec stored;
+  stored.kind = SpecKind::kActor;
+  stored.actor = spec;
+  return Submit(ValidateActorSpec(spec), coord_wire::ClientOp::kSubmitActor, stored, timeout_ms);
+}
+
 std::future<pynenc_cpp::Status> ClusterNodeImpl::SubmitSingleton(const SingletonSpec& spec,
-                                                     std::int64_t timeout_ms) {
-  Kept<pynenc_cpp::Status> kept;
-  auto f = kept.future();
-  if (auto s = ValidateSingletonSpec(spec); !s.ok()) {
-    kept.Set(s);
-    return f;
-  }
+                                                                 std::int64_t timeout_ms) {
   codec::StoredSpec stored;
   stored.kind = SpecKind::kSingleton;
   stored.singleton = spec;
-  Request(coord_wire::ClientOp::kSubmitSingleton, codec::EncodeSpec(stored), timeout_ms,
-          [kept](Result<std::string> r) { kept.Set(r.status()); });
-  return f;
+  return Submit(ValidateSingletonSpec(spec), coord_wire::ClientOp::kSubmitSingleton, stored,
+                timeout_ms);
 }
 
 std::future<pynenc_cpp::Status> ClusterNodeImpl::RemoveSpec(const std::string& label,

@@ -12,6 +12,7 @@
 
 #include "cluster/actors/inbox.h"
 #include "cluster/actors/inbox_instance.h"
+#include "cluster/coordinator/spec_codec.h"
 #include "cluster/node/activation_log.h"
 #include "cluster/node/callback_thread.h"
 #include "cluster/node/instance_runtime.h"
@@ -83,6 +84,10 @@ class ClusterNodeImpl final : public ClusterNode {
   // thread; exactly once, kUnavailable if the node stops first).
   void Request(coord_wire::ClientOp op, std::string body, std::int64_t timeout_ms,
                std::function<void(Result<std::string>)> done);
+  // SubmitActor / SubmitSingleton: `valid` (the spec's own check) or the
+  // coordinator's answer to storing `stored`.
+  std::future<pynenc_cpp::Status> Submit(const pynenc_cpp::Status& valid, coord_wire::ClientOp op,
+                                         const codec::StoredSpec& stored, std::int64_t timeout_ms);
   // Host and router hooks for the coordinator layer, and the registry push.
   void WireServices(NodeCoreOptions& o, NodeCoreHooks& h);
   void PushRegistry();  // loop thread
