@@ -5,25 +5,17 @@
 #include <map>
 #include <mutex>
 
+#include "ports/fencing.h"
+
 namespace pynenc_cpp {
 namespace {
-
-Status CheckLabel(const std::string& label) {
-  if (label.empty()) return Status::InvalidArgument("generation source: label must not be empty");
-  return Status::Ok();
-}
-
-Status CheckOwner(const std::string& owner) {
-  if (owner.empty()) return Status::InvalidArgument("generation source: owner must not be empty");
-  return Status::Ok();
-}
 
 class MemGenerationSource final : public GenerationSource {
  public:
   Result<Generation> ClaimTerm(const std::string& label, const std::string& owner,
                                std::uint32_t min_term) override {
-    if (Status s = CheckLabel(label); !s.ok()) return s;
-    if (Status s = CheckOwner(owner); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceOwner(owner); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     auto it = owners_.find(label);
     const std::uint32_t current = it == owners_.end() ? 0 : it->second.generation.term;
@@ -40,8 +32,8 @@ class MemGenerationSource final : public GenerationSource {
 
   Result<Generation> ClaimSeq(const std::string& label, const std::string& owner,
                               Generation expected) override {
-    if (Status s = CheckLabel(label); !s.ok()) return s;
-    if (Status s = CheckOwner(owner); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceOwner(owner); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     auto it = owners_.find(label);
     const std::string wanted = "label '" + label + "': expected owner '" + owner + "' at " +
@@ -61,7 +53,7 @@ class MemGenerationSource final : public GenerationSource {
   }
 
   Result<std::optional<Ownership>> Current(const std::string& label) override {
-    if (Status s = CheckLabel(label); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     auto it = owners_.find(label);
     if (it == owners_.end()) return std::optional<Ownership>();
@@ -69,14 +61,14 @@ class MemGenerationSource final : public GenerationSource {
   }
 
   Status PutSpec(const std::string& label, const std::string& spec) override {
-    if (Status s = CheckLabel(label); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     specs_[label] = spec;
     return Status::Ok();
   }
 
   Status RemoveSpec(const std::string& label) override {
-    if (Status s = CheckLabel(label); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     specs_.erase(label);
     return Status::Ok();

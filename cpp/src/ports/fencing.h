@@ -1,6 +1,6 @@
 // Argument checks and error values shared by the generation-fenced backends
-// (FencedStore and Journal, on memory, SQLite and Redis), so that every backend
-// refuses the same input with the same words.
+// (FencedStore and Journal, on memory, SQLite and Redis) and the generation
+// sources, so that every backend refuses the same input with the same words.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -22,6 +22,14 @@ inline Status CheckName(std::string_view port, std::string_view noun, const std:
   if (!name.empty()) return Status::Ok();
   return Status::InvalidArgument(std::string(port) + ": " + std::string(noun) +
                                  " must not be empty");
+}
+
+// The generation sources' label and owner checks.
+inline Status CheckSourceLabel(const std::string& label) {
+  return CheckName("generation source", "label", label);
+}
+inline Status CheckSourceOwner(const std::string& owner) {
+  return CheckName("generation source", "owner", owner);
 }
 
 // CheckName, then kInvalidArgument "<port>: generation <g> for <noun> '<name>' is

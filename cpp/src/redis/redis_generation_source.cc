@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "ports/fencing.h"
+
 namespace pynenc_cpp::redis {
 namespace {
 
@@ -53,16 +55,6 @@ end
 return out
 )lua");
 
-Status CheckLabel(const std::string& label) {
-  if (label.empty()) return Status::InvalidArgument("generation source: label must not be empty");
-  return Status::Ok();
-}
-
-Status CheckOwner(const std::string& owner) {
-  if (owner.empty()) return Status::InvalidArgument("generation source: owner must not be empty");
-  return Status::Ok();
-}
-
 bool ParseU32(std::string_view text, std::uint32_t* out) {
   if (text.empty()) return false;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
@@ -94,8 +86,8 @@ class RedisGenerationSource final : public GenerationSource {
 
   Result<Generation> ClaimTerm(const std::string& label, const std::string& owner,
                                std::uint32_t min_term) override {
-    if (Status s = CheckLabel(label); !s.ok()) return s;
-    if (Status s = CheckOwner(owner); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceOwner(owner); !s.ok()) return s;
     Result<Value> r =
         client_->Eval(kClaimTermScript, {owners_},
                       {label, owner, std::to_string(min_term), std::to_string(kMaxGenerationTerm)});
@@ -115,8 +107,8 @@ class RedisGenerationSource final : public GenerationSource {
 
   Result<Generation> ClaimSeq(const std::string& label, const std::string& owner,
                               Generation expected) override {
-    if (Status s = CheckLabel(label); !s.ok()) return s;
-    if (Status s = CheckOwner(owner); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceOwner(owner); !s.ok()) return s;
     Result<Value> r =
         client_->Eval(kClaimSeqScript, {owners_},
                       {label, owner, std::to_string(expected.term), std::to_string(expected.seq)});
@@ -147,7 +139,7 @@ class RedisGenerationSource final : public GenerationSource {
   }
 
   Result<std::optional<Ownership>> Current(const std::string& label) override {
-    if (Status s = CheckLabel(label); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
     Result<Value> r = client_->Command({"HGET", owners_, label});
     if (!r.ok()) return r.status();
     if (r.value().is_error()) return Failure("HGET", r.value().str);
@@ -158,12 +150,12 @@ class RedisGenerationSource final : public GenerationSource {
   }
 
   Status PutSpec(const std::string& label, const std::string& spec) override {
-    if (Status s = CheckLabel(label); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
     return Simple({"HSET", specs_, label, spec});
   }
 
   Status RemoveSpec(const std::string& label) override {
-    if (Status s = CheckLabel(label); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
     return Simple({"HDEL", specs_, label});
   }
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "ports/fencing.h"
+
 namespace pynenc_cpp::sqlite {
 namespace {
 
@@ -22,16 +24,6 @@ CREATE TABLE generation_spec (
 );
 )sql";
 
-Status CheckLabel(const std::string& label) {
-  if (label.empty()) return Status::InvalidArgument("generation source: label must not be empty");
-  return Status::Ok();
-}
-
-Status CheckOwner(const std::string& owner) {
-  if (owner.empty()) return Status::InvalidArgument("generation source: owner must not be empty");
-  return Status::Ok();
-}
-
 // A stored packed generation; kBackendFailure for a value no source writes.
 Status DecodeGeneration(const Conn& c, std::int64_t packed, Generation* out) {
   if (packed < 0) {
@@ -49,8 +41,8 @@ class SqliteGenerationSource final : public GenerationSource {
 
   Result<Generation> ClaimTerm(const std::string& label, const std::string& owner,
                                std::uint32_t min_term) override {
-    if (Status s = CheckLabel(label); !s.ok()) return s;
-    if (Status s = CheckOwner(owner); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceOwner(owner); !s.ok()) return s;
     Generation claimed;
     Status s = db_->Write([&](Conn& c) -> Status {
       std::optional<Ownership> stored;
@@ -70,8 +62,8 @@ class SqliteGenerationSource final : public GenerationSource {
 
   Result<Generation> ClaimSeq(const std::string& label, const std::string& owner,
                               Generation expected) override {
-    if (Status s = CheckLabel(label); !s.ok()) return s;
-    if (Status s = CheckOwner(owner); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceOwner(owner); !s.ok()) return s;
     Generation claimed;
     Status s = db_->Write([&](Conn& c) -> Status {
       std::optional<Ownership> stored;
@@ -95,7 +87,7 @@ class SqliteGenerationSource final : public GenerationSource {
   }
 
   Result<std::optional<Ownership>> Current(const std::string& label) override {
-    if (Status s = CheckLabel(label); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
     std::optional<Ownership> stored;
     Status s = db_->Read([&](Conn& c) -> Status { return Load(c, label, &stored); });
     if (!s.ok()) return s;
@@ -103,7 +95,7 @@ class SqliteGenerationSource final : public GenerationSource {
   }
 
   Status PutSpec(const std::string& label, const std::string& spec) override {
-    if (Status s = CheckLabel(label); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
     return db_->Write([&](Conn& c) -> Status {
       auto q = c.Prepare(
           "INSERT INTO generation_spec (app_id, label, spec) VALUES (?, ?, ?)"
@@ -114,7 +106,7 @@ class SqliteGenerationSource final : public GenerationSource {
   }
 
   Status RemoveSpec(const std::string& label) override {
-    if (Status s = CheckLabel(label); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
     return db_->Write([&](Conn& c) -> Status {
       auto q = c.Prepare("DELETE FROM generation_spec WHERE app_id = ? AND label = ?");
       if (!q.ok()) return q.status();
