@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/coordinator/messages.h"
 #include "sim/coord_cluster.h"
 
 namespace pynenc_cpp::cluster {
@@ -61,6 +62,10 @@ class Runtime {
         const auto dash = item.payload.find('-');
         handled.push_back({node, it->second, std::stoi(item.payload.substr(1, dash - 1)),
                            std::stoi(item.payload.substr(dash + 1))});
+        if (hold) {  // a slow handler: answered later (Release)
+          held_.push_back({node, item.token});
+          break;
+        }
         c_.Ack(node, item.token, LabelOutcome::kProcessed);
         break;
       }
@@ -68,10 +73,17 @@ class Runtime {
         break;
     }
   }
+  void Release() {
+    hold = false;
+    for (const auto& [node, token] : held_) c_.Ack(node, token, LabelOutcome::kProcessed);
+    held_.clear();
+  }
   std::vector<Handled> handled;
+  bool hold = false;
 
  private:
   CoordCluster& c_;
+  std::vector<std::pair<int, std::uint64_t>> held_;
   std::map<std::pair<int, std::string>, Generation> running_;
 };
 
@@ -205,6 +217,44 @@ TEST(SimActors, BufferWhileNoOwnerIsBoundedAndDeliveredInOrderLater) {
   ASSERT_TRUE(c.RunUntilWithRuntime([&] { return Drained(c, {1}); }, 30'000));
   CheckDelivery(rt, sent);
   ASSERT_EQ(rt.handled.size(), 1'000u);  // no owner before: nothing handled twice
+}
+
+
+// A running instance re-granted under a higher seq (a new leader's re-grant) is
+// the same instance: a message it was handed but had not answered yet is not
+// handed to it again when the sender re-sends it.
+TEST(SimActors, ARegrantDoesNotHandTheSameMessageTwice) {
+  CoordParams p;
+  p.with_inbox = true;
+  CoordCluster c(64, {Node("edge"), Node("worker"), Node("worker")}, p);
+  Runtime rt(c);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntilWithRuntime([&] { return c.Leader().has_value(); }, 20'000));
+  ASSERT_TRUE(c.SubmitSingleton(0, Single(SingletonAnchor::Node(c.id(1)))).ok());
+  ASSERT_TRUE(c.RunUntilWithRuntime([&] { return c.Converged({"counter"}); }, 20'000));
+  auto gen = c.core(1).services().host().ActiveGeneration("counter");
+  ASSERT_TRUE(gen);
+  rt.hold = true;
+  ASSERT_TRUE(c.SendLabel(0, "counter", "s0-1").ok());
+  ASSERT_TRUE(c.RunUntilWithRuntime([&] { return rt.handled.size() == 1; }, 5'000));
+
+  coord_wire::Command regrant;
+  regrant.op = coord_wire::Command::Op::kSpawn;
+  regrant.request_id = 1'000'000;
+  regrant.label = "counter";
+  regrant.generation = Generation{gen->term, gen->seq + 1};
+  regrant.kind = SpecKind::kSingleton;
+  regrant.actor_type = "worker";
+  c.core(1).services().host().OnCommand(c.address(0), regrant);
+  ASSERT_EQ(c.core(1).services().host().ActiveGeneration("counter"), regrant.generation);
+  // Past several re-send intervals: the sender re-sent the unanswered message.
+  c.RunWithRuntime(7'000);
+  EXPECT_GT(c.core(0).services().mailer().Stats().label_resent, 0u);
+  EXPECT_EQ(rt.handled.size(), 1u) << "the re-granted instance was handed the message again";
+  rt.Release();
+  ASSERT_TRUE(c.RunUntilWithRuntime([&] { return Drained(c, {0}); }, 10'000));
+  CheckDelivery(rt, {{0, 1}});
+  EXPECT_EQ(rt.handled.size(), 1u);
 }
 
 }  // namespace

@@ -163,8 +163,11 @@ void Mailer::Reply(const Address& to, const LabelEnvelope& e, LabelOutcome outco
 void Mailer::OnEnvelope(const Address& from, const LabelEnvelope& e) {
   const std::optional<Generation> gen = host_.ActiveGeneration(e.label);
   if (!gen || !inbox_) return Reply(from, e, LabelOutcome::kNotHere);
+  // A new instance is a new conversation; a re-grant (same instance, higher
+  // generation) is not: what it was handed stays handed.
+  const Generation instance = *host_.StartedGeneration(e.label);
   Peer& peer = peers_[{e.label, from, e.sender_epoch}];
-  if (peer.generation != *gen) peer = Peer{*gen, 0, 0};  // a new instance: a new conversation
+  if (peer.instance != instance) peer = Peer{instance, 0, 0};
   if (peer.processed != 0 && e.seq <= peer.processed) {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.label_duplicates;

@@ -97,7 +97,7 @@ class Mailer {
   };
   // Receiver state per (label, sender address, sender epoch), for one instance.
   struct Peer {
-    Generation generation;
+    Generation instance;          // the instance's start generation
     std::uint64_t handed = 0;     // highest seq handed to the inbox
     std::uint64_t processed = 0;  // highest seq acknowledged as handled
   };

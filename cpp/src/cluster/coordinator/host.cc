@@ -420,6 +420,12 @@ std::optional<Generation> Host::ActiveGeneration(const std::string& label) const
   return it->second.generation;
 }
 
+std::optional<Generation> Host::StartedGeneration(const std::string& label) const {
+  auto it = instances_.find(label);
+  if (it == instances_.end() || it->second.phase != InstancePhase::kActive) return std::nullopt;
+  return it->second.started_generation;
+}
+
 Generation Host::KnownGeneration(const std::string& label) const {
   auto it = known_.find(label);
   return it == known_.end() ? Generation{} : it->second;

@@ -114,6 +114,9 @@ class Host {
   std::vector<coord_wire::InstanceInfo> Instances() const;
   // True while `label` runs here (active), with its generation.
   std::optional<Generation> ActiveGeneration(const std::string& label) const;
+  // The generation the active instance of `label` started under (a re-grant
+  // changes ActiveGeneration, not this): it names the instance's lifetime.
+  std::optional<Generation> StartedGeneration(const std::string& label) const;
   Generation KnownGeneration(const std::string& label) const;
   std::uint64_t report_seq() const { return report_seq_; }
   bool Gated() const;  // quorum held for stabilize_ms
