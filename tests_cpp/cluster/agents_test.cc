@@ -84,12 +84,14 @@ TEST(AgentFamilyValidate, RejectsBadSupported) {
   ExpectInvalid(f, "supported: duplicate");
 }
 
-TEST(AgentFamilyValidate, RejectsNonPositiveDrain) {
+TEST(AgentFamilyValidate, RejectsADrainOutOfRange) {
   auto f = Family();
   f.drain_timeout_ms = 0;
   ExpectInvalid(f, "drain_timeout_ms");
   f.drain_timeout_ms = -5;
   ExpectInvalid(f, "-5");
+  f.drain_timeout_ms = kMaxDrainTimeoutMs + 1;
+  ExpectInvalid(f, "<= 86400000");
 }
 
 // ---- DistributeEvenly ----

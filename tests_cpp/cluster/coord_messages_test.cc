@@ -30,7 +30,7 @@ AgentFamily SampleFamily(bool supported) {
   f.agents = {"queue://a", "queue://b", "queue://" + kBinary};
   if (supported) f.supported = std::vector<std::string>{"queue://b"};
   f.distribution = supported ? Distribution::kEvenlyByCapability : Distribution::kEvenly;
-  f.drain_timeout_ms = supported ? 1 : 123'456'789'012;
+  f.drain_timeout_ms = supported ? 1 : kMaxDrainTimeoutMs;
   return f;
 }
 
@@ -44,7 +44,7 @@ std::vector<cw::Message> Samples() {
   spawn.kind = SpecKind::kAgent;
   spawn.actor_type = "worker";
   spawn.state = kBinary + std::string(70'000, '\0') + kBinary;  // larger than a u16
-  spawn.drain_ms = kI64Min;
+  spawn.drain_ms = kMaxDrainTimeoutMs;
   spawn.reason = "";
   out.push_back(spawn);
   cw::Command stop;
@@ -437,6 +437,25 @@ StoredSpec FullActor() {
   a.strategy.node = std::string(32, 'e');
   return s;
 }
+// Drain timeouts outside 0..kMaxDrainTimeoutMs (a day) are refused from the
+// wire and from storage: deadlines computed from them could overflow.
+TEST(CoordWire, RejectsOutOfRangeDrainTimeouts) {
+  for (std::int64_t bad : {std::int64_t{-1}, kMaxDrainTimeoutMs + 1, kI64Min}) {
+    cw::Command cmd{cw::Command::Op::kSpawn, 1, "ab", {1, 1}, SpecKind::kActor, "t", "", bad, ""};
+    auto [type, payload] = cw::Encode(cmd);
+    ExpectRejected(type, payload, "command drain " + std::to_string(bad));
+    cw::Report report;
+    report.families = {SampleFamily(false)};
+    report.families[0].drain_timeout_ms = bad;
+    auto [rtype, rpayload] = cw::Encode(report);
+    ExpectRejected(rtype, rpayload, "family drain " + std::to_string(bad));
+  }
+  cw::Report report;
+  report.families = {SampleFamily(false)};
+  report.families[0].drain_timeout_ms = 0;
+  auto [rtype, rpayload] = cw::Encode(report);
+  ExpectRejected(rtype, rpayload, "family drain 0");
+}
 
 StoredSpec FullSingleton() {
   StoredSpec s;
@@ -521,6 +540,20 @@ void ExpectEveryPrefixRejected(const std::string& bytes, Decode decode, const st
   auto r = decode(bytes + std::string(1, '\0'));
   ASSERT_FALSE(r.ok()) << what << " trailing byte";
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(SpecCodec, RejectsAStoredDrainTimeoutOutOfRange) {
+  auto s = FullSingleton();
+  for (std::int64_t bad : {std::int64_t{0}, std::int64_t{-1}, kMaxDrainTimeoutMs + 1}) {
+    s.singleton.drain_timeout_ms = bad;
+    auto back = codec::DecodeSpec(codec::EncodeSpec(s));
+    EXPECT_FALSE(back.ok()) << bad;
+    s.singleton.drain_timeout_ms = bad;
+    EXPECT_FALSE(ValidateSingletonSpec(s.singleton).ok()) << bad;
+  }
+  s.singleton.drain_timeout_ms = kMaxDrainTimeoutMs;
+  EXPECT_TRUE(codec::DecodeSpec(codec::EncodeSpec(s)).ok());
+  EXPECT_TRUE(ValidateSingletonSpec(s.singleton).ok());
 }
 
 TEST(SpecCodec, RejectsEveryTruncationAndTrailingByte) {

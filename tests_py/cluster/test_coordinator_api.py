@@ -61,6 +61,7 @@ WAIT = 30.0
         (lambda: ActorSpec("a", "t", strategy="random"), "strategy"),  # type: ignore[arg-type]
         (lambda: SingletonAnchor("class"), "anchor"),
         (lambda: SingletonSpec("s", "t", drain_timeout_s=0), "drain_timeout_s"),
+        (lambda: SingletonSpec("s", "t", drain_timeout_s=86_401), "drain_timeout_s"),
         (lambda: AgentFamily("proj", ("proj://a",), distribution="round_robin"), "distribution"),  # type: ignore[arg-type]
     ],
 )

@@ -37,6 +37,7 @@ DistributionKind = Literal["evenly", "evenly_by_capability"]
 _MAX_LABEL = 1024
 _MAX_TYPE = 256
 _MAX_STATE = 128 * 1024
+_MAX_DRAIN_MS = 86_400_000  # kMaxDrainTimeoutMs (cluster/types.h)
 
 
 def _ms(seconds: float, what: str) -> int:
@@ -257,8 +258,10 @@ class SingletonSpec:
         _bytes(self.state, "state")
         if not isinstance(self.anchor, SingletonAnchor):
             raise ValueError(f"anchor must be a SingletonAnchor, got {self.anchor!r}")
-        if _ms(self.drain_timeout_s, "drain_timeout_s") <= 0:
-            raise ValueError(f"drain_timeout_s must be > 0, got {self.drain_timeout_s!r}")
+        if not 0 < _ms(self.drain_timeout_s, "drain_timeout_s") <= _MAX_DRAIN_MS:
+            raise ValueError(
+                f"drain_timeout_s must be > 0 and <= 86400 (a day), got {self.drain_timeout_s!r}"
+            )
 
     def _to_core(self) -> _core.SingletonSpec:
         o = _core.SingletonSpec()
@@ -292,8 +295,10 @@ class AgentFamily:
             raise ValueError(
                 f"distribution must be evenly or evenly_by_capability, got {self.distribution!r}"
             )
-        if _ms(self.drain_timeout_s, "drain_timeout_s") <= 0:
-            raise ValueError(f"drain_timeout_s must be > 0, got {self.drain_timeout_s!r}")
+        if not 0 < _ms(self.drain_timeout_s, "drain_timeout_s") <= _MAX_DRAIN_MS:
+            raise ValueError(
+                f"drain_timeout_s must be > 0 and <= 86400 (a day), got {self.drain_timeout_s!r}"
+            )
 
     def _to_core(self) -> _core.AgentFamily:
         o = _core.AgentFamily()

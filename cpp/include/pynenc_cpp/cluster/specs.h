@@ -167,7 +167,8 @@ struct LabelPlacement {
 // node, a constraint naming the spec's own label.
 Status ValidateActorSpec(const ActorSpec& spec);
 // kInvalidArgument naming the field: empty or oversized label / actor type,
-// oversized state, a Class/Node anchor without a value, drain_timeout_ms <= 0.
+// oversized state, a Class/Node anchor without a value, drain_timeout_ms <= 0 or above
+// kMaxDrainTimeoutMs.
 Status ValidateSingletonSpec(const SingletonSpec& spec);
 
 }  // namespace pynenc_cpp::cluster

@@ -37,8 +37,9 @@ Status ValidateAgentFamily(const AgentFamily& f) {
       if (!sup.insert(a).second) return Status::InvalidArgument("supported: duplicate '" + a + "'");
     }
   }
-  if (f.drain_timeout_ms <= 0) {
-    return Status::InvalidArgument("drain_timeout_ms: must be > 0 (got " +
+  if (f.drain_timeout_ms <= 0 || f.drain_timeout_ms > kMaxDrainTimeoutMs) {
+    return Status::InvalidArgument("drain_timeout_ms: must be > 0 and <= " +
+                                   std::to_string(kMaxDrainTimeoutMs) + " (got " +
                                    std::to_string(f.drain_timeout_ms) + ")");
   }
   return Status::Ok();

@@ -64,7 +64,8 @@ bool GetFamily(ByteReader& r, AgentFamily& f) {
     if (!GetStrings(r, s, kMaxLabelBytes)) return false;
     f.supported = std::move(s);
   }
-  return GetEnum(r, f.distribution, 1) && r.I64(f.drain_timeout_ms);
+  return GetEnum(r, f.distribution, 1) && r.I64(f.drain_timeout_ms) &&
+         f.drain_timeout_ms > 0 && f.drain_timeout_ms <= kMaxDrainTimeoutMs;
 }
 
 struct EncodeVisitor {
@@ -215,7 +216,8 @@ bool DecodeBody(ByteReader& r, Command& m) {
   return GetEnum(r, m.op, 1) && r.U64(m.request_id) && r.Str(m.label, kMaxLabelBytes) &&
          GetGeneration(r, m.generation) && GetEnum(r, m.kind, 2) &&
          r.Str(m.actor_type, kMaxActorTypeBytes) && r.Str(m.state, kMaxPayloadBytes) &&
-         r.I64(m.drain_ms) && r.Str(m.reason, kMaxReasonBytes);
+         r.I64(m.drain_ms) && m.drain_ms >= 0 && m.drain_ms <= kMaxDrainTimeoutMs &&
+         r.Str(m.reason, kMaxReasonBytes);
 }
 bool DecodeBody(ByteReader& r, Ack& m) {
   return r.U64(m.request_id) && GetEnum(r, m.op, 1) && r.Str(m.label, kMaxLabelBytes) &&

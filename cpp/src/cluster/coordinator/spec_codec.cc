@@ -105,7 +105,8 @@ void PutSingleton(ByteWriter& w, const SingletonSpec& s) {
 bool GetSingleton(ByteReader& r, SingletonSpec& s) {
   return r.Str(s.label, kMaxLabelBytes) && r.Str(s.actor_type, kMaxActorTypeBytes) &&
          r.Str(s.state, kMaxStateBytes) && GetEnum(r, s.anchor.kind, 2) &&
-         r.Str(s.anchor.value, kMaxMetaBytes) && r.I64(s.drain_timeout_ms);
+         r.Str(s.anchor.value, kMaxMetaBytes) && r.I64(s.drain_timeout_ms) &&
+         s.drain_timeout_ms > 0 && s.drain_timeout_ms <= kMaxDrainTimeoutMs;
 }
 
 Status Malformed(std::string_view what) {

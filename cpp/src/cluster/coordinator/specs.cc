@@ -127,8 +127,9 @@ Status ValidateSingletonSpec(const SingletonSpec& spec) {
     return Status::InvalidArgument("anchor: " + std::string(AnchorName(spec.anchor.kind)) +
                                    " anchor needs a value");
   }
-  if (spec.drain_timeout_ms <= 0) {
-    return Status::InvalidArgument("drain_timeout_ms: must be > 0 (got " +
+  if (spec.drain_timeout_ms <= 0 || spec.drain_timeout_ms > kMaxDrainTimeoutMs) {
+    return Status::InvalidArgument("drain_timeout_ms: must be > 0 and <= " +
+                                   std::to_string(kMaxDrainTimeoutMs) + " (got " +
                                    std::to_string(spec.drain_timeout_ms) + ")");
   }
   return Status::Ok();

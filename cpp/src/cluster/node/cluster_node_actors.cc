@@ -20,8 +20,9 @@ std::vector<InboxItem> ClusterNodeImpl::DrainInbox(std::size_t max) {
 pynenc_cpp::Status ClusterNodeImpl::RegisterInboxActorType(const std::string& actor_type,
                                                            std::int64_t stop_timeout_ms) {
   if (standalone_) return NoCluster();
-  if (stop_timeout_ms <= 0) {
-    return pynenc_cpp::Status::InvalidArgument("stop_timeout_ms: must be > 0");
+  if (stop_timeout_ms <= 0 || stop_timeout_ms > kMaxDrainTimeoutMs + 60'000) {
+    return pynenc_cpp::Status::InvalidArgument("stop_timeout_ms: must be > 0 and <= " +
+                                               std::to_string(kMaxDrainTimeoutMs + 60'000));
   }
   return RegisterActorType(actor_type, MakeInboxFactory(*inbox_, stop_latch_, stop_timeout_ms));
 }
