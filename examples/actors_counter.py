@@ -61,7 +61,9 @@ def counter(journal: SqliteJournal) -> Behavior[Any]:
     async def on_command(ctx: ActorContext[Any], state: int, msg: Any) -> Behavior[Any]:
         match msg:
             case Increment(reply_to):
-                reply_to.tell(state + 1)  # sent once the event is in the journal
+                # Sent once the event is in the journal. A command re-sent after a
+                # failover (ctx.duplicate) finds its event already counted in `state`.
+                reply_to.tell(state if ctx.duplicate else state + 1)
                 return Behaviors.persisted([Incremented()])
             case GetCount(reply_to):
                 reply_to.tell(state)

@@ -55,7 +55,7 @@ def counter(journal: SqliteJournal) -> Behavior[Any]:
     async def on_command(ctx: ActorContext[Any], state: int, msg: Any) -> Behavior[Any]:
         match msg:
             case Increment(reply_to):
-                reply_to.tell(state + 1)
+                reply_to.tell(state if ctx.duplicate else state + 1)
                 return Behaviors.persisted([Incremented()])
             case GetCount(reply_to):
                 reply_to.tell(state)

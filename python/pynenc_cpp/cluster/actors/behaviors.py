@@ -34,7 +34,7 @@ class Behavior[M]:
 
 @dataclass(frozen=True)
 class Receive[M](Behavior[M]):
-    handler: Callable[[ActorContext[M], M], Awaitable[Behavior[M]] | Behavior[M]]
+    handler: Callable[[ActorContext[M], M], Awaitable[Behavior[M] | None] | Behavior[M] | None]
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,9 @@ class EventSourced[M, S, E](Behavior[M]):
     journal: Journal
     initial_state: S
     on_event: Callable[[S, E], S]
-    on_command: Callable[[ActorContext[M], S, M], Awaitable[Behavior[M]] | Behavior[M]]
+    on_command: Callable[
+        [ActorContext[M], S, M], Awaitable[Behavior[M] | None] | Behavior[M] | None
+    ]
     snapshot_every: int = 0  # 0: never; N: a snapshot every N entries
 
 
@@ -83,9 +85,9 @@ class Behaviors:
 
     @staticmethod
     def receive(
-        handler: Callable[[ActorContext[M], M], Awaitable[Behavior[M]] | Behavior[M]],
+        handler: Callable[[ActorContext[M], M], Awaitable[Behavior[M] | None] | Behavior[M] | None],
     ) -> Behavior[M]:
-        """``handler(ctx, msg)`` (sync or async) returns the next behaviour."""
+        """``handler(ctx, msg)`` (sync or async) returns the next behaviour (None: the same)."""
         return Receive(handler)
 
     @staticmethod
@@ -114,11 +116,17 @@ class Behaviors:
         ``anchor``: ``"leader"`` (the elected leader), ``"class:<node class>"`` (the
         oldest node of that class) or ``"node:<node id>"``. Spawn it with the same
         name on every node; each spawn returns a ref that reaches the one instance.
+        A behaviour that stops (``Behaviors.stopped()``) or fails to start is built
+        again by ``factory()`` on the same node after a back-off (0.1 s doubling to
+        30 s); messages wait for it. ``drain_timeout_s`` (at most a day) bounds how
+        long a stopping instance may take to finish its current message.
         """
         if anchor != "leader" and not anchor.startswith(("class:", "node:")):
             raise ValueError(f"anchor must be 'leader', 'class:<c>' or 'node:<id>', got {anchor!r}")
-        if drain_timeout_s <= 0:
-            raise ValueError(f"drain_timeout_s must be > 0, got {drain_timeout_s!r}")
+        if not 0 < drain_timeout_s <= 86_400:
+            raise ValueError(
+                f"drain_timeout_s must be > 0 and <= 86400 (a day), got {drain_timeout_s!r}"
+            )
         return Singleton(factory, anchor, drain_timeout_s)
 
     @staticmethod
@@ -127,7 +135,9 @@ class Behaviors:
         journal: Journal,
         initial_state: S,
         on_event: Callable[[S, E], S],
-        on_command: Callable[[ActorContext[M], S, M], Awaitable[Behavior[M]] | Behavior[M]],
+        on_command: Callable[
+            [ActorContext[M], S, M], Awaitable[Behavior[M] | None] | Behavior[M] | None
+        ],
         *,
         snapshot_every: int = 0,
     ) -> Behavior[M]:
@@ -135,7 +145,9 @@ class Behaviors:
 
         ``on_command(ctx, state, msg)`` returns ``Behaviors.persisted(events)`` to append
         events (then applied with ``on_event``) or ``Behaviors.same()``. Messages the
-        command sends (replies) leave only once its events are in the journal. Inside a
+        command sends with ``tell`` (replies) leave only once its events are in the
+        journal (an ``ask`` it makes is sent at once). ``ctx.duplicate`` is True while it
+        handles a re-sent command whose events the journal already holds. Inside a
         singleton the journal is fenced with the instance's generation: a stale instance
         can neither append nor reply.
         """

@@ -47,13 +47,32 @@ _PROCESSED, _DUPLICATE, _NOT_HERE, _REJECTED = range(4)
 
 # The system that is deserializing (or running a behaviour): refs unpickled
 # there bind to it. Messages a command of an event-sourced actor sends are held
-# here until its events are in the journal.
+# (with the task running the command: tasks it starts send at once) until its
+# events are in the journal.
 _current_system: contextvars.ContextVar[ClusteredActorSystem | None] = contextvars.ContextVar(
     "pynenc_cpp_actor_system", default=None
 )
-_deferred: contextvars.ContextVar[list[tuple[ActorRef[Any], Any]] | None] = contextvars.ContextVar(
+_Held = list[tuple["ActorRef[Any]", Any]]
+_deferred: contextvars.ContextVar[tuple[asyncio.Task[Any], _Held] | None] = contextvars.ContextVar(
     "pynenc_cpp_actor_deferred", default=None
 )
+
+# A singleton behaviour that stopped or failed to start is built again after this
+# back-off (doubling up to the maximum while it keeps failing).
+_RESTART_FIRST_S = 0.1
+_RESTART_MAX_S = 30.0
+
+
+def _held_here() -> _Held | None:
+    """The messages held by the event-sourced command running in this very task, if any."""
+    d = _deferred.get()
+    if d is None:
+        return None
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop (another thread)
+        return None
+    return d[1] if task is d[0] else None
 
 
 class AskTimeout(TimeoutError):
@@ -129,6 +148,13 @@ class ActorContext[M]:
         return self._cell.generation
 
     @property
+    def duplicate(self) -> bool:
+        """True while an event-sourced ``on_command`` handles a re-sent command whose
+        events the journal already holds (the state already includes them; nothing
+        is appended again): reply from the state as it is."""
+        return self._cell.duplicate
+
+    @property
     def log(self) -> logging.Logger:
         return logger.getChild(self._cell.name)
 
@@ -152,80 +178,121 @@ _APPLIED_WINDOW = 100_000  # message ids remembered for de-duplication
 
 
 class _Cell:
-    """One running actor: a mailbox and the task that handles it."""
+    """One running actor: a mailbox and the task that handles it.
+
+    A singleton instance's cell has a ``factory``: a behaviour that stops or fails to
+    start is built again after a back-off, and its queued messages wait for it.
+    """
 
     def __init__(
         self,
         system: ClusteredActorSystem,
         name: str,
         ref: ActorRef[Any],
-        behavior: Behavior[Any],
+        behavior: Behavior[Any] | None,
         generation: Generation | None = None,
+        *,
+        factory: Callable[[], Behavior[Any]] | None = None,
+        drain_s: float = 5.0,
     ) -> None:
         self.system = system
         self.name = name
         self.ref = ref
         self.generation = generation
+        self.factory = factory
+        self.drain_s = drain_s
         self.queue: asyncio.Queue[tuple[Any, str | None, int | None]] = asyncio.Queue()
         self.stopping = False
+        self.busy = False  # handling a message
+        self.duplicate = False  # see ActorContext.duplicate
         self.ctx: ActorContext[Any] = ActorContext(self)
+        # A context of its own: nothing of the spawning task's context leaks in.
         self.task = asyncio.get_running_loop().create_task(
-            self._run(behavior), name=f"actor {name}"
+            self._run(behavior), name=f"actor {name}", context=contextvars.Context()
         )
 
     def enqueue(self, msg: Any, msg_id: str | None = None, token: int | None = None) -> None:
         self.queue.put_nowait((msg, msg_id, token))
 
     async def stop(self) -> None:
-        """Lets the message being handled finish; the ones still queued are not handled."""
+        """Lets the message being handled finish (up to ``drain_s``); the ones still
+        queued are answered "not here" (their senders give them to the next owner)."""
         if not self.stopping:
             self.stopping = True
+            if self.busy and not self.task.done():
+                await asyncio.wait({self.task}, timeout=self.drain_s)
             self.task.cancel()
-        try:
-            await self.task
-        except asyncio.CancelledError:
-            pass
+        await asyncio.wait({self.task})  # the caller's own cancellation still propagates
+        self._reject_queued()
+
+    def _reject_queued(self) -> None:
         while not self.queue.empty():
             _, _, token = self.queue.get_nowait()
             if token is not None:
                 self.system._ack(token, _NOT_HERE)
 
-    async def _run(self, behavior: Behavior[Any]) -> None:
-        token_box: list[int | None] = [None]
+    async def _run(self, behavior: Behavior[Any] | None) -> None:
+        current: list[int | None] = [None]  # the token of the message being handled
+        delay = _RESTART_FIRST_S
         try:
-            behavior, es = await self._start(behavior)
             while True:
-                msg, msg_id, token = await self.queue.get()
-                token_box[0] = token
-                try:
-                    behavior = await self._handle(behavior, es, msg, msg_id)
-                except _Stale:
-                    self.system._ack(token, _NOT_HERE)
-                    token_box[0] = None
-                    logger.error(
-                        "%s: the journal refused an append; this instance is stale", self.name
-                    )
-                    self.stopping = True
+                outcome = await self._life(behavior, current)
+                if outcome in ("stale", "stop") or self.factory is None or self.stopping:
                     return
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    logger.exception("actor %s failed on %r", self.name, type(msg).__name__)
-                self.system._ack(token, _PROCESSED)  # handled (an exception is logged, not retried)
-                token_box[0] = None
-                if isinstance(behavior, Stopped):
-                    self.stopping = True
-                    return
+                wait = _RESTART_FIRST_S if outcome == "stopped" else delay
+                delay = _RESTART_FIRST_S if outcome == "stopped" else min(2 * delay, _RESTART_MAX_S)
+                logger.warning(
+                    "singleton %s %s; its factory builds it again in %.1f s",
+                    self.name,
+                    "stopped" if outcome == "stopped" else "failed to start",
+                    wait,
+                )
+                await asyncio.sleep(wait)
+                behavior = None  # built by the factory
         except asyncio.CancelledError:
             # Cancelled while handling a message: it was not (fully) handled.
-            if token_box[0] is not None:
-                self.system._ack(token_box[0], _NOT_HERE)
+            if current[0] is not None:
+                self.system._ack(current[0], _NOT_HERE)
             raise
+        finally:
+            self.stopping = True
+            self._reject_queued()
+            self.system._cell_ended(self)
+
+    async def _life(self, behavior: Behavior[Any] | None, current: list[int | None]) -> str:
+        """Runs one behaviour until it stops ("stopped"), fails to start ("failed"), finds
+        this instance stale ("stale") or the cell is stopping ("stop")."""
+        try:
+            if behavior is None:
+                assert self.factory is not None
+                behavior = self.factory()
+            behavior, es = await self._start(behavior)
+        except (_Stale, _core.StaleGeneration):
+            logger.error("%s: the journal is fenced by a newer generation; stale", self.name)
+            return "stale"
         except Exception:
             logger.exception("actor %s failed to start", self.name)
-            self.stopping = True
-        finally:
-            self.system._cell_ended(self)
+            return "failed"
+        while not self.stopping:
+            msg, msg_id, token = await self.queue.get()
+            current[0] = token
+            self.busy = True
+            try:
+                behavior = await self._handle(behavior, es, msg, msg_id)
+            except _Stale:
+                self.system._ack(token, _NOT_HERE)
+                current[0] = None
+                logger.error("%s: the journal refused an append; this instance is stale", self.name)
+                return "stale"
+            except Exception:
+                logger.exception("actor %s failed on %r", self.name, type(msg).__name__)
+            finally:
+                self.busy = False
+            self.system._ack(token, _PROCESSED)  # handled (an exception is logged, not retried)
+            current[0] = None
+            if isinstance(behavior, Stopped):
+                return "stopped"
+        return "stop"
 
     async def _start(
         self, behavior: Behavior[Any]
@@ -283,13 +350,15 @@ class _Cell:
         self, behavior: Behavior[Any], es: _EventSourcedState, msg: Any, msg_id: str | None
     ) -> Behavior[Any]:
         spec = es.spec
-        held: list[tuple[ActorRef[Any], Any]] = []
-        dtoken = _deferred.set(held)
+        held: _Held = []
+        duplicate = msg_id is not None and msg_id in es.applied
+        dtoken = _deferred.set((asyncio.current_task(), held))  # type: ignore[arg-type]
+        self.duplicate = duplicate
         try:
             result = await _maybe_await(spec.on_command(self.ctx, es.state, msg))
         finally:
             _deferred.reset(dtoken)
-        duplicate = msg_id is not None and msg_id in es.applied
+            self.duplicate = False
         if isinstance(result, Persisted) and result.events and not duplicate:
             payload = self.system.serializer.dumps((msg_id, list(result.events)))
             gen = self.generation.packed if self.generation else 0
@@ -313,7 +382,12 @@ class _Cell:
                     raise _Stale(str(exc)) from exc
         # Replies leave once the events are in the journal (a duplicate's were before).
         for ref, out in held:
-            self.system.tell(ref, out)
+            try:
+                self.system._send(ref, out)
+            except Exception as exc:  # e.g. BufferFull: the events are in; say so, go on
+                logger.error(
+                    "%s: a message to %r after the append was not sent: %r", self.name, ref, exc
+                )
         return behavior if isinstance(result, (Same, Persisted)) or result is None else result
 
 
@@ -328,10 +402,11 @@ class ClusteredActorSystem:
     ``"host:port"`` strings; ``node_id`` names this node (a restarted process with the
     same id is the same node). ``config`` gives every other cluster option
     (``ClusterConfig``; its host, port, seeds, node id and cluster name are taken
-    from the arguments). ``buffer_size`` bounds the messages this node keeps for a
-    singleton that has no active owner; beyond it ``tell`` raises ``BufferFull``
-    (``overflow="raise"``) or drops the message, counts it in ``stats()`` and logs
-    it (``overflow="drop"``).
+    from the arguments). ``buffer_size`` (default: the config's ``actor_buffer_limit``,
+    1000) bounds the messages this node has sent a singleton and not yet had
+    acknowledged, in flight or waiting for an owner; beyond it ``tell`` raises
+    ``BufferFull`` (``overflow="raise"``) or drops the message, counts it in ``stats()``
+    and logs it (``overflow="drop"``).
     """
 
     def __init__(
@@ -345,7 +420,7 @@ class ClusteredActorSystem:
         secret: str = "",
         config: ClusterConfig | None = None,
         serializer: Serializer | None = None,
-        buffer_size: int = 1000,
+        buffer_size: int | None = None,
         overflow: str = "raise",
         **cluster_options: Any,
     ) -> None:
@@ -353,6 +428,8 @@ class ClusteredActorSystem:
             raise ValueError(f"overflow must be 'raise' or 'drop', got {overflow!r}")
         seeds = tuple(s if isinstance(s, str) else f"{s[0]}:{s[1]}" for s in seed_nodes)
         base = config or ClusterConfig()
+        if buffer_size is not None:
+            cluster_options["actor_buffer_limit"] = buffer_size
         self.config = replace(
             base,
             cluster_name=name,
@@ -361,7 +438,6 @@ class ClusteredActorSystem:
             node_id=node_id,
             seeds=seeds,
             secret=secret or base.secret,
-            actor_buffer_limit=buffer_size,
             **cluster_options,
         )
         self.serializer: Serializer = serializer or PickleSerializer()
@@ -375,7 +451,8 @@ class ClusteredActorSystem:
         self._temps: dict[str, asyncio.Future[Any]] = {}
         self._counter = itertools.count(1)
         self._msg_prefix = f"{os.getpid():x}.{time.monotonic_ns():x}."
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()  # instance stops
+        self._submits: set[asyncio.Task[Any]] = set()  # singleton specs to the leader
         self._dropped = 0
         self._closed = False
 
@@ -404,8 +481,9 @@ class ClusteredActorSystem:
         self._closed = True
         for cell in list(self._cells.values()):
             await cell.stop()
-        for task in list(self._tasks):
+        for task in list(self._submits):
             task.cancel()
+        await self._flush_outboxes()
         loop = asyncio.get_running_loop()
         # The node stops (and hands over) singleton instances through the inbox while
         # this loop keeps running; so stop() runs on another thread.
@@ -417,6 +495,26 @@ class ClusteredActorSystem:
         for fut in self._temps.values():
             if not fut.done():
                 fut.set_exception(AskTimeout("the actor system shut down"))
+
+    async def _flush_outboxes(self) -> None:
+        """Before leaving: waits (up to ``leave_timeout_ms``) until the singletons
+        acknowledged what this node sent them; what is left is logged, never dropped
+        silently."""
+        core = self._cluster()._core()
+        deadline = time.monotonic() + self.config.leave_timeout_ms / 1000
+        while True:
+            left = {label: n for label, n in core.mail_stats()["buffered"].items() if n}
+            if not left or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.02)
+        if left:
+            logger.warning(
+                "shutdown: %d message(s) to singleton(s) %s not acknowledged within %d ms "
+                "(leave_timeout_ms) are discarded",
+                sum(left.values()),
+                ", ".join(sorted(left)),
+                self.config.leave_timeout_ms,
+            )
 
     @property
     def address(self) -> str:
@@ -477,8 +575,8 @@ class ClusteredActorSystem:
             drain_timeout_s=behavior.drain_timeout_s,
         )
         task = asyncio.get_running_loop().create_task(self._submit(spec))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._submits.add(task)
+        task.add_done_callback(self._submits.discard)
         return ActorRef(self, "", "", name)
 
     async def _submit(self, spec: SingletonSpec) -> None:
@@ -493,21 +591,34 @@ class ClusteredActorSystem:
             except (_core.Unavailable, _core.Timeout):
                 await asyncio.sleep(delay)
                 delay = min(1.0, delay * 2)
+            except _core.BackendError as exc:  # the leader's generation source failed
+                logger.warning("singleton %r: %s; submitting again", spec.label, exc)
+                await asyncio.sleep(delay)
+                delay = min(1.0, delay * 2)
             except _core.Conflict as exc:
                 logger.error(
                     "singleton %r: %s (spawned with another behaviour elsewhere?)", spec.label, exc
                 )
+                return
+            except Exception:
+                logger.exception("singleton %r: its spec could not be submitted", spec.label)
                 return
 
     def tell(self, ref: ActorRef[Any], msg: Any) -> None:
         """Sends ``msg`` to ``ref``. To a singleton: serialized now (an unpicklable message
         raises here), then delivered at least once, in order, across failovers, buffered
         while no owner runs it. To an actor on another node: at most once. To a local actor:
-        queued at once."""
-        held = _deferred.get()
-        if held is not None:  # inside an event-sourced command: leaves after the journal append
+        queued at once. Inside an event-sourced command: held until its events are in
+        the journal (serialized now all the same, so an unpicklable message raises here)."""
+        held = _held_here()
+        if held is not None:
+            if ref.label is not None or ref.address != self.address:
+                self.serializer.dumps(msg)
             held.append((ref, msg))
             return
+        self._send(ref, msg)
+
+    def _send(self, ref: ActorRef[Any], msg: Any) -> None:
         if ref.label is not None:
             msg_id = self._msg_prefix + str(next(self._counter))
             payload = self.serializer.dumps((msg_id, msg))
@@ -532,13 +643,14 @@ class ClusteredActorSystem:
         self, ref: ActorRef[Any], make: Callable[[ActorRef[Any]], Any], timeout: float = 5.0
     ) -> Any:
         """Sends ``make(reply_to)`` to ``ref`` and returns the first message sent to
-        ``reply_to``; raises ``AskTimeout`` (a ``TimeoutError``) after ``timeout`` s."""
+        ``reply_to``; raises ``AskTimeout`` (a ``TimeoutError``) after ``timeout`` s. The
+        request leaves at once, also from inside an event-sourced command."""
         loop = asyncio.get_running_loop()
         path = f"temp/{next(self._counter)}"
         fut: asyncio.Future[Any] = loop.create_future()
         self._temps[path] = fut
         try:
-            self.tell(ref, make(ActorRef(self, self.address, path, None)))
+            self._send(ref, make(ActorRef(self, self.address, path, None)))
             return await asyncio.wait_for(fut, timeout)
         except TimeoutError:
             raise AskTimeout(f"no reply from {ref!r} within {timeout} s") from None
@@ -583,14 +695,17 @@ class ClusteredActorSystem:
             return
         old = self._instances.pop(label, None)
         if old is not None:  # a stop not yet finished: never two cells for one label
-            old.stopping = True
+            self._spawn_task(old.stop())
         ref: ActorRef[Any] = ActorRef(self, "", "", label)
-        self._instances[label] = _Cell(self, label, ref, spec.factory(), gen)
+        self._instances[label] = _Cell(
+            self, label, ref, None, gen, factory=spec.factory, drain_s=spec.drain_timeout_s
+        )
 
     async def _stop_instance(self, label: str, gen: Generation) -> None:
         cell = self._instances.get(label)
         try:
-            if cell is not None and cell.generation is not None:
+            # Not a newer instance that started after this stop was given up on.
+            if cell is not None and cell.generation is not None and cell.generation <= gen:
                 await cell.stop()
                 if self._instances.get(label) is cell:
                     del self._instances[label]
