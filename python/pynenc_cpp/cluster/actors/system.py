@@ -491,6 +491,8 @@ class ClusteredActorSystem:
         self._pump()
         for cell in list(self._instances.values()):
             await cell.stop()
+        # Instance stops still reporting (their cells are stopped: they end at once).
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         loop.remove_reader(self._fd)
         for fut in self._temps.values():
             if not fut.done():
