@@ -52,7 +52,8 @@ _PROCESSED, _DUPLICATE, _NOT_HERE, _REJECTED = range(4)
 _current_system: contextvars.ContextVar[ClusteredActorSystem | None] = contextvars.ContextVar(
     "pynenc_cpp_actor_system", default=None
 )
-_Held = list[tuple["ActorRef[Any]", Any]]
+# (ref, message, its bytes from _encode: serialized once, when the command tells it)
+_Held = list[tuple["ActorRef[Any]", Any, bytes | None]]
 _deferred: contextvars.ContextVar[tuple[asyncio.Task[Any], _Held] | None] = contextvars.ContextVar(
     "pynenc_cpp_actor_deferred", default=None
 )
@@ -381,9 +382,9 @@ class _Cell:
                 except (_core.StaleGeneration, _core.Conflict) as exc:
                     raise _Stale(str(exc)) from exc
         # Replies leave once the events are in the journal (a duplicate's were before).
-        for ref, out in held:
+        for ref, out, data in held:
             try:
-                self.system._send(ref, out)
+                self.system._transmit(ref, out, data)
             except Exception as exc:  # e.g. BufferFull: the events are in; say so, go on
                 logger.error(
                     "%s: a message to %r after the append was not sent: %r", self.name, ref, exc
@@ -614,16 +615,27 @@ class ClusteredActorSystem:
         the journal (serialized now all the same, so an unpicklable message raises here)."""
         held = _held_here()
         if held is not None:
-            if ref.label is not None or ref.address != self.address:
-                self.serializer.dumps(msg)
-            held.append((ref, msg))
+            held.append((ref, msg, self._encode(ref, msg)))
             return
         self._send(ref, msg)
 
     def _send(self, ref: ActorRef[Any], msg: Any) -> None:
+        self._transmit(ref, msg, self._encode(ref, msg))
+
+    def _encode(self, ref: ActorRef[Any], msg: Any) -> bytes | None:
+        """What goes on the wire for ``msg`` to ``ref`` (None: a local actor, no bytes).
+        Raises here if ``msg`` cannot be serialized."""
         if ref.label is not None:
-            msg_id = self._msg_prefix + str(next(self._counter))
-            payload = self.serializer.dumps((msg_id, msg))
+            return self.serializer.dumps((self._msg_prefix + str(next(self._counter)), msg))
+        if ref.address == self.address:
+            return None
+        return self.serializer.dumps(msg)
+
+    def _transmit(self, ref: ActorRef[Any], msg: Any, payload: bytes | None) -> None:
+        if payload is None:
+            self._deliver_local(ref.path, msg)
+            return
+        if ref.label is not None:
             try:
                 self._cluster()._core().send_to_label(ref.label, payload)
             except _core.BufferFull:
@@ -636,10 +648,7 @@ class ClusteredActorSystem:
                     self._dropped,
                 )
             return
-        if ref.address == self.address:
-            self._deliver_local(ref.path, msg)
-            return
-        self._cluster()._core().send_to_path(ref.address, ref.path, self.serializer.dumps(msg))
+        self._cluster()._core().send_to_path(ref.address, ref.path, payload)
 
     async def ask(
         self, ref: ActorRef[Any], make: Callable[[ActorRef[Any]], Any], timeout: float = 5.0
