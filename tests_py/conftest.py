@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +12,15 @@ import pytest
 from pynenc import Pynenc, PynencBuilder
 
 from tests_py.redis_server import RedisServer
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Cluster nodes started with no secret read the per-user secret file; the tests
+    # (and every child process they start) share one in a private directory instead
+    # of creating ~/.config/pynenc-cpp/cluster-secret on the machine.
+    if not os.environ.get("PYNENC_CPP_CLUSTER_SECRET_FILE"):
+        path = Path(tempfile.mkdtemp(prefix="pynenc-cpp-secret-")) / "cluster-secret"
+        os.environ["PYNENC_CPP_CLUSTER_SECRET_FILE"] = str(path)
 
 
 @pytest.fixture

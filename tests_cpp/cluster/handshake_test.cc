@@ -96,7 +96,8 @@ TEST(Handshake, ProofIsHmacSha256OfTheDocumentedInput) {
               u.client_address = "1127.0.0.1:1000";
             }),
             base);
-  EXPECT_TRUE(ComputeProof("", kClientLabel, t).has_value()) << "empty secret is a valid key";
+  EXPECT_FALSE(ComputeProof("", kClientLabel, t).has_value()) << "there is no empty key";
+  EXPECT_FALSE(ComputeProof("", kServerLabel, t).has_value()) << "there is no empty key";
 }
 
 TEST(Handshake, ProofMatchesAKnownVector) {

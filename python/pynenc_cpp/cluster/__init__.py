@@ -25,6 +25,7 @@ from pynenc_cpp.cluster.runtime import (
     NodeStatus,
     run_cluster,
 )
+from pynenc_cpp.cluster.secret import SecretFileError, default_secret_path
 from pynenc_cpp.cluster.specs import (
     Actor,
     ActorSpec,
@@ -58,6 +59,8 @@ __all__ = [
     "ClusterAddressInUse",
     "ClusterConfig",
     "ClusterHandle",
+    "SecretFileError",
+    "default_secret_path",
     "ClusterView",
     "Conflict",
     "CrashStrategy",

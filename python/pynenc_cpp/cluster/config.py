@@ -10,28 +10,18 @@ options again when the node starts (``BadConfig``, also a ``ValueError``).
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pynenc_cpp import _core
+from pynenc_cpp.cluster.secret import resolve_secret
 
 ENV_PREFIX = "PYNENC_CPP_CLUSTER_"
 ELECTIONS = ("oldest", "hrw", "lowest_address")
 MIN_FRAME_BYTES = 1024
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for ``localhost`` and loopback IP literals (127.0.0.0/8, ::1)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _check_address(value: str, what: str) -> None:
@@ -49,13 +39,17 @@ class ClusterConfig:
     """
 
     host: str = ""
-    """Listen host. Non-loopback hosts require ``secret``."""
+    """Listen host (loopback or not, the node authenticates every peer with the secret)."""
     port: int = 0
     """Listen port; 0 picks an ephemeral port (``ClusterHandle.status().address``)."""
     seeds: tuple[str, ...] = ()
     """``host:port`` of nodes to join (a list is accepted and stored as a tuple)."""
     secret: str = field(default="", repr=False)
-    """Shared cluster secret (HMAC-SHA256 handshake). Required unless ``host`` is loopback."""
+    """Shared cluster secret (HMAC-SHA256 handshake). '': read from ``secret_file``."""
+    secret_file: str = ""
+    """With no ``secret``: the per-user secret file, created with mode 0600 on first use
+    ('': ``$PYNENC_CPP_CLUSTER_SECRET_FILE``, else ``~/.config/pynenc-cpp/cluster-secret``;
+    see ``pynenc_cpp.cluster.secret``). There is no empty key."""
     quorum: int = 0
     """Live members needed to elect anyone; 0: majority of distinct seeds plus self."""
     heartbeat_ms: int = 200
@@ -122,6 +116,7 @@ class ClusterConfig:
         for name in (
             "host",
             "secret",
+            "secret_file",
             "state_dir",
             "node_class",
             "cluster_name",
@@ -192,8 +187,8 @@ class ClusterConfig:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.leave_timeout_ms < 0:
             raise ValueError(f"leave_timeout_ms must be >= 0, got {self.leave_timeout_ms}")
-        if self.host and not self.secret and not is_loopback_host(self.host):
-            raise ValueError(f"secret is required to listen on the non-loopback host {self.host!r}")
+        if self.secret and self.secret_file:
+            raise ValueError("give secret or secret_file, not both")
 
     @classmethod
     def from_env(
@@ -220,11 +215,20 @@ class ClusterConfig:
             raise ValueError(f"{exc} (from environment: {', '.join(named) or 'none'})") from exc
 
     def to_options(self) -> _core.ClusterOptions:
-        """The engine's options (what ``run_cluster`` passes to the node)."""
+        """The engine's options (what ``run_cluster`` passes to the node).
+
+        A node that joins a cluster (not standalone) with no ``secret`` gets the
+        content of its secret file, created on first use; an unsafe or unusable
+        file raises :class:`~pynenc_cpp.cluster.secret.SecretFileError` (a ``ValueError``).
+        """
         o = _core.ClusterOptions()
         for f in dataclasses.fields(self):
+            if f.name == "secret_file":
+                continue
             value = getattr(self, f.name)
             setattr(o, f.name, list(value) if f.name == "seeds" else value)
+        if not self.standalone:
+            o.secret = resolve_secret(self.secret, self.secret_file)
         return o
 
 

@@ -446,7 +446,8 @@ def run_cluster(
     that only hosts actors placed by the Coordinator; see ``ClusterHandle.submit``).
 
     Raises ``ValueError`` (``BadConfig`` from the engine: a bad option, an
-    unwritable state dir, a non-loopback host without secret),
+    unwritable state dir), ``SecretFileError`` (a ``ValueError``: no secret and an
+    unusable secret file),
     ``ClusterAddressInUse`` (an ``OSError`` and a ``BackendError``) when the port is
     taken, ``BackendError`` for other startup failures. Nothing runs after an error.
     """

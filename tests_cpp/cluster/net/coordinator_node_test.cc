@@ -91,6 +91,7 @@ class CoordinatorNodes : public ::testing::Test {
     ClusterOptions o;
     o.cluster_name = "coord-test";
     o.host = "127.0.0.1";
+    o.secret = "coord-test-secret";
     o.heartbeat_ms = 100;
     o.suspect_timeout_ms = 1'000;  // no flapping on a loaded, sanitized run
     o.stabilize_ms = 100;
@@ -217,6 +218,7 @@ TEST_F(CoordinatorNodes, ALeaderChangeRestartsNothing) {
 TEST(CoordinatorNodeErrors, BadGenerationSourceIsBadConfigNamingTheOption) {
   ClusterOptions o;
   o.host = "127.0.0.1";
+  o.secret = "s";
   o.generation_source = "postgres://nowhere";
   auto r = ClusterNode::Start(o, {}, {});
   ASSERT_FALSE(r.ok());

@@ -21,12 +21,44 @@
 #include <thread>
 #include <vector>
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #include "cluster/transport/address.h"
 #include "cluster/transport/frame.h"
 #include "cluster/transport/handshake.h"
 #include "pynenc_cpp/cluster/transport.h"
 
 namespace pynenc_cpp::cluster::nettest {
+
+// The handshake proof as an outsider computes it, from the documented
+// transcript layout: unlike ComputeProof, an empty key is accepted (HMAC with a
+// zero-length key), which is exactly what an attacker without the secret tries.
+inline transport::Mac OutsiderProof(const std::string& secret, std::string_view label,
+                                    const transport::Transcript& t) {
+  std::string msg;
+  auto str = [&msg](std::string_view s) {
+    const auto n = static_cast<std::uint32_t>(s.size());
+    for (int shift = 24; shift >= 0; shift -= 8) msg.push_back(static_cast<char>(n >> shift));
+    msg.append(s);
+  };
+  str(label);
+  msg.push_back(static_cast<char>(t.version >> 8));
+  msg.push_back(static_cast<char>(t.version & 0xff));
+  str(t.cluster_name);
+  str(t.client_address);
+  str(t.server_address);
+  msg.append(reinterpret_cast<const char*>(t.client_nonce.data()), t.client_nonce.size());
+  msg.append(reinterpret_cast<const char*>(t.server_nonce.data()), t.server_nonce.size());
+  static const unsigned char kNoKey = 0;
+  transport::Mac mac{};
+  unsigned int len = 0;
+  HMAC(EVP_sha256(),
+       secret.empty() ? &kNoKey : reinterpret_cast<const unsigned char*>(secret.data()),
+       static_cast<int>(secret.size()), reinterpret_cast<const unsigned char*>(msg.data()),
+       msg.size(), mac.data(), &len);
+  return mac;
+}
 
 // Loaded 2-core machine: deadlines are generous; waits poll and return early.
 inline constexpr auto kDeadline = std::chrono::seconds(20);
@@ -202,13 +234,13 @@ class RawClient {
     if (!ch || ch->type != kChallenge || !ParseChallenge(ch->body, c)) return false;
     t.server_address = c.server_address;
     t.server_nonce = c.server_nonce;
-    if (!Send(EncodeFrame(kAuth, EncodeProof(Proof{*ComputeProof(secret, kClientLabel, t)})))) {
+    if (!Send(EncodeFrame(kAuth, EncodeProof(Proof{OutsiderProof(secret, kClientLabel, t)})))) {
       return false;
     }
     auto acc = ReadFrame();
     Proof p;
     if (!acc || acc->type != kAccept || !ParseProof(acc->body, p)) return false;
-    return ProofsEqual(p.mac, *ComputeProof(secret, kServerLabel, t));
+    return ProofsEqual(p.mac, OutsiderProof(secret, kServerLabel, t));
   }
 
  private:

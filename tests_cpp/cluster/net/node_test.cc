@@ -61,6 +61,7 @@ ClusterOptions Fast() {
   ClusterOptions o;
   o.cluster_name = "node-test";
   o.host = "127.0.0.1";
+  o.secret = "node-test-secret";
   // A suspect timeout far above scheduling hiccups of a loaded (sanitized) run,
   // so the view does not flap; the graceful handover does not depend on it.
   o.heartbeat_ms = 100;
@@ -110,7 +111,8 @@ TEST(ClusterNode, BadOptionsAreBadConfigNamingTheOption) {
       {"seeds", [](ClusterOptions& o) { o.seeds = {"127.0.0.1:99999"}; }},
       {"seeds", [](ClusterOptions& o) { o.seeds = {"no-port"}; }},
       {"host", [](ClusterOptions& o) { o.host.clear(), o.seeds = {"127.0.0.1:7000"}; }},
-      {"secret", [](ClusterOptions& o) { o.host = "10.1.2.3"; }},
+      {"secret", [](ClusterOptions& o) { o.host = "10.1.2.3", o.secret.clear(); }},
+      {"secret", [](ClusterOptions& o) { o.secret.clear(); }},  // loopback too: no empty key
       {"cluster_name", [](ClusterOptions& o) { o.cluster_name.clear(); }},
       {"max_frame_bytes", [](ClusterOptions& o) { o.max_frame_bytes = 10; }},
       {"send_queue_bound", [](ClusterOptions& o) { o.send_queue_bound = 0; }},

@@ -147,6 +147,25 @@ TEST_F(RawPeer, WrongSecretFromARawClientIsRefused) {
   EXPECT_TRUE(WaitUntil([&] { return env_->Stats().handshakes_rejected == 1; }));
 }
 
+TEST_F(RawPeer, EmptyKeyFromARawClientIsRefusedAndNothingIsDelivered) {
+  // An outsider on loopback follows the documented handshake with an empty key
+  // (the key every local process could compute), then sends a protocol frame.
+  RawClient c(port_);
+  EXPECT_FALSE(c.Handshake("", "raw", "127.0.0.1:6"));
+  (void)c.Send(tp::EncodeFrame(16, "payload"));
+  EXPECT_TRUE(c.WaitClosed());
+  EXPECT_TRUE(WaitUntil([&] { return env_->Stats().handshakes_rejected == 1; }));
+  EXPECT_EQ(env_->Stats().frames_received, 0u);
+  EXPECT_EQ(got_.Count(), 0u) << "not a single frame delivered";
+}
+
+TEST_F(RawPeer, OutsiderProofMatchesTheEnginesForARealKey) {
+  // The outsider's independent HMAC is the documented one: with the real secret
+  // it is accepted, so the empty-key refusal above is the key's doing.
+  RawClient c(port_);
+  EXPECT_TRUE(c.Handshake("raw-secret", "raw", "127.0.0.1:8"));
+}
+
 TEST_F(RawPeer, SilentClientIsClosedAtTheHandshakeTimeout) {
   RawClient c(port_);
   ASSERT_TRUE(c.connected());

@@ -44,7 +44,7 @@ struct ClusterOptions {
   std::string host;         // empty together with no seeds: standalone (no cluster)
   std::uint16_t port = 0;   // 0: ephemeral
   std::vector<Address> seeds;
-  std::string secret;       // required unless host is loopback
+  std::string secret;       // required, never empty (kBadConfig otherwise)
   int quorum = 0;           // 0: majority of the distinct addresses in seeds plus self
   std::int64_t heartbeat_ms = 200;
   std::int64_t suspect_timeout_ms = 1'000;

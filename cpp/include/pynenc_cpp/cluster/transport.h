@@ -32,8 +32,8 @@ namespace pynenc_cpp::cluster {
 
 struct TransportOptions {
   std::string cluster_name = "pynenc-cpp";
-  // Shared cluster secret. Empty is allowed only when `host` is a loopback
-  // address; binding anything else without a secret fails with kBadConfig.
+  // Shared cluster secret; required. There is no empty key (on loopback every
+  // local process could compute it): an empty secret fails with kBadConfig.
   std::string secret;
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;  // 0: an ephemeral port (LocalAddress() tells which)

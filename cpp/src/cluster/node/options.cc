@@ -42,8 +42,10 @@ Status ValidateClusterOptions(const ClusterOptions& o) {
   if (!transport::ParseAddress(transport::FormatAddress(o.host, 1)).ok()) {
     return Bad("host: malformed host '" + o.host + "'");
   }
-  if (o.secret.empty() && !transport::IsLoopbackHost(o.host)) {
-    return Bad("secret: required when host '" + o.host + "' is not a loopback address");
+  if (o.secret.empty()) {
+    // No empty key, on loopback either: every local process could compute it.
+    return Bad("secret: required (there is no empty key; the Python API reads a per-user "
+               "secret file when none is given)");
   }
   for (const auto& seed : o.seeds) {
     auto parsed = transport::ParseAddress(seed);

@@ -1,5 +1,7 @@
 #include "cluster/transport/handshake.h"
 
+#include <climits>
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -77,12 +79,12 @@ std::optional<Mac> ComputeProof(std::string_view secret, std::string_view label,
   w.Raw(View(t.client_nonce));
   w.Raw(View(t.server_nonce));
   const std::string& msg = w.data();
+  // No empty key: anyone can compute a proof with it. nullopt makes every
+  // caller refuse the handshake.
+  if (secret.empty() || secret.size() > static_cast<std::size_t>(INT_MAX)) return std::nullopt;
   Mac mac{};
   unsigned int len = 0;
-  // HMAC() accepts a zero-length key; a non-null pointer avoids any ambiguity.
-  static const unsigned char kEmpty = 0;
-  const unsigned char* key =
-      secret.empty() ? &kEmpty : reinterpret_cast<const unsigned char*>(secret.data());
+  const auto* key = reinterpret_cast<const unsigned char*>(secret.data());
   if (HMAC(EVP_sha256(), key, static_cast<int>(secret.size()),
            reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), mac.data(),
            &len) == nullptr ||

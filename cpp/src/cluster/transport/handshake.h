@@ -88,8 +88,8 @@ struct Transcript {
 // HMAC-SHA256(secret, Str(label) | U16 version | Str(cluster) | Str(client
 // address) | Str(server address) | client nonce | server nonce), where Str is a
 // u32 big-endian length followed by the bytes. `label` is kClientLabel or
-// kServerLabel. An empty secret is a valid (loopback-only) key. nullopt only
-// if OpenSSL fails (callers then refuse the handshake).
+// kServerLabel. nullopt for an empty secret (there is no empty key: anyone
+// could compute it) or if OpenSSL fails; callers then refuse the handshake.
 std::optional<Mac> ComputeProof(std::string_view secret, std::string_view label,
                                 const Transcript& t);
 // Constant-time comparison (CRYPTO_memcmp).

@@ -2,9 +2,11 @@
 
 A ``Serializer`` turns a message into bytes and back. The default,
 ``PickleSerializer`` (protocol 5), runs only over the cluster's authenticated
-links: a node listening on anything but loopback must have a ``secret`` (the
-handshake is an HMAC-SHA256 challenge-response), so only members of the
-cluster can send it pickles. Serialization happens at ``tell`` time on the
+links: every node has a non-empty secret (configured, or its per-user secret
+file; there is no empty key) and the handshake is an HMAC-SHA256
+challenge-response over it, so only holders of the secret can send it pickles,
+and nothing is decoded for a path with no actor behind it. pickle trusts every
+member: a holder of the secret can run code on every node. Serialization happens at ``tell`` time on the
 sending node: an unpicklable message raises there, never later.
 """
 

@@ -431,6 +431,8 @@ class ClusteredActorSystem:
         base = config or ClusterConfig()
         if buffer_size is not None:
             cluster_options["actor_buffer_limit"] = buffer_size
+        if secret:
+            cluster_options["secret_file"] = ""  # an explicit secret wins over the base's file
         self.config = replace(
             base,
             cluster_name=name,
@@ -740,6 +742,10 @@ class ClusteredActorSystem:
         cell.enqueue(msg, msg_id, token)
 
     def _deliver_path(self, path: str, payload: bytes) -> None:
+        if path not in self._temps and path not in self._cells:
+            # Nothing is decoded for a path with no actor behind it.
+            logger.debug("message to %r dropped: no such actor", path)
+            return
         reset = _current_system.set(self)
         try:
             msg = self.serializer.loads(payload)
