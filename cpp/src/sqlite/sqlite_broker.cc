@@ -3,11 +3,15 @@
 // so two runners, threads or processes never get the same id.
 #include "sqlite/sqlite_broker.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 
 namespace pynenc_cpp::sqlite {
 namespace {
+
+// Longer waits are clamped (no time_point overflow): ~31 years.
+constexpr std::int64_t kMaxWaitMs = 1'000'000'000'000;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE broker_queue (
@@ -28,7 +32,8 @@ class SqliteBroker final : public Broker {
   Status Route(const std::vector<InvocationId>& ids, const std::string& queue,
                double priority) override {
     if (ids.empty()) return Status::Ok();
-    Status s = db_->Write([&](Conn& c) -> Status {
+    return db_->Write([&](Conn& c) -> Status {
+      c.Notify(WakeBoard::QueueSlot(app_id_, queue));  // wakes Retrieve, here or elsewhere
       auto ins = c.Prepare(
           "INSERT INTO broker_queue (app_id, queue, priority, invocation_id) VALUES (?, ?, ?, ?)");
       if (!ins.ok()) return ins.status();
@@ -42,41 +47,26 @@ class SqliteBroker final : public Broker {
       }
       return Status::Ok();
     });
-    if (s.ok()) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++routed_epoch_;
-      }
-      cv_.notify_all();
-    }
-    return s;
   }
 
   Result<std::optional<InvocationId>> Retrieve(const std::string& queue,
                                                std::int64_t timeout_ms) override {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    std::uint64_t interrupts;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      interrupts = interrupt_epoch_;
-    }
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(std::clamp<std::int64_t>(timeout_ms, 0, kMaxWaitMs));
+    const std::uint64_t interrupts = interrupt_epoch_.load();
+    WakeBoard& board = db_->wake();
+    const int slot = WakeBoard::QueueSlot(app_id_, queue);
     while (true) {
-      std::uint64_t routed;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        routed = routed_epoch_;
-      }
+      // Read the slot before looking at the table: a route committed after the
+      // look bumps it, and the wait below returns at once.
+      const std::uint32_t seen = board.Seq(slot);
       Result<std::optional<InvocationId>> popped = Pop(queue);
       if (!popped.ok() || popped.value() || timeout_ms <= 0) return popped;
-      // Wait without holding any transaction: for a route from this process
-      // (notified), an interrupt, or the cross-process poll interval.
-      std::unique_lock<std::mutex> lock(mu_);
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= deadline) return std::optional<InvocationId>();
-      const auto wake = std::min(deadline, now + std::chrono::milliseconds(kCrossProcessPollMs));
-      cv_.wait_until(lock, wake,
-                     [&] { return routed_epoch_ != routed || interrupt_epoch_ != interrupts; });
-      if (interrupt_epoch_ != interrupts) return std::optional<InvocationId>();
+      if (std::chrono::steady_clock::now() >= deadline) return std::optional<InvocationId>();
+      // No transaction is held while waiting: for a route from any process,
+      // an interrupt, or the board's poll cap.
+      board.Wait(slot, seen, deadline);
+      if (interrupt_epoch_.load() != interrupts) return std::optional<InvocationId>();
     }
   }
 
@@ -111,11 +101,12 @@ class SqliteBroker final : public Broker {
   }
 
   void Interrupt() override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++interrupt_epoch_;
-    }
-    cv_.notify_all();
+    interrupt_epoch_.fetch_add(1);
+    // Which queue a Retrieve of this broker waits on is not tracked: wake every
+    // route slot (other processes' waiters re-check their queue and sleep again).
+    std::uint64_t routes = ~std::uint64_t{0};
+    routes &= ~(std::uint64_t{1} << WakeBoard::kFinalSlot);
+    db_->wake().Wake(routes);
   }
 
  private:
@@ -139,10 +130,7 @@ class SqliteBroker final : public Broker {
 
   const std::shared_ptr<Database> db_;
   const std::string app_id_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::uint64_t routed_epoch_ = 0;     // guarded by mu_
-  std::uint64_t interrupt_epoch_ = 0;  // guarded by mu_
+  std::atomic<std::uint64_t> interrupt_epoch_{0};
 };
 
 class SqliteClientDataStore final : public ClientDataStore {

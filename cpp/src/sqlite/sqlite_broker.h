@@ -9,15 +9,14 @@
 
 namespace pynenc_cpp::sqlite {
 
-// Thread- and process-safe. A blocked Retrieve wakes at once for routes made in
-// this process; routes from other processes are seen within kCrossProcessPollMs.
+// Thread- and process-safe. A blocked Retrieve wakes at once for a route made
+// by any process (the database's WakeBoard, sqlite_wake.h); only where the board
+// cannot be shared are other processes' routes seen by a kCrossProcessPollMs poll.
 Result<std::unique_ptr<Broker>> NewSqliteBroker(std::shared_ptr<Database> db,
                                                 const BackendConfig& config);
 
 // Thread- and process-safe.
 Result<std::unique_ptr<ClientDataStore>> NewSqliteClientDataStore(std::shared_ptr<Database> db,
                                                                   const BackendConfig& config);
-
-inline constexpr int kCrossProcessPollMs = 20;
 
 }  // namespace pynenc_cpp::sqlite

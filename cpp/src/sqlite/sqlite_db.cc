@@ -226,6 +226,7 @@ Result<std::shared_ptr<Database>> Database::Open(const SqliteOptions& options) {
     return meta;
   }
   db->Release(std::move(conn).value());
+  db->wake_ = WakeBoard::Open(options.path);  // after the file exists: it takes its mode
   registry[key] = db;
   return db;
 }
@@ -309,12 +310,17 @@ Status Database::Transaction(const char* begin, const std::function<Status(Conn&
     std::unique_ptr<Conn> conn = std::move(acquired).value();
     Status s = RunCached(*conn, begin);
     if (s.ok()) {
+      (void)conn->TakeNotify();
       tl_open_transactions.emplace_back(this, conn.get());
       s = fn(*conn);
       tl_open_transactions.pop_back();
       conn->ResetAll();
       if (s.ok()) s = RunCached(*conn, "COMMIT");
       if (!s.ok() && !sqlite3_get_autocommit(conn->raw())) (void)RunCached(*conn, "ROLLBACK");
+      // Wake-ups only for what committed, and only after it is visible.
+      if (const std::uint64_t notify = conn->TakeNotify(); s.ok() && notify != 0) {
+        wake_->Wake(notify);
+      }
     }
     const bool busy = conn->TakeBusy();
     Release(std::move(conn));

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "pynenc_cpp/core/error.h"
+#include "sqlite/sqlite_wake.h"
 
 namespace pynenc_cpp::sqlite {
 
@@ -115,11 +116,20 @@ class Conn {
     busy_ = false;
     return b;
   }
+  // Marks a WakeBoard slot to bump once the enclosing transaction commits
+  // (sqlite_wake.h); a rollback forgets it.
+  void Notify(int slot) { notify_ |= std::uint64_t{1} << slot; }
+  std::uint64_t TakeNotify() {
+    const std::uint64_t m = notify_;
+    notify_ = 0;
+    return m;
+  }
 
  private:
   sqlite3* db_;
   std::string path_;
   bool busy_ = false;
+  std::uint64_t notify_ = 0;
   std::unordered_map<std::string, std::unique_ptr<Stmt>> statements_;
   std::vector<Stmt*> in_use_;  // handed out by Prepare since the last ResetAll
 };
@@ -155,6 +165,8 @@ class Database {
   Status EnsureSchema(const std::string& component, int version, const std::string& ddl);
 
   const SqliteOptions& options() const { return options_; }
+  // Cross-process wake-ups of this file (routes, final statuses).
+  WakeBoard& wake() const { return *wake_; }
 
  private:
   explicit Database(SqliteOptions options);
@@ -163,6 +175,7 @@ class Database {
   Status Transaction(const char* begin, const std::function<Status(Conn&)>& fn);
 
   const SqliteOptions options_;
+  std::unique_ptr<WakeBoard> wake_;  // set by Open, before the Database is shared
   std::mutex mu_;
   std::vector<std::unique_ptr<Conn>> idle_;  // guarded by mu_
   long pid_;                                 // guarded by mu_: the process that opened idle_

@@ -18,6 +18,9 @@
 // Payloads (argument values, reasons) are opaque TEXT.
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "sqlite/sqlite_orchestrator_impl.h"
 
 namespace pynenc_cpp {
@@ -201,10 +204,38 @@ Result<StatusRecord> SqliteOrchestrator::TransitionStatus(
         .Bind(3, next.timestamp_us)
         .Bind(4, app_id_)
         .Bind(5, id.str());
+    if (IsFinal(next.status)) conn.Notify(sqlite::WakeBoard::kFinalSlot);  // wakes WaitAnyFinal
     return put.Run();
   });
   if (!s.ok()) return s;
   return next;
+}
+
+Result<std::optional<InvocationId>> SqliteOrchestrator::WaitAnyFinal(
+    const std::vector<InvocationId>& ids, TimestampUs timeout_us) {
+  if (ids.empty()) return Status::InvalidArgument("WaitAnyFinal needs at least one invocation id");
+  // Longer waits are clamped (no time_point overflow): ~31 years.
+  constexpr TimestampUs kMaxWaitUs = 1'000'000'000'000'000;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::microseconds(std::clamp<TimestampUs>(timeout_us, 0, kMaxWaitUs));
+  static const std::vector<InvocationStatus> kFinal = [] {
+    std::vector<InvocationStatus> out;
+    for (InvocationStatus st : AllStatuses()) {
+      if (IsFinal(st)) out.push_back(st);
+    }
+    return out;
+  }();
+  sqlite::WakeBoard& board = db_->wake();
+  while (true) {
+    // The slot first, then the statuses: a final status committed after the
+    // read bumps the slot and the wait returns at once.
+    const std::uint32_t seen = board.Seq(sqlite::WakeBoard::kFinalSlot);
+    Result<std::vector<InvocationId>> final_ids = FilterByStatus(ids, kFinal);
+    if (!final_ids.ok()) return final_ids.status();
+    if (!final_ids.value().empty()) return std::optional<InvocationId>(final_ids.value().front());
+    if (std::chrono::steady_clock::now() >= deadline) return std::optional<InvocationId>();
+    board.Wait(sqlite::WakeBoard::kFinalSlot, seen, deadline);
+  }
 }
 
 Result<StatusRecord> SqliteOrchestrator::GetStatusRecord(const InvocationId& id) {

@@ -59,6 +59,9 @@ class SqliteOrchestrator final : public Orchestrator {
   Result<StatusRecord> GetStatusRecord(const InvocationId& id) override;
   Result<std::vector<InvocationId>> FilterByStatus(
       const std::vector<InvocationId>& ids, const std::vector<InvocationStatus>& statuses) override;
+  // Blocks on the database's WakeBoard final-status slot (any process), no polling.
+  Result<std::optional<InvocationId>> WaitAnyFinal(const std::vector<InvocationId>& ids,
+                                                   TimestampUs timeout_us) override;
   Status IndexArguments(const InvocationId& id,
                         const std::map<std::string, std::string>& args) override;
   Result<std::vector<InvocationId>> GetExistingInvocations(
