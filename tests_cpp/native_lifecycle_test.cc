@@ -113,6 +113,14 @@ TYPED_TEST(LifecycleCompliance, RegisterAndRouteStoresRegistersHistoriesAndRoute
   auto history = this->state_->GetHistory(InvocationId("a")).value();
   EXPECT_EQ(history[0].history_json,
             HistoryJson(InvocationId("a"), r.value().record, "runner-1", "parent-x"));
+  // The indexes each component keeps (children by parent, invocations by task).
+  auto children = this->state_->ChildInvocations(InvocationId("parent-x"));
+  ASSERT_TRUE(children.ok()) << children.status().ToString();
+  EXPECT_EQ(children.value(), std::vector<InvocationId>{InvocationId("a")});
+  auto by_task = this->orch_->GetTaskInvocations(TaskId("mod.t1"));
+  ASSERT_TRUE(by_task.ok());
+  EXPECT_EQ(by_task.value(), (std::vector<InvocationId>{InvocationId("a"), InvocationId("c")}));
+  EXPECT_EQ(this->orch_->GetStatusRecord(InvocationId("b")).value(), r.value().record);
   EXPECT_EQ(this->Drain("q1"), (std::vector<std::string>{"a", "c"}));
   EXPECT_EQ(this->Drain("q2"), (std::vector<std::string>{"b"}));
 }
@@ -248,6 +256,35 @@ TYPED_TEST(LifecycleCompliance, FinishSuccessAndFailureStorePayloadAndStatus) {
   EXPECT_EQ(this->StatusOf("other"), S::kRunning);
 }
 
+// A client blocked in WaitAnyFinal wakes for the composite finishes too (on
+// Redis the Finish script pushes the notification, on SQLite its commit bumps
+// the wake board). On Redis one BLPOP covers the whole 5 s timeout, so without
+// the notification the wait would sleep it out and return nothing.
+TYPED_TEST(LifecycleCompliance, WaitAnyFinalWakesForAFinish) {
+  this->Running("w-ok");
+  this->Running("w-bad");
+  for (const bool success : {true, false}) {
+    const std::string id = success ? "w-ok" : "w-bad";
+    std::thread finisher([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (success) {
+        ASSERT_TRUE(
+            this->life_->FinishSuccess(InvocationId(id), "1", kRunner, TaskId("mod.task"), true)
+                .ok());
+      } else {
+        ASSERT_TRUE(
+            this->life_->FinishFailure(InvocationId(id), "{}", kRunner, TaskId("mod.task"), true)
+                .ok());
+      }
+    });
+    auto got = this->orch_->WaitAnyFinal({InvocationId("never"), InvocationId(id)},
+                                         5 * kSecond);
+    finisher.join();
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got.value(), InvocationId(id));
+  }
+}
+
 TYPED_TEST(LifecycleCompliance, RetryCountsAndRoutesAgain) {
   this->Running("a");
   auto r = this->life_->Retry(InvocationId("a"), "retry-q", 2.0, kRunner, TaskId("mod.task"));
@@ -377,14 +414,26 @@ TYPED_TEST(LifecycleRoundTrips, ClaimAndFinishAreOneRoundTripEach) {
                                         true).ok());
   ASSERT_TRUE(this->life_->FinishSuccess(InvocationId("warm"), "0", kRunner, TaskId("mod.task"),
                                          true).ok());
-  this->Register("a");
   std::int64_t before = this->Scripts();
+  auto submitted = this->life_->RegisterAndRoute(
+      {this->New("a"), this->New("x", "mod.other", "q9", 2.0, "a")}, kRunner);
+  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  EXPECT_EQ(this->Scripts() - before, 1) << "a submit (any batch) is one script";
+  before = this->Scripts();
   auto claimed = this->life_->Claim(InvocationId("a"), kRunner);
   ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
   EXPECT_EQ(claimed.value().kind, ClaimKind::kClaimed);
   EXPECT_EQ(this->Scripts() - before, 1);
-  ASSERT_TRUE(this->life_->ChangeStatus(InvocationId("a"), S::kRunning, kRunner, std::nullopt,
-                                        true).ok());
+  before = this->Scripts();
+  auto running =
+      this->life_->ChangeStatus(InvocationId("a"), S::kRunning, kRunner, std::nullopt, true);
+  ASSERT_TRUE(running.ok()) << running.status().ToString();
+  EXPECT_EQ(this->Scripts() - before, 1) << "PENDING -> RUNNING is one script";
+  EXPECT_EQ(running.value().record.status, S::kRunning);
+  EXPECT_EQ(running.value().record.runner_id, kRunner.runner_id);
+  EXPECT_EQ(this->orch_->GetStatusRecord(InvocationId("a")).value(), running.value().record);
+  EXPECT_EQ(this->state_->GetHistory(InvocationId("a")).value().back().history_json,
+            HistoryJson(InvocationId("a"), running.value().record, "runner-1", std::nullopt));
   before = this->Scripts();
   auto done = this->life_->FinishSuccess(InvocationId("a"), "7", kRunner, TaskId("mod.task"), true);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
@@ -405,6 +454,24 @@ TYPED_TEST(LifecycleRoundTrips, ClaimAndFinishAreOneRoundTripEach) {
                                             true);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), ErrorCode::kIllegalTransition);
+
+  // A status change the script does not take (RUNNING of a REGISTERED
+  // invocation; RUNNING by another runner) falls back and reports the port's
+  // error, writing nothing.
+  auto illegal =
+      this->life_->ChangeStatus(InvocationId("b"), S::kRunning, kRunner, std::nullopt, true);
+  ASSERT_FALSE(illegal.ok());
+  EXPECT_EQ(illegal.status().code(), ErrorCode::kIllegalTransition);
+  this->Running("c");
+  ASSERT_TRUE(this->life_->ChangeStatus(InvocationId("c"), S::kPaused, kRunner, std::nullopt, true)
+                  .ok());
+  auto foreign = this->life_->ChangeStatus(InvocationId("c"), S::kRunning,
+                                           Actor{std::string("runner-2"), "runner-2"},
+                                           std::nullopt, true);
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_EQ(foreign.status().code(), ErrorCode::kOwnershipViolation);
+  EXPECT_EQ(this->StatusOf("c"), S::kPaused);
+  EXPECT_EQ(this->HistoryOf("c").back(), S::kPaused);
 }
 
 TEST(HistoryJsonTest, MatchesPynencLayout) {

@@ -11,10 +11,14 @@
 // not known yet) writes nothing and falls back to the port-by-port operation,
 // which then returns exactly the port's result or error. Every other operation
 // is the port-by-port sequence (one round trip per step).
+#include <algorithm>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "native/port_lifecycle.h"
+#include "redis/redis_broker.h"
 #include "redis/redis_client.h"
 #include "redis/redis_orchestrator_impl.h"
 #include "redis/redis_state_backend.h"
@@ -25,7 +29,8 @@ namespace {
 using redis::Script;
 using redis::Value;
 
-// Shared by both scripts, after the orchestrator helpers (P = ARGV[1]).
+// Shared by the scripts, after the orchestrator's, the state backend's and the
+// broker's fragments (P = ARGV[1]).
 // ARGV[2] = state prefix Ps, ARGV[3] = trigger prefix Pt, ARGV[4] = id.
 constexpr const char* kLifecycleHelpers = R"lua(
 local Ps, Pt, id = ARGV[2], ARGV[3], ARGV[4]
@@ -41,18 +46,7 @@ local function set_status(k, f, new, ts, owner)
   redis.call('ZADD', P .. 'ttimes:' .. f[4], ts, m)
   return m
 end
-local function add_history(tsenc, dk, val)
-  local dkey = Ps .. 'hkey:' .. id
-  local pos = redis.call('HGET', dkey, dk)
-  if not pos then
-    local hseq = redis.call('INCR', Ps .. 'hseq')
-    pos = tsenc .. string.format('%016x', hseq)
-    redis.call('HSET', dkey, dk, pos)
-    redis.call('ZADD', Ps .. 'htime', 0, pos .. id)
-    redis.call('ZADD', Ps .. 'hinv:' .. id, 0, pos)
-  end
-  redis.call('HSET', Ps .. 'hist', pos, val)
-end
+local function add_history(tsenc, dk, val) state_add_history(Ps, id, tsenc, dk, val) end
 local function watched(enabled, task, ctx)
   if enabled ~= '1' then return 1 end
   for _, c in ipairs(redis.call('ZRANGE', Pt .. 'src:' .. task, 0, -1)) do
@@ -65,24 +59,80 @@ local function watched(enabled, task, ctx)
 end
 )lua";
 
+// A lifecycle script: the components' shared Lua fragments (each write lives
+// in its component: orch_register, notify_final, state_upsert,
+// state_add_history, broker_route), the helpers above, then `body`.
+std::string LifecycleSource(const char* body) {
+  return std::string(redis_orchestrator::LuaCommon()) + redis::StateLuaFragments() +
+         redis::BrokerLuaRoute() + kLifecycleHelpers + body;
+}
+
+// pynenc's submit (register_new_invocations + route) in one round trip:
+// upsert every record, register every invocation, one history row each, the
+// watched check over the distinct tasks, then the routes, in the port path's
+// order. ARGV: P, Ps, Pt, '' (no single id), Pb, status, ts, has owner, owner,
+// history pos prefix, history key, watch, status context, wake bound, n, then n
+// groups of (id, task, call, rec, parent, event, wfid, wftype, history value),
+// then t and t distinct tasks, then g and g route groups of (queue, score, k,
+// k ids). Returns status_watched (0/1).
+const Script& SubmitScript() {
+  static const Script s(LifecycleSource(R"lua(
+local Pb, st, ts = ARGV[5], ARGV[6], ARGV[7]
+local owner = nil
+if ARGV[8] == '1' then owner = ARGV[9] end
+local tsenc, dk, watch, ctx = ARGV[10], ARGV[11], ARGV[12], ARGV[13]
+local bound, n = tonumber(ARGV[14]), tonumber(ARGV[15])
+local first = 16
+for i = 0, n - 1 do
+  local a = first + 9 * i
+  state_upsert(Ps, ARGV[a], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7])
+end
+for i = 0, n - 1 do
+  local a = first + 9 * i
+  orch_register(ARGV[a], ARGV[a + 1], ARGV[a + 2], st, ts, owner)
+end
+for i = 0, n - 1 do
+  local a = first + 9 * i
+  state_add_history(Ps, ARGV[a], tsenc, dk, ARGV[a + 8])
+end
+local at = first + 9 * n
+local nt = tonumber(ARGV[at])
+local w = 0
+for i = 1, nt do
+  if w == 0 and watched(watch, ARGV[at + i], ctx) == 1 then w = 1 end
+end
+at = at + nt + 1
+local ng = tonumber(ARGV[at])
+at = at + 1
+for g = 1, ng do
+  local k = tonumber(ARGV[at + 2])
+  broker_route(Pb, ARGV[at], ARGV[at + 1], bound, ARGV, at + 3, at + 2 + k)
+  at = at + 3 + k
+end
+return w
+)lua"));
+  return s;
+}
+
 // ARGV: P, Ps, Pt, id, runner, new status, ts, payload hash ('results' |
 // 'exceptions'), payload, history pos prefix, history key, history value,
 // status context, payload context, release waiters ('1'/'0'), watch ('1'/'0').
 // Returns {0} (not the common case: nothing written) or {1, status_watched,
 // payload_watched}.
 const Script& FinishScript() {
-  static const Script s(std::string(redis_orchestrator::LuaCommon()) + kLifecycleHelpers + R"lua(
+  static const Script s(LifecycleSource(R"lua(
 local runner, new, ts = ARGV[5], ARGV[6], ARGV[7]
 local k = P .. 'inv:' .. id
 local f = redis.call('HMGET', k, 'seq', 'st', 'own', 'task')
 if not f[1] or f[2] ~= 'running' or f[3] ~= runner then return {0} end
 redis.call('HSET', Ps .. ARGV[8], id, ARGV[9])
 local m = set_status(k, f, new, ts, nil)
+if FINAL[new] then notify_final(id) end
 if ARGV[15] == '1' then release(id) end
 redis.call('ZADD', P .. 'purge', ts, m)
 add_history(ARGV[10], ARGV[11], ARGV[12])
 return {1, watched(ARGV[16], f[4], ARGV[13]), watched(ARGV[16], f[4], ARGV[14])}
-)lua");
+)lua"));
   return s;
 }
 
@@ -92,7 +142,7 @@ return {1, watched(ARGV[16], f[4], ARGV[13]), watched(ARGV[16], f[4], ARGV[14])}
 // Returns {-1} (not the common case), {0, st, own|false, ts} (not available),
 // {1, st, own|false, ts, rec} (needs check) or {2, rec, status_watched}.
 const Script& ClaimScript() {
-  static const Script s(std::string(redis_orchestrator::LuaCommon()) + kLifecycleHelpers + R"lua(
+  static const Script s(LifecycleSource(R"lua(
 local runner, ts = ARGV[5], ARGV[6]
 local k = P .. 'inv:' .. id
 local f = redis.call('HMGET', k, 'seq', 'st', 'own', 'task', 'ts')
@@ -114,7 +164,43 @@ if not claimable then return {-1} end
 set_status(k, f, 'pending', ts, runner)
 add_history(ARGV[7], ARGV[8], ARGV[9])
 return {2, rec, watched(ARGV[11], f[4], ARGV[10])}
-)lua");
+)lua"));
+  return s;
+}
+
+// A non-final status change (RUNNING, PAUSED, ...) by a runner, in one round
+// trip: the transition table for the target status is passed in by the caller
+// (from-status name, '1' if the current owner must be the caller), so the
+// script applies exactly core/status.h's rules; anything else falls back.
+// ARGV: P, Ps, Pt, id, runner, new status, ts, history pos prefix, history key,
+// history value, status context, watch ('1'/'0'), task ('' unknown), new owner
+// ('' none), then (from status, must own) pairs.
+// Returns {0} (not the common case: nothing written) or {1, status_watched}.
+const Script& ChangeScript() {
+  static const Script s(LifecycleSource(R"lua(
+local runner, new, ts = ARGV[5], ARGV[6], ARGV[7]
+local k = P .. 'inv:' .. id
+local f = redis.call('HMGET', k, 'seq', 'st', 'own', 'task')
+if not f[1] then return {0} end
+local allowed = false
+for i = 15, #ARGV, 2 do
+  if ARGV[i] == f[2] then
+    if ARGV[i + 1] == '1' and f[3] ~= runner then return {0} end
+    allowed = true
+  end
+end
+if not allowed then return {0} end
+local owner = nil
+if ARGV[14] ~= '' then owner = ARGV[14] end
+set_status(k, f, new, ts, owner)
+add_history(ARGV[8], ARGV[9], ARGV[10])
+local task = ARGV[13]
+if task == '' then
+  if redis.call('HEXISTS', Ps .. 'inv:' .. id, 'rec') == 0 then return {1, 1} end
+  task = f[4]
+end
+return {1, watched(ARGV[12], task, ARGV[11])}
+)lua"));
   return s;
 }
 
@@ -139,7 +225,8 @@ class RedisLifecycle final : public PortLifecycle {
         clock_(ClockOrReal(config)),
         po_(redis::KeyPrefix(config.app_id, "orchestrator")),
         ps_(redis::KeyPrefix(config.app_id, "state")),
-        pt_(redis::KeyPrefix(config.app_id, "trigger")) {
+        pt_(redis::KeyPrefix(config.app_id, "trigger")),
+        pb_(redis::KeyPrefix(config.app_id, "broker")) {
     for (InvocationStatus s : AllStatuses()) {
       if (!IsAvailableForRun(s)) continue;
       available_.emplace_back(StatusName(s));
@@ -195,6 +282,101 @@ class RedisLifecycle final : public PortLifecycle {
     return out;
   }
 
+  Result<ChangeOutcome> RegisterAndRoute(const std::vector<NewRoutedInvocation>& batch,
+                                         const Actor& actor) override {
+    bool plain = !batch.empty();
+    for (const NewRoutedInvocation& inv : batch) plain = plain && !inv.record.invocation_id.empty();
+    if (!plain) return PortLifecycle::RegisterAndRoute(batch, actor);  // its errors, its way
+    const StatusRecord record{InvocationStatus::kRegistered, actor.runner_id, clock_->NowMicros()};
+    std::vector<std::string> args = {po_, ps_, pt_, "", pb_,
+                                     std::string(StatusName(record.status)),
+                                     std::to_string(record.timestamp_us),
+                                     actor.runner_id ? "1" : "0", actor.runner_id.value_or(""),
+                                     redis::HistoryPositionPrefix(record.timestamp_us),
+                                     HistoryKey(record), parts().trigger ? "1" : "0",
+                                     names().status, std::to_string(wake_token_bound_),
+                                     std::to_string(batch.size())};
+    args.reserve(args.size() + 10 * batch.size() + 8);
+    std::vector<std::string> tasks;
+    std::vector<std::pair<std::string, double>> route_order;
+    std::map<std::pair<std::string, double>, std::vector<std::string>> routes;
+    for (const NewRoutedInvocation& inv : batch) {
+      const InvocationRecord& r = inv.record;
+      args.push_back(r.invocation_id.str());
+      args.push_back(r.task_id.str());
+      args.push_back(r.call_id.str());
+      for (std::string& f : redis::UpsertFields(r)) args.push_back(std::move(f));
+      std::optional<std::string> parent;
+      if (r.parent_invocation_id) parent = r.parent_invocation_id->str();
+      args.push_back(HistoryValueOf(r.invocation_id, record, actor, parent));
+      if (std::find(tasks.begin(), tasks.end(), r.task_id.str()) == tasks.end()) {
+        tasks.push_back(r.task_id.str());
+      }
+      auto key = std::make_pair(inv.queue, inv.priority);
+      auto [it, inserted] = routes.try_emplace(key);
+      if (inserted) route_order.push_back(key);
+      it->second.push_back(r.invocation_id.str());
+    }
+    args.push_back(std::to_string(tasks.size()));
+    for (std::string& t : tasks) args.push_back(std::move(t));
+    args.push_back(std::to_string(route_order.size()));
+    for (const auto& key : route_order) {
+      std::vector<std::string>& ids = routes[key];
+      args.push_back(key.first);
+      args.push_back(redis::BrokerScore(key.second));
+      args.push_back(std::to_string(ids.size()));
+      for (std::string& id : ids) args.push_back(std::move(id));
+    }
+    Result<Value> r = client_->Eval(SubmitScript(), {po_ + "seq"}, args);
+    if (!r.ok()) return r.status();
+    if (r.value().is_error()) return ReplyError(r.value(), "submit");
+    return ChangeOutcome{record, r.value().integer != 0};
+  }
+
+  Result<ChangeOutcome> ChangeStatus(const InvocationId& id, InvocationStatus to,
+                                     const Actor& actor, const std::optional<TaskId>& task,
+                                     bool release_waiters) override {
+    // Final statuses keep the port path (waiter release, purge mark): a
+    // runner's finishes go through FinishSuccess / FinishFailure's own script.
+    if (IsFinal(to) || !actor.runner_id || actor.runner_id->empty()) {
+      return PortLifecycle::ChangeStatus(id, to, actor, task, release_waiters);
+    }
+    const StatusDefinition& def = Definition(to);
+    // The new owner, known up front (the history row names it): acquire ->
+    // the caller, release -> none, keep -> the caller, listing only the
+    // from-statuses whose owner must be the caller (others fall back).
+    StatusRecord next{to, std::nullopt, clock_->NowMicros()};
+    if (!def.releases_ownership) next.runner_id = actor.runner_id;
+    const bool keep = !def.acquires_ownership && !def.releases_ownership;
+    std::vector<std::string> args = {po_, ps_, pt_, id.str(), *actor.runner_id,
+                                     std::string(StatusName(to)),
+                                     std::to_string(next.timestamp_us)};
+    AppendHistory(id, next, actor, &args);
+    args.push_back(names().status);
+    args.push_back(parts().trigger ? "1" : "0");
+    args.push_back(task ? task->str() : std::string());
+    args.push_back(next.runner_id.value_or(""));
+    std::size_t listed = 0;
+    for (InvocationStatus from : AllStatuses()) {
+      const StatusDefinition& from_def = Definition(from);
+      if (!from_def.Allows(to)) continue;
+      const bool must_own = from_def.requires_ownership && !def.overrides_ownership;
+      if (keep && !must_own) continue;
+      args.emplace_back(StatusName(from));
+      args.push_back(must_own ? "1" : "0");
+      ++listed;
+    }
+    if (listed == 0) return PortLifecycle::ChangeStatus(id, to, actor, task, release_waiters);
+    Result<Value> r = client_->Eval(ChangeScript(), {po_ + "seq"}, args);
+    if (!r.ok()) return r.status();
+    const Value& v = r.value();
+    if (v.is_error()) return ReplyError(v, "status change");
+    if (v.elements.empty() || v.elements[0].integer == 0) {
+      return PortLifecycle::ChangeStatus(id, to, actor, task, release_waiters);
+    }
+    return ChangeOutcome{next, v.elements[1].integer != 0};
+  }
+
   Result<FinishOutcome> FinishSuccess(const InvocationId& id, const std::string& result,
                                       const Actor& actor, const TaskId& task,
                                       bool release_waiters) override {
@@ -218,18 +400,28 @@ class RedisLifecycle final : public PortLifecycle {
   }
 
  private:
-  // Appends history pos prefix, history key and value of `record` to `args`.
-  static void AppendHistory(const InvocationId& id, const StatusRecord& record,
-                            const Actor& actor, std::vector<std::string>* args) {
+  // The history entry's replace key ("<ts>:<status>") and stored value, as
+  // the state backend's AddHistories writes them.
+  static std::string HistoryKey(const StatusRecord& record) {
+    return std::to_string(record.timestamp_us) + ":" +
+           std::to_string(static_cast<int>(record.status));
+  }
+  static std::string HistoryValueOf(const InvocationId& id, const StatusRecord& record,
+                                    const Actor& actor,
+                                    const std::optional<std::string>& registered_by) {
     HistoryRecord h;
     h.invocation_id = id;
     h.timestamp_us = record.timestamp_us;
     h.status = record.status;
-    h.history_json = HistoryJson(id, record, actor.runner_context_id, std::nullopt);
-    args->push_back(redis::HistoryPositionPrefix(h.timestamp_us));
-    args->push_back(std::to_string(h.timestamp_us) + ":" +
-                    std::to_string(static_cast<int>(h.status)));
-    args->push_back(redis::HistoryValue(h));
+    h.history_json = HistoryJson(id, record, actor.runner_context_id, registered_by);
+    return redis::HistoryValue(h);
+  }
+  // Appends history pos prefix, history key and value of `record` to `args`.
+  static void AppendHistory(const InvocationId& id, const StatusRecord& record,
+                            const Actor& actor, std::vector<std::string>* args) {
+    args->push_back(redis::HistoryPositionPrefix(record.timestamp_us));
+    args->push_back(HistoryKey(record));
+    args->push_back(HistoryValueOf(id, record, actor, std::nullopt));
   }
 
   static Result<InvocationRecord> Invocation(const Value& packed, const InvocationId& id) {
@@ -273,7 +465,9 @@ class RedisLifecycle final : public PortLifecycle {
 
   const std::shared_ptr<redis::Client> client_;
   const std::shared_ptr<Clock> clock_;
-  const std::string po_, ps_, pt_;
+  const std::string po_, ps_, pt_, pb_;
+  // The wake-token bound of the broker's default options (only a list trim).
+  const std::int64_t wake_token_bound_ = redis::RedisBrokerOptions{}.wake_token_bound;
   std::vector<std::string> available_;  // statuses available for run
   std::vector<std::string> claimable_;  // of those, the ones that may move to PENDING freely
 };

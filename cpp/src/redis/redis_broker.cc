@@ -16,27 +16,39 @@
 namespace pynenc_cpp::redis {
 namespace {
 
-// KEYS: seq, zset, wake, queues. ARGV: score, queue, wake bound, ids...
-// Takes one sequence block for the batch and adds every id: one round trip.
-const Script kRouteScript(R"lua(
-local n = #ARGV - 3
-local first = redis.call('INCRBY', KEYS[1], n) - n
-local args = {}
-for i = 1, n do
-  args[#args + 1] = ARGV[1]
-  args[#args + 1] = string.format('%020d', first + i) .. ':' .. ARGV[3 + i]
-  if #args >= 1000 or i == n then
-    redis.call('ZADD', KEYS[2], unpack(args))
-    args = {}
+// broker_route(bp, queue, score, bound, ids, from, to): the route, shared with
+// native/redis_lifecycle.cc's submit script (BrokerLuaRoute). Takes one
+// sequence block for ids[from..to] and adds every id to the queue's sorted set,
+// then pushes wake tokens (the list trimmed to `bound`) and records the queue.
+const char* kRouteFragment = R"lua(
+local function broker_route(bp, queue, score, bound, ids, from, to)
+  local n = to - from + 1
+  if n <= 0 then return 0 end
+  local first = redis.call('INCRBY', bp .. 'seq', n) - n
+  local zset = bp .. 'q:' .. queue
+  local args = {}
+  for i = 1, n do
+    args[#args + 1] = score
+    args[#args + 1] = string.format('%020d', first + i) .. ':' .. ids[from + i - 1]
+    if #args >= 1000 or i == n then
+      redis.call('ZADD', zset, unpack(args))
+      args = {}
+    end
   end
+  local tokens = {}
+  for i = 1, math.min(n, bound) do tokens[i] = '1' end
+  local wake = bp .. 'w:' .. queue
+  redis.call('RPUSH', wake, unpack(tokens))
+  redis.call('LTRIM', wake, -bound, -1)
+  redis.call('SADD', bp .. 'queues', queue)
+  return n
 end
-local bound = tonumber(ARGV[3])
-local tokens = {}
-for i = 1, math.min(n, bound) do tokens[i] = '1' end
-redis.call('RPUSH', KEYS[3], unpack(tokens))
-redis.call('LTRIM', KEYS[3], -bound, -1)
-redis.call('SADD', KEYS[4], ARGV[2])
-return n
+)lua";
+
+// KEYS: seq (routes the call to the app's slot). ARGV: prefix, score, queue,
+// wake bound, ids... One round trip for the batch.
+const Script kRouteScript(std::string(kRouteFragment) + R"lua(
+return broker_route(ARGV[1], ARGV[3], ARGV[2], tonumber(ARGV[4]), ARGV, 5, #ARGV)
 )lua");
 
 // KEYS: zset, wake, consumers, lease, proc, recovery guard.
@@ -121,11 +133,6 @@ std::string NewConsumerId() {
   return buf;
 }
 
-std::string FormatScore(double priority) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", -priority);
-  return buf;
-}
 
 class RedisBroker final : public Broker {
  public:
@@ -151,12 +158,11 @@ class RedisBroker final : public Broker {
   Status Route(const std::vector<InvocationId>& ids, const std::string& queue,
                double priority) override {
     if (ids.empty()) return Status::Ok();
-    std::vector<std::string> args{FormatScore(priority), queue,
+    std::vector<std::string> args{prefix_, BrokerScore(priority), queue,
                                   std::to_string(options_.wake_token_bound)};
-    args.reserve(ids.size() + 3);
+    args.reserve(ids.size() + 4);
     for (const InvocationId& id : ids) args.push_back(id.str());
-    Result<Value> r = client_->Eval(
-        kRouteScript, {prefix_ + "seq", QueueKey(queue), WakeKey(queue), prefix_ + "queues"}, args);
+    Result<Value> r = client_->Eval(kRouteScript, {prefix_ + "seq"}, args);
     if (!r.ok()) return r.status();
     if (r.value().is_error()) return ReplyError(*client_, "route to '" + queue + "'", r.value());
     return Status::Ok();
@@ -343,6 +349,14 @@ class RedisClientDataStore final : public ClientDataStore {
 };
 
 }  // namespace
+
+const char* BrokerLuaRoute() { return kRouteFragment; }
+
+std::string BrokerScore(double priority) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", -priority);
+  return buf;
+}
 
 Result<std::unique_ptr<Broker>> NewRedisBroker(std::shared_ptr<Client> client,
                                                const BackendConfig& config) {

@@ -22,12 +22,19 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "pynenc_cpp/ports/broker.h"
 #include "pynenc_cpp/ports/client_data_store.h"
 #include "redis/redis_client.h"
 
 namespace pynenc_cpp::redis {
+
+// The route's Lua, broker_route(bp, queue, score, bound, ids, from, to), shared
+// with native/redis_lifecycle.cc's submit script so it lives in one place; and
+// the stored score of a priority (the sorted set pops the lowest score first).
+const char* BrokerLuaRoute();
+std::string BrokerScore(double priority);
 
 struct RedisBrokerOptions {
   std::int64_t lease_ms = 10'000;             // a consumer silent this long is presumed dead

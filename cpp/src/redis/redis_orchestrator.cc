@@ -6,7 +6,13 @@
 // compare-and-set that also moves every index; if another client changed the
 // record in between, it re-reads and tries again (bounded). Of racing callers
 // exactly one wins; the others see its record and get the machine's own error.
+#include <unistd.h>
+
+#include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <random>
 
 #include "redis/redis_orchestrator_impl.h"
 
@@ -198,6 +204,49 @@ Result<std::vector<InvocationId>> RedisOrchestrator::FilterByStatus(
     }
   }
   return out;
+}
+
+Result<std::optional<InvocationId>> RedisOrchestrator::WaitAnyFinal(
+    const std::vector<InvocationId>& ids, TimestampUs timeout_us) {
+  if (ids.empty()) return Status::InvalidArgument("WaitAnyFinal needs at least one invocation id");
+  using Clock = std::chrono::steady_clock;
+  // Longer waits are clamped (no time_point overflow): ~31 years.
+  constexpr TimestampUs kMaxWaitUs = 1'000'000'000'000'000;
+  // One BLPOP blocks at most this long; a longer wait registers again (the
+  // registrations of the previous token expire on their own).
+  constexpr std::int64_t kMaxBlockMs = 10'000;
+  const auto deadline =
+      Clock::now() + std::chrono::microseconds(std::clamp<TimestampUs>(timeout_us, 0, kMaxWaitUs));
+  static thread_local std::mt19937_64 rng{std::random_device{}() ^
+                                          (static_cast<std::uint64_t>(getpid()) << 32)};
+  while (true) {
+    const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             deadline - Clock::now())
+                             .count();
+    const std::int64_t block_ms = std::clamp<std::int64_t>(left_ms, 0, kMaxBlockMs);
+    char token[40];
+    std::snprintf(token, sizeof token, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                  static_cast<unsigned long long>(rng()));
+    std::vector<std::string> args{token, std::to_string(block_ms + 1000)};
+    for (const InvocationId& id : ids) args.push_back(id.str());
+    Result<Value> reg = Run(WaitFinalScript(), std::move(args), "wait for a final status");
+    if (!reg.ok()) return reg.status();
+    if (!reg.value().is_nil() && reg.value().type == Value::Type::kString) {
+      return std::optional<InvocationId>(InvocationId(reg.value().str));
+    }
+    if (block_ms <= 0) return std::optional<InvocationId>();
+    // BLPOP's timeout is in seconds (decimals allowed since Redis 6).
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(block_ms) / 1000.0);
+    Result<Value> got =
+        client_->BlockingCommand({"BLPOP", prefix_ + "note:" + token, secs}, block_ms);
+    if (!got.ok()) return got.status();
+    if (got.value().is_error()) return ReplyError(got.value(), "wait for a final status");
+    if (got.value().type == Value::Type::kArray && got.value().elements.size() == 2) {
+      return std::optional<InvocationId>(InvocationId(got.value().elements[1].str));
+    }
+    if (Clock::now() >= deadline) return std::optional<InvocationId>();
+  }
 }
 
 Status RedisOrchestrator::IndexArguments(const InvocationId& id,

@@ -18,6 +18,9 @@
 //   P purge               auto-purge marks, scored by mark time, same members
 //   P wf:<id> / wb:<id>   sets: what <id> waits for / who waits for <id>;
 //   P waited              set of ids someone waits for
+//   P fw:<id>             set of WaitAnyFinal tokens waiting for <id> to be final
+//                         (expires with the longest wait); P note:<token> list
+//                         the final ids are pushed on (expires 60 s after a push)
 //   P runner:<id>         hash: c (creation), hb, a (0/1), q (encoded queues);
 //   P runners             sorted set of runner ids scored by creation
 //   P exec:<run>          hash: runner, start, end (absent while running), st,
@@ -41,6 +44,7 @@ const char* LuaCommon();
 
 const redis::Script& RegisterScript();
 const redis::Script& TransitionScript();
+const redis::Script& WaitFinalScript();
 const redis::Script& IndexArgumentsScript();
 const redis::Script& ExistingScript();
 const redis::Script& ListScript();
@@ -82,6 +86,11 @@ class RedisOrchestrator final : public Orchestrator {
   Result<StatusRecord> GetStatusRecord(const InvocationId& id) override;
   Result<std::vector<InvocationId>> FilterByStatus(
       const std::vector<InvocationId>& ids, const std::vector<InvocationStatus>& statuses) override;
+  // Registers a token for every id (or returns the first already final one),
+  // then blocks in BLPOP on the token's list, which the script that makes an
+  // id final pushes to: one round trip to register, no status polling.
+  Result<std::optional<InvocationId>> WaitAnyFinal(const std::vector<InvocationId>& ids,
+                                                   TimestampUs timeout_us) override;
   Status IndexArguments(const InvocationId& id,
                         const std::map<std::string, std::string>& args) override;
   Result<std::vector<InvocationId>> GetExistingInvocations(

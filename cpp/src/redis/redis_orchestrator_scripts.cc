@@ -46,34 +46,65 @@ local function forget(id)
   redis.call('DEL', P .. 'args:' .. id, k)
   release(id)
 end
+-- Registers one invocation unless known (status st at ts, owner or nil): the
+-- record, the task / call / status indexes and the time pages. Shared with the
+-- submit script of native/redis_lifecycle.cc.
+local function orch_register(id, task, call, st, ts, owner)
+  local k = P .. 'inv:' .. id
+  if redis.call('EXISTS', k) == 1 then return end
+  local seq = redis.call('INCR', P .. 'seq')
+  redis.call('HSET', k, 'seq', seq, 'task', task, 'call', call, 'st', st, 'ts', ts, 'retries', 0)
+  if owner then redis.call('HSET', k, 'own', owner) end
+  redis.call('ZADD', P .. 'all', seq, id)
+  redis.call('ZADD', P .. 'task:' .. task, seq, id)
+  redis.call('ZADD', P .. 'call:' .. call, seq, id)
+  redis.call('ZADD', P .. 'status:' .. st, seq, id)
+  redis.call('ZADD', P .. 'times', ts, pad(seq) .. id)
+  redis.call('ZADD', P .. 'stimes:' .. st, ts, pad(seq) .. id)
+  redis.call('ZADD', P .. 'ttimes:' .. task, ts, pad(seq) .. id)
+end
+-- Final-status notification (WaitAnyFinal): each waiter token registered in
+-- P fw:<id> gets <id> pushed on its list P note:<token> (kept 60 s for a waiter
+-- that has not read it yet); the registrations are consumed.
+local function notify_final(id)
+  local fk = P .. 'fw:' .. id
+  local ws = redis.call('SMEMBERS', fk)
+  if #ws == 0 then return end
+  for _, w in ipairs(ws) do
+    local nk = P .. 'note:' .. w
+    redis.call('RPUSH', nk, id)
+    redis.call('PEXPIRE', nk, 60000)
+  end
+  redis.call('DEL', fk)
+end
 )lua";
 
-Script Make(const char* body) { return Script(std::string(kCommon) + body); }
+// kCommon plus FINAL, the set of final status names (from core/status.h).
+const std::string& CommonSource() {
+  static const std::string s = [] {
+    std::string out = kCommon;
+    out += "local FINAL = {";
+    for (InvocationStatus st : AllStatuses()) {
+      if (IsFinal(st)) out += "['" + std::string(StatusName(st)) + "'] = true, ";
+    }
+    out += "}\n";
+    return out;
+  }();
+  return s;
+}
+
+Script Make(const char* body) { return Script(CommonSource() + body); }
 
 }  // namespace
 
-const char* LuaCommon() { return kCommon; }
+const char* LuaCommon() { return CommonSource().c_str(); }
 
 // ARGV: P, status, ts, has_owner, owner, then (id, task, call) triples.
 const Script& RegisterScript() {
   static const Script s = Make(R"lua(
-local st, ts = ARGV[2], ARGV[3]
-for i = 6, #ARGV, 3 do
-  local id, task, call = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local k = P .. 'inv:' .. id
-  if redis.call('EXISTS', k) == 0 then
-    local seq = redis.call('INCR', P .. 'seq')
-    redis.call('HSET', k, 'seq', seq, 'task', task, 'call', call, 'st', st, 'ts', ts, 'retries', 0)
-    if ARGV[4] == '1' then redis.call('HSET', k, 'own', ARGV[5]) end
-    redis.call('ZADD', P .. 'all', seq, id)
-    redis.call('ZADD', P .. 'task:' .. task, seq, id)
-    redis.call('ZADD', P .. 'call:' .. call, seq, id)
-    redis.call('ZADD', P .. 'status:' .. st, seq, id)
-    redis.call('ZADD', P .. 'times', ts, pad(seq) .. id)
-    redis.call('ZADD', P .. 'stimes:' .. st, ts, pad(seq) .. id)
-    redis.call('ZADD', P .. 'ttimes:' .. task, ts, pad(seq) .. id)
-  end
-end
+local owner = nil
+if ARGV[4] == '1' then owner = ARGV[5] end
+for i = 6, #ARGV, 3 do orch_register(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[2], ARGV[3], owner) end
 return 1
 )lua");
   return s;
@@ -101,7 +132,28 @@ redis.call('ZADD', P .. 'times', ARGV[8], m)
 redis.call('ZREM', P .. 'stimes:' .. f[2], m)
 redis.call('ZADD', P .. 'stimes:' .. ARGV[7], ARGV[8], m)
 redis.call('ZADD', P .. 'ttimes:' .. f[5], ARGV[8], m)
+if FINAL[ARGV[7]] then notify_final(id) end
 return 1
+)lua");
+  return s;
+}
+
+// WaitAnyFinal's registration. ARGV: P, token, ttl ms, ids.
+// Returns the first id (in input order) whose status is final, or registers
+// the token in P fw:<id> for every id (kept at least ttl ms) and returns false.
+const Script& WaitFinalScript() {
+  static const Script s = Make(R"lua(
+for i = 4, #ARGV do
+  local st = redis.call('HGET', P .. 'inv:' .. ARGV[i], 'st')
+  if st and FINAL[st] then return ARGV[i] end
+end
+local ttl = tonumber(ARGV[3])
+for i = 4, #ARGV do
+  local fk = P .. 'fw:' .. ARGV[i]
+  redis.call('SADD', fk, ARGV[2])
+  if redis.call('PTTL', fk) < ttl then redis.call('PEXPIRE', fk, ttl) end
+end
+return false
 )lua");
   return s;
 }

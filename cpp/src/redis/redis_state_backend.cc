@@ -199,40 +199,66 @@ local function hmget_all(key, fields)
 end
 )LUA";
 
-std::string WithHelpers(const char* body) { return std::string(kLuaHelpers) + body; }
-
-// ARGV: groups of (id, packed record, parent, event, wfid, wftype); index fields
-// are "" when unset and "=" + value when set.
-const Script& UpsertScript() {
-  static const Script script(WithHelpers(R"LUA(
-local function field(raw) if raw == '' then return nil end return string.sub(raw, 2) end
-local ix = {parent = 'ix:parent:', event = 'ix:event:', wfid = 'ix:wf:', wftype = 'ix:wftype:'}
-local names = {'parent', 'event', 'wfid', 'wftype'}
-for i = 1, #ARGV, 6 do
-  local id = ARGV[i]
-  local key = p .. 'inv:' .. id
+// The writes other modules' scripts share (native/redis_lifecycle.cc), each in
+// this one place. `sp` is the app's state prefix.
+//   state_upsert(sp, id, rec, parent, event, wfid, wftype): stores the packed
+//     record and its index fields ("" unset, "=" .. value set), re-indexing a
+//     record stored before;
+//   state_add_history(sp, id, tsenc, dk, val): the history entry of `id` under
+//     the replace key `dk` ("<ts>:<status>"), a new position on first write.
+const char* kStateFragments = R"LUA(
+local state_ix = {parent = 'ix:parent:', event = 'ix:event:', wfid = 'ix:wf:', wftype = 'ix:wftype:'}
+local state_ix_names = {'parent', 'event', 'wfid', 'wftype'}
+local function state_upsert(sp, id, rec, parent, event, wfid, wftype)
+  local raw = {parent, event, wfid, wftype}
+  local key = sp .. 'inv:' .. id
   local old = redis.call('HMGET', key, 'seq', 'parent', 'event', 'wfid', 'wftype')
   local seq = old[1]
   if seq then
     for n = 1, 4 do
-      if old[n + 1] then redis.call('ZREM', p .. ix[names[n]] .. old[n + 1], id) end
+      if old[n + 1] then redis.call('ZREM', sp .. state_ix[state_ix_names[n]] .. old[n + 1], id) end
     end
-    if old[4] then redis.call('ZREM', p .. 'ix:wfany', id) end
+    if old[4] then redis.call('ZREM', sp .. 'ix:wfany', id) end
     redis.call('DEL', key)
   else
-    seq = redis.call('INCR', p .. 'seq')
+    seq = redis.call('INCR', sp .. 'seq')
   end
-  local hset = {'seq', seq, 'rec', ARGV[i + 1]}
+  local hset = {'seq', seq, 'rec', rec}
   for n = 1, 4 do
-    local v = field(ARGV[i + 1 + n])
-    if v then
-      hset[#hset + 1] = names[n]
+    if raw[n] ~= '' then
+      local v = string.sub(raw[n], 2)
+      hset[#hset + 1] = state_ix_names[n]
       hset[#hset + 1] = v
-      redis.call('ZADD', p .. ix[names[n]] .. v, seq, id)
+      redis.call('ZADD', sp .. state_ix[state_ix_names[n]] .. v, seq, id)
     end
   end
-  if field(ARGV[i + 4]) then redis.call('ZADD', p .. 'ix:wfany', seq, id) end
+  if wfid ~= '' then redis.call('ZADD', sp .. 'ix:wfany', seq, id) end
   redis.call('HSET', key, unpack(hset))
+end
+local function state_add_history(sp, id, tsenc, dk, val)
+  local dkey = sp .. 'hkey:' .. id
+  local pos = redis.call('HGET', dkey, dk)
+  if not pos then
+    local hseq = redis.call('INCR', sp .. 'hseq')
+    pos = tsenc .. string.format('%016x', hseq)
+    redis.call('HSET', dkey, dk, pos)
+    redis.call('ZADD', sp .. 'htime', 0, pos .. id)
+    redis.call('ZADD', sp .. 'hinv:' .. id, 0, pos)
+  end
+  redis.call('HSET', sp .. 'hist', pos, val)
+end
+)LUA";
+
+std::string WithHelpers(const char* body) {
+  return std::string(kLuaHelpers) + kStateFragments + body;
+}
+
+// ARGV: groups of (id, packed record, parent, event, wfid, wftype); index fields
+// are "" when unset and "=" + value when set (UpsertFields).
+const Script& UpsertScript() {
+  static const Script script(WithHelpers(R"LUA(
+for i = 1, #ARGV, 6 do
+  state_upsert(p, ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5])
 end
 return 1
 )LUA"));
@@ -261,20 +287,7 @@ return out
 // ARGV: encoded ts, replace key "<ts>:<status>", value, then the ids.
 const Script& AddHistoriesScript() {
   static const Script script(WithHelpers(R"LUA(
-local tsenc, dk, val = ARGV[1], ARGV[2], ARGV[3]
-for i = 4, #ARGV do
-  local id = ARGV[i]
-  local dkey = p .. 'hkey:' .. id
-  local pos = redis.call('HGET', dkey, dk)
-  if not pos then
-    local seq = redis.call('INCR', p .. 'hseq')
-    pos = tsenc .. string.format('%016x', seq)
-    redis.call('HSET', dkey, dk, pos)
-    redis.call('ZADD', p .. 'htime', 0, pos .. id)
-    redis.call('ZADD', p .. 'hinv:' .. id, 0, pos)
-  end
-  redis.call('HSET', p .. 'hist', pos, val)
-end
+for i = 4, #ARGV do state_add_history(p, ARGV[i], ARGV[1], ARGV[2], ARGV[3]) end
 return 1
 )LUA"));
   return script;
@@ -382,14 +395,9 @@ class RedisStateBackend final : public StateBackend {
     if (records.empty()) return Status::Ok();
     std::vector<std::string> args;
     args.reserve(records.size() * 6);
-    auto opt = [](const std::optional<std::string>& v) { return v ? "=" + *v : std::string(); };
     for (const InvocationRecord& r : records) {
       args.push_back(r.invocation_id.str());
-      args.push_back(PackInvocation(r));
-      args.push_back(opt(OptStr(r.parent_invocation_id)));
-      args.push_back(opt(r.parent_event_id));
-      args.push_back(r.workflow ? "=" + r.workflow->workflow_id.str() : std::string());
-      args.push_back(r.workflow ? "=" + r.workflow->workflow_type.str() : std::string());
+      for (std::string& f : UpsertFields(r)) args.push_back(std::move(f));
     }
     return Checked(client_->Eval(UpsertScript(), {p_}, args)).status();
   }
@@ -705,6 +713,15 @@ class RedisStateBackend final : public StateBackend {
 }  // namespace
 
 std::string HistoryPositionPrefix(TimestampUs ts) { return EncodeTs(ts); }
+
+const char* StateLuaFragments() { return kStateFragments; }
+
+std::vector<std::string> UpsertFields(const InvocationRecord& r) {
+  auto opt = [](const std::optional<std::string>& v) { return v ? "=" + *v : std::string(); };
+  return {PackInvocation(r), opt(OptStr(r.parent_invocation_id)), opt(r.parent_event_id),
+          r.workflow ? "=" + r.workflow->workflow_id.str() : std::string(),
+          r.workflow ? "=" + r.workflow->workflow_type.str() : std::string()};
+}
 std::string HistoryValue(const HistoryRecord& r) { return PackHistoryValue(r); }
 std::optional<InvocationRecord> ParseInvocationRecord(const std::string& packed) {
   return UnpackInvocation(packed);

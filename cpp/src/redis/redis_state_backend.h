@@ -57,6 +57,12 @@ Result<std::unique_ptr<StateBackend>> NewRedisStateBackend(std::shared_ptr<Clien
 std::string HistoryPositionPrefix(TimestampUs ts);
 std::string HistoryValue(const HistoryRecord& r);
 std::optional<InvocationRecord> ParseInvocationRecord(const std::string& packed);
+// The state backend's Lua writes, shared so that each lives in one place:
+// state_upsert(sp, id, rec, parent, event, wfid, wftype) and
+// state_add_history(sp, id, tsenc, dk, val) (documented in the .cc).
+const char* StateLuaFragments();
+// The five ARGV fields of state_upsert for `r` (rec, parent, event, wfid, wftype).
+std::vector<std::string> UpsertFields(const InvocationRecord& r);
 
 // Every (app_id, app_info_json) registered on `client`'s server, ascending by app id.
 Result<std::vector<std::pair<std::string, std::string>>> RedisDiscoverAppInfos(
