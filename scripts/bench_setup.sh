@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepares what bench/peers.py needs besides .venv (which scripts/setup.sh makes):
 #   * .venv-bench: the peers that install with the pinned pynenc 0.4.0 (pure
-#     pynenc, pynenc-rustvello, Celery, RQ), pinned in bench/requirements-peers.txt,
+#     pynenc, pynenc-rustvello, Celery, RQ, Huey, Dramatiq, taskiq), pinned in
+#     bench/requirements-peers.txt,
 #     kept out of .venv so pynenc's conformance runs never load their plugins;
 #   * .venv-bench-pynenc03: pynenc-redis 0.3.0, the newest release, which does not
 #     run on pynenc 0.4.0 (its RedisBroker lacks 0.4.0's abstract _route_invocation),
@@ -41,6 +42,6 @@ make_venv .venv-bench-pynenc03 bench/requirements-pynenc03.txt
 make_venv .venv-bench-casty bench/requirements-casty.txt
 versions() { "$1/bin/python" -c 'import importlib.metadata as m, sys
 print(", ".join(f"{p} {m.version(p)}" for p in sys.argv[1:]))' "${@:2}"; }
-log "ready: .venv-bench: $(versions .venv-bench pynenc pynenc-rustvello rustvello celery rq)"
+log "ready: .venv-bench: $(versions .venv-bench pynenc pynenc-rustvello rustvello celery rq huey dramatiq taskiq taskiq-redis)"
 log "ready: .venv-bench-pynenc03: $(versions .venv-bench-pynenc03 pynenc pynenc-redis)"
 log "ready: .venv-bench-casty: $(versions .venv-bench-casty casty)"
