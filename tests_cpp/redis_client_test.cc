@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "backend_fixture.h"
 
 namespace pynenc_cpp::redis {
@@ -54,6 +57,36 @@ TEST(RedisClient, CommandsPipelinesAndScripts) {
   ASSERT_EQ(client.Command({"SCRIPT", "FLUSH"}).value().str, "OK");  // forces NOSCRIPT
   EXPECT_EQ(client.Eval(incr, {"n"}, {"2"}).value().integer, 7);
   EXPECT_EQ(incr.sha1().size(), 40u);
+}
+
+// A command whose reply times out may be running on the server: it must not be
+// sent again (a pop or a route run twice is not the same as once). The script
+// below keeps the server busy for 400 ms, then increments: the client's 200 ms
+// read timeout fires while it runs, and it runs to the end regardless.
+TEST(RedisClient, ACommandThatTimedOutIsNeverSentAgain) {
+  RedisServer server;
+  RedisOptions o = Local(server.port());
+  o.io_timeout_ms = 200;
+  auto c = Client::Open(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Client& client = *c.value();
+  ASSERT_EQ(client.Command({"SET", "n", "0"}).value().str, "OK");  // pools a connection
+  const std::string slow_incr =
+      "local t = redis.call('TIME') local t0 = t[1] * 1000000 + t[2] "
+      "repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] - t0 > 400000 "
+      "return redis.call('INCR', KEYS[1])";
+  auto r = client.Command({"EVAL", slow_incr, "1", "n"});
+  ASSERT_FALSE(r.ok()) << "the reply comes after the read timeout";
+  EXPECT_EQ(r.status().code(), ErrorCode::kBackendFailure);
+  EXPECT_NE(r.status().message().find("may or may not have been applied"), std::string::npos)
+      << r.status().message();
+  // The script that was sent ran once; a retry would have run it a second time.
+  auto admin = Client::Open(Local(server.port()));
+  ASSERT_TRUE(admin.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));  // both would have finished
+  EXPECT_EQ(admin.value()->Command({"GET", "n"}).value().str, "1");
+  // The client still works afterwards.
+  EXPECT_EQ(client.Command({"INCR", "n"}).value().integer, 2);
 }
 
 TEST(RedisClient, UnreachableServerIsAClearErrorWithinTheTimeout) {

@@ -4,6 +4,7 @@
 #include <openssl/sha.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -73,6 +74,14 @@ class Connection {
 
   redisContext* ctx() { return ctx_; }
   bool broken() const { return ctx_ == nullptr || ctx_->err != 0; }
+  // True when the last failure was the server closing the connection (EOF,
+  // ECONNRESET, EPIPE), the signature of a pooled connection the server
+  // dropped while idle. A timeout is not: the command may be running.
+  bool closed_by_peer() const {
+    if (ctx_ == nullptr) return false;
+    if (ctx_->err == REDIS_ERR_EOF) return true;
+    return ctx_->err == REDIS_ERR_IO && (io_errno_ == ECONNRESET || io_errno_ == EPIPE);
+  }
   std::string error() const { return ctx_ == nullptr ? "no connection" : ctx_->errstr; }
   void Abandon() { ctx_ = nullptr; }
 
@@ -92,7 +101,11 @@ class Connection {
   // Reads the next reply; false on an I/O error (see error()).
   bool Read(Value* out) {
     void* raw = nullptr;
-    if (redisGetReply(ctx_, &raw) != REDIS_OK) return false;
+    errno = 0;
+    if (redisGetReply(ctx_, &raw) != REDIS_OK) {
+      io_errno_ = errno;
+      return false;
+    }
     *out = Convert(static_cast<redisReply*>(raw));
     freeReplyObject(raw);
     return true;
@@ -100,6 +113,7 @@ class Connection {
 
  private:
   redisContext* ctx_;
+  int io_errno_ = 0;  // errno of the last failed Read
 };
 
 Result<RedisOptions> ParseRedisLocation(const std::string& location) {
@@ -295,7 +309,11 @@ Result<T> Client::WithConnection(Fn&& send) {
       return std::move(*out);
     }
     const std::string cause = conn->error();
-    if (reused && attempt == 0) continue;  // a stale pooled connection: try a fresh one
+    // A pooled connection the server closed while idle: the command never ran,
+    // try once on a fresh one. Never after a timeout or any other failure: the
+    // command may have been applied, and a script (a pop, a route) run twice
+    // would not be the same as once.
+    if (reused && attempt == 0 && conn->closed_by_peer()) continue;
     return Status::BackendFailure("connection to redis at " + Describe() + " failed: " + cause +
                                   " (the command may or may not have been applied)");
   }
