@@ -5,10 +5,14 @@
 #include "pynenc_cpp/runner/runner_engine.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -278,6 +282,67 @@ TEST(RunnerEngine, WorkerWithUnusableStateIsReplaced) {
   engine.Stop();
   ASSERT_TRUE(engine.Wait(5s));
 }
+
+// The virtual memory of this process, in KiB (VmSize of /proc/self/status).
+std::int64_t VmSizeKb() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmSize:", 0) == 0) return std::stoll(line.substr(7));
+  }
+  return -1;
+}
+
+// A long-lived runner whose workers keep being replaced (tasks waiting on
+// sub-results, timeouts) must not keep the exited threads: an unjoined thread
+// keeps its stack (2-8 MiB) mapped until the engine stops.
+TEST(RunnerEngine, ReplacedWorkersDoNotAccumulate) {
+  auto source = std::make_unique<FakeSource>();
+  FakeSource* src = source.get();
+  Log log;
+  RunnerEngine engine(Options(1), std::move(source),
+                      RecordingHooks(log, [](int, const std::string&) {
+                        return ExecOutcome::kReplaceWorker;
+                      }));
+  ASSERT_TRUE(engine.Start().ok());
+  src->Push("warm");
+  ASSERT_TRUE(log.WaitFor([&] { return log.executed.size() == 1; }));
+  const std::int64_t before = VmSizeKb();
+  constexpr int kTasks = 600;
+  for (int i = 0; i < kTasks; ++i) src->Push("t" + std::to_string(i));
+  ASSERT_TRUE(log.WaitFor([&] { return log.executed.size() == kTasks + 1; }));
+  ASSERT_TRUE(log.WaitFor([&] { return log.exited_threads.size() >= kTasks; }));
+  const std::int64_t grown_mb = (VmSizeKb() - before) / 1024;
+  EXPECT_LT(grown_mb, 512) << kTasks << " replaced workers kept " << grown_mb << " MiB mapped";
+  engine.Stop();
+  ASSERT_TRUE(engine.Wait(5s));
+}
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+// The OS refusing a thread is a clear error from Start, never std::terminate.
+// In a child process whose address space is capped just above what it uses,
+// no thread stack can be mapped. (Not under sanitizers: they reserve their
+// shadow memory lazily and cannot run under an address-space cap.)
+TEST(RunnerEngine, ThreadCreationFailureIsAClearError) {
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto source = std::make_unique<FakeSource>();
+    Log log;
+    RunnerEngine engine(Options(2), std::move(source), RecordingHooks(log));
+    rlimit cap{};
+    cap.rlim_cur = cap.rlim_max = static_cast<rlim_t>(VmSizeKb() + 1024) * 1024;
+    if (setrlimit(RLIMIT_AS, &cap) != 0) _exit(3);
+    const Status s = engine.Start();
+    if (s.ok()) _exit(4);
+    if (s.message().find("cannot start a worker thread") == std::string::npos) _exit(5);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+#endif
 
 TEST(RunnerEngine, TimerRunsHeartbeatsAndManagementUntilStopped) {
   Log log;

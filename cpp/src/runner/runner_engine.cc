@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <system_error>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -57,24 +58,53 @@ struct RunnerEngine::Core {
   std::thread timer;
   std::vector<std::string> orphans;
   std::int64_t executed = 0;
+  std::string spawn_error;     // the last thread creation the OS refused ("" after a success)
+  std::string spawn_reported;  // the last spawn_error reported (reported once per change)
 
   bool Stopping() const { return state != RunnerState::kRunning; }  // REQUIRES: mu
 
-  // Starts one worker. REQUIRES: mu held.
-  void SpawnLocked(const std::shared_ptr<Core>& self) {
+  // Forgets the workers whose thread has finished its work (retired, replaced
+  // or timed out earlier), detaching their thread: it only has to return now,
+  // and a detached thread's stack is freed when it does. Without this a
+  // long-lived runner whose workers are replaced (tasks waiting on sub-results,
+  // timeouts) would keep every exited thread's stack until Stop.
+  // REQUIRES: mu held.
+  void ReapExitedLocked() {
+    std::erase_if(workers, [](const std::shared_ptr<Worker>& w) {
+      if (!w->exited) return false;
+      if (w->thread.joinable()) w->thread.detach();
+      return true;
+    });
+  }
+
+  // Starts one worker; false (and spawn_error set) when the OS refuses a new
+  // thread, which is reported, never std::terminate. REQUIRES: mu held.
+  bool SpawnLocked(const std::shared_ptr<Core>& self) {
+    ReapExitedLocked();
     auto w = std::make_shared<Worker>();
-    w->index = next_index++;
+    w->index = next_index;
+    try {
+      w->thread = std::thread([self, w] { self->WorkerMain(self, w); });
+    } catch (const std::system_error& e) {
+      spawn_error = std::string("runner: cannot start a worker thread (") + e.what() + ")";
+      return false;
+    }
+    ++next_index;
     ++live;
     workers.push_back(w);
-    w->thread = std::thread([self, w] { self->WorkerMain(self, w); });
+    spawn_error.clear();
+    return true;
   }
 
   // Non-waiting live workers beyond `workers` retire. REQUIRES: mu held.
   bool SurplusLocked() const { return live - waiting > options.workers; }
 
-  // After MarkWaiting or a replacement. REQUIRES: mu held.
+  // After MarkWaiting or a replacement. Stops at the first thread the OS
+  // refuses; the timer thread tries again. REQUIRES: mu held.
   void FillSlotsLocked(const std::shared_ptr<Core>& self) {
-    while (state == RunnerState::kRunning && live - waiting < options.workers) SpawnLocked(self);
+    while (state == RunnerState::kRunning && live - waiting < options.workers) {
+      if (!SpawnLocked(self)) return;
+    }
   }
 
   void WorkerMain(const std::shared_ptr<Core>& self, const std::shared_ptr<Worker>& w) {
@@ -205,7 +235,21 @@ struct RunnerEngine::Core {
           continue;
         }
       }
+      if (state == RunnerState::kRunning && live - waiting < options.workers) {
+        FillSlotsLocked(self);  // a spawn the OS refused earlier: try again
+      }
+      if (spawn_error != spawn_reported) {
+        spawn_reported = spawn_error;
+        const std::string message = spawn_error;
+        if (!message.empty() && hooks.report_error) {
+          lock.unlock();
+          hooks.report_error(message);
+          lock.lock();
+          continue;
+        }
+      }
       Clock::time_point wake = now + std::chrono::hours(1);
+      if (!spawn_error.empty()) wake = std::min(wake, now + std::chrono::milliseconds(100));
       if (heartbeats) wake = std::min(wake, next_heartbeat);
       if (management && state == RunnerState::kRunning) wake = std::min(wake, next_management);
       if (watchdog) wake = std::min(wake, now + options.watchdog_tick);
@@ -273,9 +317,21 @@ Status RunnerEngine::Start() {
   }
   core_->state = RunnerState::kRunning;
   core_->FillSlotsLocked(core_);
-  core_->timer_exited = false;
   std::shared_ptr<Core> self = core_;
-  core_->timer = std::thread([self] { self->TimerMain(self); });
+  if (core_->live == 0) {  // not a single worker: refuse to start, clearly
+    core_->state = RunnerState::kStopped;
+    return Status::BackendFailure(core_->spawn_error);
+  }
+  try {
+    core_->timer = std::thread([self] { self->TimerMain(self); });
+  } catch (const std::system_error& e) {
+    core_->state = core_->live == 0 ? RunnerState::kStopped : RunnerState::kDraining;
+    core_->cv.notify_all();
+    core_->source->Interrupt();
+    return Status::BackendFailure(std::string("runner: cannot start the timer thread (") +
+                                  e.what() + ")");
+  }
+  core_->timer_exited = false;
   return Status::Ok();
 }
 
