@@ -1,5 +1,7 @@
 #include "pynenc_cpp/ports/broker.h"
 
+#include <algorithm>
+
 #include "conversions.h"
 #include "init.h"
 
@@ -24,7 +26,8 @@ void InitBroker(py::module_& m) {
             if (!(timeout_seconds >= 0)) {
               throw EngineException(Status::InvalidArgument("timeout_seconds must be >= 0"));
             }
-            auto timeout_ms = static_cast<std::int64_t>(timeout_seconds * 1000.0);
+            // inf waits "for ever": clamped (~31 years) before the integer conversion.
+            auto timeout_ms = static_cast<std::int64_t>(std::min(timeout_seconds, 1e9) * 1000.0);
             return WithoutGil([&] { return b.Retrieve(queue, timeout_ms); });
           },
           py::arg("queue"), py::arg("timeout_seconds") = 0.0,

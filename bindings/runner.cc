@@ -9,6 +9,7 @@
 // longer enter Python (their work is abandoned; the process is exiting).
 #include <Python.h>
 
+#include <algorithm>
 #include <climits>
 #include <map>
 #include <memory>
@@ -236,9 +237,15 @@ class PyRunnerEngine {
     if (!(timeout_sec >= 0) || !(slice_sec > 0)) {
       throw py::value_error("timeout_sec must be >= 0 and slice_sec > 0");
     }
+    // inf (or any huge value) means "as long as it takes": clamped before the
+    // conversion to integers, which would otherwise be undefined.
+    constexpr double kMaxSec = 1e9;  // ~31 years
+    timeout_sec = std::min(timeout_sec, kMaxSec);
+    slice_sec = std::min(slice_sec, kMaxSec);
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::microseconds(static_cast<std::int64_t>(timeout_sec * 1e6));
-    const auto slice = std::chrono::milliseconds(std::max<std::int64_t>(1, slice_sec * 1000));
+    const auto slice =
+        std::chrono::milliseconds(std::max<std::int64_t>(1, static_cast<std::int64_t>(slice_sec * 1000)));
     while (true) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());

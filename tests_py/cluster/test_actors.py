@@ -151,6 +151,9 @@ async def test_ask_times_out_and_unpicklable_messages_raise_at_tell() -> None:
         silent = s.spawn(Behaviors.receive(lambda ctx, msg: Behaviors.same()), "silent")
         with pytest.raises(AskTimeout):
             await s.ask(silent, lambda r: r, timeout=0.2)
+        for bad in (float("inf"), float("nan"), 1e12, 0):  # a clear error, nothing sent
+            with pytest.raises(ValueError, match="timeout"):
+                await s.ask(silent, lambda r: r, timeout=bad)
         single = s.spawn(Behaviors.singleton(job_coordinator), "jobs")
         with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
             single.tell(ProcessJob(lambda: None))  # type: ignore[arg-type]

@@ -83,6 +83,9 @@ def test_to_options_copies_every_field() -> None:
         ({"cluster_name": ""}, "cluster_name"),
         ({"heartbeat_ms": "100"}, "heartbeat_ms"),
         ({"host": "0.0.0.0", "secret": "k", "secret_file": "/k"}, "secret_file"),
+        ({"heartbeat_ms": 10**18, "suspect_timeout_ms": 10**18}, "heartbeat_ms.*one day"),
+        ({"request_timeout_ms": 86_400_001}, "request_timeout_ms.*one day"),
+        ({"leave_timeout_ms": 2**62}, "leave_timeout_ms.*one day"),
         ({"generation_source": "postgres://x"}, "generation_source"),
         ({"placement": "random"}, "placement"),
         ({"placement": "random:x"}, "placement"),
@@ -188,3 +191,19 @@ def test_config_is_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         c.port = 1  # type: ignore[misc]
     assert dataclasses.replace(c, port=9).port == 9
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), 86_400.001, 1e300, 0, -1, "5", True])
+def test_timeouts_are_finite_positive_and_at_most_a_day(bad: object) -> None:
+    from pynenc_cpp.cluster.runtime import timeout_ms
+
+    with pytest.raises(ValueError, match="timeout"):
+        timeout_ms(bad)  # type: ignore[arg-type]
+
+
+def test_timeout_ms_converts_within_bounds() -> None:
+    from pynenc_cpp.cluster.runtime import timeout_ms
+
+    assert timeout_ms(86_400) == 86_400_000
+    assert timeout_ms(0.0001) == 1
+    assert timeout_ms(2.5) == 2500

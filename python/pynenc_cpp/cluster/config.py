@@ -21,6 +21,19 @@ from pynenc_cpp.cluster.secret import resolve_secret
 ENV_PREFIX = "PYNENC_CPP_CLUSTER_"
 ELECTIONS = ("oldest", "hrw", "lowest_address")
 MIN_FRAME_BYTES = 1024
+#: Upper bound of every timeout and interval, in ms (one day; the engine's
+#: kMaxTimeoutMs): a deadline computed from a larger value could overflow.
+MAX_TIMEOUT_MS = 86_400_000
+_MS_FIELDS = (
+    "heartbeat_ms",
+    "suspect_timeout_ms",
+    "stabilize_ms",
+    "lease_ms",
+    "request_timeout_ms",
+    "spawn_timeout_ms",
+    "leave_timeout_ms",
+    "actor_resend_ms",
+)
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
 
 
@@ -133,6 +146,11 @@ class ClusterConfig:
                 value = getattr(self, f.name)
                 if isinstance(value, bool) or not isinstance(value, int):
                     raise ValueError(f"{f.name} must be an int, got {value!r}")
+        for name in _MS_FIELDS:
+            if getattr(self, name) > MAX_TIMEOUT_MS:
+                raise ValueError(
+                    f"{name} must be at most {MAX_TIMEOUT_MS} ms (one day), got {getattr(self, name)}"
+                )
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in 0..65535, got {self.port}")
         for seed in self.seeds:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pynenc_cpp import _core
-from pynenc_cpp.cluster.config import ClusterConfig
+from pynenc_cpp.cluster.config import MAX_TIMEOUT_MS, ClusterConfig
 from pynenc_cpp.cluster.specs import (
     ActorSpec,
     AgentFamily,
@@ -59,6 +59,21 @@ class ClusterAddressInUse(BackendError, OSError):  # type: ignore[misc]
         super().__init__(message)
         self.errno = errno.EADDRINUSE
         self.strerror = message
+
+
+def timeout_ms(timeout: float) -> int:
+    """``timeout`` seconds as engine milliseconds: finite, > 0 and at most a day
+    (``MAX_TIMEOUT_MS``), else ``ValueError`` naming the limit (a larger or infinite
+    value would overflow the engine's deadline arithmetic)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise ValueError(f"timeout must be a number of seconds, got {timeout!r}")
+    if not timeout > 0:  # also NaN
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+    if timeout * 1000 > MAX_TIMEOUT_MS:  # also inf
+        raise ValueError(
+            f"timeout must be at most {MAX_TIMEOUT_MS // 1000} seconds (one day), got {timeout!r}"
+        )
+    return max(1, int(timeout * 1000))
 
 
 @dataclass(frozen=True)
@@ -275,9 +290,7 @@ class ClusterHandle:
     def _timeout_ms(self, timeout: float | None) -> int:
         if timeout is None:
             return self.config.request_timeout_ms
-        if timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
-        return max(1, int(timeout * 1000))
+        return timeout_ms(timeout)
 
     def register_actor_type(self, actor_type: str, factory: Factory) -> None:
         """Offers ``actor_type`` on this node: the Coordinator may place instances here.

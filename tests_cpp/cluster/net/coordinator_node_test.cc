@@ -234,6 +234,10 @@ TEST(CoordinatorNodeErrors, StandaloneNodeRefusesCoordinatorCalls) {
   a.actor_type = "t";
   EXPECT_EQ(r.value()->SubmitActor(a).get().code(), ErrorCode::kUnavailable);
   EXPECT_EQ(r.value()->Ask("x", "y").get().status().code(), ErrorCode::kUnavailable);
+  // A timeout over a day is refused, not added to a clock (no overflow).
+  EXPECT_EQ(r.value()->Ask("x", "y", INT64_MAX).get().status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r.value()->QueryView(kMaxTimeoutMs + 1).get().status().code(),
+            ErrorCode::kInvalidArgument);
   EXPECT_EQ(r.value()->RegisterActorType("t", [](const InstanceContext&) {
                           return std::unique_ptr<ActorInstance>();
                         }).code(),

@@ -114,6 +114,11 @@ TEST(ClusterNode, BadOptionsAreBadConfigNamingTheOption) {
       {"secret", [](ClusterOptions& o) { o.host = "10.1.2.3", o.secret.clear(); }},
       {"secret", [](ClusterOptions& o) { o.secret.clear(); }},  // loopback too: no empty key
       {"cluster_name", [](ClusterOptions& o) { o.cluster_name.clear(); }},
+      // Upper bounds (a deadline computed from a larger value could overflow).
+      {"heartbeat_ms", [](ClusterOptions& o) { o.heartbeat_ms = INT64_MAX; }},
+      {"suspect_timeout_ms", [](ClusterOptions& o) { o.suspect_timeout_ms = INT64_MAX; }},
+      {"request_timeout_ms", [](ClusterOptions& o) { o.request_timeout_ms = INT64_MAX; }},
+      {"leave_timeout_ms", [](ClusterOptions& o) { o.leave_timeout_ms = kMaxTimeoutMs + 1; }},
       {"max_frame_bytes", [](ClusterOptions& o) { o.max_frame_bytes = 10; }},
       {"send_queue_bound", [](ClusterOptions& o) { o.send_queue_bound = 0; }},
       {"election_class",

@@ -14,6 +14,9 @@ namespace pynenc_cpp::cluster {
 // Upper bound of every drain or stop timeout (one day): larger values are
 // refused, so deadlines computed from them never overflow.
 inline constexpr std::int64_t kMaxDrainTimeoutMs = 86'400'000;
+// Upper bound of every other timeout and interval (requests, asks, heartbeats,
+// leases...): also a day, for the same reason.
+inline constexpr std::int64_t kMaxTimeoutMs = kMaxDrainTimeoutMs;
 
 // A node's persistent identity: 32 lowercase hex characters (128 random bits),
 // created once and kept in `<state_dir>/node_id`, so a restarted process is the

@@ -53,6 +53,11 @@ Status StandaloneError() {
   return Status::Unavailable("standalone node: no cluster (give host and seeds)");
 }
 
+Status TimeoutTooLong(std::int64_t timeout_ms) {
+  return Status::InvalidArgument("timeout_ms: at most " + std::to_string(kMaxTimeoutMs) +
+                                 " (one day), got " + std::to_string(timeout_ms));
+}
+
 }  // namespace
 
 bool ClusterNodeImpl::OnLoop(std::function<void(NodeCore&)> fn) {
@@ -150,6 +155,10 @@ pynenc_cpp::Status ClusterNodeImpl::RegisterAgentFamily(const AgentFamily& famil
 void ClusterNodeImpl::Request(coord_wire::ClientOp op, std::string body, std::int64_t timeout_ms,
                               std::function<void(Result<std::string>)> done) {
   if (timeout_ms <= 0) timeout_ms = options_.request_timeout_ms;
+  if (timeout_ms > kMaxTimeoutMs) {
+    done(TimeoutTooLong(timeout_ms));
+    return;
+  }
   if (!OnLoop([op, body = std::move(body), timeout_ms, done](NodeCore& core) mutable {
         core.services().router().Request(op, std::move(body), timeout_ms, std::move(done));
       })) {
@@ -237,6 +246,10 @@ std::future<Result<std::string>> ClusterNodeImpl::Ask(const std::string& label,
   Kept<Result<std::string>> kept;
   auto f = kept.future();
   if (timeout_ms <= 0) timeout_ms = options_.request_timeout_ms;
+  if (timeout_ms > kMaxTimeoutMs) {
+    kept.Set(TimeoutTooLong(timeout_ms));
+    return f;
+  }
   if (!OnLoop([label, payload = std::move(payload), timeout_ms, kept](NodeCore& core) mutable {
         core.services().router().Ask(label, std::move(payload), true, timeout_ms,
                                      [kept](Result<std::string> r) { kept.Set(std::move(r)); });

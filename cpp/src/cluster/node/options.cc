@@ -1,6 +1,7 @@
 #include "cluster/node/options.h"
 
 #include <set>
+#include <utility>
 
 #include "cluster/membership/messages.h"
 #include "cluster/transport/address.h"
@@ -51,6 +52,22 @@ Status ValidateClusterOptions(const ClusterOptions& o) {
     auto parsed = transport::ParseAddress(seed);
     if (!parsed.ok() || parsed.value().port == 0) {
       return Bad("seeds: bad address '" + seed + "' (want host:port, port 1..65535)");
+    }
+  }
+  // Upper bounds first: deadlines (and the checks below) computed from these
+  // never overflow.
+  for (const auto& [name, value] :
+       {std::pair<const char*, std::int64_t>{"heartbeat_ms", o.heartbeat_ms},
+        {"suspect_timeout_ms", o.suspect_timeout_ms},
+        {"stabilize_ms", o.stabilize_ms},
+        {"lease_ms", o.lease_ms},
+        {"request_timeout_ms", o.request_timeout_ms},
+        {"spawn_timeout_ms", o.spawn_timeout_ms},
+        {"leave_timeout_ms", o.leave_timeout_ms},
+        {"actor_resend_ms", o.actor_resend_ms}}) {
+    if (value > kMaxTimeoutMs) {
+      return Bad(std::string(name) + ": at most " + N(kMaxTimeoutMs) + " (one day), got " +
+                 N(value));
     }
   }
   if (o.heartbeat_ms <= 0) return Bad("heartbeat_ms: must be > 0 (got " + N(o.heartbeat_ms) + ")");

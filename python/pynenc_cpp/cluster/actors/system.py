@@ -34,7 +34,7 @@ from pynenc_cpp.cluster.actors.behaviors import (
 )
 from pynenc_cpp.cluster.actors.serialization import PickleSerializer, Serializer
 from pynenc_cpp.cluster.config import ClusterConfig
-from pynenc_cpp.cluster.runtime import ClusterHandle, run_cluster
+from pynenc_cpp.cluster.runtime import ClusterHandle, run_cluster, timeout_ms
 from pynenc_cpp.cluster.specs import Generation, SingletonAnchor, SingletonSpec
 
 logger = logging.getLogger("pynenc_cpp.cluster.actors")
@@ -658,6 +658,7 @@ class ClusteredActorSystem:
         """Sends ``make(reply_to)`` to ``ref`` and returns the first message sent to
         ``reply_to``; raises ``AskTimeout`` (a ``TimeoutError``) after ``timeout`` s. The
         request leaves at once, also from inside an event-sourced command."""
+        timeout_ms(timeout)  # finite, > 0, at most a day: ValueError otherwise
         loop = asyncio.get_running_loop()
         path = f"temp/{next(self._counter)}"
         fut: asyncio.Future[Any] = loop.create_future()
