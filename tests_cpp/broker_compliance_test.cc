@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "backend_fixture.h"
+#include "redis/redis_client.h"
 #include "pynenc_cpp/ports/broker.h"
 #include "pynenc_cpp/ports/client_data_store.h"
 #include "redis/redis_broker.h"
@@ -506,6 +507,50 @@ TEST(RedisBroker, KeysStayUnderTheAppPrefixAndPurgeKeepsOtherApps) {
   ASSERT_TRUE(a->Purge().ok());
   EXPECT_EQ(a->Count({"q"}).value(), 0);
   EXPECT_EQ(other->Count({"q"}).value(), 1);
+}
+
+TEST(BackendConfig, PasswordsAreRedactedFromUrisInErrors) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"redis://h:6379/0?password=s3cr3t", "redis://h:6379/0?password=***"},
+      {"redis://h:1/0?io_timeout_ms=5&password=s3cr3t&x=1",
+       "redis://h:1/0?io_timeout_ms=5&password=***&x=1"},
+      {"redis://:s3cr3t@h:6379/0", "redis://:***@h:6379/0"},
+      {"redis://user:s3cr3t@h:6379", "redis://user:***@h:6379"},
+      {"redis://s3cr3t@h", "redis://***@h"},
+      {"rediss://u:p@ss:w0rd@h/1", "rediss://u:***@h/1"},
+      {"redis://h:6379/0", "redis://h:6379/0"},
+      {"sqlite:///tmp/a@b.db", "sqlite:///tmp/a@b.db"},
+      {"", ""},
+  };
+  for (const auto& [in, want] : cases) EXPECT_EQ(RedactUri(in), want) << in;
+  // Errors that echo a URI or a part of it never show the password.
+  for (const char* bad :
+       {"rediss://user:s3cr3t@h:6379", "redis://:s3cr3t@/0", "redis://:s3cr3t@h:x/0",
+        "redis://h:99999?password=s3cr3t", "redis://u:s3cr3t@h:1/0?colour=red",
+        "ftp://u:s3cr3t@h"}) {
+    auto status = OpenBroker(BackendConfig{bad, "a", nullptr}).status();
+    EXPECT_EQ(status.code(), ErrorCode::kBadConfig) << bad << ": " << status.message();
+    EXPECT_EQ(status.message().find("s3cr3t"), std::string::npos) << status.message();
+  }
+}
+
+TEST(BackendConfig, RedisUserInfoIsParsedAsRedisPyDoes) {
+  auto pw = redis::ParseRedisLocation(":s3cr3t@h:6380/2");
+  ASSERT_TRUE(pw.ok()) << pw.status().ToString();
+  EXPECT_EQ(pw.value().host, "h");
+  EXPECT_EQ(pw.value().port, 6380);
+  EXPECT_EQ(pw.value().db, 2);
+  EXPECT_EQ(pw.value().username, "");
+  EXPECT_EQ(pw.value().password, "s3cr3t");
+  auto acl = redis::ParseRedisLocation("app:p@ss@h");
+  ASSERT_TRUE(acl.ok());
+  EXPECT_EQ(acl.value().username, "app");
+  EXPECT_EQ(acl.value().password, "p@ss");
+  EXPECT_EQ(acl.value().host, "h");
+  auto user_only = redis::ParseRedisLocation("app@h:1");
+  ASSERT_TRUE(user_only.ok());
+  EXPECT_EQ(user_only.value().username, "app");
+  EXPECT_EQ(user_only.value().password, "");
 }
 
 TEST(BackendConfig, UrisAreCheckedWithClearErrors) {

@@ -89,6 +89,41 @@ TEST(RedisClient, ACommandThatTimedOutIsNeverSentAgain) {
   EXPECT_EQ(client.Command({"INCR", "n"}).value().integer, 2);
 }
 
+// A server with requirepass and an ACL user: URIs with a password and with a
+// user and password connect; a wrong one is a clear error that never shows it.
+TEST(RedisClient, PasswordsAndAclUsersFromTheUri) {
+  RedisServer server;
+  const std::string at = "127.0.0.1:" + std::to_string(server.port());
+  {
+    auto admin = Client::Open(Local(server.port()));
+    ASSERT_TRUE(admin.ok());
+    ASSERT_EQ(admin.value()
+                  ->Command({"ACL", "SETUSER", "app", "on", ">app-pw", "~*", "&*", "+@all"})
+                  .value()
+                  .str,
+              "OK");
+    ASSERT_EQ(admin.value()->Command({"CONFIG", "SET", "requirepass", "s3cr3t"}).value().str,
+              "OK");
+  }
+  for (const std::string& loc : {":s3cr3t@" + at + "/0", "app:app-pw@" + at + "/1",
+                                 at + "/2?password=s3cr3t"}) {
+    auto o = ParseRedisLocation(loc);
+    ASSERT_TRUE(o.ok()) << o.status().ToString();
+    auto c = Client::Open(o.value());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c.value()->Command({"PING"}).value().str, "PONG");
+  }
+  for (const std::string& loc : {":wr0ng-pw@" + at + "/3", "app:wr0ng-pw@" + at + "/3"}) {
+    auto o = ParseRedisLocation(loc);
+    ASSERT_TRUE(o.ok());
+    o.value().connect_timeout_ms = 300;
+    auto c = Client::Open(o.value());
+    ASSERT_FALSE(c.ok()) << loc;
+    EXPECT_EQ(c.status().message().find("wr0ng-pw"), std::string::npos) << c.status().message();
+    EXPECT_NE(c.status().message().find(at), std::string::npos) << c.status().message();
+  }
+}
+
 TEST(RedisClient, UnreachableServerIsAClearErrorWithinTheTimeout) {
   const int port = RedisServer::FreePort();  // nothing listens there
   RedisOptions o = Local(port);

@@ -83,3 +83,31 @@ def test_constructor_argument_types_are_checked() -> None:
 def test_app_builds_with_cpp_mem(cpp_mem_app: Pynenc) -> None:
     assert cpp_mem_app.conf.app_id.startswith("cpp-test-")
     assert type(cpp_mem_app.broker).__name__ == "CppMemBroker"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("rediss://:s3cr3t@h:6379/0", "rediss://:***@h:6379/0"),
+        ("redis://user:s3cr3t@h/1?password=s3cr3t", "redis://user:***@h/1?password=***"),
+        ("redis://s3cr3t@h", "redis://***@h"),
+        (
+            "redis://h:6379/0?io_timeout_ms=5&password=s3cr3t",
+            "redis://h:6379/0?io_timeout_ms=5&password=***",
+        ),
+        ("redis://h:6379/0", "redis://h:6379/0"),
+    ],
+)
+def test_redact_url(url: str, shown: str) -> None:
+    from pynenc_cpp._redact import redact_url
+
+    assert redact_url(url) == shown
+
+
+@pytest.mark.parametrize(
+    "url", ["rediss://:s3cr3t@h:6379/0", "redis://u:s3cr3t@h:x/0", "redis://:s3cr3t@/0"]
+)
+def test_errors_never_show_a_redis_password(url: str) -> None:
+    with pytest.raises(ValueError) as exc:  # BadConfig is a ValueError too
+        PynencBuilder().app_id("cfg-test").cpp_redis(url=url).build().orchestrator.purge()
+    assert "s3cr3t" not in str(exc.value)

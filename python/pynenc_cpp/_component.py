@@ -8,6 +8,7 @@ from abc import abstractmethod
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from pynenc_cpp._redact import redact_url
 from pynenc_cpp.config import SYNCHRONOUS_MODES, ConfigCpp
 from pynenc_cpp.errors import BadConfig
 
@@ -65,7 +66,8 @@ def redis_uri(conf: ConfigCpp) -> str:
     """The engine URI for the Redis settings of ``conf``; BadConfig if unusable."""
     url = conf.cpp_redis_url
     if not isinstance(url, str) or not url.startswith("redis://"):
-        raise BadConfig(f"cpp_redis_url={url!r}: expected redis://host:port/db")
+        shown = redact_url(url) if isinstance(url, str) else type(url).__name__
+        raise BadConfig(f"cpp_redis_url={shown!r}: expected redis://host:port/db")
     return url
 
 

@@ -13,6 +13,7 @@ import os
 import tempfile
 from typing import TYPE_CHECKING, Any
 
+from pynenc_cpp._redact import redact_url
 from pynenc_cpp.config import SYNCHRONOUS_MODES
 
 if TYPE_CHECKING:
@@ -124,14 +125,17 @@ def cpp_redis(
 ) -> PynencBuilder:
     """Use the native Redis components: every component of the app on one server.
 
-    :param url: ``redis://host:port/db``, optionally with
-        ``?connect_timeout_ms=N&io_timeout_ms=N&password=P``. Keys are namespaced
+    :param url: ``redis://[[user]:password@]host:port/db`` (an ACL user and its
+        password, or only a password), optionally with
+        ``?connect_timeout_ms=N&io_timeout_ms=N&password=P``. Errors never show
+        the password. Keys are namespaced
         by app id, so several apps share one database.
     :param native: Native mode (default): each orchestration step is one engine
         call. ``False``: mixed mode.
     """
     if not isinstance(url, str) or not url.startswith("redis://"):
-        raise ValueError(f"url={url!r}: expected redis://host:port/db")
+        shown = redact_url(url) if isinstance(url, str) else type(url).__name__
+        raise ValueError(f"url={shown!r}: expected redis://host:port/db")
     _use(builder, "Redis", native, in_memory=False)
     builder._config["cpp_redis_url"] = url
     return builder

@@ -124,6 +124,14 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
     query = rest.substr(q + 1);
     rest = rest.substr(0, q);
   }
+  // [[user]:password@] before the host (the last '@' before the path).
+  if (const auto at = rest.rfind('@', rest.find('/')); at != std::string::npos) {
+    const std::string userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    const auto colon = userinfo.find(':');
+    o.username = userinfo.substr(0, colon);
+    if (colon != std::string::npos) o.password = userinfo.substr(colon + 1);
+  }
   std::string hostport = rest;
   if (auto slash = rest.find('/'); slash != std::string::npos) {
     hostport = rest.substr(0, slash);
@@ -148,7 +156,9 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
     }
     o.port = static_cast<int>(port);
   }
-  if (o.host.empty()) return Status::BadConfig("redis URI '" + location + "' has no host");
+  if (o.host.empty()) {
+    return Status::BadConfig("redis URI '" + RedactUri(location) + "' has no host");
+  }
   std::size_t start = 0;
   while (start < query.size()) {
     std::size_t end = query.find('&', start);
@@ -206,7 +216,8 @@ Result<std::shared_ptr<Client>> Client::Open(const RedisOptions& options) {
   static std::mutex registry_mu;
   static std::unordered_map<std::string, std::weak_ptr<Client>> registry;
   const std::string key = options.host + ":" + std::to_string(options.port) + "/" +
-                          std::to_string(options.db) + "|" + options.password + "|" +
+                          std::to_string(options.db) + "|" + options.username + "|" +
+                          options.password + "|" +
                           std::to_string(options.connect_timeout_ms) + "|" +
                           std::to_string(options.io_timeout_ms) + "|" + std::to_string(getpid());
   std::lock_guard<std::mutex> lock(registry_mu);
@@ -238,7 +249,11 @@ Result<std::unique_ptr<Connection>> Client::Connect() {
       redisSetTimeout(ctx, ToTimeval(options_.io_timeout_ms));
       redisEnableKeepAlive(ctx);
       std::vector<std::vector<std::string>> setup;
-      if (!options_.password.empty()) setup.push_back({"AUTH", options_.password});
+      if (!options_.username.empty()) {
+        setup.push_back({"AUTH", options_.username, options_.password});
+      } else if (!options_.password.empty()) {
+        setup.push_back({"AUTH", options_.password});
+      }
       if (options_.db != 0) setup.push_back({"SELECT", std::to_string(options_.db)});
       bool ok = true;
       for (const auto& cmd : setup) {
@@ -406,7 +421,7 @@ Result<std::shared_ptr<Client>> OpenClient(const BackendConfig& config) {
   Result<ParsedBackendUri> parsed = ParseBackendUri(config.uri);
   if (!parsed.ok()) return parsed.status();
   if (parsed.value().kind != BackendKind::kRedis) {
-    return Status::BadConfig("backend URI '" + config.uri + "' is not a redis:// URI");
+    return Status::BadConfig("backend URI '" + RedactUri(config.uri) + "' is not a redis:// URI");
   }
   Result<RedisOptions> options = ParseRedisLocation(parsed.value().location);
   if (!options.ok()) return options.status();

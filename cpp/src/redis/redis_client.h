@@ -33,11 +33,15 @@ struct RedisOptions {
   int db = 0;
   int connect_timeout_ms = 2000;  // total time spent (re)connecting before giving up
   int io_timeout_ms = 5000;       // per command (blocking commands add their block time)
+  std::string username;  // Redis 6 ACL user ("": the default user)
   std::string password;
 };
 
 // Parses the location part of "redis://<location>":
-// "host:port[/db][?connect_timeout_ms=N&io_timeout_ms=N&password=P]". kBadConfig on error.
+// "[[user]:password@]host:port[/db][?connect_timeout_ms=N&io_timeout_ms=N&password=P]"
+// (as redis-py: "redis://:pw@h" is a password, "redis://user:pw@h" an ACL user
+// and its password, "redis://user@h" a user with no password). kBadConfig on
+// error; no message ever contains the password.
 Result<RedisOptions> ParseRedisLocation(const std::string& location);
 
 // One reply, converted from hiredis' redisReply.

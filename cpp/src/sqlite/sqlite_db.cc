@@ -375,7 +375,8 @@ Result<std::shared_ptr<Database>> OpenDatabase(const BackendConfig& config) {
   Result<ParsedBackendUri> parsed = ParseBackendUri(config.uri);
   if (!parsed.ok()) return parsed.status();
   if (parsed.value().kind != BackendKind::kSqlite) {
-    return Status::BadConfig("backend URI '" + config.uri + "' is not an sqlite:// URI");
+    return Status::BadConfig("backend URI '" + RedactUri(config.uri) +
+                             "' is not an sqlite:// URI");
   }
   Result<SqliteOptions> options = ParseSqliteLocation(parsed.value().location);
   if (!options.ok()) return options.status();

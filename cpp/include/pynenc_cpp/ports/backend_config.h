@@ -27,8 +27,14 @@ struct ParsedBackendUri {
   std::string location;  // path for sqlite, "host:port/db" for redis, empty for memory
 };
 
-// kBadConfig naming the URI and what is wrong with it.
+// kBadConfig naming the URI (passwords redacted) and what is wrong with it.
 Result<ParsedBackendUri> ParseBackendUri(const std::string& uri);
+
+// `uri` fit for an error or a log line: the password of a userinfo
+// ("redis://user:pw@host" -> "redis://user:***@host", "redis://pw@host" ->
+// "redis://***@host") and the value of every password= query option are
+// replaced by "***". Everything else is kept.
+std::string RedactUri(const std::string& uri);
 
 // kBadConfig for an unusable URI or an empty app id. Checks the syntax only;
 // opening the storage reports the rest.
