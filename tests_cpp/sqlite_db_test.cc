@@ -180,5 +180,46 @@ TEST(SqliteDatabase, ForkedChildrenWriteTheSameFile) {
   EXPECT_EQ(CountRows(*db, "t"), kChildren * kEach);
 }
 
+// A write nested in another write of the same file joins it even through
+// another Database object. A forked child holds two for one path (the one its
+// parent opened, used by components made before the fork, and the one it opens
+// itself); a second BEGIN IMMEDIATE would wait for the lock its own thread
+// holds until the busy timeout, while every other process waited for it
+// (issue 15: "database stayed locked" with MultiThreadRunner).
+TEST(SqliteDatabase, ANestedWriteThroughAnotherDatabaseOfTheFileJoinsIt) {
+  SqliteBackend b;
+  auto outer = Database::Open(SqliteOptions{b.Path(), false, 300});
+  ASSERT_TRUE(outer.ok());
+  ASSERT_TRUE(outer.value()->EnsureSchema("t", 1, "CREATE TABLE t (x INTEGER)").ok());
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // In the child: the parent's object, and one opened here (another key).
+    auto inner = Database::Open(SqliteOptions{b.Path(), false, 300});
+    if (!inner.ok() || inner.value().get() == outer.value().get()) _exit(2);
+    Status s = outer.value()->Write([&](Conn& c) -> Status {
+      if (Status e = c.Exec("INSERT INTO t VALUES (1)"); !e.ok()) return e;
+      return inner.value()->Write(
+          [](Conn& c2) -> Status { return c2.Exec("INSERT INTO t VALUES (2)"); });
+    });
+    _exit(s.ok() ? 0 : 3);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: the nested write did not join (database locked)";
+  EXPECT_EQ(CountRows(*outer.value(), "t"), 2);
+  // The same in one process with two objects for the path (other options).
+  auto other = Database::Open(SqliteOptions{b.Path(), true, 300});
+  ASSERT_TRUE(other.ok());
+  ASSERT_NE(other.value().get(), outer.value().get());
+  Status s = outer.value()->Write([&](Conn& c) -> Status {
+    if (Status e = c.Exec("INSERT INTO t VALUES (3)"); !e.ok()) return e;
+    return other.value()->Write([](Conn& c2) -> Status { return c2.Exec("DELETE FROM t WHERE x = 1"); });
+  });
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(CountRows(*outer.value(), "t"), 2);
+}
+
 }  // namespace
 }  // namespace pynenc_cpp::sqlite

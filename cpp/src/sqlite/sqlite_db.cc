@@ -299,7 +299,12 @@ thread_local std::vector<std::pair<const Database*, Conn*>> tl_open_transactions
 
 Status Database::Transaction(const char* begin, const std::function<Status(Conn&)>& fn) {
   for (const auto& [db, open] : tl_open_transactions) {
-    if (db == this) return fn(*open);  // joins the enclosing transaction
+    // Joins the enclosing transaction on the same file, whichever Database
+    // object began it: a process can hold two for one path (other options, or
+    // one opened before a fork and one after), and a second BEGIN IMMEDIATE on
+    // another connection would wait for the write lock this thread holds until
+    // the busy timeout ("database stayed locked"), blocking every process.
+    if (db == this || db->options_.path == options_.path) return fn(*open);
   }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.busy_timeout_ms);

@@ -149,10 +149,11 @@ class Database {
   // returning an error rolls back and returns that error. Lock contention waits
   // up to the busy timeout (SQLite's busy handler), then retries the whole
   // transaction until that time is spent; only then kBackendFailure "locked".
-  // Nesting: called on a thread already inside a Write of this Database (from
-  // its `fn`), it joins that transaction: `fn` runs on the same connection and
-  // the outermost Write commits or rolls back everything (native/Lifecycle
-  // relies on this). REQUIRES: never nested inside a Read.
+  // Nesting: called on a thread already inside a Write of this Database, or
+  // of any Database of the same path (from its `fn`), it joins that
+  // transaction: `fn` runs on the same connection and the outermost Write
+  // commits or rolls back everything (native/Lifecycle relies on this).
+  // REQUIRES: never nested inside a Read.
   Status Write(const std::function<Status(Conn&)>& fn);
   // Runs `fn` in one read transaction (a consistent snapshot); nested inside a
   // Write or Read of this Database on the same thread, it joins it.
