@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "pynenc_cpp/ports/broker.h"
 #include "pynenc_cpp/ports/client_data_store.h"
 #include "redis/redis_broker.h"
+#include "sqlite/sqlite_broker.h"
 
 namespace pynenc_cpp {
 namespace {
@@ -301,6 +303,88 @@ TYPED_TEST(BrokerDurable, ContestedPopAcrossProcessesHasOneWinner) {
     ASSERT_TRUE(b->Route({InvocationId("only")}, "q", 0).ok());
   });
   EXPECT_EQ(seen, std::multiset<std::string>{"only"});
+}
+
+// --- SQLite: reliable dequeue -------------------------------------------------
+
+std::unique_ptr<Broker> ShortLeaseSqliteBroker(const BackendConfig& config, std::int64_t lease_ms) {
+  auto db = sqlite::OpenDatabase(config);
+  EXPECT_TRUE(db.ok()) << db.status().ToString();
+  sqlite::SqliteBrokerOptions options;
+  options.lease_ms = lease_ms;
+  options.recovery_interval_ms = 50;
+  auto b = sqlite::NewSqliteBroker(db.value(), config, options);
+  EXPECT_TRUE(b.ok()) << b.status().ToString();
+  return std::move(b).value();
+}
+
+TEST(SqliteBroker, ItemsOfASilentConsumerAreRedeliveredAtTheHead) {
+  SqliteBackend backend;
+  auto silent = ShortLeaseSqliteBroker(backend.Config(), 200);
+  auto other = ShortLeaseSqliteBroker(backend.Config(), 10'000);
+  ASSERT_TRUE(other->Route({InvocationId("x"), InvocationId("y"), InvocationId("z")}, "q", 5).ok());
+  EXPECT_EQ(Pop(*silent, "q")->str(), "x");
+  EXPECT_EQ(other->Count({"q"}).value(), 2) << "x is being processed, not queued";
+  // `silent` never calls again: its lease lapses and `x` goes back first in line.
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(Pop(*other, "q")->str(), "x");
+  EXPECT_EQ(Pop(*other, "q")->str(), "y");
+  EXPECT_EQ(Pop(*other, "q")->str(), "z");
+  EXPECT_FALSE(Pop(*other, "q").has_value());
+}
+
+TEST(SqliteBroker, AcknowledgedDeliveriesAreNotRedelivered) {
+  SqliteBackend backend;
+  auto first = ShortLeaseSqliteBroker(backend.Config(), 200);
+  auto other = ShortLeaseSqliteBroker(backend.Config(), 10'000);
+  ASSERT_TRUE(other->Route({InvocationId("x")}, "q", 0).ok());
+  EXPECT_EQ(Pop(*first, "q")->str(), "x");
+  EXPECT_FALSE(Pop(*first, "q").has_value());  // acknowledges x
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_FALSE(Pop(*other, "q").has_value());
+  // A cleanly closed consumer acknowledges its deliveries too.
+  ASSERT_TRUE(other->Route({InvocationId("y")}, "q", 0).ok());
+  EXPECT_EQ(Pop(*first, "q")->str(), "y");
+  first.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_FALSE(Pop(*other, "q").has_value());
+  // Purge drops processing rows too.
+  ASSERT_TRUE(other->Route({InvocationId("z")}, "q", 0).ok());
+  EXPECT_EQ(Pop(*other, "q")->str(), "z");
+  ASSERT_TRUE(other->Purge().ok());
+}
+
+// A process SIGKILLed between its pop and anything else loses nothing: the id
+// it took is redelivered once its lease lapses (before, a pop was a plain
+// DELETE and the id was gone with the process).
+TEST(SqliteBroker, APopOfAProcessKilledAfterItIsRedelivered) {
+  SqliteBackend backend;
+  auto survivor = ShortLeaseSqliteBroker(backend.Config(), 10'000);
+  ASSERT_TRUE(survivor->Route({InvocationId("k"), InvocationId("l")}, "q", 0).ok());
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto b = ShortLeaseSqliteBroker(backend.Config(), 300);
+    auto id = b->Retrieve("q", 0);
+    const std::string got = id.ok() && id.value() ? id.value()->str() : "";
+    (void)!write(fds[1], got.data(), got.size());
+    while (true) pause();  // popped, not done: killed here
+  }
+  char buf[16] = {};
+  ASSERT_EQ(read(fds[0], buf, sizeof(buf)), 1);
+  EXPECT_EQ(std::string(buf), "k");
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(fds[0]);
+  close(fds[1]);
+  EXPECT_EQ(Pop(*survivor, "q")->str(), "l");
+  auto recovered = Pop(*survivor, "q", 10'000);  // blocked until the dead lease lapses
+  ASSERT_TRUE(recovered.has_value());
+  EXPECT_EQ(recovered->str(), "k");
+  EXPECT_FALSE(Pop(*survivor, "q").has_value());
 }
 
 // --- Redis: reliable dequeue, restarts, unreachable server ---------------------

@@ -1,11 +1,25 @@
-// SQLite broker: one table of queued ids; a pop is one DELETE ... RETURNING of
-// the best row (highest priority, then oldest) inside an IMMEDIATE transaction,
-// so two runners, threads or processes never get the same id.
+// SQLite broker: one table of queued ids, and reliable dequeue as on Redis.
+// A pop moves the best row (highest priority, then oldest) from broker_queue
+// into broker_proc under this broker object's consumer id, inside one IMMEDIATE
+// transaction, so two runners, threads or processes never get the same id; the
+// calling thread's next Retrieve acknowledges (deletes) it. Each Retrieve
+// refreshes the consumer's lease (broker_consumers); at most once per recovery
+// interval a Retrieve moves the processing rows of every consumer whose lease
+// lapsed back into their queue at their original position. A process killed
+// between a pop and its claim therefore loses nothing: the id is redelivered
+// (and a duplicate delivery is refused by the orchestrator's status
+// compare-and-set).
 #include "sqlite/sqlite_broker.h"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unordered_map>
 
 namespace pynenc_cpp::sqlite {
 namespace {
@@ -24,10 +38,64 @@ CREATE TABLE broker_queue (
 CREATE INDEX broker_queue_pop ON broker_queue (app_id, queue, priority DESC, seq);
 )sql";
 
+// Reliable dequeue (its own component, so files made before it gain it).
+constexpr const char* kProcSchema = R"sql(
+CREATE TABLE broker_proc (
+  app_id TEXT NOT NULL,
+  consumer TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  queue TEXT NOT NULL,
+  priority REAL NOT NULL,
+  invocation_id TEXT NOT NULL,
+  PRIMARY KEY (app_id, consumer, seq)
+);
+CREATE TABLE broker_consumers (
+  app_id TEXT NOT NULL,
+  consumer TEXT NOT NULL,
+  lease_until_us INTEGER NOT NULL,
+  PRIMARY KEY (app_id, consumer)
+);
+CREATE INDEX broker_consumers_lease ON broker_consumers (app_id, lease_until_us);
+)sql";
+
+std::string NewConsumerId() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
+  std::random_device rd;
+  const std::uint64_t r = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  char buf[400];
+  std::snprintf(buf, sizeof(buf), "%s-%ld-%016llx", host, static_cast<long>(getpid()),
+                static_cast<unsigned long long>(r));
+  return buf;
+}
+
 class SqliteBroker final : public Broker {
  public:
-  SqliteBroker(std::shared_ptr<Database> db, std::string app_id)
-      : db_(std::move(db)), app_id_(std::move(app_id)) {}
+  SqliteBroker(std::shared_ptr<Database> db, const BackendConfig& config,
+               SqliteBrokerOptions options)
+      : db_(std::move(db)), app_id_(config.app_id), clock_(ClockOrReal(config)),
+        options_(options) {}
+
+  ~SqliteBroker() override {
+    // Clean close: this consumer's deliveries are acknowledged (a caller that
+    // took an id and did not run it routes it back itself) and it unregisters.
+    // If this fails, its lease lapses and another consumer recovers the rows.
+    std::string consumer;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!registered_ || pid_ != getpid()) return;
+      consumer = consumer_;
+    }
+    (void)db_->Write([&](Conn& c) -> Status {
+      for (const char* sql : {"DELETE FROM broker_proc WHERE app_id = ? AND consumer = ?",
+                              "DELETE FROM broker_consumers WHERE app_id = ? AND consumer = ?"}) {
+        auto q = c.Prepare(sql);
+        if (!q.ok()) return q.status();
+        if (Status s = q.value()->Bind(1, app_id_).Bind(2, consumer).Run(); !s.ok()) return s;
+      }
+      return Status::Ok();
+    });
+  }
 
   Status Route(const std::vector<InvocationId>& ids, const std::string& queue,
                double priority) override {
@@ -94,9 +162,13 @@ class SqliteBroker final : public Broker {
 
   Status Purge() override {
     return db_->Write([&](Conn& c) -> Status {
-      auto q = c.Prepare("DELETE FROM broker_queue WHERE app_id = ?");
-      if (!q.ok()) return q.status();
-      return q.value()->Bind(1, app_id_).Run();
+      for (const char* sql : {"DELETE FROM broker_queue WHERE app_id = ?",
+                              "DELETE FROM broker_proc WHERE app_id = ?"}) {
+        auto q = c.Prepare(sql);
+        if (!q.ok()) return q.status();
+        if (Status s = q.value()->Bind(1, app_id_).Run(); !s.ok()) return s;
+      }
+      return Status::Ok();
     });
   }
 
@@ -110,27 +182,162 @@ class SqliteBroker final : public Broker {
   }
 
  private:
+  // This process's consumer id (a forked child gets its own, and none of the
+  // parent's pending acknowledgements), and the calling thread's deliveries
+  // not yet acknowledged (taken).
+  std::pair<std::string, std::vector<std::int64_t>> ConsumerAndAcks() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (consumer_.empty() || pid_ != getpid()) {
+      consumer_ = NewConsumerId();
+      pid_ = getpid();
+      unacked_.clear();
+      registered_ = false;
+      next_recovery_us_ = 0;
+    }
+    std::vector<std::int64_t> acks;
+    if (auto it = unacked_.find(std::this_thread::get_id()); it != unacked_.end()) {
+      acks = std::move(it->second);
+      unacked_.erase(it);
+    }
+    return {consumer_, std::move(acks)};
+  }
+
+  void Remember(const std::vector<std::int64_t>& seqs) {
+    if (seqs.empty()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& mine = unacked_[std::this_thread::get_id()];
+    mine.insert(mine.end(), seqs.begin(), seqs.end());
+  }
+
+  // Moves the processing rows of every other consumer whose lease lapsed back
+  // into their queues (original seq: same position), wakes those queues, and
+  // forgets those consumers. REQUIRES: inside a Write.
+  static Status Recover(Conn& c, const std::string& app_id, const std::string& me,
+                        TimestampUs now) {
+    constexpr const char* kDead =
+        " FROM broker_proc p JOIN broker_consumers k ON k.app_id = p.app_id AND"
+        " k.consumer = p.consumer WHERE p.app_id = ?1 AND k.lease_until_us < ?2 AND"
+        " k.consumer != ?3";
+    auto queues = c.Prepare(std::string("SELECT DISTINCT p.queue") + kDead);
+    if (!queues.ok()) return queues.status();
+    Stmt& qs = *queues.value();
+    qs.Bind(1, app_id).Bind(2, static_cast<std::int64_t>(now)).Bind(3, me);
+    while (true) {
+      auto row = qs.Step();
+      if (!row.ok()) return row.status();
+      if (!row.value()) break;
+      c.Notify(WakeBoard::QueueSlot(app_id, qs.Text(0)));
+    }
+    for (const std::string& sql :
+         {std::string("INSERT INTO broker_queue (seq, app_id, queue, priority, invocation_id)"
+                      " SELECT p.seq, p.app_id, p.queue, p.priority, p.invocation_id") +
+              kDead,
+          std::string("DELETE FROM broker_proc WHERE app_id = ?1 AND consumer IN (SELECT"
+                      " consumer FROM broker_consumers WHERE app_id = ?1 AND lease_until_us < ?2"
+                      " AND consumer != ?3)"),
+          std::string("DELETE FROM broker_consumers WHERE app_id = ?1 AND lease_until_us < ?2"
+                      " AND consumer != ?3")}) {
+      auto q = c.Prepare(sql);
+      if (!q.ok()) return q.status();
+      if (Status s = q.value()->Bind(1, app_id).Bind(2, static_cast<std::int64_t>(now)).Bind(3, me).Run();
+          !s.ok()) {
+        return s;
+      }
+    }
+    return Status::Ok();
+  }
+
+  // One transaction: acknowledge the calling thread's previous deliveries,
+  // refresh the lease, maybe recover lapsed consumers, then move the next
+  // item into this consumer's processing rows.
   Result<std::optional<InvocationId>> Pop(const std::string& queue) {
+    auto [consumer, acks] = ConsumerAndAcks();
     std::optional<InvocationId> out;
+    std::int64_t delivered = 0;
+    bool recover = false;
+    const TimestampUs now = clock_->NowMicros();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (now >= next_recovery_us_) {
+        recover = true;
+        next_recovery_us_ = now + options_.recovery_interval_ms * 1000;
+      }
+    }
     Status s = db_->Write([&](Conn& c) -> Status {
+      out.reset();
+      if (!acks.empty()) {
+        auto ack = c.Prepare("DELETE FROM broker_proc WHERE app_id = ? AND consumer = ? AND seq = ?");
+        if (!ack.ok()) return ack.status();
+        for (std::int64_t seq : acks) {
+          Stmt& q = *ack.value();
+          q.Reset();
+          if (Status r = q.Bind(1, app_id_).Bind(2, consumer).Bind(3, seq).Run(); !r.ok()) return r;
+        }
+      }
+      auto lease = c.Prepare(
+          "INSERT INTO broker_consumers (app_id, consumer, lease_until_us) VALUES (?, ?, ?)"
+          " ON CONFLICT (app_id, consumer) DO UPDATE SET lease_until_us = excluded.lease_until_us");
+      if (!lease.ok()) return lease.status();
+      if (Status r = lease.value()
+                         ->Bind(1, app_id_)
+                         .Bind(2, consumer)
+                         .Bind(3, static_cast<std::int64_t>(now + options_.lease_ms * 1000))
+                         .Run();
+          !r.ok()) {
+        return r;
+      }
+      if (recover) {
+        if (Status r = Recover(c, app_id_, consumer, now); !r.ok()) return r;
+      }
       auto q = c.Prepare(
           "DELETE FROM broker_queue WHERE seq = (SELECT seq FROM broker_queue"
           " WHERE app_id = ? AND queue = ? ORDER BY priority DESC, seq LIMIT 1)"
-          " RETURNING invocation_id");
+          " RETURNING seq, priority, invocation_id");
       if (!q.ok()) return q.status();
       q.value()->Bind(1, app_id_).Bind(2, queue);
       auto row = q.value()->Step();
       if (!row.ok()) return row.status();
-      if (row.value()) out = InvocationId(q.value()->Text(0));
-      return Status::Ok();
+      if (!row.value()) return Status::Ok();
+      delivered = q.value()->Int(0);
+      const double priority = q.value()->Double(1);
+      out = InvocationId(q.value()->Text(2));
+      q.value()->Reset();
+      auto proc = c.Prepare(
+          "INSERT INTO broker_proc (app_id, consumer, seq, queue, priority, invocation_id)"
+          " VALUES (?, ?, ?, ?, ?, ?)");
+      if (!proc.ok()) return proc.status();
+      return proc.value()
+          ->Bind(1, app_id_)
+          .Bind(2, consumer)
+          .Bind(3, delivered)
+          .Bind(4, queue)
+          .Bind(5, priority)
+          .Bind(6, out->str())
+          .Run();
     });
-    if (!s.ok()) return s;
+    if (!s.ok()) {
+      Remember(acks);  // rolled back: acknowledge them next time
+      return s;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      registered_ = true;
+    }
+    if (out) Remember({delivered});
     return out;
   }
 
   const std::shared_ptr<Database> db_;
   const std::string app_id_;
+  const std::shared_ptr<Clock> clock_;
+  const SqliteBrokerOptions options_;
   std::atomic<std::uint64_t> interrupt_epoch_{0};
+  std::mutex mu_;
+  std::string consumer_;             // guarded by mu_ ("" until the first pop)
+  long pid_ = 0;                     // guarded by mu_: the process consumer_ belongs to
+  bool registered_ = false;          // guarded by mu_: a pop committed under consumer_
+  TimestampUs next_recovery_us_ = 0;  // guarded by mu_
+  std::unordered_map<std::thread::id, std::vector<std::int64_t>> unacked_;  // guarded by mu_
 };
 
 class SqliteClientDataStore final : public ClientDataStore {
@@ -181,8 +388,19 @@ class SqliteClientDataStore final : public ClientDataStore {
 
 Result<std::unique_ptr<Broker>> NewSqliteBroker(std::shared_ptr<Database> db,
                                                 const BackendConfig& config) {
+  return NewSqliteBroker(std::move(db), config, SqliteBrokerOptions{});
+}
+
+Result<std::unique_ptr<Broker>> NewSqliteBroker(std::shared_ptr<Database> db,
+                                                const BackendConfig& config,
+                                                const SqliteBrokerOptions& options) {
+  if (options.lease_ms <= 0 || options.recovery_interval_ms <= 0 ||
+      options.lease_ms > 86'400'000 || options.recovery_interval_ms > 86'400'000) {
+    return Status::BadConfig("sqlite broker: lease_ms and recovery_interval_ms must be 1..86400000");
+  }
   if (Status s = db->EnsureSchema("broker", 1, kSchema); !s.ok()) return s;
-  return std::unique_ptr<Broker>(std::make_unique<SqliteBroker>(std::move(db), config.app_id));
+  if (Status s = db->EnsureSchema("broker_proc", 1, kProcSchema); !s.ok()) return s;
+  return std::unique_ptr<Broker>(std::make_unique<SqliteBroker>(std::move(db), config, options));
 }
 
 Result<std::unique_ptr<ClientDataStore>> NewSqliteClientDataStore(std::shared_ptr<Database> db,

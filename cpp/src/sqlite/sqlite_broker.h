@@ -1,6 +1,7 @@
 // Factories of the SQLite broker and client data store (concrete classes in .cc).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "pynenc_cpp/ports/broker.h"
@@ -9,11 +10,21 @@
 
 namespace pynenc_cpp::sqlite {
 
-// Thread- and process-safe. A blocked Retrieve wakes at once for a route made
+struct SqliteBrokerOptions {
+  std::int64_t lease_ms = 10'000;             // a consumer silent this long is presumed dead
+  std::int64_t recovery_interval_ms = 1'000;  // at most one recovery pass per interval per broker
+};
+
+// Thread- and process-safe, with reliable dequeue (a popped id stays in
+// broker_proc until the popping thread's next Retrieve; a consumer whose lease
+// lapsed has its ids moved back: sqlite_broker.cc). A blocked Retrieve wakes at once for a route made
 // by any process (the database's WakeBoard, sqlite_wake.h); only where the board
 // cannot be shared are other processes' routes seen by a kCrossProcessPollMs poll.
 Result<std::unique_ptr<Broker>> NewSqliteBroker(std::shared_ptr<Database> db,
                                                 const BackendConfig& config);
+Result<std::unique_ptr<Broker>> NewSqliteBroker(std::shared_ptr<Database> db,
+                                                const BackendConfig& config,
+                                                const SqliteBrokerOptions& options);
 
 // Thread- and process-safe.
 Result<std::unique_ptr<ClientDataStore>> NewSqliteClientDataStore(std::shared_ptr<Database> db,
