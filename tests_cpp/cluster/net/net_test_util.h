@@ -124,6 +124,12 @@ class LogCollector {
       lines_.push_back({level, std::string(msg)});
     };
   }
+  std::size_t CountContaining(std::string_view needle) const {
+    std::lock_guard<std::mutex> l(mu_);
+    std::size_t n = 0;
+    for (const auto& [lv, line] : lines_) n += line.find(needle) != std::string::npos ? 1 : 0;
+    return n;
+  }
   bool Contains(LogLevel level, std::string_view needle) const {
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& [lv, line] : lines_) {

@@ -430,6 +430,7 @@ TEST(ClusterNode, LogLinesReachTheCallbackWithABoundedBacklog) {
   };
   ClusterOptions o = Fast();
   o.quorum = 1;
+  o.refusal_logs_per_second = 1'000'000;  // every refusal logged: the backlog overflows
   WorkTracker work;
   auto node = ClusterNode::Start(o, work.For("a"), {}, log);
   ASSERT_TRUE(node.ok()) << node.status().message();

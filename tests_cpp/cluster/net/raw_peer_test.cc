@@ -173,7 +173,7 @@ TEST_F(RawPeer, SilentClientIsClosedAtTheHandshakeTimeout) {
   EXPECT_TRUE(WaitUntil([&] { return env_->Stats().handshakes_rejected == 1; }));
 }
 
-TEST(RawPeerLimits, ConnectionsBeyondThePendingHandshakeLimitAreClosedAtOnce) {
+TEST(RawPeerLimits, BeyondThePendingHandshakeLimitTheOldestPendingOneIsEvicted) {
   auto o = Options("raw-secret", "raw");
   o.max_pending_handshakes = 2;
   o.handshake_timeout_ms = 60'000;  // silent clients stay pending for the whole test
@@ -181,22 +181,52 @@ TEST(RawPeerLimits, ConnectionsBeyondThePendingHandshakeLimitAreClosedAtOnce) {
   ASSERT_TRUE(r.ok());
   auto env = std::move(r).value();
   const auto port = nettest::PortOf(env->LocalAddress());
-  // Accepted in connect order: a and b take the two slots, c is one too many.
+  // Accepted in connect order: a and b take the two slots; c evicts a.
   RawClient a(port);
+  ASSERT_TRUE(WaitUntil([&] { return env->Stats().handshakes_rejected == 0; }));
   RawClient b(port);
   RawClient c(port);
   ASSERT_TRUE(a.connected() && b.connected() && c.connected());
-  EXPECT_TRUE(c.WaitClosed());
-  EXPECT_EQ(env->Stats().handshakes_rejected, 1u);
-  // Ending a's handshake (garbage: length 0) frees a slot for a real peer.
-  ASSERT_TRUE(a.Send(std::string(4, '\0')));
-  EXPECT_TRUE(a.WaitClosed());
+  EXPECT_TRUE(a.WaitClosed()) << "the oldest pending handshake is closed";
+  EXPECT_TRUE(WaitUntil([&] { return env->Stats().handshakes_rejected == 1; }));
+  // A real peer always gets in: it evicts b and completes its handshake.
   RawClient d(port);
   EXPECT_TRUE(d.Handshake("raw-secret", "raw", "127.0.0.1:4"));
-  EXPECT_EQ(env->Stats().handshakes_rejected, 2u);  // c, then a
+  EXPECT_TRUE(b.WaitClosed());
   // An authenticated connection no longer holds a slot.
   RawClient e(port);
   EXPECT_TRUE(e.Handshake("raw-secret", "raw", "127.0.0.1:5"));
+}
+
+// A flood of idle sockets, re-opened as fast as they are closed, plus junk
+// frames: a peer still completes its handshake every time, frames from it are
+// delivered, and the refusal warnings stay within their rate limit.
+TEST(RawPeerLimits, AFloodOfIdleSocketsAndJunkKeepsNoPeerOutAndDoesNotFloodTheLog) {
+  auto o = Options("raw-secret", "raw");
+  o.max_pending_handshakes = 16;
+  o.max_pending_handshakes_per_source = 16;
+  o.handshake_timeout_ms = 60'000;
+  o.refusal_logs_per_second = 5;
+  nettest::LogCollector logs;
+  auto r = MakeAsioEnv(o, logs.Sink());
+  ASSERT_TRUE(r.ok());
+  auto env = std::move(r).value();
+  nettest::Collector got;
+  env->SetReceiver(got.AsReceiver());
+  const auto port = nettest::PortOf(env->LocalAddress());
+  std::vector<std::unique_ptr<RawClient>> flood;
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 40; ++i) {
+      flood.push_back(std::make_unique<RawClient>(port));
+      if (i % 4 == 0) (void)flood.back()->Send(std::string("\x00\x00\x00\x05\x01\x01junk"));
+    }
+    RawClient peer(port);
+    ASSERT_TRUE(peer.Handshake("raw-secret", "raw", "127.0.0.1:7")) << "round " << round;
+    ASSERT_TRUE(peer.Send(tp::EncodeFrame(16, "through the flood")));
+    ASSERT_TRUE(WaitUntil([&] { return got.Count() == static_cast<std::size_t>(round + 1); }));
+  }
+  EXPECT_GE(env->Stats().handshakes_rejected, 150u);
+  EXPECT_LE(logs.CountContaining("connection from"), 5u * 4u) << "at most 5 per second";
 }
 
 TEST_F(RawPeer, TransportFrameTypeAfterTheHandshakeIsMalformed) {

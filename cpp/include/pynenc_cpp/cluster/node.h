@@ -59,6 +59,8 @@ struct ClusterOptions {
   std::string node_class;
   std::map<std::string, std::string> metadata;
   std::size_t max_frame_bytes = 256 * 1024;
+  // Warnings about refused connections per second, at most (TransportOptions).
+  int refusal_logs_per_second = 10;
   std::size_t send_queue_bound = 1024;
   ElectionKind election = ElectionKind::kOldestNode;
   std::string election_class;  // OldestNode only: restrict candidates to this node class

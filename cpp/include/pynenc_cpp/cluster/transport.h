@@ -46,9 +46,17 @@ struct TransportOptions {
   std::int64_t reconnect_max_ms = 10'000;
   // Connect plus the whole handshake must finish within this, on both sides.
   std::int64_t handshake_timeout_ms = 2'000;
-  // Accepted connections still in their handshake, at most; a connection
-  // accepted beyond it is closed at once (counted in handshakes_rejected).
+  // Accepted connections still in their handshake, at most. A connection
+  // accepted beyond it evicts the oldest pending one (counted in
+  // handshakes_rejected), so idle sockets held open by a flood cannot keep a
+  // peer out: a peer's handshake completes within a round trip of its accept.
   std::size_t max_pending_handshakes = 128;
+  // Pending handshakes from one source IP, at most; beyond it that source's
+  // oldest pending one is evicted (so one host cannot take every slot).
+  std::size_t max_pending_handshakes_per_source = 32;
+  // Warnings about refused connections, at most this many per second; the
+  // rest are counted and summarised in the next one (a flood cannot flood the log).
+  int refusal_logs_per_second = 10;
   std::uint64_t random_seed = 0;  // 0: seeded from std::random_device
 };
 

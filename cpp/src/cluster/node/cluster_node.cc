@@ -140,6 +140,7 @@ pynenc_cpp::Status ClusterNodeImpl::Init() {
   t.host = options_.host;
   t.port = options_.port;
   t.max_frame_bytes = options_.max_frame_bytes;
+  t.refusal_logs_per_second = options_.refusal_logs_per_second;
   t.send_queue_bound = options_.send_queue_bound;
   // Before the transport exists: its loop thread may log at once.
   callbacks_ = std::make_unique<CallbackThread>();

@@ -89,6 +89,7 @@ Status ValidateClusterOptions(const ClusterOptions& o) {
                N(static_cast<std::int64_t>(o.max_frame_bytes)) + ")");
   }
   if (o.send_queue_bound == 0) return Bad("send_queue_bound: must be > 0");
+  if (o.refusal_logs_per_second < 1) return Bad("refusal_logs_per_second: must be >= 1");
   if (o.request_timeout_ms <= 0) return Bad("request_timeout_ms: must be > 0");
   if (o.spawn_timeout_ms < 0) return Bad("spawn_timeout_ms: must be >= 0");
   if (o.leave_timeout_ms < 0) return Bad("leave_timeout_ms: must be >= 0");

@@ -34,6 +34,27 @@ void Core::Log(LogLevel level, std::string_view message) const {
   }
 }
 
+void Core::LogRefusal(const std::string& message) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - refusal_window >= std::chrono::seconds(1)) {
+    refusal_window = now;
+    refusals_in_window = 0;
+  }
+  if (refusals_in_window >= options.refusal_logs_per_second) {
+    ++refusals_unlogged;
+    return;
+  }
+  ++refusals_in_window;
+  if (refusals_unlogged > 0) {
+    Log(LogLevel::kWarning, message + " (and " + std::to_string(refusals_unlogged) +
+                                " earlier refusals not logged: over " +
+                                std::to_string(options.refusal_logs_per_second) + " per second)");
+    refusals_unlogged = 0;
+    return;
+  }
+  Log(LogLevel::kWarning, message);
+}
+
 void Core::Deliver(const Address& from, std::uint8_t type, std::string payload) {
   if (!receiver) return;
   try {
@@ -94,6 +115,8 @@ class AsioEnvImpl final : public AsioEnv {
   void StartTimer(TimerId id, std::int64_t delay_ms, std::function<void()> fn);
   void Run();
   void Accept();
+  // Evicts the oldest pending inbound handshake (of `source` if given).
+  void EvictOldestPending(const std::string* source);
   // True while some link could still write queued frames (see Flushable()).
   bool AnyFlushable() const;
   void CloseAll();
@@ -104,6 +127,7 @@ class AsioEnvImpl final : public AsioEnv {
   std::thread thread_;
   std::map<TimerId, std::unique_ptr<asio::steady_timer>> timers_;
   std::atomic<TimerId> next_timer_{1};
+  std::uint64_t next_accept_seq_ = 0;  // loop thread only
   std::mutex shutdown_mu_;
   std::atomic<bool> stopped_{false};
 };
@@ -153,23 +177,34 @@ void AsioEnvImpl::Accept() {
       });
       return;
     }
-    if (core_.pending_handshakes >= core_.options.max_pending_handshakes) {
-      AtomicStats::Add(core_.stats.handshakes_rejected);
-      boost::system::error_code ignored;
-      const auto ep = socket.remote_endpoint(ignored);
-      core_.Log(LogLevel::kWarning, "refused connection from " +
-                                        FormatAddress(ep.address().to_string(), ep.port()) +
-                                        ": too many handshakes in progress");
-      socket.close(ignored);
-      Accept();
-      return;
+    auto conn = std::make_shared<InboundConn>(core_, std::move(socket), next_accept_seq_++);
+    // Full (globally, or for this source): the oldest pending handshake goes,
+    // not the new one. Idle sockets held open by a flood are then always the
+    // ones closed, and a peer's handshake, done within a round trip, gets in.
+    if (core_.pending_by_source[conn->source()] >= core_.options.max_pending_handshakes_per_source) {
+      EvictOldestPending(&conn->source());
     }
-    auto conn = std::make_shared<InboundConn>(core_, std::move(socket));
+    if (core_.pending_handshakes >= core_.options.max_pending_handshakes) {
+      EvictOldestPending(nullptr);
+    }
     ++core_.pending_handshakes;
+    ++core_.pending_by_source[conn->source()];
     core_.inbound.insert(conn);
     conn->Start();
     Accept();
   });
+}
+
+void AsioEnvImpl::EvictOldestPending(const std::string* source) {
+  std::shared_ptr<InboundConn> oldest;
+  for (const auto& c : core_.inbound) {
+    if (!c->pending() || (source != nullptr && c->source() != *source)) continue;
+    if (!oldest || c->accept_seq() < oldest->accept_seq()) oldest = c;
+  }
+  if (oldest) {
+    oldest->Evict(source != nullptr ? "evicted: too many handshakes in progress from its address"
+                                    : "evicted: too many handshakes in progress");
+  }
 }
 
 Env::TimerId AsioEnvImpl::After(std::int64_t delay_ms, std::function<void()> fn) {
@@ -364,8 +399,11 @@ Result<std::unique_ptr<AsioEnv>> MakeAsioEnv(const TransportOptions& options, Lo
   if (options.handshake_timeout_ms <= 0) {
     return Status::BadConfig("handshake_timeout_ms must be > 0");
   }
-  if (options.max_pending_handshakes == 0) {
-    return Status::BadConfig("max_pending_handshakes must be > 0");
+  if (options.max_pending_handshakes == 0 || options.max_pending_handshakes_per_source == 0) {
+    return Status::BadConfig("max_pending_handshakes and max_pending_handshakes_per_source must be > 0");
+  }
+  if (options.refusal_logs_per_second < 1) {
+    return Status::BadConfig("refusal_logs_per_second must be >= 1");
   }
   if (options.host.empty()) return Status::BadConfig("host is empty");
   if (options.host.size() > kMaxAddressBytes - 6 ||

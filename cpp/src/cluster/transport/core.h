@@ -15,6 +15,7 @@
 // clang-format on
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -55,6 +56,26 @@ struct AtomicStats {
 class OutboundLink;
 class InboundConn;
 
+// Untrusted text (a peer's claimed cluster name or address, before it proved
+// anything) fit for a log line: printable ASCII kept, other bytes as \xNN, at
+// most 80 bytes shown, then "...".
+inline std::string Printable(std::string_view s) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < 80; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  if (s.size() > 80) out += "...";
+  return out;
+}
+
 // One per AsioEnv. `io` is the first member so it is destroyed last: every
 // socket and timer below (and every handler still queued in it) goes first.
 struct Core {
@@ -69,10 +90,20 @@ struct Core {
   bool closing = false;
   std::map<Address, std::shared_ptr<OutboundLink>> outbound;
   std::set<std::shared_ptr<InboundConn>> inbound;
-  // Inbound connections not yet authenticated (bounded by max_pending_handshakes).
+  // Inbound connections not yet authenticated (bounded by max_pending_handshakes),
+  // and their count per source IP (bounded by max_pending_handshakes_per_source).
   std::size_t pending_handshakes = 0;
+  std::map<std::string, std::size_t> pending_by_source;
+  // Refusal warnings: those logged in the current one-second window, and those
+  // not logged since the last one that was.
+  std::chrono::steady_clock::time_point refusal_window{};
+  int refusals_in_window = 0;
+  std::uint64_t refusals_unlogged = 0;
 
   void Log(LogLevel level, std::string_view message) const;
+  // A Warning about a refused or closed connection, rate-limited
+  // (refusal_logs_per_second); a logged one says how many were not.
+  void LogRefusal(const std::string& message);
   // Hands one protocol frame to the receiver; an exception from it is caught
   // and logged (never propagates into Asio).
   void Deliver(const Address& from, std::uint8_t type, std::string payload);
@@ -134,7 +165,12 @@ class OutboundLink : public std::enable_shared_from_this<OutboundLink> {
 // protocol frames (our frames to that peer travel on our own OutboundLink).
 class InboundConn : public std::enable_shared_from_this<InboundConn> {
  public:
-  InboundConn(Core& core, tcp::socket socket);
+  InboundConn(Core& core, tcp::socket socket, std::uint64_t accept_seq);
+  bool pending() const { return state_ == State::kAwaitHello || state_ == State::kAwaitAuth; }
+  const std::string& source() const { return source_; }
+  std::uint64_t accept_seq() const { return accept_seq_; }
+  // Closes a pending connection to make room for a newer one (counted, logged).
+  void Evict(const std::string& why) { Reject(nullptr, why); }
   void Start();
   // Closes the socket and removes this connection from Core::inbound. Idempotent.
   void Close();
@@ -143,6 +179,8 @@ class InboundConn : public std::enable_shared_from_this<InboundConn> {
   enum class State : std::uint8_t { kAwaitHello, kAwaitAuth, kOpen, kClosed };
 
   void Read();
+  // Leaves the pending-handshake counts (global and per source).
+  void LeavePending();
   // Returns false once the connection is closed.
   bool OnFrame(Frame frame);
   void Write(std::string frame);
@@ -155,6 +193,8 @@ class InboundConn : public std::enable_shared_from_this<InboundConn> {
   tcp::socket socket_;
   asio::steady_timer timer_;
   std::string remote_;  // ip:port of the socket, for logs
+  std::string source_;  // ip of the socket (per-source handshake accounting)
+  std::uint64_t accept_seq_ = 0;  // accept order (the oldest pending is evicted first)
   State state_ = State::kAwaitHello;
   FrameDecoder decoder_{kMaxHandshakeBodyBytes};
   std::array<char, 16 * 1024> read_buf_{};

@@ -3,11 +3,12 @@
 
 namespace pynenc_cpp::cluster::transport {
 
-InboundConn::InboundConn(Core& core, tcp::socket socket)
-    : core_(core), socket_(std::move(socket)), timer_(core.io) {
+InboundConn::InboundConn(Core& core, tcp::socket socket, std::uint64_t accept_seq)
+    : core_(core), socket_(std::move(socket)), timer_(core.io), accept_seq_(accept_seq) {
   boost::system::error_code ec;
   const auto ep = socket_.remote_endpoint(ec);
   remote_ = ec ? "unknown" : FormatAddress(ep.address().to_string(), ep.port());
+  source_ = ec ? "unknown" : ep.address().to_string();
 }
 
 void InboundConn::Start() {
@@ -24,9 +25,15 @@ void InboundConn::Start() {
   Read();
 }
 
+void InboundConn::LeavePending() {
+  --core_.pending_handshakes;
+  auto it = core_.pending_by_source.find(source_);
+  if (it != core_.pending_by_source.end() && --it->second == 0) core_.pending_by_source.erase(it);
+}
+
 void InboundConn::Close() {
   if (state_ == State::kClosed) return;
-  if (state_ != State::kOpen) --core_.pending_handshakes;
+  if (state_ != State::kOpen) LeavePending();
   state_ = State::kClosed;
   boost::system::error_code ignored;
   timer_.cancel();
@@ -39,10 +46,9 @@ void InboundConn::Reject(std::atomic<std::uint64_t>* counter, const std::string&
   if (counter != nullptr) AtomicStats::Add(*counter);
   if (state_ != State::kOpen) {
     AtomicStats::Add(core_.stats.handshakes_rejected);
-    core_.Log(LogLevel::kWarning, "refused connection from " + remote_ + ": " + why);
+    core_.LogRefusal("refused connection from " + remote_ + ": " + why);
   } else {
-    core_.Log(LogLevel::kWarning,
-              "closed connection from " + peer_address_ + " (" + remote_ + "): " + why);
+    core_.LogRefusal("closed connection from " + peer_address_ + " (" + remote_ + "): " + why);
   }
   Close();
 }
@@ -90,7 +96,7 @@ bool InboundConn::OnFrame(Frame frame) {
         return false;
       }
       if (hello.cluster_name != core_.options.cluster_name) {
-        Reject(nullptr, "cluster name '" + hello.cluster_name + "' is not ours");
+        Reject(nullptr, "cluster name '" + Printable(hello.cluster_name) + "' is not ours");
         return false;
       }
       transcript_ = Transcript{};
@@ -118,7 +124,7 @@ bool InboundConn::OnFrame(Frame frame) {
       const auto expected = ComputeProof(core_.options.secret, kClientLabel, transcript_);
       if (!expected || !ProofsEqual(*expected, proof.mac)) {
         Reject(nullptr, "proof does not verify (wrong secret), claimed address " +
-                            transcript_.client_address);
+                            Printable(transcript_.client_address));
         return false;
       }
       const auto ours = ComputeProof(core_.options.secret, kServerLabel, transcript_);
@@ -128,7 +134,7 @@ bool InboundConn::OnFrame(Frame frame) {
       }
       Write(EncodeFrame(kAccept, EncodeProof(Proof{*ours})));
       state_ = State::kOpen;
-      --core_.pending_handshakes;
+      LeavePending();
       peer_address_ = transcript_.client_address;
       decoder_.SetMaxBodyBytes(core_.options.max_frame_bytes);
       timer_.cancel();
