@@ -26,6 +26,7 @@ from pynenc_cpp.cluster.actors import (
     BufferFull,
     ClusteredActorSystem,
     InMemoryJournal,
+    MessageTooLarge,
     SqliteJournal,
 )
 
@@ -154,6 +155,15 @@ async def test_ask_times_out_and_unpicklable_messages_raise_at_tell() -> None:
         for bad in (float("inf"), float("nan"), 1e12, 0):  # a clear error, nothing sent
             with pytest.raises(ValueError, match="timeout"):
                 await s.ask(silent, lambda r: r, timeout=bad)
+        # Too large for one frame: a clear error at tell and ask, naming the limit.
+        big = b"x" * s.config.max_frame_bytes
+        with pytest.raises(MessageTooLarge, match="max_frame_bytes"):
+            s.spawn(Behaviors.singleton(job_coordinator), "big").tell(big)
+        remote = ActorRef(s, "127.0.0.1:1", "/user/x", None)
+        with pytest.raises(MessageTooLarge, match="max_frame_bytes"):
+            remote.tell(big)
+        with pytest.raises(MessageTooLarge):
+            await s.ask(remote, lambda r: big, timeout=1)
         single = s.spawn(Behaviors.singleton(job_coordinator), "jobs")
         with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
             single.tell(ProcessJob(lambda: None))  # type: ignore[arg-type]

@@ -242,6 +242,12 @@ def test_submit_ask_query_and_remove(trio: tuple[list[ClusterHandle], Recorder])
     with pytest.raises(Unavailable, match="not running"):
         gw.ask("svc/missing", b"x")
     gw.tell("svc/a", b"fire and forget")
+    # Over one frame: refused at the call with the limit named, not dropped.
+    too_big = b"x" * gw.config.max_frame_bytes
+    with pytest.raises(InvalidArgument, match="max_frame_bytes"):
+        gw.ask("svc/a", too_big)
+    with pytest.raises(InvalidArgument, match="max_frame_bytes"):
+        gw.tell("svc/a", too_big)
 
     view = w1.cluster_view()
     assert view.alive_count == 3 and view.total_count == 3

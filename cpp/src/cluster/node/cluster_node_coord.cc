@@ -53,6 +53,13 @@ Status StandaloneError() {
   return Status::Unavailable("standalone node: no cluster (give host and seeds)");
 }
 
+Status TooLarge(std::size_t bytes, std::size_t max_frame_bytes) {
+  return Status::InvalidArgument("message of " + std::to_string(bytes) +
+                                 " bytes is over the limit: max_frame_bytes is " +
+                                 std::to_string(max_frame_bytes) +
+                                 " including the label and the frame's header");
+}
+
 Status TimeoutTooLong(std::int64_t timeout_ms) {
   return Status::InvalidArgument("timeout_ms: at most " + std::to_string(kMaxTimeoutMs) +
                                  " (one day), got " + std::to_string(timeout_ms));
@@ -250,6 +257,10 @@ std::future<Result<std::string>> ClusterNodeImpl::Ask(const std::string& label,
     kept.Set(TimeoutTooLong(timeout_ms));
     return f;
   }
+  if (payload.size() + label.size() + 64 > options_.max_frame_bytes) {
+    kept.Set(TooLarge(payload.size(), options_.max_frame_bytes));
+    return f;
+  }
   if (!OnLoop([label, payload = std::move(payload), timeout_ms, kept](NodeCore& core) mutable {
         core.services().router().Ask(label, std::move(payload), true, timeout_ms,
                                      [kept](Result<std::string> r) { kept.Set(std::move(r)); });
@@ -261,6 +272,9 @@ std::future<Result<std::string>> ClusterNodeImpl::Ask(const std::string& label,
 
 pynenc_cpp::Status ClusterNodeImpl::Tell(const std::string& label, std::string payload) {
   if (standalone_) return StandaloneError();
+  if (payload.size() + label.size() + 64 > options_.max_frame_bytes) {
+    return TooLarge(payload.size(), options_.max_frame_bytes);
+  }
   auto where = Lookup(label);
   if (!where || where->state != SpecState::kRunning) {
     return Status::Unavailable("'" + label + "' is not running (per this node's directory)");

@@ -16,6 +16,7 @@ from pynenc_cpp.cluster.actors.system import (
     ActorRef,
     AskTimeout,
     ClusteredActorSystem,
+    MessageTooLarge,
 )
 from pynenc_cpp.errors import BufferFull
 
@@ -31,6 +32,7 @@ __all__ = [
     "Journal",
     "JournalEntry",
     "JournalSnapshot",
+    "MessageTooLarge",
     "PickleSerializer",
     "RedisJournal",
     "Serializer",

@@ -80,6 +80,11 @@ class AskTimeout(TimeoutError):
     """No reply within the ask's timeout."""
 
 
+class MessageTooLarge(ValueError):
+    """A message that would not fit in one frame (``max_frame_bytes``): raised at
+    ``tell``/``ask`` (and by a reply's ``tell``), never dropped silently."""
+
+
 class ActorRef[M]:
     """Where messages of type ``M`` go: an actor on some node, or a singleton by name.
 
@@ -626,12 +631,24 @@ class ClusteredActorSystem:
 
     def _encode(self, ref: ActorRef[Any], msg: Any) -> bytes | None:
         """What goes on the wire for ``msg`` to ``ref`` (None: a local actor, no bytes).
-        Raises here if ``msg`` cannot be serialized."""
+        Raises here if ``msg`` cannot be serialized, and ``MessageTooLarge`` (a
+        ``ValueError``) if it would not fit in one frame (``max_frame_bytes``)."""
         if ref.label is not None:
-            return self.serializer.dumps((self._msg_prefix + str(next(self._counter)), msg))
+            payload = self.serializer.dumps((self._msg_prefix + str(next(self._counter)), msg))
+            return self._fits(payload, ref.label)
         if ref.address == self.address:
             return None
-        return self.serializer.dumps(msg)
+        return self._fits(self.serializer.dumps(msg), ref.path)
+
+    def _fits(self, payload: bytes, name: str) -> bytes:
+        limit = self.config.max_frame_bytes - len(name.encode()) - 64
+        if len(payload) > limit:
+            raise MessageTooLarge(
+                f"message to {name!r} is {len(payload)} bytes serialized, over the limit of "
+                f"{limit} bytes (max_frame_bytes={self.config.max_frame_bytes} less the "
+                "frame's header); raise max_frame_bytes on every node or send less"
+            )
+        return payload
 
     def _transmit(self, ref: ActorRef[Any], msg: Any, payload: bytes | None) -> None:
         if payload is None:
