@@ -10,6 +10,7 @@ test counts executions independently of the status history.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 import uuid
@@ -104,3 +105,65 @@ def test_sigkilled_runner_invocations_complete_once_elsewhere(
         assert executions[f"inv{i}"] == 2, executions
         final_owner = app.orchestrator.get_invocation_status_record(inv.invocation_id)
         assert final_owner.status == InvocationStatus.SUCCESS
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_a_live_cpprunner_recovers_a_dead_runners_invocations_by_itself(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Native recovery: no recovery task is routed and pynenc's cron cannot fire
+    during the test; the second runner alone moves the dead runner's RUNNING
+    invocations to RUNNING_RECOVERY and runs them, once the dead-after time
+    (3 s) passed."""
+    app = build_app(backend, tmp_path, request)
+    log = tmp_path / "executions.log"
+    env = runner_env(
+        app,
+        backend,
+        {
+            "PYNENC__CPP_RUNNER_WORKERS": str(N_INVOCATIONS),
+            "PYNENC__RUNNER_CONSIDERED_DEAD_AFTER_MINUTES": DEAD_AFTER_MINUTES,
+            # The cron backstop never fires within the test (once a year).
+            "PYNENC__RECOVER_RUNNING_INVOCATIONS_CRON": "0 0 1 1 *",
+            "PYNENC__RECOVER_PENDING_INVOCATIONS_CRON": "0 0 1 1 *",
+        },
+    )
+    first = start_runner(env, tmp_path / "runner1.log")
+    second = None
+    try:
+        invs = [rt.slow_append(str(log), f"inv{i}", SLOW_SEC) for i in range(N_INVOCATIONS)]
+        wait_until(lambda: all(i.status == InvocationStatus.RUNNING for i in invs))
+        owners = {
+            app.orchestrator.get_invocation_status_record(i.invocation_id).runner_id for i in invs
+        }
+        assert len(owners) == 1  # all on the first runner
+        second = start_runner(env, tmp_path / "runner2.log")
+        # The second runner is up (its heartbeat is in) before the first dies.
+        wait_until(lambda: len(app.orchestrator.get_active_runners()) >= 2)
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(10)
+        killed_at = time.monotonic()
+        deadline = killed_at + 90
+        while not all(i.status == InvocationStatus.SUCCESS for i in invs):
+            assert time.monotonic() < deadline, [i.status for i in invs]
+            time.sleep(0.1)
+        print(f"native recovery: all final {time.monotonic() - killed_at:.1f} s after SIGKILL")
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(60) == 0
+    finally:
+        stop(first)
+        if second is not None:
+            stop(second)
+    executions = Counter(log.read_text().split())
+    for i, inv in enumerate(invs):
+        history = [h.status_record.status for h in app.state_backend.get_history(inv.invocation_id)]
+        assert history.count(InvocationStatus.SUCCESS) == 1, history
+        assert InvocationStatus.RUNNING_RECOVERY in history, history
+        assert inv.result == f"inv{i}"
+        assert executions[f"inv{i}"] == 2, executions  # on the killed runner, then once more
+    # Recovered by the live CppRunner itself, not by pynenc's recovery core task.
+    text = (tmp_path / "runner2.log").read_text(errors="replace")
+    recovered = [
+        int(n) for n in re.findall(r"recovered (\d+) invocation\(s\) \(running_recovery\)", text)
+    ]
+    assert sum(recovered) == N_INVOCATIONS, text[-2000:]

@@ -42,6 +42,10 @@ from pynenc.runner.base_runner import BaseRunner
 from pynenc_cpp import _core
 from pynenc_cpp._claim import claim_one
 
+#: The longest heartbeat tick when ``cpp_runner_heartbeat_interval_sec`` is 0: the
+#: native recovery runs on it (``CppRunner._recover_dead_runners``).
+_RECOVERY_TICK_SEC = 1.0
+
 if TYPE_CHECKING:
     from pynenc.app import Pynenc
     from pynenc.invocation.dist_invocation import DistributedInvocation
@@ -231,7 +235,9 @@ class CppRunner(BaseRunner):
         heartbeat = float(self.conf.cpp_runner_heartbeat_interval_sec)
         if heartbeat <= 0:
             dead_after = float(app_conf.runner_considered_dead_after_minutes) * 60.0
-            heartbeat = min(check, dead_after / 4.0)
+            # At most a second: the native recovery runs on this tick too, so the
+            # invocations of a dead runner are recovered within dead-after + 1 s.
+            heartbeat = min(check, dead_after / 4.0, _RECOVERY_TICK_SEC)
         return max(heartbeat, 0.05), max(check, 0.05)
 
     def _on_start(self) -> None:
@@ -480,6 +486,39 @@ class CppRunner(BaseRunner):
             )
         except Exception:
             self.logger.exception(f"CppRunner:{self.runner_id} heartbeat failed")
+        try:
+            self._recover_dead_runners()
+        except Exception:
+            self.logger.exception(f"CppRunner:{self.runner_id} native recovery failed")
+
+    def _recover_dead_runners(self) -> None:
+        """Native recovery, on every heartbeat tick (at most a second apart): the
+        RUNNING invocations of runners with no heartbeat for
+        ``runner_considered_dead_after_minutes``, and the PENDING ones past their
+        allowed time, move to RUNNING_RECOVERY / PENDING_RECOVERY and are routed
+        again, as pynenc's recovery core tasks do (those stay as a backstop on
+        their cron). Several runners may look at once: each transition is a
+        compare-and-set, so exactly one of them recovers a given invocation and
+        only that one routes it again."""
+        orchestrator = self.app.orchestrator
+        ctx = self.runner_context
+        for find, status in (
+            (orchestrator.get_running_invocations_for_recovery, InvocationStatus.RUNNING_RECOVERY),
+            (orchestrator.get_pending_invocations_for_recovery, InvocationStatus.PENDING_RECOVERY),
+        ):
+            recovered: set[InvocationId] = set()
+            for invocation_id in list(find()):
+                try:
+                    orchestrator.set_invocation_status(invocation_id, status, ctx)
+                except (InvocationStatusError, KeyError):
+                    continue  # another runner recovered it first, or it is gone
+                recovered.add(invocation_id)
+            if recovered:
+                self.logger.warning(
+                    f"CppRunner:{self.runner_id} recovered {len(recovered)} invocation(s) "
+                    f"({status.value}) of dead runners or stuck pending"
+                )
+                orchestrator.reroute_invocations(recovered, ctx)
 
     def _management(self) -> None:
         # The C++ timer decides when; pynenc's own interval check must not skip it.
