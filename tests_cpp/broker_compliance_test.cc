@@ -603,6 +603,9 @@ TEST(BackendConfig, PasswordsAreRedactedFromUrisInErrors) {
       {"redis://s3cr3t@h", "redis://***@h"},
       {"rediss://u:p@ss:w0rd@h/1", "rediss://u:***@h/1"},
       {"redis://h:6379/0", "redis://h:6379/0"},
+      {"redis://:pa/s3cr3t@h:6379/0", "redis://:***@h:6379/0"},
+      {"redis://:pa?s3cr3t@h", "redis://:***@h"},
+      {"redis://h:1/0?password=a@s3cr3t", "redis://h:1/0?password=***"},
       {"sqlite:///tmp/a@b.db", "sqlite:///tmp/a@b.db"},
       {"", ""},
   };
@@ -610,6 +613,7 @@ TEST(BackendConfig, PasswordsAreRedactedFromUrisInErrors) {
   // Errors that echo a URI or a part of it never show the password.
   for (const char* bad :
        {"rediss://user:s3cr3t@h:6379", "redis://:s3cr3t@/0", "redis://:s3cr3t@h:x/0",
+        "redis://:pa/s3cr3t@h:6379/0", "redis://:pa?s3cr3t@h", "redis://:pa#s3cr3t@h",
         "redis://h:99999?password=s3cr3t", "redis://u:s3cr3t@h:1/0?colour=red",
         "ftp://u:s3cr3t@h"}) {
     auto status = OpenBroker(BackendConfig{bad, "a", nullptr}).status();
@@ -631,6 +635,12 @@ TEST(BackendConfig, RedisUserInfoIsParsedAsRedisPyDoes) {
   EXPECT_EQ(acl.value().username, "app");
   EXPECT_EQ(acl.value().password, "p@ss");
   EXPECT_EQ(acl.value().host, "h");
+  // Percent-encoded user info is decoded (a '/' or '@' in a password).
+  auto encoded = redis::ParseRedisLocation("us%65r:p%2Fa%40ss@h:1/3");
+  ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();
+  EXPECT_EQ(encoded.value().username, "user");
+  EXPECT_EQ(encoded.value().password, "p/a@ss");
+  EXPECT_EQ(encoded.value().db, 3);
   auto user_only = redis::ParseRedisLocation("app@h:1");
   ASSERT_TRUE(user_only.ok());
   EXPECT_EQ(user_only.value().username, "app");

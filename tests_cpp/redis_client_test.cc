@@ -98,14 +98,14 @@ TEST(RedisClient, PasswordsAndAclUsersFromTheUri) {
     auto admin = Client::Open(Local(server.port()));
     ASSERT_TRUE(admin.ok());
     ASSERT_EQ(admin.value()
-                  ->Command({"ACL", "SETUSER", "app", "on", ">app-pw", "~*", "&*", "+@all"})
+                  ->Command({"ACL", "SETUSER", "app", "on", ">app/p@w", "~*", "&*", "+@all"})
                   .value()
                   .str,
               "OK");
     ASSERT_EQ(admin.value()->Command({"CONFIG", "SET", "requirepass", "s3cr3t"}).value().str,
               "OK");
   }
-  for (const std::string& loc : {":s3cr3t@" + at + "/0", "app:app-pw@" + at + "/1",
+  for (const std::string& loc : {":s3cr3t@" + at + "/0", "app:app%2Fp%40w@" + at + "/1",
                                  at + "/2?password=s3cr3t"}) {
     auto o = ParseRedisLocation(loc);
     ASSERT_TRUE(o.ok()) << o.status().ToString();

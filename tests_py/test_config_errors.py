@@ -96,6 +96,10 @@ def test_app_builds_with_cpp_mem(cpp_mem_app: Pynenc) -> None:
             "redis://h:6379/0?io_timeout_ms=5&password=***",
         ),
         ("redis://h:6379/0", "redis://h:6379/0"),
+        ("redis://:pa/s3cr3t@h:6379/0", "redis://:***@h:6379/0"),
+        ("redis://:pa?s3cr3t@h", "redis://:***@h"),
+        ("redis://h:1/0?password=a@s3cr3t", "redis://h:1/0?password=***"),
+        ("sqlite:///tmp/a@b.db", "sqlite:///tmp/a@b.db"),
     ],
 )
 def test_redact_url(url: str, shown: str) -> None:
@@ -105,7 +109,14 @@ def test_redact_url(url: str, shown: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["rediss://:s3cr3t@h:6379/0", "redis://u:s3cr3t@h:x/0", "redis://:s3cr3t@/0"]
+    "url",
+    [
+        "rediss://:s3cr3t@h:6379/0",
+        "redis://u:s3cr3t@h:x/0",
+        "redis://:s3cr3t@/0",
+        "redis://:pa/s3cr3t@h:6379/0",
+        "redis://:pa?s3cr3t@h",
+    ],
 )
 def test_errors_never_show_a_redis_password(url: str) -> None:
     with pytest.raises(ValueError) as exc:  # BadConfig is a ValueError too

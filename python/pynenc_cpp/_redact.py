@@ -4,19 +4,22 @@ from __future__ import annotations
 
 
 def redact_url(url: str) -> str:
-    """``url`` fit for an error or a log line: the password of its user info and of
-    every ``password=`` option replaced by ``***`` (the engine's ``RedactUri``)."""
+    """``url`` fit for an error or a log line: the value of every ``password=`` option
+    and the password of its user info (everything up to the last ``@`` when a raw
+    ``/``, ``?`` or ``#`` comes before it; never in a ``sqlite:`` path) replaced by
+    ``***`` (the engine's ``RedactUri``)."""
+    path, qmark, query = url.partition("?")
+    if qmark:
+        parts = ["password=***" if p.startswith("password=") else p for p in query.split("&")]
+        url = path + "?" + "&".join(parts)
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "", url
-    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
-    auth, tail = rest[:cut], rest[cut:]
-    if "@" in auth:
-        userinfo, host = auth.rsplit("@", 1)
-        user, colon, _ = userinfo.partition(":")
-        auth = (f"{user}:***" if colon else "***") + "@" + host
-    path, qmark, query = tail.partition("?")
-    if qmark:
-        parts = ["password=***" if p.startswith("password=") else p for p in query.split("&")]
-        tail = path + "?" + "&".join(parts)
-    return (scheme + sep if sep else "") + auth + tail
+    at = rest.rfind("@")
+    if at >= 0 and not url.startswith(("sqlite:", "memory:")):
+        userinfo, tail = rest[:at], rest[at:]
+        stop = min((i for i in (userinfo.find(c) for c in "/?#") if i >= 0), default=-1)
+        colon = userinfo.find(":")
+        keep_user = colon >= 0 and (stop < 0 or colon < stop)
+        rest = (userinfo[: colon + 1] if keep_user else "") + "***" + tail
+    return (scheme + sep if sep else "") + rest

@@ -506,19 +506,31 @@ class CppRunner(BaseRunner):
             (orchestrator.get_running_invocations_for_recovery, InvocationStatus.RUNNING_RECOVERY),
             (orchestrator.get_pending_invocations_for_recovery, InvocationStatus.PENDING_RECOVERY),
         ):
-            recovered: set[InvocationId] = set()
+            recovered = 0
             for invocation_id in list(find()):
                 try:
                     orchestrator.set_invocation_status(invocation_id, status, ctx)
                 except (InvocationStatusError, KeyError):
                     continue  # another runner recovered it first, or it is gone
-                recovered.add(invocation_id)
+                # Routed at once, one by one: a failure leaves only this one to the
+                # retry below (and to pynenc's cron), never a batch in *_RECOVERY.
+                for attempt in range(3):
+                    try:
+                        orchestrator.reroute_invocations({invocation_id}, ctx)
+                        break
+                    except Exception:
+                        if attempt == 2:
+                            self.logger.exception(
+                                f"CppRunner:{self.runner_id} could not route recovered "
+                                f"invocation:{invocation_id} again"
+                            )
+                        time.sleep(0.1)
+                recovered += 1
             if recovered:
                 self.logger.warning(
-                    f"CppRunner:{self.runner_id} recovered {len(recovered)} invocation(s) "
+                    f"CppRunner:{self.runner_id} recovered {recovered} invocation(s) "
                     f"({status.value}) of dead runners or stuck pending"
                 )
-                orchestrator.reroute_invocations(recovered, ctx)
 
     def _management(self) -> None:
         # The C++ timer decides when; pynenc's own interval check must not skip it.

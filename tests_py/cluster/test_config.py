@@ -82,7 +82,6 @@ def test_to_options_copies_every_field() -> None:
         ({"metadata": {"k": 1}}, "metadata"),
         ({"cluster_name": ""}, "cluster_name"),
         ({"heartbeat_ms": "100"}, "heartbeat_ms"),
-        ({"host": "0.0.0.0", "secret": "k", "secret_file": "/k"}, "secret_file"),
         ({"heartbeat_ms": 10**18, "suspect_timeout_ms": 10**18}, "heartbeat_ms.*one day"),
         ({"request_timeout_ms": 86_400_001}, "request_timeout_ms.*one day"),
         ({"leave_timeout_ms": 2**62}, "leave_timeout_ms.*one day"),

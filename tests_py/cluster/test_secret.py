@@ -145,8 +145,16 @@ def test_config_resolves_the_secret_only_for_a_clustered_node(tmp_path: Path) ->
     o = ClusterConfig(host="127.0.0.1", secret_file=str(path)).to_options()
     assert o.secret == path.read_text().strip() != ""
     assert ClusterConfig(host="127.0.0.1", secret="given").to_options().secret == "given"
-    with pytest.raises(ValueError, match="secret_file"):
-        ClusterConfig(host="127.0.0.1", secret="given", secret_file=str(path))
+    # An explicit secret wins over a file (PYNENC_CPP_CLUSTER_SECRET_FILE may be set
+    # for every process while one is given PYNENC_CPP_CLUSTER_SECRET).
+    both = ClusterConfig(host="127.0.0.1", secret="given", secret_file=str(path))
+    assert both.to_options().secret == "given"
+    env = {
+        "PYNENC_CPP_CLUSTER_HOST": "127.0.0.1",
+        "PYNENC_CPP_CLUSTER_SECRET": "from-env",
+        "PYNENC_CPP_CLUSTER_SECRET_FILE": str(path),
+    }
+    assert ClusterConfig.from_env(environ=env).to_options().secret == "from-env"
     path.chmod(0o644)
     with pytest.raises(ValueError, match="chmod 600"):
         ClusterConfig(host="127.0.0.1", secret_file=str(path)).to_options()

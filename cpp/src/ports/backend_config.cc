@@ -4,17 +4,7 @@ namespace pynenc_cpp {
 
 std::string RedactUri(const std::string& uri) {
   std::string out = uri;
-  const auto scheme_end = out.find("://");
-  const std::size_t auth_start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
-  std::size_t auth_end = out.find_first_of("/?#", auth_start);
-  if (auth_end == std::string::npos) auth_end = out.size();
-  const auto at = out.rfind('@', auth_end == 0 ? 0 : auth_end - 1);
-  if (at != std::string::npos && at >= auth_start && at < auth_end) {
-    const auto colon = out.find(':', auth_start);
-    const std::size_t from = colon != std::string::npos && colon < at ? colon + 1 : auth_start;
-    out.replace(from, at - from, "***");
-  }
-  // Every password=<value> of the query.
+  // Every password=<value> of the query (first: a value may hold an '@').
   const auto q = out.find('?');
   if (q != std::string::npos) {
     std::size_t pos = q + 1;
@@ -28,6 +18,23 @@ std::string RedactUri(const std::string& uri) {
       }
       pos = end + 1;
     }
+  }
+  // The user info of a server URI (never a file path: sqlite:///tmp/a@b.db) ends
+  // at the LAST '@': a password with a raw '/', '?', '#' or '@' (which should be
+  // percent-encoded) is hidden too, at the cost of hiding more than the password
+  // when another query value holds an '@'.
+  const auto scheme_end = out.find("://");
+  const bool file = out.rfind("sqlite:", 0) == 0 || out.rfind("memory:", 0) == 0;
+  const std::size_t auth_start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+  const auto at = out.rfind('@');
+  if (!file && at != std::string::npos && at >= auth_start) {
+    const auto colon = out.find(':', auth_start);
+    const auto stop = out.find_first_of("/?#", auth_start);
+    // Keep a user name only when it is plainly one (before any '/', '?', '#').
+    const bool user = colon != std::string::npos && colon < at &&
+                      (stop == std::string::npos || colon < stop);
+    const std::size_t from = user ? colon + 1 : auth_start;
+    out.replace(from, at - from, "***");
   }
   return out;
 }

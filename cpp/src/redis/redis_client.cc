@@ -116,21 +116,55 @@ class Connection {
   int io_errno_ = 0;  // errno of the last failed Read
 };
 
+namespace {
+
+// %XX decoding of a URI's user info (as redis-py's urllib unquote); a '%' not
+// followed by two hex digits is kept as it is.
+std::string PercentDecode(const std::string& s) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<RedisOptions> ParseRedisLocation(const std::string& location) {
   RedisOptions o;
+  // Parts of a location with user info are never echoed in errors: a password
+  // with an unencoded '/' or '?' would land in them.
+  const bool secretive = location.find('@') != std::string::npos;
+  auto shown = [secretive](const std::string& part) {
+    return secretive ? std::string("(not shown: the URI has user info)") : "'" + part + "'";
+  };
   std::string rest = location;
+  // [[user]:password@] before the host: up to the last '@' before the first
+  // '/', '?' or '#' (a password with those must be percent-encoded, as for
+  // redis-py); user and password are percent-decoded.
+  if (const auto stop = rest.find_first_of("/?#"), at = rest.rfind('@', stop);
+      at != std::string::npos && (stop == std::string::npos || at < stop)) {
+    const std::string userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    const auto colon = userinfo.find(':');
+    o.username = PercentDecode(userinfo.substr(0, colon));
+    if (colon != std::string::npos) o.password = PercentDecode(userinfo.substr(colon + 1));
+  }
   std::string query;
   if (auto q = rest.find('?'); q != std::string::npos) {
     query = rest.substr(q + 1);
     rest = rest.substr(0, q);
-  }
-  // [[user]:password@] before the host (the last '@' before the path).
-  if (const auto at = rest.rfind('@', rest.find('/')); at != std::string::npos) {
-    const std::string userinfo = rest.substr(0, at);
-    rest = rest.substr(at + 1);
-    const auto colon = userinfo.find(':');
-    o.username = userinfo.substr(0, colon);
-    if (colon != std::string::npos) o.password = userinfo.substr(colon + 1);
   }
   std::string hostport = rest;
   if (auto slash = rest.find('/'); slash != std::string::npos) {
@@ -139,7 +173,7 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
     long v = 0;
     if (!db.empty()) {
       if (!ParseInt(db, 0, 1'000'000, &v)) {
-        return Status::BadConfig("redis URI database '" + db + "' is not a number");
+        return Status::BadConfig("redis URI database " + shown(db) + " is not a number");
       }
       o.db = static_cast<int>(v);
     }
@@ -151,8 +185,8 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
     o.host = hostport.substr(0, colon);
     long port = 0;
     if (!ParseInt(hostport.substr(colon + 1), 1, 65535, &port)) {
-      return Status::BadConfig("redis URI port '" + hostport.substr(colon + 1) +
-                               "' is not a port number (1-65535)");
+      return Status::BadConfig("redis URI port " + shown(hostport.substr(colon + 1)) +
+                               " is not a port number (1-65535)");
     }
     o.port = static_cast<int>(port);
   }
@@ -172,15 +206,15 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
     long v = 0;
     if (key == "connect_timeout_ms" || key == "io_timeout_ms") {
       if (!ParseInt(value, 1, 3'600'000, &v)) {
-        return Status::BadConfig("redis option " + key + "='" + value +
-                                 "': expected milliseconds between 1 and 3600000");
+        return Status::BadConfig("redis option " + key + "=" + shown(value) +
+                                 ": expected milliseconds between 1 and 3600000");
       }
       (key == "connect_timeout_ms" ? o.connect_timeout_ms : o.io_timeout_ms) = static_cast<int>(v);
     } else if (key == "password") {
       o.password = value;
     } else {
-      return Status::BadConfig("unknown redis option '" + key +
-                               "'; known: connect_timeout_ms, io_timeout_ms, password");
+      return Status::BadConfig("unknown redis option " + shown(key) +
+                               "; known: connect_timeout_ms, io_timeout_ms, password");
     }
   }
   return o;

@@ -40,8 +40,9 @@ struct RedisOptions {
 // Parses the location part of "redis://<location>":
 // "[[user]:password@]host:port[/db][?connect_timeout_ms=N&io_timeout_ms=N&password=P]"
 // (as redis-py: "redis://:pw@h" is a password, "redis://user:pw@h" an ACL user
-// and its password, "redis://user@h" a user with no password). kBadConfig on
-// error; no message ever contains the password.
+// and its password, "redis://user@h" a user with no password; both
+// percent-decoded, so a password with '/', '?', '#' or '@' is percent-encoded).
+// kBadConfig on error; no message ever contains the password.
 Result<RedisOptions> ParseRedisLocation(const std::string& location);
 
 // One reply, converted from hiredis' redisReply.

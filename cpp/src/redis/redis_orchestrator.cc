@@ -217,8 +217,16 @@ Result<std::optional<InvocationId>> RedisOrchestrator::WaitAnyFinal(
   constexpr std::int64_t kMaxBlockMs = 10'000;
   const auto deadline =
       Clock::now() + std::chrono::microseconds(std::clamp<TimestampUs>(timeout_us, 0, kMaxWaitUs));
-  static thread_local std::mt19937_64 rng{std::random_device{}() ^
-                                          (static_cast<std::uint64_t>(getpid()) << 32)};
+  // Tokens must be unique across processes: a forked child inherits this
+  // thread's generator state, so it is reseeded in each new process.
+  static thread_local std::mt19937_64 rng;
+  static thread_local long rng_pid = 0;
+  if (rng_pid != getpid()) {
+    rng_pid = getpid();
+    std::random_device rd;
+    rng.seed((static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
+             (static_cast<std::uint64_t>(rng_pid) << 16));
+  }
   while (true) {
     const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              deadline - Clock::now())
@@ -243,7 +251,11 @@ Result<std::optional<InvocationId>> RedisOrchestrator::WaitAnyFinal(
     if (!got.ok()) return got.status();
     if (got.value().is_error()) return ReplyError(got.value(), "wait for a final status");
     if (got.value().type == Value::Type::kArray && got.value().elements.size() == 2) {
-      return std::optional<InvocationId>(InvocationId(got.value().elements[1].str));
+      const std::string& final_id = got.value().elements[1].str;
+      for (const InvocationId& id : ids) {
+        if (id.str() == final_id) return std::optional<InvocationId>(id);
+      }
+      // Not one of ours (cannot happen with unique tokens): register again.
     }
     if (Clock::now() >= deadline) return std::optional<InvocationId>();
   }

@@ -128,6 +128,9 @@ class SqliteBroker final : public Broker {
       // Read the slot before looking at the table: a route committed after the
       // look bumps it, and the wait below returns at once.
       const std::uint32_t seen = board.Seq(slot);
+      // An Interrupt() since the call began (it bumps the slot, maybe before
+      // `seen` was read, so the wait below would not return for it).
+      if (interrupt_epoch_.load() != interrupts) return std::optional<InvocationId>();
       Result<std::optional<InvocationId>> popped = Pop(queue);
       if (!popped.ok() || popped.value() || timeout_ms <= 0) return popped;
       if (std::chrono::steady_clock::now() >= deadline) return std::optional<InvocationId>();

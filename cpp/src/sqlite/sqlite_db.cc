@@ -295,9 +295,28 @@ void Database::Release(std::unique_ptr<Conn> conn) {
 namespace {
 // The transactions open on this thread, innermost last (see Database::Write).
 thread_local std::vector<std::pair<const Database*, Conn*>> tl_open_transactions;
+thread_local long tl_open_transactions_pid = 0;  // the process the list belongs to
+
+// Registers an open transaction for nested calls to join, and unregisters it
+// when the scope ends, also by an exception (no dangling Conn* to join later).
+class OpenTransaction {
+ public:
+  OpenTransaction(const Database* db, Conn* conn) {
+    tl_open_transactions.emplace_back(db, conn);
+  }
+  ~OpenTransaction() { tl_open_transactions.pop_back(); }
+  OpenTransaction(const OpenTransaction&) = delete;
+  OpenTransaction& operator=(const OpenTransaction&) = delete;
+};
 }  // namespace
 
 Status Database::Transaction(const char* begin, const std::function<Status(Conn&)>& fn) {
+  if (tl_open_transactions_pid != getpid()) {
+    // A child forked while this thread was inside a transaction: those
+    // connections are the parent's, never to be joined here.
+    tl_open_transactions.clear();
+    tl_open_transactions_pid = getpid();
+  }
   for (const auto& [db, open] : tl_open_transactions) {
     // Joins the enclosing transaction on the same file, whichever Database
     // object began it: a process can hold two for one path (other options, or
@@ -316,9 +335,10 @@ Status Database::Transaction(const char* begin, const std::function<Status(Conn&
     Status s = RunCached(*conn, begin);
     if (s.ok()) {
       (void)conn->TakeNotify();
-      tl_open_transactions.emplace_back(this, conn.get());
-      s = fn(*conn);
-      tl_open_transactions.pop_back();
+      {
+        OpenTransaction open(this, conn.get());
+        s = fn(*conn);
+      }
       conn->ResetAll();
       if (s.ok()) s = RunCached(*conn, "COMMIT");
       if (!s.ok() && !sqlite3_get_autocommit(conn->raw())) (void)RunCached(*conn, "ROLLBACK");

@@ -62,7 +62,8 @@ class ClusterConfig:
     secret_file: str = ""
     """With no ``secret``: the per-user secret file, created with mode 0600 on first use
     ('': ``$PYNENC_CPP_CLUSTER_SECRET_FILE``, else ``~/.config/pynenc-cpp/cluster-secret``;
-    see ``pynenc_cpp.cluster.secret``). There is no empty key."""
+    see ``pynenc_cpp.cluster.secret``). Ignored when ``secret`` is given. There is no
+    empty key."""
     quorum: int = 0
     """Live members needed to elect anyone; 0: majority of distinct seeds plus self."""
     heartbeat_ms: int = 200
@@ -205,8 +206,6 @@ class ClusterConfig:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.leave_timeout_ms < 0:
             raise ValueError(f"leave_timeout_ms must be >= 0, got {self.leave_timeout_ms}")
-        if self.secret and self.secret_file:
-            raise ValueError("give secret or secret_file, not both")
 
     @classmethod
     def from_env(

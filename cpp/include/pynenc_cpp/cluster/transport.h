@@ -48,8 +48,9 @@ struct TransportOptions {
   std::int64_t handshake_timeout_ms = 2'000;
   // Accepted connections still in their handshake, at most. A connection
   // accepted beyond it evicts the oldest pending one (counted in
-  // handshakes_rejected), so idle sockets held open by a flood cannot keep a
-  // peer out: a peer's handshake completes within a round trip of its accept.
+  // handshakes_rejected), so idle sockets held open by a flood do not keep a
+  // peer out: a peer's handshake completes within a round trip of its accept
+  // (only a flood faster than that, from several addresses, can evict it).
   std::size_t max_pending_handshakes = 128;
   // Pending handshakes from one source IP, at most; beyond it that source's
   // oldest pending one is evicted (so one host cannot take every slot).

@@ -30,9 +30,10 @@ struct ParsedBackendUri {
 // kBadConfig naming the URI (passwords redacted) and what is wrong with it.
 Result<ParsedBackendUri> ParseBackendUri(const std::string& uri);
 
-// `uri` fit for an error or a log line: the password of a userinfo
-// ("redis://user:pw@host" -> "redis://user:***@host", "redis://pw@host" ->
-// "redis://***@host") and the value of every password= query option are
+// `uri` fit for an error or a log line: the user info's password
+// ("redis://user:pw@host" -> "redis://user:***@host"; "redis://name@host" ->
+// "redis://***@host"), everything up to the last '@' when a raw '/', '?' or
+// '#' comes before it, and the value of every password= query option are
 // replaced by "***". Everything else is kept.
 std::string RedactUri(const std::string& uri);
 

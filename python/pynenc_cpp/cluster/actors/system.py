@@ -436,8 +436,6 @@ class ClusteredActorSystem:
         base = config or ClusterConfig()
         if buffer_size is not None:
             cluster_options["actor_buffer_limit"] = buffer_size
-        if secret:
-            cluster_options["secret_file"] = ""  # an explicit secret wins over the base's file
         self.config = replace(
             base,
             cluster_name=name,
