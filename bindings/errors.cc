@@ -5,6 +5,8 @@
 //   OwnershipViolation               kOwnershipViolation (.from_status .to_status
 //                                      .current_owner .attempted_owner .reason)
 //   BackendError(RuntimeError)       kBackendFailure
+//   BackendConnectionError(BackendError, ConnectionError)
+//                                    kBackendFailure made by Status::ConnectionLost
 //   BadConfig(ValueError)            kBadConfig
 //   InvalidArgument(ValueError)      kInvalidArgument
 //   Conflict                         kConflict (a compare-and-set lost)
@@ -32,6 +34,7 @@ PyObject* g_not_found = nullptr;
 PyObject* g_illegal = nullptr;
 PyObject* g_ownership = nullptr;
 PyObject* g_backend = nullptr;
+PyObject* g_connection_lost = nullptr;
 PyObject* g_bad_config = nullptr;
 PyObject* g_invalid = nullptr;
 PyObject* g_conflict = nullptr;
@@ -58,7 +61,7 @@ void RaiseStatus(const Status& status) {
       cls = g_ownership;
       break;
     case ErrorCode::kBackendFailure:
-      cls = g_backend;
+      cls = status.connection_lost() ? g_connection_lost : g_backend;
       break;
     case ErrorCode::kBadConfig:
       cls = g_bad_config;
@@ -115,6 +118,12 @@ void InitErrors(py::module_& m) {
       py::make_tuple(py::handle(g_engine_error), py::handle(PyExc_RuntimeError));
   g_backend = NewClass(m, "BackendError", backend_bases.ptr(),
                        "The storage backend failed (I/O, server, corrupt data).");
+  py::tuple connection_bases =
+      py::make_tuple(py::handle(g_backend), py::handle(PyExc_ConnectionError));
+  g_connection_lost = NewClass(
+      m, "BackendConnectionError", connection_bases.ptr(),
+      "The connection to the storage server failed (refused, reset, timed out): the server may "
+      "come back. A command sent on the lost connection may or may not have been applied.");
   py::tuple value_bases = py::make_tuple(py::handle(g_engine_error), py::handle(PyExc_ValueError));
   g_bad_config = NewClass(m, "BadConfig", value_bases.ptr(),
                           "A configuration value is missing, malformed or unsupported.");

@@ -80,6 +80,7 @@ TEST(RedisClient, ACommandThatTimedOutIsNeverSentAgain) {
   EXPECT_EQ(r.status().code(), ErrorCode::kBackendFailure);
   EXPECT_NE(r.status().message().find("may or may not have been applied"), std::string::npos)
       << r.status().message();
+  EXPECT_TRUE(r.status().connection_lost());  // the adapters may retry it later
   // The script that was sent ran once; a retry would have run it a second time.
   auto admin = Client::Open(Local(server.port()));
   ASSERT_TRUE(admin.ok());
@@ -136,6 +137,7 @@ TEST(RedisClient, UnreachableServerIsAClearErrorWithinTheTimeout) {
   EXPECT_NE(c.status().message().find("127.0.0.1:" + std::to_string(port)), std::string::npos)
       << c.status().message();
   EXPECT_NE(c.status().message().find("refused"), std::string::npos) << c.status().message();
+  EXPECT_TRUE(c.status().connection_lost());
   EXPECT_LT(took, std::chrono::seconds(3));
 }
 
@@ -149,7 +151,12 @@ TEST(RedisClient, ReconnectsAfterTheServerRestarts) {
   auto down = client.Command({"GET", "survives"});
   ASSERT_FALSE(down.ok());
   EXPECT_EQ(down.status().code(), ErrorCode::kBackendFailure);
+  EXPECT_TRUE(down.status().connection_lost());
+  // A reply the server did send, even an error, is not a lost connection.
   server.Start();
+  auto wrong = client.Command({"NO-SUCH-COMMAND"});
+  ASSERT_TRUE(wrong.ok());
+  EXPECT_TRUE(wrong.value().is_error());
   auto back = client.Command({"GET", "survives"});
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back.value().str, "yes");  // appendonly: acknowledged writes survive

@@ -22,13 +22,16 @@ def free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self, data_dir: Path, *, appendonly: bool = False) -> None:
+    def __init__(
+        self, data_dir: Path, *, appendonly: bool = False, appendfsync: str = "everysec"
+    ) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed (scripts/setup.sh installs it)")
         self.binary = binary
         self.data_dir = data_dir
         self.appendonly = appendonly
+        self.appendfsync = appendfsync
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -51,6 +54,8 @@ class RedisServer:
                 "",
                 "--appendonly",
                 "yes" if self.appendonly else "no",
+                "--appendfsync",
+                self.appendfsync,
                 "--logfile",
                 str(self.data_dir / "redis.log"),
                 "--daemonize",

@@ -18,6 +18,7 @@ from pynenc_cpp.client_data_store import (
     CppSqliteClientDataStore,
 )
 from pynenc_cpp.errors import (
+    BackendConnectionError,
     BackendError,
     BadConfig,
     Conflict,
@@ -52,6 +53,7 @@ from pynenc_cpp.trigger import CppMemTrigger, CppRedisTrigger, CppSqliteTrigger,
 __version__: str = _core.__version__
 
 __all__ = [
+    "BackendConnectionError",
     "BackendError",
     "BadConfig",
     "Conflict",

@@ -6,14 +6,21 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
+from pynenc_cpp._outage import Settled, ride_out
 from pynenc_cpp._redact import redact_url
 from pynenc_cpp.config import SYNCHRONOUS_MODES, ConfigCpp
 from pynenc_cpp.errors import BadConfig
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pynenc import Pynenc
+
+T = TypeVar("T")
+
+_MAX_OUTAGE_BUDGET_SEC = 86_400.0
 
 
 class CppComponentMixin:
@@ -32,6 +39,37 @@ class CppComponentMixin:
     @abstractmethod
     def engine_uri(self) -> str:
         """The engine URI this component opens."""
+
+    @cached_property
+    def outage_budget_sec(self) -> float:
+        """``cpp_outage_budget_sec``, checked: a number between 0 and a day."""
+        raw = self.cpp_conf.cpp_outage_budget_sec
+        try:
+            budget = float(raw)
+        except (TypeError, ValueError):
+            raise BadConfig(f"cpp_outage_budget_sec={raw!r}: expected seconds") from None
+        if not 0 <= budget <= _MAX_OUTAGE_BUDGET_SEC:
+            raise BadConfig(
+                f"cpp_outage_budget_sec={raw!r}: expected seconds between 0 and "
+                f"{_MAX_OUTAGE_BUDGET_SEC:g}"
+            )
+        return budget
+
+    def _ride_out(
+        self,
+        call: Callable[[], T],
+        what: str,
+        settled: Callable[[], bool] | None = None,
+    ) -> T | Settled:
+        """``call()`` retried while the storage server is unreachable (``_outage``)."""
+        return ride_out(call, budget_sec=self.outage_budget_sec, what=what, settled=settled)
+
+    def _retried(self, call: Callable[[], T], what: str) -> T:
+        """A read, or a write that can be applied twice, retried while the storage server
+        is unreachable."""
+        out = ride_out(call, budget_sec=self.outage_budget_sec, what=what)
+        assert not isinstance(out, Settled)  # no `settled`: never SETTLED
+        return out
 
 
 class MemBackend:

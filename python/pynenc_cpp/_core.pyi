@@ -10,6 +10,7 @@ import typing
 __all__: list[str] = [
     "ActorSpec",
     "AgentFamily",
+    "BackendConnectionError",
     "BackendError",
     "BadConfig",
     "Broker",
@@ -86,6 +87,11 @@ class OwnershipViolation(EngineError):
 class BackendError(EngineError, RuntimeError):
     """
     The storage backend failed (I/O, server, corrupt data).
+    """
+
+class BackendConnectionError(BackendError, ConnectionError):
+    """
+    The connection to the storage server failed (refused, reset, timed out): the server may come back. A command sent on the lost connection may or may not have been applied.
     """
 
 class BadConfig(EngineError, ValueError):

@@ -34,6 +34,12 @@ class ConfigCpp(ConfigPynencBase):
         like the mixed-mode orchestrators (pynenc's own ``BaseOrchestrator`` code
         over the native components). The builder's ``native=`` flag sets both this
         and ``orchestrator_cls``, so child processes rebuild the same mode.
+    :cvar ConfigField[float] cpp_outage_budget_sec:
+        How long a lost connection to the storage server is ridden out (60): the
+        store of a task's outcome, a status change and a client's status or result
+        read are retried with backoff for this long before the error reaches
+        pynenc (which may then report the invocation FAILED). 0 never retries.
+        See docs/reliability.md.
     """
 
     cpp_sqlite_path = ConfigField("")
@@ -43,6 +49,7 @@ class ConfigCpp(ConfigPynencBase):
     # A str, not a bool: cistell casts env values with the default's type, and
     # bool("False") is True.
     cpp_native = ConfigField("true")
+    cpp_outage_budget_sec = ConfigField(60.0)
 
     @property
     def native_enabled(self) -> bool:

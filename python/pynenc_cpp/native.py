@@ -54,6 +54,7 @@ from pynenc.workflow.workflow_identity import WorkflowIdentity
 from pynenc_cpp import _core
 from pynenc_cpp._claim import claim_one, defer_or_pend
 from pynenc_cpp._component import MemBackend, RedisBackend, SqliteBackend
+from pynenc_cpp._outage import Settled
 from pynenc_cpp.broker import CppBroker
 from pynenc_cpp.errors import (
     IllegalTransition,
@@ -135,7 +136,10 @@ class CppNativeOrchestrator(CppOrchestrator):
 
     def _actor(self, runner_ctx: RunnerContext) -> tuple[str, str]:
         """(owner id, runner-context id) of ``runner_ctx``, its context stored as pynenc does."""
-        self.app.state_backend.store_runner_context(runner_ctx)
+        self._ride_out(
+            lambda: self.app.state_backend.store_runner_context(runner_ctx),
+            f"runner context {runner_ctx.runner_id}",
+        )
         return runner_ctx.runner_id, runner_ctx.runner_id
 
     def _submit_runner_context(self) -> RunnerContext:
@@ -273,12 +277,18 @@ class CppNativeOrchestrator(CppOrchestrator):
         if lifecycle is None:
             return super().set_invocation_status(invocation_id, status, runner_ctx)
         runner_id, ctx_id = self._actor(runner_ctx)
+        blocking = bool(self.conf.blocking_control)
         try:
-            _, watched = lifecycle.change_status(
-                invocation_id, status, runner_id, ctx_id, None, bool(self.conf.blocking_control)
+            outcome = self._ride_out(
+                lambda: lifecycle.change_status(
+                    invocation_id, status, runner_id, ctx_id, None, blocking
+                ),
+                f"invocation:{invocation_id} status {InvocationStatus(status).value}",
+                settled=lambda: self._status_is(invocation_id, status, runner_id),
             )
         except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
             raise self._status_error(exc, invocation_id, status) from exc
+        watched = True if isinstance(outcome, Settled) else outcome[1]
         self._after_change(invocation_id, InvocationStatus(status), watched)
 
     def set_invocation_result(
@@ -318,17 +328,20 @@ class CppNativeOrchestrator(CppOrchestrator):
         whether a trigger condition watches this outcome (result or exception)."""
         runner_id, ctx_id = self._actor(runner_ctx)
         inv_id = invocation.invocation_id
+        task_key = invocation.call.task.task_id.key
+        blocking = bool(self.conf.blocking_control)
         try:
-            _, status_watched, outcome_watched = finish(
-                inv_id,
-                serialized,
-                runner_id,
-                ctx_id,
-                invocation.call.task.task_id.key,
-                bool(self.conf.blocking_control),
+            outcome = self._ride_out(
+                lambda: finish(inv_id, serialized, runner_id, ctx_id, task_key, blocking),
+                f"invocation:{inv_id} outcome {status.value}",
+                settled=lambda: self._status_is(inv_id, status, runner_id),
             )
         except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
             raise self._status_error(exc, inv_id, status) from exc
+        if isinstance(outcome, Settled):  # whether triggers watch it is unknown: report
+            self._after_change(inv_id, status, True)
+            return True
+        _, status_watched, outcome_watched = outcome
         self._after_change(inv_id, status, status_watched)
         return bool(outcome_watched)
 
@@ -345,12 +358,18 @@ class CppNativeOrchestrator(CppOrchestrator):
         self._validate_route(queue, priority)
         runner_id, ctx_id = self._actor(runner_ctx)
         inv_id = invocation.invocation_id
+        task_key = invocation.call.task.task_id.key
         try:
-            _, watched = lifecycle.retry(
-                inv_id, queue, priority, runner_id, ctx_id, invocation.call.task.task_id.key
+            outcome = self._ride_out(
+                lambda: lifecycle.retry(inv_id, queue, priority, runner_id, ctx_id, task_key),
+                f"invocation:{inv_id} retry",
+                # Applied: no longer RUNNING under this runner (it may have been
+                # routed and taken by another runner since).
+                settled=lambda: not self._status_is(inv_id, InvocationStatus.RUNNING, runner_id),
             )
         except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
             raise self._status_error(exc, inv_id, InvocationStatus.RETRY) from exc
+        watched = True if isinstance(outcome, Settled) else outcome[1]
         self._after_change(inv_id, InvocationStatus.RETRY, watched)
 
     def reroute_invocations(

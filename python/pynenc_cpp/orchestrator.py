@@ -35,6 +35,7 @@ from pynenc_cpp._convert import (
     status_from_value,
     to_us,
 )
+from pynenc_cpp._outage import Settled
 from pynenc_cpp.errors import (
     IllegalTransition,
     InvocationNotFound,
@@ -155,8 +156,15 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
         status: InvocationStatus,
         runner_id: str | None = None,
     ) -> InvocationStatusRecord:
+        engine = self._engine
         try:
-            raw = self._engine.transition(invocation_id, status, runner_id)
+            raw = self._ride_out(
+                lambda: engine.transition(invocation_id, status, runner_id),
+                f"invocation:{invocation_id} status {InvocationStatus(status).value}",
+                settled=lambda: self._status_is(invocation_id, status, runner_id),
+            )
+            if isinstance(raw, Settled):
+                return self.get_invocation_status_record(invocation_id)
         except (IllegalTransition, OwnershipViolation) as exc:
             raise to_pynenc_status_error(exc) from exc
         except InvocationNotFound as exc:
@@ -168,7 +176,20 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
         return _record(raw)
 
     def get_invocation_status_record(self, invocation_id: InvocationId) -> InvocationStatusRecord:
-        return _record(self._engine.status_record(invocation_id))
+        engine = self._engine
+        return _record(
+            self._retried(
+                lambda: engine.status_record(invocation_id), f"invocation:{invocation_id}"
+            )
+        )
+
+    def _status_is(
+        self, invocation_id: InvocationId, status: InvocationStatus, runner_id: str | None
+    ) -> bool:
+        """Whether ``invocation_id`` now has ``status``, owned by ``runner_id`` or nobody
+        (a write found already applied after a lost connection; see ``_outage``)."""
+        record = self.get_invocation_status_record(invocation_id)
+        return record.status == InvocationStatus(status) and record.runner_id in (None, runner_id)
 
     def filter_by_status(
         self,

@@ -41,6 +41,7 @@ from pynenc.runner.base_runner import BaseRunner
 
 from pynenc_cpp import _core
 from pynenc_cpp._claim import claim_one
+from pynenc_cpp.errors import BackendConnectionError
 
 #: The longest heartbeat tick when ``cpp_runner_heartbeat_interval_sec`` is 0: the
 #: native recovery runs on it (``CppRunner._recover_dead_runners``).
@@ -589,6 +590,9 @@ class CppRunner(BaseRunner):
             time.sleep(min(float(self.app.conf.cached_status_time), _STALE_CACHE_SLEEP_SEC))
         try:
             final_id = engine.wait_any_final(ids, _WAIT_BLOCK_SEC)
+        except BackendConnectionError as exc:  # an outage: the status reads ride it out
+            self.logger.warning(f"CppRunner:{self.runner_id} wait_any_final: {exc}")
+            return False
         except Exception:
             self.logger.exception(f"CppRunner:{self.runner_id} wait_any_final failed")
             return False

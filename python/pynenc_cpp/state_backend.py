@@ -122,8 +122,11 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
         )
 
     def _get_invocation(self, invocation_id: InvocationId) -> tuple[InvocationDTO, CallDTO] | None:
+        engine = self._engine
         try:
-            record = self._engine.get_invocation(invocation_id)
+            record = self._retried(
+                lambda: engine.get_invocation(invocation_id), f"invocation:{invocation_id}"
+            )
         except InvocationNotFound:
             return None
         return _dtos(record)
@@ -193,18 +196,32 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
     # --- results and exceptions ------------------------------------------------
 
     def _set_result(self, invocation_id: InvocationId, serialized_result: str) -> None:
-        self._engine.set_result(invocation_id, serialized_result)
+        engine = self._engine
+        self._retried(
+            lambda: engine.set_result(invocation_id, serialized_result),
+            f"invocation:{invocation_id} store result",
+        )
 
     def _get_result(self, invocation_id: InvocationId) -> str:
         # A missing result raises _core.InvocationNotFound, a KeyError as pynenc expects.
-        return self._engine.get_result(invocation_id)
+        engine = self._engine
+        return self._retried(
+            lambda: engine.get_result(invocation_id), f"invocation:{invocation_id} result"
+        )
 
     def _set_exception(self, invocation_id: InvocationId, serialized_exception: str) -> None:
-        self._engine.set_exception(invocation_id, serialized_exception)
+        engine = self._engine
+        self._retried(
+            lambda: engine.set_exception(invocation_id, serialized_exception),
+            f"invocation:{invocation_id} store exception",
+        )
 
     def _get_exception(self, invocation_id: InvocationId) -> str:
         # A missing exception raises _core.InvocationNotFound, a KeyError as pynenc expects.
-        return self._engine.get_exception(invocation_id)
+        engine = self._engine
+        return self._retried(
+            lambda: engine.get_exception(invocation_id), f"invocation:{invocation_id} exception"
+        )
 
     # --- runner contexts ------------------------------------------------------
 

@@ -311,7 +311,7 @@ Result<std::unique_ptr<Connection>> Client::Connect() {
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
-  return Status::BackendFailure("cannot reach redis at " + options_.host + ":" +
+  return Status::ConnectionLost("cannot reach redis at " + options_.host + ":" +
                                 std::to_string(options_.port) + ": " + cause + " (gave up after " +
                                 std::to_string(options_.connect_timeout_ms) + " ms)");
 }
@@ -363,7 +363,7 @@ Result<T> Client::WithConnection(Fn&& send) {
     // command may have been applied, and a script (a pop, a route) run twice
     // would not be the same as once.
     if (reused && attempt == 0 && conn->closed_by_peer()) continue;
-    return Status::BackendFailure("connection to redis at " + Describe() + " failed: " + cause +
+    return Status::ConnectionLost("connection to redis at " + Describe() + " failed: " + cause +
                                   " (the command may or may not have been applied)");
   }
 }

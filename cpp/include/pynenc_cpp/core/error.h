@@ -49,6 +49,14 @@ class [[nodiscard]] Status {
   static Status BackendFailure(std::string msg) {
     return Status(ErrorCode::kBackendFailure, std::move(msg));
   }
+  // A kBackendFailure whose cause is the connection (refused, reset, timed
+  // out): the server may come back, so the caller may try again later (for a
+  // command sent on the lost connection, it may or may not have been applied).
+  static Status ConnectionLost(std::string msg) {
+    Status s(ErrorCode::kBackendFailure, std::move(msg));
+    s.connection_lost_ = true;
+    return s;
+  }
   static Status BadConfig(std::string msg) { return Status(ErrorCode::kBadConfig, std::move(msg)); }
   static Status InvalidArgument(std::string msg) {
     return Status(ErrorCode::kInvalidArgument, std::move(msg));
@@ -84,6 +92,8 @@ class [[nodiscard]] Status {
   const std::string& message() const { return message_; }
   // Present only for kIllegalTransition and kOwnershipViolation.
   const std::optional<TransitionErrorInfo>& transition() const { return transition_; }
+  // True for a kBackendFailure made by ConnectionLost.
+  bool connection_lost() const { return connection_lost_; }
   // "<code name>: <message>", for logs and test failure output.
   std::string ToString() const;
 
@@ -92,6 +102,7 @@ class [[nodiscard]] Status {
   ErrorCode code_ = ErrorCode::kOk;
   std::string message_;
   std::optional<TransitionErrorInfo> transition_;
+  bool connection_lost_ = false;
 };
 
 const char* ErrorCodeName(ErrorCode code);
