@@ -114,7 +114,9 @@ def sqlite_uri(conf: ConfigCpp) -> str:
     path = conf.cpp_sqlite_path
     if not path:
         raise BadConfig(
-            "cpp_sqlite_path is not set: build the app with PynencBuilder().cpp_sqlite(path=...)"
+            "cpp_sqlite_path is not set: build the app with PynencBuilder().cpp_sqlite(path=...), "
+            "or set cpp_sqlite_path in [tool.pynenc] of pyproject.toml, in the file named by "
+            "PYNENC__FILEPATH, or in PYNENC__CPP_SQLITE_PATH"
         )
     if conf.cpp_sqlite_synchronous not in SYNCHRONOUS_MODES:
         raise BadConfig(
