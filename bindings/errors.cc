@@ -5,8 +5,9 @@
 //   OwnershipViolation               kOwnershipViolation (.from_status .to_status
 //                                      .current_owner .attempted_owner .reason)
 //   BackendError(RuntimeError)       kBackendFailure
-//   BackendConnectionError(BackendError, ConnectionError)
+//   BackendConnectionError(BackendError)
 //                                    kBackendFailure made by Status::ConnectionLost
+//                                      (.maybe_applied)
 //   BadConfig(ValueError)            kBadConfig
 //   InvalidArgument(ValueError)      kInvalidArgument
 //   Conflict                         kConflict (a compare-and-set lost)
@@ -90,6 +91,7 @@ void RaiseStatus(const Status& status) {
   py::object exc =
       py::reinterpret_steal<py::object>(PyObject_CallFunction(cls, "s", status.message().c_str()));
   if (!exc) throw py::error_already_set();
+  if (status.connection_lost()) exc.attr("maybe_applied") = py::bool_(status.maybe_applied());
   if (const auto& info = status.transition()) {
     exc.attr("from_status") = StatusOrNone(info->from);
     exc.attr("to_status") = py::cast(info->to);
@@ -118,12 +120,14 @@ void InitErrors(py::module_& m) {
       py::make_tuple(py::handle(g_engine_error), py::handle(PyExc_RuntimeError));
   g_backend = NewClass(m, "BackendError", backend_bases.ptr(),
                        "The storage backend failed (I/O, server, corrupt data).");
-  py::tuple connection_bases =
-      py::make_tuple(py::handle(g_backend), py::handle(PyExc_ConnectionError));
+  // Not a ConnectionError: pynenc retries a task whose retry_for names
+  // ConnectionError when storing its outcome fails, which would run again a
+  // body that succeeded.
   g_connection_lost = NewClass(
-      m, "BackendConnectionError", connection_bases.ptr(),
-      "The connection to the storage server failed (refused, reset, timed out): the server may "
-      "come back. A command sent on the lost connection may or may not have been applied.");
+      m, "BackendConnectionError", g_backend,
+      "The connection to the storage server failed (refused, reset, timed out, still loading): "
+      "the server may come back. maybe_applied: the command was sent on the lost connection, "
+      "so it may or may not have been applied.");
   py::tuple value_bases = py::make_tuple(py::handle(g_engine_error), py::handle(PyExc_ValueError));
   g_bad_config = NewClass(m, "BadConfig", value_bases.ptr(),
                           "A configuration value is missing, malformed or unsupported.");

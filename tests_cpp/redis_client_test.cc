@@ -81,6 +81,7 @@ TEST(RedisClient, ACommandThatTimedOutIsNeverSentAgain) {
   EXPECT_NE(r.status().message().find("may or may not have been applied"), std::string::npos)
       << r.status().message();
   EXPECT_TRUE(r.status().connection_lost());  // the adapters may retry it later
+  EXPECT_TRUE(r.status().maybe_applied());    // it was sent (and here it ran)
   // The script that was sent ran once; a retry would have run it a second time.
   auto admin = Client::Open(Local(server.port()));
   ASSERT_TRUE(admin.ok());
@@ -138,6 +139,7 @@ TEST(RedisClient, UnreachableServerIsAClearErrorWithinTheTimeout) {
       << c.status().message();
   EXPECT_NE(c.status().message().find("refused"), std::string::npos) << c.status().message();
   EXPECT_TRUE(c.status().connection_lost());
+  EXPECT_FALSE(c.status().maybe_applied());  // never reached a server
   EXPECT_LT(took, std::chrono::seconds(3));
 }
 
@@ -152,6 +154,7 @@ TEST(RedisClient, ReconnectsAfterTheServerRestarts) {
   ASSERT_FALSE(down.ok());
   EXPECT_EQ(down.status().code(), ErrorCode::kBackendFailure);
   EXPECT_TRUE(down.status().connection_lost());
+  EXPECT_FALSE(down.status().maybe_applied());  // the pooled socket was dead: not sent
   // A reply the server did send, even an error, is not a lost connection.
   server.Start();
   auto wrong = client.Command({"NO-SUCH-COMMAND"});

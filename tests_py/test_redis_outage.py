@@ -23,7 +23,7 @@ from pynenc import Pynenc, PynencBuilder
 from pynenc.invocation import InvocationStatus
 
 from pynenc_cpp import BackendConnectionError, BackendError, BadConfig, _core
-from pynenc_cpp._outage import SETTLED, ride_out
+from pynenc_cpp._outage import SETTLED, no_ride_out, ride_out
 from pynenc_cpp.errors import IllegalTransition
 from tests_py import runner_tasks as rt
 from tests_py.redis_server import RedisServer
@@ -122,6 +122,48 @@ def test_a_refusal_that_is_not_the_writes_outcome_is_raised() -> None:
     assert asked == []
 
 
+def test_a_refusal_after_only_unsent_commands_is_raised() -> None:
+    """A connect failure sent nothing: a refusal afterwards is someone else's change."""
+
+    class NotSentThenRefused(AppliedThenRefused):
+        def __call__(self) -> object:
+            self.calls += 1
+            if self.calls == 1:
+                exc = lost()
+                exc.maybe_applied = False  # type: ignore[attr-defined]
+                raise exc
+            raise IllegalTransition("running -> running is not allowed")
+
+    asked: list[bool] = []
+    with pytest.raises(IllegalTransition):
+        ride_out(
+            NotSentThenRefused(),
+            budget_sec=60,
+            what="t",
+            settled=lambda: asked.append(True) or True,
+            sleep=lambda _s: None,
+        )
+    assert asked == []
+
+
+def test_no_ride_out_turns_retries_off_on_its_thread_only() -> None:
+    with no_ride_out():
+        call = Flaky(1, lost())
+        with pytest.raises(BackendConnectionError):
+            ride_out(call, budget_sec=60, what="t", sleep=lambda _s: None)
+        assert call.calls == 1
+        other: list[object] = []
+        worker = threading.Thread(
+            target=lambda: other.append(
+                ride_out(Flaky(1, lost()), budget_sec=60, what="t", sleep=lambda _s: None)
+            )
+        )
+        worker.start()
+        worker.join()
+        assert other == ["ok"]
+    assert ride_out(Flaky(1, lost()), budget_sec=60, what="t", sleep=lambda _s: None) == "ok"
+
+
 def test_bad_budget_is_a_clear_error(tmp_path: Path) -> None:
     app = (
         PynencBuilder()
@@ -131,7 +173,7 @@ def test_bad_budget_is_a_clear_error(tmp_path: Path) -> None:
         .build()
     )
     with pytest.raises(BadConfig, match="cpp_outage_budget_sec=-1"):
-        app.orchestrator.get_invocation_status_record("no-such-id")
+        _ = app.orchestrator
 
 
 def test_engine_connection_errors_are_backend_connection_errors(
@@ -142,7 +184,9 @@ def test_engine_connection_errors_are_backend_connection_errors(
     try:
         with pytest.raises(BackendConnectionError, match=str(redis_server.port)) as info:
             broker.route(["x"], "q", 0.0)
-        assert isinstance(info.value, BackendError) and isinstance(info.value, ConnectionError)
+        assert isinstance(info.value, BackendError)
+        assert not isinstance(info.value, ConnectionError)  # see bindings/errors.cc
+        assert info.value.maybe_applied is False  # refused: nothing was sent
     finally:
         redis_server.start()
 

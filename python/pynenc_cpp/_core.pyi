@@ -89,10 +89,12 @@ class BackendError(EngineError, RuntimeError):
     The storage backend failed (I/O, server, corrupt data).
     """
 
-class BackendConnectionError(BackendError, ConnectionError):
+class BackendConnectionError(BackendError):
     """
-    The connection to the storage server failed (refused, reset, timed out): the server may come back. A command sent on the lost connection may or may not have been applied.
+    The connection to the storage server failed (refused, reset, timed out, still loading): the server may come back. maybe_applied: the command was sent on the lost connection, so it may or may not have been applied.
     """
+
+    maybe_applied: bool
 
 class BadConfig(EngineError, ValueError):
     """

@@ -1,25 +1,28 @@
 """Riding out a storage outage: calls retried while the server is unreachable.
 
 A ``BackendConnectionError`` says the connection to the server failed (refused,
-reset, timed out), so the same call may succeed once the server is back: a
-Redis restarted by its supervisor, a failover. Outcome stores (result, exception,
-retry, status changes) and client reads retry it with backoff for the app's
-``cpp_outage_budget_sec`` before the error reaches pynenc, so a short outage
-delays work instead of turning a finished task into a failure.
+reset, timed out, or the server still loading its data), so the same call may
+succeed once the server is back, e.g. a Redis restarted by its supervisor.
+Outcome stores (result, exception, retry), status changes and client reads retry
+it with backoff for the app's ``cpp_outage_budget_sec`` before the error reaches
+pynenc, so a short outage delays work instead of turning a finished task into a
+failure.
 
-A write sent on the connection that failed may or may not have been applied.
-The engine's writes retried here are single atomic steps (one script, one
-transaction), so either all of it was applied or none; when the retry then
-fails with a status-machine error, ``settled`` says whether the stored state is
-already what the write wanted, in which case the earlier attempt was applied
-and the write counts as done.
+A write sent on the connection that failed (``maybe_applied``) may or may not
+have been applied. When its retry fails with a status-machine error,
+``settled`` says whether the stored state is already what the write wanted, in
+which case the earlier attempt was applied and the write counts as done (the
+caller completes what a multi-command write may have missed). See
+docs/reliability.md.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from pynenc_cpp.errors import (
     BackendConnectionError,
@@ -42,6 +45,19 @@ class Settled:
 
 SETTLED = Settled()
 
+_local = threading.local()
+
+
+@contextmanager
+def no_ride_out() -> Iterator[None]:
+    """Within it, on this thread, ``ride_out`` never retries: for paths that must
+    stay quick whatever the storage does (an immediate stop, a task timeout)."""
+    _local.depth = getattr(_local, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _local.depth -= 1
+
 
 def ride_out[T](
     call: Callable[[], T],
@@ -56,19 +72,24 @@ def ride_out[T](
     (50 ms doubling to 2 s) until ``budget_sec`` has passed since the first
     failure; then the last error is raised. ``budget_sec <= 0`` never retries.
 
-    ``settled``, for a write: after a connection error, a retry that fails with
-    ``IllegalTransition``, ``OwnershipViolation`` or ``InvocationNotFound`` asks
-    it whether the stored state already is the write's outcome (the lost attempt
-    was applied); if so ``SETTLED`` is returned, else the error is raised.
+    ``settled``, for a write: after a connection error that may have been
+    applied (the command was sent; ``maybe_applied`` on the error), a retry that
+    fails with ``IllegalTransition``, ``OwnershipViolation`` or ``InvocationNotFound``
+    asks it whether the stored state already is the write's outcome (the lost
+    attempt was applied); if so ``SETTLED`` is returned, else the error is raised.
     """
     log = logger or _logger
+    if getattr(_local, "depth", 0):
+        budget_sec = 0.0
     deadline: float | None = None
+    maybe_applied = False
     delay = _FIRST_DELAY_SEC
     next_log = 0.0
     while True:
         try:
             return call()
         except BackendConnectionError as exc:
+            maybe_applied = maybe_applied or bool(getattr(exc, "maybe_applied", True))
             now = time.monotonic()
             if deadline is None:
                 deadline = now + budget_sec
@@ -83,7 +104,7 @@ def ride_out[T](
             sleep(delay)
             delay = min(delay * 2, _MAX_DELAY_SEC)
         except (IllegalTransition, OwnershipViolation, InvocationNotFound):
-            if deadline is not None and settled is not None:
+            if maybe_applied and settled is not None:
                 try:
                     done = settled()
                 except Exception:  # the state cannot be read: report the write's own error

@@ -3,9 +3,9 @@
 The engine raises the classes defined in ``_core`` (re-exported here).
 ``InvocationNotFound`` is also a ``KeyError``; ``BadConfig`` and
 ``InvalidArgument`` are also ``ValueError``; ``BackendError`` is also a
-``RuntimeError``, and its subclass ``BackendConnectionError`` (also a
-``ConnectionError``) says the connection to the server failed, so the call may
-succeed once the server is back. The cluster raises ``Conflict`` (a compare-and-set lost),
+``RuntimeError``, and its subclass ``BackendConnectionError`` says the
+connection to the server failed, so the call may succeed once the server is back
+(``maybe_applied``: the command was sent, so it may have been applied). The cluster raises ``Conflict`` (a compare-and-set lost),
 ``StaleGeneration`` (a ``Conflict``: a fenced write or command from a stale
 owner), ``Unavailable`` (also a ``ConnectionError``: no leader, no quorum) and
 ``Timeout`` (also a ``TimeoutError``). Status-machine violations are re-raised by the adapters as

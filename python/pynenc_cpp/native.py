@@ -284,12 +284,28 @@ class CppNativeOrchestrator(CppOrchestrator):
                     invocation_id, status, runner_id, ctx_id, None, blocking
                 ),
                 f"invocation:{invocation_id} status {InvocationStatus(status).value}",
-                settled=lambda: self._status_is(invocation_id, status, runner_id),
+                settled=lambda: self._settled_as(invocation_id, status, runner_id),
             )
         except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
             raise self._status_error(exc, invocation_id, status) from exc
         watched = True if isinstance(outcome, Settled) else outcome[1]
         self._after_change(invocation_id, InvocationStatus(status), watched)
+
+    def _settled_as(
+        self, invocation_id: InvocationId, status: InvocationStatus, runner_id: str
+    ) -> bool:
+        """Whether a status change whose connection was lost was applied (see ``_outage``).
+
+        On Redis a change to a final status made outside a runner's finish script is
+        several commands: if the status landed, the idempotent rest (waiter release,
+        auto-purge mark) is done again here."""
+        if not self._status_is(invocation_id, status, runner_id):
+            return False
+        if InvocationStatus(status).is_final():
+            if self.conf.blocking_control:
+                self.blocking_control.release_waiters(invocation_id)
+            self.set_up_invocation_auto_purge(invocation_id)
+        return True
 
     def set_invocation_result(
         self, invocation: DistributedInvocation, result: Any, runner_ctx: RunnerContext
@@ -334,7 +350,7 @@ class CppNativeOrchestrator(CppOrchestrator):
             outcome = self._ride_out(
                 lambda: finish(inv_id, serialized, runner_id, ctx_id, task_key, blocking),
                 f"invocation:{inv_id} outcome {status.value}",
-                settled=lambda: self._status_is(inv_id, status, runner_id),
+                settled=lambda: self._settled_as(inv_id, status, runner_id),
             )
         except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
             raise self._status_error(exc, inv_id, status) from exc
@@ -363,14 +379,26 @@ class CppNativeOrchestrator(CppOrchestrator):
             outcome = self._ride_out(
                 lambda: lifecycle.retry(inv_id, queue, priority, runner_id, ctx_id, task_key),
                 f"invocation:{inv_id} retry",
-                # Applied: no longer RUNNING under this runner (it may have been
-                # routed and taken by another runner since).
-                settled=lambda: not self._status_is(inv_id, InvocationStatus.RUNNING, runner_id),
+                settled=lambda: self._retry_settled(inv_id, queue, priority, runner_id),
             )
         except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
             raise self._status_error(exc, inv_id, InvocationStatus.RETRY) from exc
         watched = True if isinstance(outcome, Settled) else outcome[1]
         self._after_change(inv_id, InvocationStatus.RETRY, watched)
+
+    def _retry_settled(
+        self, invocation_id: InvocationId, queue: str, priority: float, runner_id: str
+    ) -> bool:
+        """Whether a retry whose connection was lost was applied: the invocation is no
+        longer RUNNING under this runner (it may have been routed and taken by another
+        runner since). On Redis a retry is several commands, so one left in RETRY may
+        have missed its route: it is routed again (a second queue entry is refused by
+        the claim's status check; a missed retry count allows one more retry)."""
+        if self._status_is(invocation_id, InvocationStatus.RUNNING, runner_id):
+            return False
+        if self._status_is(invocation_id, InvocationStatus.RETRY, None):
+            self.app.broker.route_invocation(invocation_id, queue, priority)
+        return True
 
     def reroute_invocations(
         self, invocations_to_reroute: set[InvocationId], runner_ctx: RunnerContext

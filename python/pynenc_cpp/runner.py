@@ -41,6 +41,7 @@ from pynenc.runner.base_runner import BaseRunner
 
 from pynenc_cpp import _core
 from pynenc_cpp._claim import claim_one
+from pynenc_cpp._outage import no_ride_out
 from pynenc_cpp.errors import BackendConnectionError
 
 #: The longest heartbeat tick when ``cpp_runner_heartbeat_interval_sec`` is 0: the
@@ -335,7 +336,14 @@ class CppRunner(BaseRunner):
                 f"CppRunner:{self.runner_id} immediate stop: killing {len(running)} invocations"
             )
         for invocation_id, thread_ident in running:
-            self._kill_and_reroute(InvocationId(invocation_id))
+            try:
+                with no_ride_out():  # an immediate stop does not wait for the storage
+                    self._kill_and_reroute(InvocationId(invocation_id))
+            except Exception:
+                self.logger.exception(
+                    f"CppRunner:{self.runner_id} invocation:{invocation_id} not killed; "
+                    "left to recovery"
+                )
             _interrupt_thread(thread_ident)
         self._abort_deadline = time.monotonic() + _ABORT_GRACE_SEC
 
@@ -346,8 +354,9 @@ class CppRunner(BaseRunner):
         if engine.state == "running":
             engine.stop()
             engine.wait(_ABORT_GRACE_SEC)
-        for invocation_id in engine.take_orphans():
-            self._route_back(InvocationId(invocation_id))
+        with no_ride_out():  # stopping does not wait for the storage
+            for invocation_id in engine.take_orphans():
+                self._route_back(InvocationId(invocation_id))
         _LIVE_RUNNERS.discard(self)
 
     # ------------------------------------------------------- hooks (engine threads)
@@ -442,8 +451,12 @@ class CppRunner(BaseRunner):
         )
         self.logger.error(str(error))
         try:
-            invocation = self.app.state_backend.get_invocation(inv_id)
-            self.app.orchestrator.set_invocation_exception(invocation, error, self.runner_context)
+            # The timer thread (heartbeats, the watchdog) does not wait for the storage.
+            with no_ride_out():
+                invocation = self.app.state_backend.get_invocation(inv_id)
+                self.app.orchestrator.set_invocation_exception(
+                    invocation, error, self.runner_context
+                )
         except InvocationStatusError as ex:
             self.logger.info(f"invocation:{inv_id} finished as it timed out: {ex}")
         except Exception:

@@ -312,8 +312,10 @@ Result<std::unique_ptr<Connection>> Client::Connect() {
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
   return Status::ConnectionLost("cannot reach redis at " + options_.host + ":" +
-                                std::to_string(options_.port) + ": " + cause + " (gave up after " +
-                                std::to_string(options_.connect_timeout_ms) + " ms)");
+                                    std::to_string(options_.port) + ": " + cause +
+                                    " (gave up after " +
+                                    std::to_string(options_.connect_timeout_ms) + " ms)",
+                                /*maybe_applied=*/false);
 }
 
 Result<std::unique_ptr<Connection>> Client::Acquire(bool* reused) {
@@ -364,7 +366,8 @@ Result<T> Client::WithConnection(Fn&& send) {
     // would not be the same as once.
     if (reused && attempt == 0 && conn->closed_by_peer()) continue;
     return Status::ConnectionLost("connection to redis at " + Describe() + " failed: " + cause +
-                                  " (the command may or may not have been applied)");
+                                      " (the command may or may not have been applied)",
+                                  /*maybe_applied=*/true);
   }
 }
 
@@ -382,7 +385,13 @@ Result<T> Client::WhileLoading(Fn&& attempt, bool (*loading)(const T&)) {
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
   while (true) {
     Result<T> r = attempt();
-    if (!r.ok() || !loading(r.value()) || std::chrono::steady_clock::now() >= deadline) return r;
+    if (!r.ok() || !loading(r.value())) return r;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      // Nothing was applied: a lost connection the caller may ride out.
+      return Status::ConnectionLost("redis at " + Describe() + " is still loading its data after " +
+                                        std::to_string(options_.connect_timeout_ms) + " ms",
+                                    /*maybe_applied=*/false);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }

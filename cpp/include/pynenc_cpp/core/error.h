@@ -50,11 +50,14 @@ class [[nodiscard]] Status {
     return Status(ErrorCode::kBackendFailure, std::move(msg));
   }
   // A kBackendFailure whose cause is the connection (refused, reset, timed
-  // out): the server may come back, so the caller may try again later (for a
-  // command sent on the lost connection, it may or may not have been applied).
-  static Status ConnectionLost(std::string msg) {
+  // out, a server still loading its data): the server may come back, so the
+  // caller may try again later. `maybe_applied`: the command was sent on the
+  // lost connection, so it may or may not have been applied; false when it
+  // never reached the server.
+  static Status ConnectionLost(std::string msg, bool maybe_applied) {
     Status s(ErrorCode::kBackendFailure, std::move(msg));
     s.connection_lost_ = true;
+    s.maybe_applied_ = maybe_applied;
     return s;
   }
   static Status BadConfig(std::string msg) { return Status(ErrorCode::kBadConfig, std::move(msg)); }
@@ -94,6 +97,8 @@ class [[nodiscard]] Status {
   const std::optional<TransitionErrorInfo>& transition() const { return transition_; }
   // True for a kBackendFailure made by ConnectionLost.
   bool connection_lost() const { return connection_lost_; }
+  // For ConnectionLost: whether the command may have been applied.
+  bool maybe_applied() const { return maybe_applied_; }
   // "<code name>: <message>", for logs and test failure output.
   std::string ToString() const;
 
@@ -103,6 +108,7 @@ class [[nodiscard]] Status {
   std::string message_;
   std::optional<TransitionErrorInfo> transition_;
   bool connection_lost_ = false;
+  bool maybe_applied_ = false;
 };
 
 const char* ErrorCodeName(ErrorCode code);
