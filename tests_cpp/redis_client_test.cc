@@ -5,7 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
+#include <filesystem>
 #include <thread>
 
 #include "backend_fixture.h"
@@ -32,9 +37,83 @@ TEST(RedisOptions, ParsesLocations) {
   EXPECT_EQ(o.value().io_timeout_ms, 200);
   EXPECT_EQ(ParseRedisLocation("h").value().port, 6379);
   for (const char* bad :
-       {":6379", "h:0", "h:99999", "h:x", "h:1/x", "h:1?colour=red", "h:1?io_timeout_ms=0"}) {
+       {":6379", "h:0", "h:99999", "h:x", "h:1/x", "h:1?colour=red", "h:1?io_timeout_ms=0",
+        "[::1", "[]:1", "[::1]x", "[::1]:x", "h:1?db=x", "unix://", "unix://relative.sock"}) {
     EXPECT_EQ(ParseRedisLocation(bad).status().code(), ErrorCode::kBadConfig) << bad;
   }
+}
+
+// The forms redis-py reads: IPv6 literals, a unix socket with db and password in
+// the query, db as a query option.
+TEST(RedisOptions, ParsesIpv6UnixSocketsAndQueryDb) {
+  auto v6 = ParseRedisLocation("[::1]:6390/2");
+  ASSERT_TRUE(v6.ok()) << v6.status().ToString();
+  EXPECT_EQ(v6.value().host, "::1");
+  EXPECT_EQ(v6.value().port, 6390);
+  EXPECT_EQ(v6.value().db, 2);
+  auto v6_default_port = ParseRedisLocation(":pw@[fe80::1]");
+  ASSERT_TRUE(v6_default_port.ok());
+  EXPECT_EQ(v6_default_port.value().host, "fe80::1");
+  EXPECT_EQ(v6_default_port.value().port, 6379);
+  EXPECT_EQ(v6_default_port.value().password, "pw");
+
+  auto sock = ParseRedisLocation("unix://app:p%40w@/run/redis/r.sock?db=5&io_timeout_ms=300");
+  ASSERT_TRUE(sock.ok()) << sock.status().ToString();
+  EXPECT_EQ(sock.value().unix_path, "/run/redis/r.sock");
+  EXPECT_EQ(sock.value().db, 5);
+  EXPECT_EQ(sock.value().username, "app");
+  EXPECT_EQ(sock.value().password, "p@w");
+  EXPECT_EQ(sock.value().io_timeout_ms, 300);
+  auto sock_pw = ParseRedisLocation("unix:///tmp/r.sock?password=s%3Dcret");
+  ASSERT_TRUE(sock_pw.ok());
+  EXPECT_EQ(sock_pw.value().unix_path, "/tmp/r.sock");
+  EXPECT_EQ(sock_pw.value().password, "s=cret");
+  EXPECT_EQ(sock_pw.value().db, 0);
+
+  EXPECT_EQ(ParseRedisLocation("h:1?db=7").value().db, 7);
+}
+
+TEST(RedisOptions, RedissIsAClearErrorNamingWhatIsMissing) {
+  auto parsed = ParseBackendUri("rediss://:s3cr3t@h:6380/0");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), ErrorCode::kBadConfig);
+  EXPECT_NE(parsed.status().message().find("no TLS"), std::string::npos)
+      << parsed.status().message();
+  EXPECT_EQ(parsed.status().message().find("s3cr3t"), std::string::npos);
+  auto sock = ParseBackendUri("unix:///tmp/r.sock?db=1");
+  ASSERT_TRUE(sock.ok());
+  EXPECT_EQ(sock.value().kind, BackendKind::kRedis);
+}
+
+// A real redis-server listening only on a unix socket.
+TEST(RedisClient, ConnectsThroughAUnixSocket) {
+  char dir_template[] = "/tmp/pynenc-cpp-sock-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string sock = dir + "/r.sock";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", sock.c_str(),
+           "--unixsocketperm", "700", "--save", "", "--appendonly", "no", "--dir", dir.c_str(),
+           static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  RedisOptions o;
+  auto parsed = ParseRedisLocation("unix://" + sock + "?db=4");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  o = parsed.value();
+  o.connect_timeout_ms = 5000;  // the server is starting
+  auto c = Client::Open(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c.value()->Command({"SET", "k", "v"}).value().str, "OK");
+  EXPECT_EQ(c.value()->Command({"CLIENT", "INFO"}).value().str.find("db=4") != std::string::npos,
+            true);
+  EXPECT_EQ(c.value()->Describe(), "unix:" + sock + "/4");
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RedisClient, CommandsPipelinesAndScripts) {

@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
 
 from pynenc_cpp._outage import Settled, ride_out
-from pynenc_cpp._redact import redact_url
+from pynenc_cpp._urls import redis_url_problem
 from pynenc_cpp.config import SYNCHRONOUS_MODES, ConfigCpp
 from pynenc_cpp.errors import BadConfig
 
@@ -103,10 +103,9 @@ class RedisBackend:
 def redis_uri(conf: ConfigCpp) -> str:
     """The engine URI for the Redis settings of ``conf``; BadConfig if unusable."""
     url = conf.cpp_redis_url
-    if not isinstance(url, str) or not url.startswith("redis://"):
-        shown = redact_url(url) if isinstance(url, str) else type(url).__name__
-        raise BadConfig(f"cpp_redis_url={shown!r}: expected redis://host:port/db")
-    return url
+    if problem := redis_url_problem(url):
+        raise BadConfig(f"cpp_redis_url={problem}")
+    return str(url)
 
 
 def sqlite_uri(conf: ConfigCpp) -> str:

@@ -13,7 +13,7 @@ import os
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from pynenc_cpp._redact import redact_url
+from pynenc_cpp._urls import redis_url_problem
 from pynenc_cpp.config import SYNCHRONOUS_MODES
 
 if TYPE_CHECKING:
@@ -125,17 +125,18 @@ def cpp_redis(
 ) -> PynencBuilder:
     """Use the native Redis components: every component of the app on one server.
 
-    :param url: ``redis://[[user]:password@]host:port/db`` (an ACL user and its
-        password, or only a password), optionally with
-        ``?connect_timeout_ms=N&io_timeout_ms=N&password=P``. Errors never show
-        the password. Keys are namespaced
-        by app id, so several apps share one database.
+    :param url: ``redis://[[user]:password@]host[:port][/db]`` (an ACL user and
+        its password, or only a password; percent-encoded; the host may be an IPv6
+        literal such as ``[::1]``) or ``unix:///path/to.sock`` (a unix socket),
+        optionally with ``?db=N&connect_timeout_ms=N&io_timeout_ms=N&password=P``.
+        ``rediss://`` is a clear error (no TLS in this build). Errors never show
+        the password. Keys are namespaced by app id, so several apps share one
+        database.
     :param native: Native mode (default): each orchestration step is one engine
         call. ``False``: mixed mode.
     """
-    if not isinstance(url, str) or not url.startswith("redis://"):
-        shown = redact_url(url) if isinstance(url, str) else type(url).__name__
-        raise ValueError(f"url={shown!r}: expected redis://host:port/db")
+    if problem := redis_url_problem(url):
+        raise ValueError(f"url={problem}")
     _use(builder, "Redis", native, in_memory=False)
     builder._config["cpp_redis_url"] = url
     return builder
@@ -176,8 +177,8 @@ def _validate(config: dict[str, Any]) -> None:
     if mode is not None and mode not in SYNCHRONOUS_MODES:
         raise ValueError(f"cpp_sqlite_synchronous={mode!r}: expected one of {SYNCHRONOUS_MODES}")
     url = config.get("cpp_redis_url")
-    if url is not None and (not isinstance(url, str) or not url.startswith("redis://")):
-        raise ValueError(f"cpp_redis_url={url!r}: expected redis://host:port/db")
+    if url is not None and (problem := redis_url_problem(url)):
+        raise ValueError(f"cpp_redis_url={problem}")
     native = config.get("cpp_native")
     if native is not None and str(native).strip().lower() not in _NATIVE_VALUES:
         raise ValueError(f"cpp_native={native!r}: expected true or false")

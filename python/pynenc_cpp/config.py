@@ -24,8 +24,10 @@ class ConfigCpp(ConfigPynencBase):
     :cvar ConfigField[int] cpp_sqlite_busy_timeout_ms:
         How long a write waits for another process's lock before failing (5000).
     :cvar ConfigField[str] cpp_redis_url:
-        The Redis server of the ``cpp_redis`` components:
-        ``redis://host:port/db[?connect_timeout_ms=N&io_timeout_ms=N&password=P]``.
+        The Redis server of the ``cpp_redis`` components, as redis-py reads URLs:
+        ``redis://[[user]:password@]host[:port][/db]`` (IPv6 as ``[::1]``) or
+        ``unix:///path/to.sock``, with ``?db=N&connect_timeout_ms=N&io_timeout_ms=N&password=P``
+        (docs/backends/redis.md).
     :cvar ConfigField[str] cpp_native:
         Native mode (default ``"true"``; read it through ``native_enabled``, which
         also accepts ``false``/``0``/``no``/``off`` from an environment variable

@@ -65,8 +65,21 @@ Result<ParsedBackendUri> ParseBackendUri(const std::string& raw_uri) {
     }
     return ParsedBackendUri{BackendKind::kRedis, rest};
   }
+  if (scheme == "unix") {  // a Redis unix socket, as redis-py: unix://[[user]:pw@]/path?db=N
+    if (rest.empty()) {
+      return Status::BadConfig("backend URI '" + uri + "': unix:// needs a socket path");
+    }
+    return ParsedBackendUri{BackendKind::kRedis, "unix://" + rest};
+  }
+  if (scheme == "rediss") {
+    return Status::BadConfig(
+        "backend URI '" + uri +
+        "': rediss:// (Redis over TLS) is not supported by this build: the hiredis it links "
+        "(Debian's 0.14) has no TLS. Reach the server through a local TLS tunnel (stunnel, "
+        "spiped) with a redis:// or unix:// URI");
+  }
   return Status::BadConfig("backend URI '" + uri + "' has unknown scheme '" + scheme +
-                           "'; expected memory, sqlite or redis");
+                           "'; expected memory, sqlite, redis or unix");
 }
 
 Result<ParsedBackendUri> CheckBackendConfig(const BackendConfig& config) {

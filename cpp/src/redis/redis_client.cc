@@ -150,6 +150,8 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
     return secretive ? std::string("(not shown: the URI has user info)") : "'" + part + "'";
   };
   std::string rest = location;
+  const bool unix_socket = rest.rfind("unix://", 0) == 0;
+  if (unix_socket) rest = rest.substr(7);
   // [[user]:password@] before the host: up to the last '@' before the first
   // '/', '?' or '#' (a password with those must be percent-encoded, as for
   // redis-py); user and password are percent-decoded.
@@ -167,7 +169,16 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
     rest = rest.substr(0, q);
   }
   std::string hostport = rest;
-  if (auto slash = rest.find('/'); slash != std::string::npos) {
+  if (unix_socket) {
+    // The whole path is the socket; the database comes from ?db=N.
+    if (rest.empty() || rest[0] != '/') {
+      return Status::BadConfig("redis unix socket URI needs an absolute path: unix:///path/to.sock");
+    }
+    o.unix_path = rest;
+    o.host.clear();
+    o.port = 0;
+    hostport.clear();
+  } else if (auto slash = rest.find('/'); slash != std::string::npos) {
     hostport = rest.substr(0, slash);
     const std::string db = rest.substr(slash + 1);
     long v = 0;
@@ -178,11 +189,27 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
       o.db = static_cast<int>(v);
     }
   }
+  // An IPv6 literal: "[::1]" or "[::1]:6379".
+  std::string bracketed;
+  if (!hostport.empty() && hostport[0] == '[') {
+    const auto close = hostport.find(']');
+    if (close == std::string::npos || close == 1) {
+      return Status::BadConfig("redis URI host " + shown(hostport) +
+                               " is not an IPv6 literal like [::1]");
+    }
+    bracketed = hostport.substr(1, close - 1);
+    hostport = hostport.substr(close + 1);  // "" or ":port"
+    if (!hostport.empty() && hostport[0] != ':') {
+      return Status::BadConfig("redis URI: expected ':port' after the IPv6 literal");
+    }
+  }
   const auto colon = hostport.rfind(':');
-  if (colon == std::string::npos) {
-    o.host = hostport;
+  if (unix_socket) {
+    // no host, no port
+  } else if (colon == std::string::npos) {
+    o.host = bracketed.empty() ? hostport : bracketed;
   } else {
-    o.host = hostport.substr(0, colon);
+    o.host = bracketed.empty() ? hostport.substr(0, colon) : bracketed;
     long port = 0;
     if (!ParseInt(hostport.substr(colon + 1), 1, 65535, &port)) {
       return Status::BadConfig("redis URI port " + shown(hostport.substr(colon + 1)) +
@@ -190,7 +217,7 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
     }
     o.port = static_cast<int>(port);
   }
-  if (o.host.empty()) {
+  if (o.host.empty() && !unix_socket) {
     return Status::BadConfig("redis URI '" + RedactUri(location) + "' has no host");
   }
   std::size_t start = 0;
@@ -211,10 +238,15 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
       }
       (key == "connect_timeout_ms" ? o.connect_timeout_ms : o.io_timeout_ms) = static_cast<int>(v);
     } else if (key == "password") {
-      o.password = value;
+      o.password = PercentDecode(value);
+    } else if (key == "db") {
+      if (!ParseInt(value, 0, 1'000'000, &v)) {
+        return Status::BadConfig("redis option db=" + shown(value) + " is not a number");
+      }
+      o.db = static_cast<int>(v);
     } else {
       return Status::BadConfig("unknown redis option " + shown(key) +
-                               "; known: connect_timeout_ms, io_timeout_ms, password");
+                               "; known: db, connect_timeout_ms, io_timeout_ms, password");
     }
   }
   return o;
@@ -242,14 +274,19 @@ Client::~Client() {
   idle_.clear();
 }
 
-std::string Client::Describe() const {
-  return options_.host + ":" + std::to_string(options_.port) + "/" + std::to_string(options_.db);
+std::string Client::Endpoint() const {
+  if (!options_.unix_path.empty()) return "unix:" + options_.unix_path;
+  const bool v6 = options_.host.find(':') != std::string::npos;
+  return (v6 ? "[" + options_.host + "]" : options_.host) + ":" + std::to_string(options_.port);
 }
+
+std::string Client::Describe() const { return Endpoint() + "/" + std::to_string(options_.db); }
 
 Result<std::shared_ptr<Client>> Client::Open(const RedisOptions& options) {
   static std::mutex registry_mu;
   static std::unordered_map<std::string, std::weak_ptr<Client>> registry;
-  const std::string key = options.host + ":" + std::to_string(options.port) + "/" +
+  const std::string key = options.unix_path + "|" + options.host + ":" +
+                          std::to_string(options.port) + "/" +
                           std::to_string(options.db) + "|" + options.username + "|" +
                           options.password + "|" +
                           std::to_string(options.connect_timeout_ms) + "|" +
@@ -276,12 +313,15 @@ Result<std::unique_ptr<Connection>> Client::Connect() {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                           deadline - std::chrono::steady_clock::now())
                           .count();
-    redisContext* ctx = redisConnectWithTimeout(options_.host.c_str(), options_.port,
-                                                ToTimeval(std::max<long>(left, 1)));
+    const timeval budget = ToTimeval(std::max<long>(left, 1));
+    redisContext* ctx =
+        options_.unix_path.empty()
+            ? redisConnectWithTimeout(options_.host.c_str(), options_.port, budget)
+            : redisConnectUnixWithTimeout(options_.unix_path.c_str(), budget);
     auto conn = std::make_unique<Connection>(ctx);
     if (ctx != nullptr && ctx->err == 0) {
       redisSetTimeout(ctx, ToTimeval(options_.io_timeout_ms));
-      redisEnableKeepAlive(ctx);
+      if (options_.unix_path.empty()) redisEnableKeepAlive(ctx);  // TCP only
       std::vector<std::vector<std::string>> setup;
       if (!options_.username.empty()) {
         setup.push_back({"AUTH", options_.username, options_.password});
@@ -311,8 +351,7 @@ Result<std::unique_ptr<Connection>> Client::Connect() {
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
-  return Status::ConnectionLost("cannot reach redis at " + options_.host + ":" +
-                                    std::to_string(options_.port) + ": " + cause +
+  return Status::ConnectionLost("cannot reach redis at " + Endpoint() + ": " + cause +
                                     " (gave up after " +
                                     std::to_string(options_.connect_timeout_ms) + " ms)",
                                 /*maybe_applied=*/false);

@@ -30,6 +30,7 @@ namespace pynenc_cpp::redis {
 struct RedisOptions {
   std::string host = "127.0.0.1";
   int port = 6379;
+  std::string unix_path;  // non-empty: connect to this unix socket instead of host:port
   int db = 0;
   int connect_timeout_ms = 2000;  // total time spent (re)connecting before giving up
   int io_timeout_ms = 5000;       // per command (blocking commands add their block time)
@@ -38,7 +39,10 @@ struct RedisOptions {
 };
 
 // Parses the location part of "redis://<location>":
-// "[[user]:password@]host:port[/db][?connect_timeout_ms=N&io_timeout_ms=N&password=P]"
+// "[[user]:password@]host[:port][/db][?db=N&connect_timeout_ms=N&io_timeout_ms=N&password=P]"
+// where host may be an IPv6 literal in brackets ("[::1]:6379"); or a unix
+// socket location "unix://[[user]:password@]/path/to.sock[?db=N&...]" (as
+// ParseBackendUri hands over a unix:// URI).
 // (as redis-py: "redis://:pw@h" is a password, "redis://user:pw@h" an ACL user
 // and its password, "redis://user@h" a user with no password; both
 // percent-decoded, so a password with '/', '?', '#' or '@' is percent-encoded).
@@ -94,7 +98,9 @@ class Client {
   Result<Value> BlockingCommand(const std::vector<std::string>& argv, std::int64_t block_ms);
 
   const RedisOptions& options() const { return options_; }
-  // "host:port/db", for messages.
+  // "host:port", "[v6]:port" or "unix:/path", for messages.
+  std::string Endpoint() const;
+  // Endpoint() + "/db", for messages.
   std::string Describe() const;
 
  private:
