@@ -359,11 +359,12 @@ void InitValueTypes(py::module_& m) {
             d["frames_malformed"] = t.frames_malformed;
             d["connections_established"] = t.connections_established;
             d["reconnect_attempts"] = t.reconnect_attempts;
+            d["links_expired"] = t.links_expired;
             return d;
           },
           "Transport counters (monotonic; all 0 in standalone mode): frames_sent, "
           "frames_received (socket traffic), frames_local (to itself), frames_dropped, sends_oversize, handshakes_rejected, "
-          "frames_oversize, frames_malformed, connections_established, reconnect_attempts.");
+          "frames_oversize, frames_malformed, connections_established, reconnect_attempts, links_expired.");
 }
 
 void InitOptions(py::module_& m) {

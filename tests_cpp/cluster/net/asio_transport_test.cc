@@ -117,6 +117,82 @@ TEST(AsioTransport, SendQueueDropsOldestAndDeliversTheNewestAfterReconnect) {
   EXPECT_EQ(got[0].from, a->LocalAddress());
 }
 
+// A free loopback port, left unbound.
+std::uint16_t UnboundPort() {
+  auto probe = Make(Options());
+  return probe ? nettest::PortOf(probe->LocalAddress()) : 0;
+}
+
+TEST(AsioTransport, DataFramesNeverEvictControlFramesAndControlGoesFirst) {
+  const std::uint16_t port = UnboundPort();
+  ASSERT_NE(port, 0);
+  auto o = Options();
+  o.send_queue_bound = 10;
+  auto a = Make(o);
+  ASSERT_TRUE(a);
+  const Address target = "127.0.0.1:" + std::to_string(port);
+  a->Send(target, kLeaseTypeBase, "grant");  // a lease grant, then a burst of actor traffic
+  for (int i = 0; i < 50; ++i) a->Send(target, kActorTypeBase, std::to_string(i));
+  a->Send(target, kMembershipTypeBase, "ping");
+  ASSERT_TRUE(WaitUntil([&] { return a->Stats().frames_dropped >= 40; }));
+  EXPECT_EQ(a->Stats().frames_dropped, 40u) << "only data frames were dropped";
+
+  auto ob = Options();
+  ob.port = port;
+  auto b = Make(ob);
+  ASSERT_TRUE(b) << "the probed port was taken meanwhile";
+  Collector cb;
+  b->SetReceiver(cb.AsReceiver());
+  ASSERT_TRUE(WaitUntil([&] { return cb.Count() >= 12; }));
+  const auto got = cb.Snapshot();
+  ASSERT_EQ(got.size(), 12u);
+  EXPECT_EQ(got[0].type, kLeaseTypeBase);
+  EXPECT_EQ(got[0].payload, "grant");
+  EXPECT_EQ(got[1].payload, "ping");
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(got[2 + i].payload, std::to_string(40 + i));
+}
+
+TEST(AsioTransport, ALinkToAGoneAddressExpiresWithItsQueue) {
+  const std::uint16_t port = UnboundPort();
+  ASSERT_NE(port, 0);
+  auto o = Options();
+  o.outbound_expiry_ms = 300;
+  LogCollector logs;
+  auto a = Make(o, logs.Sink());
+  ASSERT_TRUE(a);
+  const Address target = "127.0.0.1:" + std::to_string(port);
+  for (int i = 0; i < 5; ++i) a->Send(target, kActorTypeBase, std::to_string(i));
+  ASSERT_TRUE(WaitUntil([&] { return a->Stats().links_expired >= 1; }));
+  EXPECT_EQ(a->Stats().links_expired, 1u);
+  EXPECT_EQ(a->Stats().frames_dropped, 5u);
+  EXPECT_TRUE(logs.Contains(LogLevel::kInfo, "expired"));
+  // No timer keeps retrying a forgotten link.
+  const auto attempts = a->Stats().reconnect_attempts;
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_EQ(a->Stats().reconnect_attempts, attempts);
+
+  // The address comes back: a later Send starts a new link and is delivered.
+  auto ob = Options();
+  ob.port = port;
+  auto b = Make(ob);
+  ASSERT_TRUE(b) << "the probed port was taken meanwhile";
+  Collector cb;
+  b->SetReceiver(cb.AsReceiver());
+  a->Send(target, kActorTypeBase, "again");
+  ASSERT_TRUE(WaitUntil([&] { return cb.Count() >= 1; }));
+  EXPECT_EQ(cb.Snapshot()[0].payload, "again");
+}
+
+TEST(AsioTransport, OutboundExpiryOutOfRangeIsBadConfig) {
+  for (std::int64_t bad : {std::int64_t{0}, std::int64_t{-1}, std::int64_t{86'400'001}}) {
+    auto o = Options();
+    o.outbound_expiry_ms = bad;
+    auto r = MakeAsioEnv(o, nullptr);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), ErrorCode::kBadConfig);
+  }
+}
+
 TEST(AsioTransport, OversizePayloadIsDroppedAtSendAndTheLimitIsInclusive) {
   auto o = Options();
   o.max_frame_bytes = 1000;

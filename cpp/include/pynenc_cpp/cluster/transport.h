@@ -41,7 +41,16 @@ struct TransportOptions {
   // Set it when binding a wildcard such as 0.0.0.0.
   std::string advertise_host;
   std::size_t max_frame_bytes = 256 * 1024;
-  std::size_t send_queue_bound = 1024;  // frames per peer; the oldest is dropped beyond it
+  // Frames per peer and per class, the oldest dropped beyond it. Control frames
+  // (membership, lease, election, coordinator: types below kActorTypeBase) have
+  // their own queue, written first, so actor traffic to a slow peer never evicts
+  // a ping or a lease grant.
+  std::size_t send_queue_bound = 1024;
+  // A link that has not reached its peer for this long (every attempt failed)
+  // is removed with what it queued (counted in frames_dropped and links_expired);
+  // a later Send to that address starts afresh. So addresses that are gone do
+  // not keep queues and reconnect timers forever.
+  std::int64_t outbound_expiry_ms = 60'000;
   std::int64_t reconnect_initial_ms = 200;
   std::int64_t reconnect_max_ms = 10'000;
   // Connect plus the whole handshake must finish within this, on both sides.
@@ -75,6 +84,7 @@ struct TransportStats {
   std::uint64_t frames_malformed = 0;     // bad version / type / handshake body (connection closed)
   std::uint64_t connections_established = 0;
   std::uint64_t reconnect_attempts = 0;
+  std::uint64_t links_expired = 0;  // outbound links removed after outbound_expiry_ms of failures
 };
 
 // Called on the loop thread, and on any thread that calls Env::Log; it must be

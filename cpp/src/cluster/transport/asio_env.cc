@@ -22,6 +22,7 @@ TransportStats AtomicStats::Snapshot() const {
   s.frames_malformed = frames_malformed.load(std::memory_order_relaxed);
   s.connections_established = connections_established.load(std::memory_order_relaxed);
   s.reconnect_attempts = reconnect_attempts.load(std::memory_order_relaxed);
+  s.links_expired = links_expired.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -302,7 +303,7 @@ void AsioEnvImpl::Send(const Address& to, std::uint8_t type, std::string payload
     it =
         core_.outbound.emplace(to, std::make_shared<OutboundLink>(core_, to, target.value())).first;
   }
-  it->second->Enqueue(EncodeFrame(type, payload));
+  it->second->Enqueue(EncodeFrame(type, payload), type);
 }
 
 void AsioEnvImpl::Post(std::function<void()> fn) {
@@ -392,6 +393,9 @@ Result<std::unique_ptr<AsioEnv>> MakeAsioEnv(const TransportOptions& options, Lo
     return Status::BadConfig("max_frame_bytes must be 1 B - 1 GiB");
   }
   if (options.send_queue_bound == 0) return Status::BadConfig("send_queue_bound must be > 0");
+  if (options.outbound_expiry_ms <= 0 || options.outbound_expiry_ms > 86'400'000) {
+    return Status::BadConfig("outbound_expiry_ms must be 1 ms - 1 day");
+  }
   if (options.reconnect_initial_ms <= 0 ||
       options.reconnect_max_ms < options.reconnect_initial_ms) {
     return Status::BadConfig("need 0 < reconnect_initial_ms <= reconnect_max_ms");

@@ -46,6 +46,7 @@ struct AtomicStats {
   std::atomic<std::uint64_t> frames_malformed{0};
   std::atomic<std::uint64_t> connections_established{0};
   std::atomic<std::uint64_t> reconnect_attempts{0};
+  std::atomic<std::uint64_t> links_expired{0};
 
   static void Add(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
     c.fetch_add(n, std::memory_order_relaxed);
@@ -112,14 +113,16 @@ struct Core {
 // Our side of the one connection that carries our frames to `peer`.
 // Lifecycle: kIdle -> kConnecting -> kHandshaking -> kReady; any failure ->
 // kBackoff (frames queued) or kIdle (none queued); Close() -> kClosed, final.
-// Frames queue in every state but kClosed (bounded, drop-oldest) and are
-// written only in kReady, in Send order.
+// Frames queue in every state but kClosed (bounded, drop-oldest, control and
+// data frames in separate queues) and are written only in kReady: control
+// frames first, each class in Send order. A link that fails for
+// outbound_expiry_ms in a row closes and removes itself from Core::outbound.
 class OutboundLink : public std::enable_shared_from_this<OutboundLink> {
  public:
   OutboundLink(Core& core, Address peer, HostPort target);
 
-  // Queues one encoded frame; starts connecting if idle.
-  void Enqueue(std::string frame);
+  // Queues one encoded frame of protocol `type`; starts connecting if idle.
+  void Enqueue(std::string frame, std::uint8_t type);
   // True while queued or in-flight frames could still be written soon (the link
   // is connecting, handshaking or ready; not in backoff).
   bool Flushable() const;
@@ -149,7 +152,10 @@ class OutboundLink : public std::enable_shared_from_this<OutboundLink> {
   tcp::resolver resolver_;
   asio::steady_timer timer_;         // connect+handshake deadline, then the backoff
   std::deque<std::string> control_;  // handshake frames, written before data
-  std::deque<std::string> queue_;    // protocol frames
+  std::deque<std::string> priority_;  // protocol control frames (type < kActorTypeBase)
+  std::deque<std::string> queue_;     // protocol data frames (actors)
+  // When the current streak of failed attempts began (meaningful while failures_ > 0).
+  std::chrono::steady_clock::time_point failing_since_{};
   bool writing_ = false;
   std::size_t inflight_data_frames_ = 0;  // protocol frames in the current write
   bool dropping_ = false;                 // a drop was logged since the queue last drained

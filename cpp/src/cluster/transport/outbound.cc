@@ -20,18 +20,21 @@ OutboundLink::OutboundLink(Core& core, Address peer, HostPort target)
       resolver_(core.io),
       timer_(core.io) {}
 
-void OutboundLink::Enqueue(std::string frame) {
+void OutboundLink::Enqueue(std::string frame, std::uint8_t type) {
   if (state_ == State::kClosed) {
     AtomicStats::Add(core_.stats.frames_dropped);
     return;
   }
-  queue_.push_back(std::move(frame));
-  if (queue_.size() > core_.options.send_queue_bound) {
-    queue_.pop_front();
+  const bool control = type < kActorTypeBase;
+  std::deque<std::string>& q = control ? priority_ : queue_;
+  q.push_back(std::move(frame));
+  if (q.size() > core_.options.send_queue_bound) {
+    q.pop_front();
     AtomicStats::Add(core_.stats.frames_dropped);
     if (!dropping_) {
       dropping_ = true;
-      core_.Log(LogLevel::kWarning, "send queue to " + peer_ + " full (" +
+      core_.Log(LogLevel::kWarning, std::string(control ? "control" : "data") +
+                                        " send queue to " + peer_ + " full (" +
                                         std::to_string(core_.options.send_queue_bound) +
                                         " frames): dropping the oldest");
     }
@@ -44,7 +47,7 @@ void OutboundLink::Enqueue(std::string frame) {
 }
 
 bool OutboundLink::Flushable() const {
-  const bool pending = !queue_.empty() || writing_;
+  const bool pending = !queue_.empty() || !priority_.empty() || writing_;
   return pending &&
          (state_ == State::kConnecting || state_ == State::kHandshaking || state_ == State::kReady);
 }
@@ -58,9 +61,11 @@ void OutboundLink::Close() {
   timer_.cancel();
   socket_.shutdown(tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
-  AtomicStats::Add(core_.stats.frames_dropped, queue_.size() + inflight_data_frames_);
+  AtomicStats::Add(core_.stats.frames_dropped,
+                   queue_.size() + priority_.size() + inflight_data_frames_);
   inflight_data_frames_ = 0;
   queue_.clear();
+  priority_.clear();
   control_.clear();
 }
 
@@ -206,16 +211,19 @@ void OutboundLink::PumpWrites() {
   if (!control_.empty()) {
     batch->push_back(std::move(control_.front()));
     control_.pop_front();
-  } else if (state_ == State::kReady && !queue_.empty()) {
+  } else if (state_ == State::kReady && (!priority_.empty() || !queue_.empty())) {
     data = true;
     std::size_t bytes = 0;
-    while (!queue_.empty() && batch->size() < kMaxBatchFrames && bytes < kMaxBatchBytes) {
-      bytes += queue_.front().size();
-      batch->push_back(std::move(queue_.front()));
-      queue_.pop_front();
+    // Control frames first, then data, both in Send order.
+    for (std::deque<std::string>* q : {&priority_, &queue_}) {
+      while (!q->empty() && batch->size() < kMaxBatchFrames && bytes < kMaxBatchBytes) {
+        bytes += q->front().size();
+        batch->push_back(std::move(q->front()));
+        q->pop_front();
+      }
     }
   } else {
-    if (queue_.empty()) dropping_ = false;
+    if (queue_.empty() && priority_.empty()) dropping_ = false;
     return;
   }
   std::vector<asio::const_buffer> buffers;
@@ -254,9 +262,25 @@ void OutboundLink::Fail(LogLevel level, const std::string& why) {
   inflight_data_frames_ = 0;
   control_.clear();
   writing_ = false;
-  ++failures_;
+  const auto now = std::chrono::steady_clock::now();
+  if (failures_++ == 0) failing_since_ = now;
   core_.Log(level, "link to " + peer_ + ": " + why);
-  if (queue_.empty() || core_.closing) {
+  if (!core_.closing &&
+      now - failing_since_ >= std::chrono::milliseconds(core_.options.outbound_expiry_ms)) {
+    // Gone for long enough: forget the link and what it queued.
+    core_.Log(LogLevel::kInfo, "link to " + peer_ + " expired after " +
+                                   std::to_string(core_.options.outbound_expiry_ms) +
+                                   " ms of failed attempts: " +
+                                   std::to_string(queue_.size() + priority_.size()) +
+                                   " queued frames dropped");
+    AtomicStats::Add(core_.stats.links_expired);
+    auto self = shared_from_this();  // the map may hold the last reference
+    Close();
+    auto it = core_.outbound.find(peer_);
+    if (it != core_.outbound.end() && it->second.get() == this) core_.outbound.erase(it);
+    return;
+  }
+  if ((queue_.empty() && priority_.empty()) || core_.closing) {
     state_ = State::kIdle;
     return;
   }
