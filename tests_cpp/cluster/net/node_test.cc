@@ -246,6 +246,37 @@ TEST(ClusterNode, StateDirKeepsTheIdAndBumpsTheIncarnation) {
   EXPECT_GT(b.value()->Status().incarnation, first_inc);
 }
 
+// The live peers land in the state dir's peers file (written on the callback
+// thread, not the network loop), so a restart finds them without its seeds.
+TEST(ClusterNode, LivePeersAreWrittenToTheStateDir) {
+  TempDir dir;
+  ClusterOptions oa = Fast();
+  oa.state_dir = dir.path() + "/a";
+  auto a = ClusterNode::Start(oa, {}, {});
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const Address a_address = a.value()->Status().address;
+  ClusterOptions ob = Fast();
+  ob.state_dir = dir.path() + "/b";
+  ob.seeds = {a_address};
+  auto b = ClusterNode::Start(ob, {}, {});
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  const Address b_address = b.value()->Status().address;
+  auto file_has = [](const std::string& path, const std::string& line) {
+    std::ifstream in(path);
+    std::string l;
+    while (std::getline(in, l)) {
+      if (l == line) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(WaitFor([&] { return file_has(ob.state_dir + "/peers", a_address); },
+                      std::chrono::seconds(20)));
+  EXPECT_TRUE(WaitFor([&] { return file_has(oa.state_dir + "/peers", b_address); },
+                      std::chrono::seconds(20)));
+  b.value()->Stop();
+  a.value()->Stop();
+}
+
 TEST(ClusterNode, ThreeNodesOneMasterThenGracefulHandover) {
   TempDir dir;
   const std::string log_path = dir.path() + "/activations.jsonl";

@@ -236,7 +236,24 @@ void ClusterNodeImpl::StartCore(const Address& self, std::uint64_t incarnation,
       for (const auto& m : core_->LiveMembers()) {
         if (m.id != id_) peers.push_back(m.address);
       }
-      if (!peers.empty()) (void)membership::StorePeers(options_.state_dir, peers);
+      if (!peers.empty()) {
+        std::lock_guard<std::mutex> lock(peers_mu_);
+        peers_to_store_ = std::move(peers);
+        if (!peers_store_queued_) {
+          peers_store_queued_ = true;
+          callbacks_->Push([this] {
+            std::vector<Address> latest;
+            {
+              std::lock_guard<std::mutex> l(peers_mu_);
+              latest = std::move(peers_to_store_);
+              peers_store_queued_ = false;
+            }
+            if (auto s = membership::StorePeers(options_.state_dir, latest); !s.ok()) {
+              env_->Log(LogLevel::kWarning, "cannot persist the peer list: " + s.message());
+            }
+          });
+        }
+      }
     }
     if (events_) callbacks_->Push([this, e] { events_(e); });
   };

@@ -116,6 +116,12 @@ class ClusterNodeImpl final : public ClusterNode {
   NodeId id_;
   std::uint64_t incarnation_ = 0;
   std::vector<Address> cached_peers_;
+  // The live peers to write to the state dir, handed from the loop thread to the
+  // callback thread (the fsync stays off the network loop); a write already
+  // queued takes the newest list, so a burst of member events is one write.
+  std::mutex peers_mu_;
+  std::vector<Address> peers_to_store_;  // guarded by peers_mu_
+  bool peers_store_queued_ = false;      // guarded by peers_mu_
   std::unique_ptr<ActivationLog> log_;
   std::unique_ptr<AsioEnv> env_;
   std::unique_ptr<NodeCore> core_;  // loop thread only
