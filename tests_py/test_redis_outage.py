@@ -15,12 +15,13 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from pynenc import Pynenc, PynencBuilder
-from pynenc.invocation import InvocationStatus
+from pynenc.invocation import DistributedInvocation, InvocationStatus
+from pynenc.runner.runner_context import RunnerContext
 
 from pynenc_cpp import BackendConnectionError, BackendError, BadConfig, _core
 from pynenc_cpp._outage import SETTLED, no_ride_out, ride_out
@@ -94,11 +95,44 @@ class AppliedThenRefused:
         raise IllegalTransition("success -> success is not allowed")
 
 
-def test_a_write_found_applied_after_a_lost_connection_is_settled() -> None:
+def test_a_write_found_applied_after_a_lost_connection_is_not_sent_again() -> None:
     call = AppliedThenRefused()
     out = ride_out(call, budget_sec=60, what="t", settled=lambda: True, sleep=lambda _s: None)
     assert out is SETTLED
+    assert call.calls == 1  # asked before sending again: the write is never repeated
+
+
+def test_a_lost_write_the_server_ran_late_is_settled_after_its_refusal() -> None:
+    """Not applied when asked, then refused when sent again: asked once more."""
+    answers = iter([False, True])
+    call = AppliedThenRefused()
+    out = ride_out(
+        call, budget_sec=60, what="t", settled=lambda: next(answers), sleep=lambda _s: None
+    )
+    assert out is SETTLED
     assert call.calls == 2
+
+
+def test_a_lost_connection_while_asking_is_ridden_out_without_sending_again() -> None:
+    asked = Flaky(2, lost(), value=True)
+    call = AppliedThenRefused()
+    out = ride_out(call, budget_sec=60, what="t", settled=asked, sleep=lambda _s: None)
+    assert out is SETTLED
+    assert (call.calls, asked.calls) == (1, 3)
+
+
+def test_a_write_not_applied_is_sent_again_once_asked() -> None:
+    asked: list[bool] = []
+    call = Flaky(1, lost())
+    out = ride_out(
+        call,
+        budget_sec=60,
+        what="t",
+        settled=lambda: asked.append(True) or False,
+        sleep=lambda _s: None,
+    )
+    assert out == "ok"
+    assert (call.calls, asked) == (2, [True])
 
 
 def test_a_refusal_that_is_not_the_writes_outcome_is_raised() -> None:
@@ -191,6 +225,108 @@ def test_engine_connection_errors_are_backend_connection_errors(
         redis_server.start()
 
 
+# ------------------------------------------------ a retry lost on the wire (native)
+
+
+class LostRetry:
+    """The app's composite operations, but ``retry`` is lost on the wire once: it
+    does ``applied`` of the real work, ``meanwhile`` runs, then the connection
+    fails as if after the command was sent."""
+
+    def __init__(self, inner: object, applied: str, meanwhile: Callable[[], None]) -> None:
+        self.inner, self.applied, self.meanwhile, self.calls = inner, applied, meanwhile, 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def retry(self, inv_id: str, queue: str, priority: float, runner_id: str, *rest: object):
+        self.calls += 1
+        if self.calls > 1:
+            return self.inner.retry(inv_id, queue, priority, runner_id, *rest)
+        if self.applied == "all":
+            self.inner.retry(inv_id, queue, priority, runner_id, *rest)
+        elif self.applied == "status":  # a multi-command retry cut after its first step
+            ctx_id = rest[0]
+            self.inner.change_status(inv_id, InvocationStatus.RETRY, runner_id, ctx_id, None, False)
+        self.meanwhile()
+        raise lost()
+
+
+def native_app(backend: str, request: pytest.FixtureRequest) -> Pynenc:
+    builder = PynencBuilder().app_id(f"lost-retry-{uuid.uuid4().hex[:8]}")
+    if backend == "mem":
+        builder = builder.cpp_mem()
+    else:
+        builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
+    app = builder.custom_config(cpp_outage_budget_sec=5.0).build()
+    rt.use(app)
+    return app
+
+
+def running(app: Pynenc, runner: RunnerContext) -> DistributedInvocation:
+    claimed = app.orchestrator.claim_for_run(app.broker.retrieve_invocation(), runner)
+    assert claimed is not None
+    app.orchestrator.set_invocation_status(claimed.invocation_id, InvocationStatus.RUNNING, runner)
+    return claimed
+
+
+def retry_through(
+    app: Pynenc, monkeypatch: pytest.MonkeyPatch, applied: str, meanwhile: Callable[[], None]
+) -> tuple[DistributedInvocation, LostRetry]:
+    runner = RunnerContext(runner_cls="CppRunner", runner_id="runner-a", pid=1, hostname="h")
+    rt.add(1, 2)
+    inv = running(app, runner)
+    orch = app.orchestrator
+    lost_retry = LostRetry(orch._lifecycle(), applied, lambda: meanwhile())
+    monkeypatch.setattr(orch, "_lifecycle", lambda: lost_retry)
+    orch.set_invocation_retry(inv, ValueError("again"), runner)
+    return inv, lost_retry
+
+
+@pytest.mark.parametrize("backend", ["mem", "redis"])
+def test_a_landed_retry_claimed_again_by_the_same_runner_is_not_applied_twice(
+    backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The retry landed and was routed; before its sender learns it, another worker of
+    the same runner (same runner id) claims the invocation again. Sending the retry
+    again would move that new run to RETRY and queue a second copy."""
+    app = native_app(backend, request)
+    runner = RunnerContext(runner_cls="CppRunner", runner_id="runner-a", pid=1, hostname="h")
+    inv, lost_retry = retry_through(app, monkeypatch, "all", lambda: running(app, runner))
+    iid = inv.invocation_id
+    assert lost_retry.calls == 1  # not sent again
+    record = app.orchestrator.get_invocation_status_record(iid)
+    assert (record.status, record.runner_id) == (InvocationStatus.RUNNING, "runner-a")
+    assert app.orchestrator.get_invocation_retries(iid) == 1
+    assert app.broker.count_invocations() == 0
+    history = [h.status_record.status for h in app.state_backend.get_history(iid)]
+    assert history.count(InvocationStatus.RETRY) == 1, history
+
+
+@pytest.mark.parametrize("backend", ["mem", "redis"])
+def test_a_retry_cut_after_its_status_gets_its_count_and_route(
+    backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = native_app(backend, request)
+    inv, lost_retry = retry_through(app, monkeypatch, "status", lambda: None)
+    assert lost_retry.calls == 1
+    assert app.orchestrator.get_invocation_status(inv.invocation_id) == InvocationStatus.RETRY
+    assert app.orchestrator.get_invocation_retries(inv.invocation_id) == 1
+    assert app.broker.count_invocations() == 1
+
+
+@pytest.mark.parametrize("backend", ["mem", "redis"])
+def test_a_retry_lost_before_it_was_applied_is_sent_again(
+    backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = native_app(backend, request)
+    inv, lost_retry = retry_through(app, monkeypatch, "nothing", lambda: None)
+    assert lost_retry.calls == 2
+    assert app.orchestrator.get_invocation_status(inv.invocation_id) == InvocationStatus.RETRY
+    assert app.orchestrator.get_invocation_retries(inv.invocation_id) == 1
+    assert app.broker.count_invocations() == 1
+
+
 # ------------------------------------------------------ a real server, restarted
 
 N_TASKS = 300
@@ -272,3 +408,28 @@ def test_redis_killed_mid_burst_and_restarted_loses_and_fails_nothing(
     )
     assert reruns <= 2, runs.most_common(4)
     assert "TaskAbortedError" not in log_text
+
+
+def test_a_task_timing_out_during_an_outage_is_failed_once_the_server_is_back(
+    aof_always_server: RedisServer, tmp_path: Path
+) -> None:
+    """The watchdog does not wait for the storage, so the FAILED of a timeout that
+    fires while the server is down is kept and stored on a later heartbeat tick;
+    the invocation does not stay RUNNING under a runner that lives on."""
+    app = build_app(aof_always_server.url)
+    ledger = tmp_path / "ledger.log"
+    runner_log = tmp_path / "runner.log"
+    env = runner_env(app, "redis", {"PYNENC__CPP_RUNNER_TASK_TIMEOUT_SEC": "1"})
+    proc = start_runner(env, runner_log)
+    try:
+        inv = rt.slow_append(str(ledger), "long", 60.0)
+        wait_until(lambda: len(ledger_lines(ledger)) == 1, timeout=60)
+        aof_always_server.stop(signal.SIGKILL)
+        wait_until(lambda: "FAILED is stored when it answers" in runner_log.read_text(), 30)
+        aof_always_server.start()
+        wait_until(lambda: inv.status == InvocationStatus.FAILED, timeout=30)
+        with pytest.raises(Exception, match="cpp_runner_task_timeout_sec=1"):
+            _ = inv.result
+        assert ledger_lines(ledger) == ["long"]
+    finally:
+        stop(proc)

@@ -9,11 +9,10 @@ pynenc, so a short outage delays work instead of turning a finished task into a
 failure.
 
 A write sent on the connection that failed (``maybe_applied``) may or may not
-have been applied. When its retry fails with a status-machine error,
-``settled`` says whether the stored state is already what the write wanted, in
-which case the earlier attempt was applied and the write counts as done (the
-caller completes what a multi-command write may have missed). See
-docs/reliability.md.
+have been applied, so it is not sent again before ``settled`` says whether the
+stored state already is what the write wanted; if so the earlier attempt was
+applied and the write counts as done (the caller completes what a multi-command
+write may have missed). See docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -73,23 +72,37 @@ def ride_out[T](
     failure; then the last error is raised. ``budget_sec <= 0`` never retries.
 
     ``settled``, for a write: after a connection error that may have been
-    applied (the command was sent; ``maybe_applied`` on the error), a retry that
-    fails with ``IllegalTransition``, ``OwnershipViolation`` or ``InvocationNotFound``
-    asks it whether the stored state already is the write's outcome (the lost
-    attempt was applied); if so ``SETTLED`` is returned, else the error is raised.
+    applied (the command was sent; ``maybe_applied`` on the error), the write is
+    not sent again before ``settled()`` says whether the stored state already is
+    its outcome (the lost attempt was applied; ``settled`` completes what a
+    multi-command write may have missed). If so ``SETTLED`` is returned. It is
+    asked again when the repeated write fails with ``IllegalTransition``,
+    ``OwnershipViolation`` or ``InvocationNotFound`` (a lost attempt the server
+    ran late): not settled, that error is raised. A ``BackendConnectionError``
+    from ``settled`` itself is ridden out like one from ``call``.
     """
     log = logger or _logger
     if getattr(_local, "depth", 0):
         budget_sec = 0.0
     deadline: float | None = None
-    maybe_applied = False
     delay = _FIRST_DELAY_SEC
     next_log = 0.0
+    lost = False  # an attempt was sent on a connection that failed: it may have landed
+    check = False  # ask `settled` before sending again
+    refused: Exception | None = None  # the repeated write's own status-machine error
     while True:
         try:
+            if check and settled is not None:
+                if _ask(settled, what, log):
+                    log.warning(f"{what}: applied before the connection was lost")
+                    return SETTLED
+                check = False
+                if refused is not None:
+                    break
             return call()
         except BackendConnectionError as exc:
-            maybe_applied = maybe_applied or bool(getattr(exc, "maybe_applied", True))
+            if getattr(exc, "maybe_applied", True):
+                lost = check = True
             now = time.monotonic()
             if deadline is None:
                 deadline = now + budget_sec
@@ -103,13 +116,20 @@ def ride_out[T](
                 next_log = now + _LOG_EVERY_SEC
             sleep(delay)
             delay = min(delay * 2, _MAX_DELAY_SEC)
-        except (IllegalTransition, OwnershipViolation, InvocationNotFound):
-            if maybe_applied and settled is not None:
-                try:
-                    done = settled()
-                except Exception:  # the state cannot be read: report the write's own error
-                    done = False
-                if done:
-                    log.warning(f"{what}: applied before the connection was lost")
-                    return SETTLED
-            raise
+        except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
+            if not lost or settled is None:  # nothing was lost: the write's own error
+                raise
+            refused = exc
+            check = True
+    raise refused
+
+
+def _ask(settled: Callable[[], bool], what: str, log: logging.Logger) -> bool:
+    """``settled()``; an error other than a lost connection counts as not settled."""
+    try:
+        return settled()
+    except BackendConnectionError:
+        raise
+    except Exception as exc:
+        log.warning(f"{what}: stored state unreadable after a lost connection: {exc!r}")
+        return False

@@ -303,9 +303,23 @@ class CppNativeOrchestrator(CppOrchestrator):
             return False
         if InvocationStatus(status).is_final():
             if self.conf.blocking_control:
-                self.blocking_control.release_waiters(invocation_id)
-            self.set_up_invocation_auto_purge(invocation_id)
+                self._follow_up(
+                    lambda: self.blocking_control.release_waiters(invocation_id),
+                    f"invocation:{invocation_id} waiter release",
+                )
+            self._follow_up(
+                lambda: self.set_up_invocation_auto_purge(invocation_id),
+                f"invocation:{invocation_id} auto-purge mark",
+            )
         return True
+
+    def _follow_up(self, call: Callable[[], object], what: str) -> None:
+        """The rest of a write found applied after a lost connection: ridden out on its
+        own, and only logged if it still fails (the write itself is done)."""
+        try:
+            self._retried(call, what)
+        except Exception:
+            self.app.logger.exception(f"{what}: not completed after a lost connection")
 
     def set_invocation_result(
         self, invocation: DistributedInvocation, result: Any, runner_ctx: RunnerContext
@@ -375,11 +389,15 @@ class CppNativeOrchestrator(CppOrchestrator):
         runner_id, ctx_id = self._actor(runner_ctx)
         inv_id = invocation.invocation_id
         task_key = invocation.call.task.task_id.key
+        # The fence for a retry lost on the wire: its count moves only with it.
+        retries = self._retried(
+            lambda: self.get_invocation_retries(inv_id), f"invocation:{inv_id} retries"
+        )
         try:
             outcome = self._ride_out(
                 lambda: lifecycle.retry(inv_id, queue, priority, runner_id, ctx_id, task_key),
                 f"invocation:{inv_id} retry",
-                settled=lambda: self._retry_settled(inv_id, queue, priority, runner_id),
+                settled=lambda: self._retry_settled(inv_id, queue, priority, runner_id, retries),
             )
         except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
             raise self._status_error(exc, inv_id, InvocationStatus.RETRY) from exc
@@ -387,17 +405,33 @@ class CppNativeOrchestrator(CppOrchestrator):
         self._after_change(inv_id, InvocationStatus.RETRY, watched)
 
     def _retry_settled(
-        self, invocation_id: InvocationId, queue: str, priority: float, runner_id: str
+        self,
+        invocation_id: InvocationId,
+        queue: str,
+        priority: float,
+        runner_id: str,
+        retries_before: int,
     ) -> bool:
-        """Whether a retry whose connection was lost was applied: the invocation is no
-        longer RUNNING under this runner (it may have been routed and taken by another
-        runner since). On Redis a retry is several commands, so one left in RETRY may
-        have missed its route: it is routed again (a second queue entry is refused by
-        the claim's status check; a missed retry count allows one more retry)."""
-        if self._status_is(invocation_id, InvocationStatus.RUNNING, runner_id):
-            return False
+        """Whether a retry whose connection was lost was applied, asked before it is
+        sent again (see ``_outage``).
+
+        A landed retry may already have been routed and claimed by another worker of
+        this runner (same runner id, RUNNING again), so the status alone cannot tell:
+        the retry count can, as only a retry moves it. On Redis a retry is several
+        commands (status, count, route): one found in RETRY gets what it missed (a
+        second queue entry is refused by the claim's status check)."""
+        if self.get_invocation_retries(invocation_id) <= retries_before:
+            if not self._status_is(invocation_id, InvocationStatus.RETRY, None):
+                return False  # not applied (still RUNNING here): sent again
+            self._follow_up(
+                lambda: self.increment_invocation_retries(invocation_id),
+                f"invocation:{invocation_id} retry count",
+            )
         if self._status_is(invocation_id, InvocationStatus.RETRY, None):
-            self.app.broker.route_invocation(invocation_id, queue, priority)
+            self._follow_up(
+                lambda: self.app.broker.route_invocation(invocation_id, queue, priority),
+                f"invocation:{invocation_id} retry route",
+            )
         return True
 
     def reroute_invocations(

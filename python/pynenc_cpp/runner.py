@@ -188,11 +188,16 @@ class CppRunner(BaseRunner):
         self._stop_requests = 0
         self._abort_deadline: float | None = None
         self._grace_deadline: float | None = None
+        # Timeouts whose FAILED could not be stored (storage unreachable): stored on a
+        # later heartbeat tick, so the invocation does not stay RUNNING under a live runner.
+        self._unrecorded_timeouts: dict[InvocationId, TaskTimeoutError] = {}
         super().__init__(app, runner_cache, runner_context)
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
         state["_engine"] = None
+        state["_unrecorded_timeouts"] = {}
+        state.pop("_unrecorded_lock", None)
         state.pop("_wait_memo", None)  # a threading.local: per process, rebuilt lazily
         return state
 
@@ -244,6 +249,7 @@ class CppRunner(BaseRunner):
 
     def _on_start(self) -> None:
         self._stop_requests = 0
+        _ = self._unrecorded_lock  # made before the engine's threads may race for it
         self._abort_deadline = None
         self._grace_deadline = None
         timeout = float(self.conf.cpp_runner_task_timeout_sec)
@@ -357,6 +363,12 @@ class CppRunner(BaseRunner):
         with no_ride_out():  # stopping does not wait for the storage
             for invocation_id in engine.take_orphans():
                 self._route_back(InvocationId(invocation_id))
+        self._record_timeouts()
+        for inv_id in self._unrecorded_timeouts:
+            self.logger.error(
+                f"invocation:{inv_id} timed out; FAILED not stored (storage unreachable), "
+                "left RUNNING to the recovery of dead runners"
+            )
         _LIVE_RUNNERS.discard(self)
 
     # ------------------------------------------------------- hooks (engine threads)
@@ -450,6 +462,13 @@ class CppRunner(BaseRunner):
             "it was interrupted and its worker replaced"
         )
         self.logger.error(str(error))
+        self._record_timeout(inv_id, error)
+        _interrupt_thread(thread_ident)
+
+    def _record_timeout(self, inv_id: InvocationId, error: TaskTimeoutError) -> bool:
+        """FAILED with ``error`` for a timed-out invocation; on an unreachable storage it
+        is kept and tried again on each heartbeat tick (``_record_timeouts``). Returns
+        whether it is settled (stored, or finished otherwise)."""
         try:
             # The timer thread (heartbeats, the watchdog) does not wait for the storage.
             with no_ride_out():
@@ -459,9 +478,29 @@ class CppRunner(BaseRunner):
                 )
         except InvocationStatusError as ex:
             self.logger.info(f"invocation:{inv_id} finished as it timed out: {ex}")
+        except BackendConnectionError as ex:
+            with self._unrecorded_lock:
+                first = inv_id not in self._unrecorded_timeouts
+                self._unrecorded_timeouts[inv_id] = error
+            if first:
+                self.logger.warning(
+                    f"invocation:{inv_id} timed out; storage unreachable, FAILED is stored "
+                    f"when it answers: {ex}"
+                )
+            return False
         except Exception:
             self.logger.exception(f"invocation:{inv_id} timed out; could not record it")
-        _interrupt_thread(thread_ident)
+        with self._unrecorded_lock:
+            self._unrecorded_timeouts.pop(inv_id, None)
+        return True
+
+    def _record_timeouts(self) -> None:
+        """Tries again the timeouts not stored for an outage (heartbeat tick, stop)."""
+        with self._unrecorded_lock:
+            pending = list(self._unrecorded_timeouts.items())
+        for inv_id, error in pending:
+            if not self._record_timeout(inv_id, error):
+                return  # still unreachable: the next tick tries again
 
     def _route_back(self, invocation_id: InvocationId) -> None:
         """Put an id taken from the broker but not run back in its queue."""
@@ -494,6 +533,8 @@ class CppRunner(BaseRunner):
         return None
 
     def _heartbeat(self) -> None:
+        if self._unrecorded_timeouts:
+            self._record_timeouts()
         try:
             self.app.orchestrator.register_runner_heartbeats(
                 [self.runner_id], can_run_atomic_service=True, consumed_queues=self.conf.queues
@@ -611,6 +652,10 @@ class CppRunner(BaseRunner):
             return False
         self._wait_memo.final_ids = ids if final_id is not None else None
         return True
+
+    @cached_property
+    def _unrecorded_lock(self) -> threading.Lock:
+        return threading.Lock()
 
     @cached_property
     def _wait_memo(self) -> threading.local:
