@@ -119,7 +119,8 @@ class CppNativeOrchestrator(CppOrchestrator):
                 self._engine,
                 state_backend._engine,
                 broker._engine,
-                trigger_engine,
+                # None is accepted (py::arg("trigger").none(true)); the stub cannot say so.
+                trigger_engine,  # type: ignore[arg-type]
                 *_CONTEXT_NAMES,
             )
         self._lifecycle_key, self._lifecycle_obj = key, lifecycle
@@ -167,7 +168,8 @@ class CppNativeOrchestrator(CppOrchestrator):
 
     def _status_error(self, exc: Exception, invocation_id: InvocationId, status: Any) -> Exception:
         if isinstance(exc, IllegalTransition | OwnershipViolation):
-            return to_pynenc_status_error(exc)
+            error: Exception = to_pynenc_status_error(exc)
+            return error
         return UnregisteredInvocationTransitionError(
             from_status=None,
             to_status=InvocationStatus(status),
@@ -196,7 +198,8 @@ class CppNativeOrchestrator(CppOrchestrator):
     ) -> None:
         lifecycle = self._lifecycle()
         if lifecycle is None:
-            return super().register_new_invocations(invocations)
+            super().register_new_invocations(invocations)
+            return
         runner_id, ctx_id = self._actor(self._submit_runner_context())
         items = []
         validated: set[tuple[str, float]] = set()
@@ -259,7 +262,8 @@ class CppNativeOrchestrator(CppOrchestrator):
             or self._lifecycle() is None
             or calls[0].task.conf.registration_concurrency != ConcurrencyControlType.DISABLED
         ):
-            return super().route_calls(calls)
+            routed: list[DistributedInvocation[Params, Result]] = super().route_calls(calls)
+            return routed
         parent_invocation = context.get_dist_invocation_context(self.app.app_id)
         invocations = [_new_invocation(call, parent_invocation, None) for call in calls]
         self.register_new_invocations(invocations)
@@ -275,7 +279,8 @@ class CppNativeOrchestrator(CppOrchestrator):
     ) -> None:
         lifecycle = self._lifecycle()
         if lifecycle is None:
-            return super().set_invocation_status(invocation_id, status, runner_ctx)
+            super().set_invocation_status(invocation_id, status, runner_ctx)
+            return
         runner_id, ctx_id = self._actor(runner_ctx)
         blocking = bool(self.conf.blocking_control)
         try:
@@ -326,7 +331,8 @@ class CppNativeOrchestrator(CppOrchestrator):
     ) -> None:
         lifecycle = self._lifecycle()
         if lifecycle is None:
-            return super().set_invocation_result(invocation, result, runner_ctx)
+            super().set_invocation_result(invocation, result, runner_ctx)
+            return
         serialized = self.app.client_data_store.serialize(result)
         if self._finish(
             lifecycle.finish_success, InvocationStatus.SUCCESS, invocation, serialized, runner_ctx
@@ -338,7 +344,8 @@ class CppNativeOrchestrator(CppOrchestrator):
     ) -> None:
         lifecycle = self._lifecycle()
         if lifecycle is None:
-            return super().set_invocation_exception(invocation, exception, runner_ctx)
+            super().set_invocation_exception(invocation, exception, runner_ctx)
+            return
         serialized = self.app.state_backend.serialize_exception(exception)
         if self._finish(
             lifecycle.finish_failure, InvocationStatus.FAILED, invocation, serialized, runner_ctx
@@ -383,7 +390,8 @@ class CppNativeOrchestrator(CppOrchestrator):
     ) -> None:
         lifecycle = self._lifecycle()
         if lifecycle is None:
-            return super().set_invocation_retry(invocation, exception, runner_ctx)
+            super().set_invocation_retry(invocation, exception, runner_ctx)
+            return
         queue, priority = invocation.task.broker_queue, invocation.task.broker_priority
         self._validate_route(queue, priority)
         runner_id, ctx_id = self._actor(runner_ctx)
@@ -439,7 +447,8 @@ class CppNativeOrchestrator(CppOrchestrator):
     ) -> None:
         lifecycle = self._lifecycle()
         if lifecycle is None:
-            return super().reroute_invocations(invocations_to_reroute, runner_ctx)
+            super().reroute_invocations(invocations_to_reroute, runner_ctx)
+            return
         for invocation_id in invocations_to_reroute:
             self._reroute_one(lifecycle, invocation_id, runner_ctx)
 

@@ -91,6 +91,14 @@ class UnregisteredInvocationTransitionError(InvocationStatusTransitionError, Key
     keep working.
     """
 
+    def __init__(
+        self,
+        from_status: InvocationStatus | None,
+        to_status: InvocationStatus,
+        allowed_statuses: frozenset[InvocationStatus],
+    ) -> None:
+        InvocationStatusTransitionError.__init__(self, from_status, to_status, allowed_statuses)
+
     __str__ = Exception.__str__  # not KeyError's repr-quoting
 
 

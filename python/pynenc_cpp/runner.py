@@ -79,16 +79,19 @@ class _WorkerInterrupted(BaseException):
     """
 
 
+def _package_dir(module: object) -> str:
+    return os.path.dirname(str(getattr(module, "__file__", ""))) + os.sep
+
+
 # Code an asynchronous exception must never land in: it would leave a lock held
 # (logging's handler lock, threading's) or a pynenc status change half done.
-_UNSAFE_ANYWHERE = tuple(
-    os.path.dirname(m.__file__) + os.sep
-    for m in (logging,)  # type: ignore[type-var]
-) + (threading.__file__, queue.__file__, "<frozen importlib")
-_UNSAFE_INNERMOST = tuple(
-    os.path.dirname(m.__file__) + os.sep  # type: ignore[type-var]
-    for m in (pynenc, sys.modules["pynenc_cpp"])
+_UNSAFE_ANYWHERE = (
+    _package_dir(logging),
+    str(threading.__file__),
+    str(queue.__file__),
+    "<frozen importlib",
 )
+_UNSAFE_INNERMOST = tuple(_package_dir(m) for m in (pynenc, sys.modules["pynenc_cpp"]))
 
 
 def _safe_to_interrupt(thread_ident: int) -> bool | None:
@@ -181,7 +184,7 @@ class CppRunner(BaseRunner):
     def __init__(
         self,
         app: Pynenc,
-        runner_cache: dict | None = None,
+        runner_cache: dict[str, Any] | None = None,
         runner_context: RunnerContext | None = None,
     ) -> None:
         self._engine: Any = None
@@ -193,8 +196,8 @@ class CppRunner(BaseRunner):
         self._unrecorded_timeouts: dict[InvocationId, TaskTimeoutError] = {}
         super().__init__(app, runner_cache, runner_context)
 
-    def __getstate__(self) -> dict:
-        state = super().__getstate__()
+    def __getstate__(self) -> dict[str, Any]:
+        state: dict[str, Any] = super().__getstate__()
         state["_engine"] = None
         state["_unrecorded_timeouts"] = {}
         state.pop("_unrecorded_lock", None)

@@ -52,7 +52,7 @@ def _engine_log(level: int, line: str) -> None:
     logger.log(_LOG_LEVELS[level] if 0 <= level < len(_LOG_LEVELS) else logging.ERROR, "%s", line)
 
 
-class ClusterAddressInUse(BackendError, OSError):  # type: ignore[misc]
+class ClusterAddressInUse(BackendError, OSError):
     """The listen address is already in use (``errno`` is ``EADDRINUSE``)."""
 
     def __init__(self, message: str) -> None:
@@ -201,7 +201,8 @@ class EventStream:
         if item is _CLOSED:
             self._q.put_nowait(_CLOSED)  # keep later readers unblocked
             return None
-        return item
+        event: MemberEvent = item
+        return event
 
     def close(self) -> None:
         """Stops receiving events; iteration ends after the ones already queued."""
