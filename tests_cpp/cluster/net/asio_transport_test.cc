@@ -183,6 +183,43 @@ TEST(AsioTransport, ALinkToAGoneAddressExpiresWithItsQueue) {
   EXPECT_EQ(cb.Snapshot()[0].payload, "again");
 }
 
+TEST(AsioTransport, AnOldFailureWithNothingQueuedDoesNotExpireALaterLink) {
+  // A connection lost while nothing was queued, then quiet for longer than the
+  // expiry: the next Send's first failed attempt starts a new streak, so the link
+  // backs off and delivers once the peer is back instead of expiring at once.
+  const std::uint16_t port = UnboundPort();
+  ASSERT_NE(port, 0);
+  auto o = Options();
+  o.outbound_expiry_ms = 2'000;
+  LogCollector logs;
+  auto a = Make(o, logs.Sink());
+  ASSERT_TRUE(a);
+  const Address target = "127.0.0.1:" + std::to_string(port);
+  auto ob = Options();
+  ob.port = port;
+  {
+    auto b = Make(ob);
+    ASSERT_TRUE(b) << "the probed port was taken meanwhile";
+    Collector cb;
+    b->SetReceiver(cb.AsReceiver());
+    a->Send(target, kActorTypeBase, "first");
+    ASSERT_TRUE(WaitUntil([&] { return cb.Count() >= 1; }));
+    b->Shutdown();
+  }
+  ASSERT_TRUE(WaitUntil([&] { return logs.Contains(LogLevel::kInfo, "connection lost"); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2'300));
+
+  a->Send(target, kActorTypeBase, "second");  // refused: the peer is still down
+  ASSERT_TRUE(WaitUntil([&] { return a->Stats().reconnect_attempts >= 1; }));
+  auto b = Make(ob);
+  ASSERT_TRUE(b) << "the probed port was taken meanwhile";
+  Collector cb;
+  b->SetReceiver(cb.AsReceiver());
+  ASSERT_TRUE(WaitUntil([&] { return cb.Count() >= 1; }));
+  EXPECT_EQ(cb.Snapshot()[0].payload, "second");
+  EXPECT_EQ(a->Stats().links_expired, 0u);
+}
+
 TEST(AsioTransport, OutboundExpiryOutOfRangeIsBadConfig) {
   for (std::int64_t bad : {std::int64_t{0}, std::int64_t{-1}, std::int64_t{86'400'001}}) {
     auto o = Options();

@@ -112,7 +112,8 @@ struct Core {
 
 // Our side of the one connection that carries our frames to `peer`.
 // Lifecycle: kIdle -> kConnecting -> kHandshaking -> kReady; any failure ->
-// kBackoff (frames queued) or kIdle (none queued); Close() -> kClosed, final.
+// kBackoff (frames queued) or closed and removed from Core::outbound (none
+// queued; kIdle only while the transport shuts down); Close() -> kClosed, final.
 // Frames queue in every state but kClosed (bounded, drop-oldest, control and
 // data frames in separate queues) and are written only in kReady: control
 // frames first, each class in Send order. A link that fails for
@@ -139,8 +140,10 @@ class OutboundLink : public std::enable_shared_from_this<OutboundLink> {
   void PumpWrites();
   void WriteControl(std::string frame);
   // Ends the current attempt: `level` logs `why`; reconnects after a backoff
-  // if frames are queued.
+  // if frames are queued, else (or once failing for outbound_expiry_ms) Forget()s.
   void Fail(LogLevel level, const std::string& why);
+  // Close(), then removes this link from Core::outbound.
+  void Forget();
   std::int64_t NextBackoffMs();
 
   Core& core_;
@@ -158,8 +161,9 @@ class OutboundLink : public std::enable_shared_from_this<OutboundLink> {
   std::chrono::steady_clock::time_point failing_since_{};
   bool writing_ = false;
   std::size_t inflight_data_frames_ = 0;  // protocol frames in the current write
-  bool dropping_ = false;                 // a drop was logged since the queue last drained
-  int failures_ = 0;                      // consecutive failed attempts (backoff exponent)
+  bool dropping_control_ = false;  // a drop from priority_ was logged since it last drained
+  bool dropping_data_ = false;     // a drop from queue_ was logged since it last drained
+  int failures_ = 0;               // consecutive failed attempts (backoff exponent)
   FrameDecoder decoder_{kMaxHandshakeBodyBytes};
   std::array<char, 4096> read_buf_{};
   Transcript transcript_;

@@ -31,8 +31,9 @@ void OutboundLink::Enqueue(std::string frame, std::uint8_t type) {
   if (q.size() > core_.options.send_queue_bound) {
     q.pop_front();
     AtomicStats::Add(core_.stats.frames_dropped);
-    if (!dropping_) {
-      dropping_ = true;
+    bool& dropping = control ? dropping_control_ : dropping_data_;
+    if (!dropping) {
+      dropping = true;
       core_.Log(LogLevel::kWarning, std::string(control ? "control" : "data") +
                                         " send queue to " + peer_ + " full (" +
                                         std::to_string(core_.options.send_queue_bound) +
@@ -223,7 +224,8 @@ void OutboundLink::PumpWrites() {
       }
     }
   } else {
-    if (queue_.empty() && priority_.empty()) dropping_ = false;
+    if (priority_.empty()) dropping_control_ = false;
+    if (queue_.empty()) dropping_data_ = false;
     return;
   }
   std::vector<asio::const_buffer> buffers;
@@ -242,6 +244,13 @@ void OutboundLink::PumpWrites() {
                       self->inflight_data_frames_ = 0;
                       self->PumpWrites();
                     });
+}
+
+void OutboundLink::Forget() {
+  auto self = shared_from_this();  // the map may hold the last reference
+  Close();
+  auto it = core_.outbound.find(peer_);
+  if (it != core_.outbound.end() && it->second.get() == this) core_.outbound.erase(it);
 }
 
 std::int64_t OutboundLink::NextBackoffMs() {
@@ -265,8 +274,11 @@ void OutboundLink::Fail(LogLevel level, const std::string& why) {
   const auto now = std::chrono::steady_clock::now();
   if (failures_++ == 0) failing_since_ = now;
   core_.Log(level, "link to " + peer_ + ": " + why);
-  if (!core_.closing &&
-      now - failing_since_ >= std::chrono::milliseconds(core_.options.outbound_expiry_ms)) {
+  if (core_.closing) {
+    state_ = State::kIdle;
+    return;
+  }
+  if (now - failing_since_ >= std::chrono::milliseconds(core_.options.outbound_expiry_ms)) {
     // Gone for long enough: forget the link and what it queued.
     core_.Log(LogLevel::kInfo, "link to " + peer_ + " expired after " +
                                    std::to_string(core_.options.outbound_expiry_ms) +
@@ -274,15 +286,12 @@ void OutboundLink::Fail(LogLevel level, const std::string& why) {
                                    std::to_string(queue_.size() + priority_.size()) +
                                    " queued frames dropped");
     AtomicStats::Add(core_.stats.links_expired);
-    auto self = shared_from_this();  // the map may hold the last reference
-    Close();
-    auto it = core_.outbound.find(peer_);
-    if (it != core_.outbound.end() && it->second.get() == this) core_.outbound.erase(it);
-    return;
+    return Forget();
   }
-  if ((queue_.empty() && priority_.empty()) || core_.closing) {
-    state_ = State::kIdle;
-    return;
+  if (queue_.empty() && priority_.empty()) {
+    // Nothing to send: forget the link (no timer, no entry); a later Send starts a
+    // new one whose failures count from zero.
+    return Forget();
   }
   state_ = State::kBackoff;
   auto self = shared_from_this();
