@@ -71,6 +71,24 @@ TEST(RedisOptions, ParsesIpv6UnixSocketsAndQueryDb) {
   EXPECT_EQ(sock_pw.value().db, 0);
 
   EXPECT_EQ(ParseRedisLocation("h:1?db=7").value().db, 7);
+
+  // As redis-py: the socket path is percent-decoded, a query value also reads '+'
+  // as a space, user info keeps its '+'.
+  auto spaced = ParseRedisLocation("unix://u+1:p+w@/tmp/my%20dir/r.sock");
+  ASSERT_TRUE(spaced.ok()) << spaced.status().ToString();
+  EXPECT_EQ(spaced.value().unix_path, "/tmp/my dir/r.sock");
+  EXPECT_EQ(spaced.value().username, "u+1");
+  EXPECT_EQ(spaced.value().password, "p+w");
+  EXPECT_EQ(ParseRedisLocation("h?password=a+b%2Bc").value().password, "a b+c");
+  EXPECT_EQ(ParseRedisLocation("unix:///tmp/x%00y").status().code(), ErrorCode::kBadConfig);
+}
+
+TEST(RedisOptions, ARedisUriNamingAUnixSocketAsItsHostIsRefused) {
+  auto parsed = ParseBackendUri("redis://unix:///tmp/r.sock");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), ErrorCode::kBadConfig);
+  EXPECT_NE(parsed.status().message().find("unix:///path"), std::string::npos)
+      << parsed.status().message();
 }
 
 TEST(RedisOptions, RedissIsAClearErrorNamingWhatIsMissing) {

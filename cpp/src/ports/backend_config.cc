@@ -63,6 +63,10 @@ Result<ParsedBackendUri> ParseBackendUri(const std::string& raw_uri) {
     if (rest.empty()) {
       return Status::BadConfig("backend URI '" + uri + "': redis:// needs host:port");
     }
+    if (rest.rfind("unix://", 0) == 0) {  // not a host: the socket form is its own scheme
+      return Status::BadConfig("backend URI '" + uri +
+                               "' is not a host; a unix socket is unix:///path/to.sock");
+    }
     return ParsedBackendUri{BackendKind::kRedis, rest};
   }
   if (scheme == "unix") {  // a Redis unix socket, as redis-py: unix://[[user]:pw@]/path?db=N

@@ -118,9 +118,10 @@ class Connection {
 
 namespace {
 
-// %XX decoding of a URI's user info (as redis-py's urllib unquote); a '%' not
-// followed by two hex digits is kept as it is.
-std::string PercentDecode(const std::string& s) {
+// %XX decoding (as redis-py's urllib unquote for user info and a socket path;
+// with `plus_is_space`, as its parse_qs for query values); a '%' not followed by
+// two hex digits is kept as it is.
+std::string PercentDecode(const std::string& s, bool plus_is_space = false) {
   auto hex = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -132,6 +133,8 @@ std::string PercentDecode(const std::string& s) {
     if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
       out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
       i += 2;
+    } else if (plus_is_space && s[i] == '+') {
+      out.push_back(' ');
     } else {
       out.push_back(s[i]);
     }
@@ -174,7 +177,10 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
     if (rest.empty() || rest[0] != '/') {
       return Status::BadConfig("redis unix socket URI needs an absolute path: unix:///path/to.sock");
     }
-    o.unix_path = rest;
+    o.unix_path = PercentDecode(rest);
+    if (o.unix_path.find('\0') != std::string::npos) {
+      return Status::BadConfig("redis unix socket path has a NUL byte (%00)");
+    }
     o.host.clear();
     o.port = 0;
     hostport.clear();
@@ -238,7 +244,7 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
       }
       (key == "connect_timeout_ms" ? o.connect_timeout_ms : o.io_timeout_ms) = static_cast<int>(v);
     } else if (key == "password") {
-      o.password = PercentDecode(value);
+      o.password = PercentDecode(value, true);
     } else if (key == "db") {
       if (!ParseInt(value, 0, 1'000'000, &v)) {
         return Status::BadConfig("redis option db=" + shown(value) + " is not a number");
