@@ -14,4 +14,5 @@ void InitLifecycle(pybind11::module_& m);
 void InitRunner(pybind11::module_& m);
 void InitCoordinator(pybind11::module_& m);
 void InitCluster(pybind11::module_& m);
+void InitReport(pybind11::module_& m);
 }  // namespace pynenc_cpp::bindings

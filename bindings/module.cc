@@ -17,4 +17,5 @@ PYBIND11_MODULE(_core, m) {
   pynenc_cpp::bindings::InitRunner(m);
   pynenc_cpp::bindings::InitCoordinator(m);
   pynenc_cpp::bindings::InitCluster(m);
+  pynenc_cpp::bindings::InitReport(m);
 }

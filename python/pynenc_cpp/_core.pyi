@@ -48,6 +48,7 @@ __all__: list[str] = [
     "TriggerStore",
     "Unavailable",
     "apply_transition",
+    "describe_backend",
     "history_json",
     "status_names",
     "status_table",
@@ -1992,6 +1993,14 @@ def apply_transition(
     """
     Applies the status machine to one transition without storing anything.
     Returns (new_status, new_owner); raises IllegalTransition or OwnershipViolation.
+    """
+
+def describe_backend(uri: str, app_id: str = "pynenc") -> dict:
+    """
+    What the backend `uri` names says about itself: {'backend': 'memory' | 'sqlite' |
+    'redis', 'facts': [(name, value), ...], 'warnings': [...]} where each warning is a
+    setting that can lose acknowledged work. Never creates an SQLite file; raises
+    BadConfig for a bad URI or a missing file, BackendError when unreachable.
     """
 
 def history_json(

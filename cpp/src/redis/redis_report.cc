@@ -1,0 +1,120 @@
+// redis::Describe: what `pynenc-cpp doctor` shows of a Redis server: version,
+// persistence and eviction settings, with a warning for each that can lose
+// acknowledged work (docs/backends/redis.md#durability-advice).
+#include <map>
+
+#include "pynenc_cpp/ports/backend_report.h"
+#include "redis/redis_client.h"
+
+namespace pynenc_cpp::redis {
+
+namespace {
+
+// "key:value" lines of an INFO reply.
+std::map<std::string, std::string> InfoFields(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    const auto colon = line.find(':');
+    if (colon != std::string::npos) out[line.substr(0, colon)] = line.substr(colon + 1);
+  }
+  return out;
+}
+
+std::string Get(const std::map<std::string, std::string>& m, const std::string& key) {
+  auto it = m.find(key);
+  return it == m.end() ? "" : it->second;
+}
+
+}  // namespace
+
+Result<BackendReport> Describe(const BackendConfig& config) {
+  Result<std::shared_ptr<Client>> opened = OpenClient(config);
+  if (!opened.ok()) return opened.status();
+  Client& client = *opened.value();
+  BackendReport report;
+  report.backend = "redis";
+  auto fact = [&report](std::string name, std::string value) {
+    report.facts.emplace_back(std::move(name), std::move(value));
+  };
+  fact("server", client.Describe());
+
+  Result<Value> info = client.Command({"INFO"});
+  if (!info.ok()) return info.status();
+  if (info.value().is_error()) {
+    return Status::BackendFailure("redis at " + client.Describe() +
+                                  " refused INFO: " + info.value().str);
+  }
+  const auto fields = InfoFields(info.value().str);
+  fact("redis_version", Get(fields, "redis_version"));
+  fact("redis_mode", Get(fields, "redis_mode"));
+  fact("uptime_in_seconds", Get(fields, "uptime_in_seconds"));
+  const std::string aof = Get(fields, "aof_enabled");
+  fact("aof_enabled", aof);
+  fact("rdb_last_bgsave_status", Get(fields, "rdb_last_bgsave_status"));
+  fact("aof_last_write_status", Get(fields, "aof_last_write_status"));
+
+  // CONFIG may be renamed or denied by an ACL: then say so instead of guessing.
+  std::map<std::string, std::string> conf;
+  std::string conf_error;
+  for (const char* key : {"appendfsync", "save", "maxmemory", "maxmemory-policy"}) {
+    Result<Value> got = client.Command({"CONFIG", "GET", key});
+    if (!got.ok()) return got.status();
+    if (got.value().is_error()) {
+      conf_error = got.value().str;
+      break;
+    }
+    const auto& els = got.value().elements;
+    if (els.size() >= 2) conf[key] = els[1].str;
+  }
+  if (!conf_error.empty()) {
+    fact("config", "unreadable (CONFIG GET refused: " + conf_error + ")");
+    report.warnings.push_back(
+        "CONFIG GET is refused for this user, so appendfsync and the eviction policy "
+        "cannot be checked: check them on the server");
+  } else {
+    fact("appendfsync", Get(conf, "appendfsync"));
+    fact("save", Get(conf, "save").empty() ? "(none)" : Get(conf, "save"));
+    fact("maxmemory", Get(conf, "maxmemory"));
+    fact("maxmemory-policy", Get(conf, "maxmemory-policy"));
+  }
+
+  if (aof != "1") {
+    report.warnings.push_back(
+        "appendonly is off: a restart of the server loses everything written since its last "
+        "RDB snapshot" + std::string(Get(conf, "save").empty() && conf_error.empty()
+                                         ? " (and no snapshots are configured: everything)"
+                                         : "") +
+        "; run it with appendonly yes");
+  } else if (conf_error.empty() && Get(conf, "appendfsync") == "no") {
+    report.warnings.push_back(
+        "appendfsync no: the OS decides when writes reach the disk, so a crash of the "
+        "machine can lose many seconds of acknowledged work; use everysec or always");
+  } else if (conf_error.empty() && Get(conf, "appendfsync") == "everysec") {
+    report.warnings.push_back(
+        "appendfsync everysec: a crash of the server's machine (not of the process) can "
+        "lose up to a second of acknowledged work; always fsyncs every write");
+  }
+  if (conf_error.empty() && Get(conf, "maxmemory") != "0" &&
+      Get(conf, "maxmemory-policy") != "noeviction") {
+    report.warnings.push_back("maxmemory-policy " + Get(conf, "maxmemory-policy") +
+                              " with a memory limit: the server may evict queue entries, "
+                              "status records or results; use noeviction");
+  }
+  for (const char* key : {"rdb_last_bgsave_status", "aof_last_write_status"}) {
+    const std::string v = Get(fields, key);
+    if (!v.empty() && v != "ok") {
+      report.warnings.push_back(std::string(key) + " is " + v +
+                                ": the server is failing to persist its data");
+    }
+  }
+  return report;
+}
+
+}  // namespace pynenc_cpp::redis

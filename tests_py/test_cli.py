@@ -1,0 +1,256 @@
+"""The ``pynenc-cpp`` command, run as a subprocess (as a user runs it) against real
+SQLite files and real redis-servers: ``info`` before and after a runner did the
+work, ``doctor``'s warnings for settings that can lose acknowledged work, ``purge``
+only when confirmed, clear errors for a missing file or an unreachable server."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pynenc import Pynenc, PynencBuilder
+from pynenc.invocation import InvocationStatus
+
+from tests_py import runner_tasks as rt
+from tests_py.redis_server import RedisServer, free_port
+from tests_py.test_cpp_runner import FAST, ROOT, runner_env, start_runner, stop, wait_until
+from tests_py.test_redis_urls import start
+from tests_py.test_redis_urls import stop as stop_server
+
+
+def cli(
+    env: dict[str, str], *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pynenc_cpp", "--app", "tests_py.runner_tasks", *args],
+        cwd=ROOT,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def info(env: dict[str, str]) -> dict[str, Any]:
+    out = cli(env, "info", "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    parsed: dict[str, Any] = json.loads(out.stdout)
+    return parsed
+
+
+def sqlite_app(path: Path, **config: Any) -> Pynenc:
+    app = (
+        PynencBuilder()
+        .app_id(f"cli-{uuid.uuid4().hex[:8]}")
+        .cpp_sqlite(path=path, **config)
+        .custom_config(**FAST)
+        .build()
+    )
+    rt.use(app)
+    return app
+
+
+def redis_app(url: str) -> Pynenc:
+    app = (
+        PynencBuilder()
+        .app_id(f"cli-{uuid.uuid4().hex[:8]}")
+        .cpp_redis(url)
+        .custom_config(**FAST)
+        .build()
+    )
+    rt.use(app)
+    return app
+
+
+@pytest.fixture
+def aof_always_server(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path / "redis", appendonly=True, appendfsync="always").start()
+    yield server
+    server.stop()
+
+
+# ---------------------------------------------------------------- info
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_info_shows_the_queue_then_the_work_a_runner_did(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if backend == "sqlite":
+        app = sqlite_app(tmp_path / "cli.db")
+    else:
+        app = redis_app(request.getfixturevalue("redis_url"))
+    env = runner_env(app, backend)
+    invs = [rt.add(i, i) for i in range(3)]
+
+    before = info(env)
+    assert before["app_id"] == app.app_id
+    assert before["queues"] == {"default": 3}
+    assert before["invocations_by_status"] == {"registered": 3}
+    assert before["waiting_for_a_runner"] == 3
+    assert before["runners_alive"] == []
+    oldest = before["oldest_waiting"]
+    assert oldest["invocation_id"] == invs[0].invocation_id
+    assert oldest["status"] == "registered" and oldest["age_sec"] >= 0
+
+    proc = start_runner(env, tmp_path / "runner.log")
+    try:
+        assert [inv.result for inv in invs] == [0, 2, 4]
+        wait_until(lambda: len(info(env)["runners_alive"]) == 1, timeout=30)
+        after = info(env)
+    finally:
+        stop(proc)
+    assert after["queues"] == {"default": 0}
+    # The runner's own pynenc core tasks (recovery, ...) are invocations too.
+    assert set(after["invocations_by_status"]) == {"success"}
+    assert after["invocations_by_status"]["success"] >= 3
+    assert after["oldest_waiting"] is None
+    (runner,) = after["runners_alive"]
+    assert runner["runner_id"] and runner["queues"] == []  # every queue
+    assert runner["heartbeat_age_sec"] < 30
+
+    text = cli(env, "info")
+    assert text.returncode == 0, text.stderr
+    assert f"app {app.app_id}" in text.stdout
+    assert "success" in text.stdout and "runners alive: 1" in text.stdout
+
+
+def test_info_watch_refreshes_the_given_number_of_times(tmp_path: Path) -> None:
+    app = sqlite_app(tmp_path / "watch.db")
+    env = runner_env(app, "sqlite")
+    rt.add(1, 1)
+    out = cli(env, "info", "--json", "--watch", "0.05", "--times", "3")
+    assert out.returncode == 0, out.stderr
+    reports = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(reports) == 3
+    assert all(r["queues"] == {"default": 1} for r in reports)
+
+
+# ---------------------------------------------------------------- doctor
+
+
+def doctor(env: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    out = cli(env, "doctor", "--json")
+    assert out.returncode in (0, 1), out.stdout + out.stderr
+    return out.returncode, json.loads(out.stdout)
+
+
+def test_doctor_on_sqlite_reports_the_file_and_warns_about_synchronous_normal(
+    tmp_path: Path,
+) -> None:
+    app = sqlite_app(tmp_path / "normal.db")
+    rt.add(1, 2)  # the engine opened the file: WAL, its schema
+    rc, report = doctor(runner_env(app, "sqlite"))
+    facts = dict(report["facts"])
+    assert report["backend"] == "sqlite"
+    assert facts["file"] == str(tmp_path / "normal.db")
+    assert facts["journal_mode"] == "wal"
+    assert "orchestrator v" in facts["schema"] and "broker v" in facts["schema"]
+    assert rc == 1
+    assert any("synchronous=NORMAL" in w for w in report["warnings"])
+
+    full = sqlite_app(tmp_path / "full.db", synchronous="full")
+    rt.add(1, 2)
+    env = runner_env(full, "sqlite", {"PYNENC__CPP_SQLITE_SYNCHRONOUS": "full"})
+    rc, report = doctor(env)
+    assert (rc, report["warnings"]) == (0, [])
+    assert dict(report["facts"])["synchronous (this URI's connections)"] == "FULL"
+
+
+def test_doctor_on_a_missing_sqlite_file_is_an_error_and_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    app = sqlite_app(tmp_path / "never.db")
+    out = cli(runner_env(app, "sqlite"), "doctor")
+    assert out.returncode == 2
+    assert "no SQLite database at" in out.stderr
+    assert "Traceback" not in out.stderr
+    for command in ("info", "purge"):
+        out = cli(runner_env(app, "sqlite"), command, "--yes" if command == "purge" else "--json")
+        assert out.returncode == 2 and "no SQLite database at" in out.stderr, out.stderr
+    assert not (tmp_path / "never.db").exists()
+
+
+def test_doctor_on_redis_warns_without_aof_and_not_with_appendfsync_always(
+    aof_always_server: RedisServer, redis_url: str
+) -> None:
+    rc, report = doctor(runner_env(redis_app(redis_url), "redis"))
+    assert rc == 1
+    assert dict(report["facts"])["aof_enabled"] == "0"
+    assert any("appendonly is off" in w for w in report["warnings"])
+
+    rc, report = doctor(runner_env(redis_app(aof_always_server.url), "redis"))
+    facts = dict(report["facts"])
+    assert (facts["aof_enabled"], facts["appendfsync"]) == ("1", "always")
+    assert facts["redis_version"].count(".") == 2
+    assert (rc, report["warnings"]) == (0, [])
+
+
+def test_doctor_on_an_unreachable_server_is_an_error_without_the_password(
+    tmp_path: Path,
+) -> None:
+    server = RedisServer(tmp_path / "gone")  # a free port, never started
+    url = f"redis://:s3cr3t@127.0.0.1:{server.port}/0?connect_timeout_ms=300"
+    out = cli(runner_env(redis_app(url), "redis"), "doctor")
+    assert out.returncode == 2
+    assert str(server.port) in out.stderr
+    assert "s3cr3t" not in out.stderr + out.stdout
+    assert "Traceback" not in out.stderr
+
+
+# ---------------------------------------------------------------- purge
+
+
+def test_purge_only_when_confirmed_with_the_app_id(tmp_path: Path) -> None:
+    app = sqlite_app(tmp_path / "purge.db")
+    env = runner_env(app, "sqlite")
+    for i in range(2):
+        rt.add(i, i)
+    refused = cli(env, "purge", stdin="yes\n")
+    assert refused.returncode == 2
+    assert "nothing was purged" in refused.stderr
+    assert app.orchestrator.count_invocations() == 2
+
+    done = cli(env, "purge", stdin=f"{app.app_id}\n")
+    assert done.returncode == 0, done.stderr
+    assert app.orchestrator.count_invocations() == 0
+    assert app.broker.count_invocations() == 0
+
+    rt.add(5, 5)
+    assert cli(env, "purge", "--yes").returncode == 0
+    assert app.orchestrator.count_invocations(statuses=[InvocationStatus.REGISTERED]) == 0
+
+
+def test_the_console_script_is_installed() -> None:
+    script = Path(sys.executable).parent / "pynenc-cpp"
+    out = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    for command in ("info", "doctor", "purge"):
+        assert command in out.stdout
+
+
+def test_doctor_says_when_config_get_is_refused_to_the_acl_user(tmp_path: Path) -> None:
+    port = free_port()
+    proc = start(
+        ["--port", str(port), "--dir", str(tmp_path),
+         "--user", "default", "off",
+         "--user", "app", "on", ">pw-1", "~*", "&*", "+@all", "-config"],
+        socket.socket(socket.AF_INET),
+        ("127.0.0.1", port),
+    )  # fmt: skip
+    try:
+        rc, report = doctor(runner_env(redis_app(f"redis://app:pw-1@127.0.0.1:{port}/0"), "redis"))
+    finally:
+        stop_server(proc)
+    assert rc == 1
+    assert "unreadable (CONFIG GET refused" in dict(report["facts"])["config"]
+    assert any("CONFIG GET is refused" in w for w in report["warnings"])
+    assert dict(report["facts"])["aof_enabled"] == "0"  # INFO still answers
