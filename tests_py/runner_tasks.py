@@ -83,8 +83,23 @@ def grandparent(n: int) -> int:
     return parent_sum(n).result + 1
 
 
+@app.workflow
+def sum_flow(n: int) -> int:
+    """A workflow (pynenc records its runs) whose `n` children run in the runner."""
+    children = [add(i, i) for i in range(n)]
+    return sum(child.result for child in children)
+
+
+@app.task
+def noted() -> str:
+    """A trigger target (tests register conditions that run it)."""
+    return "noted"
+
+
 TASKS = [
     add,
+    noted,
+    sum_flow,
     slow_append,
     boom,
     exit_task,
