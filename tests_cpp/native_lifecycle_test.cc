@@ -484,6 +484,60 @@ TEST(HistoryJsonTest, MatchesPynencLayout) {
   EXPECT_EQ(IsoFormatUtc(1'700'000'000'000'000), "2023-11-14T22:13:20+00:00");
 }
 
+// A broker whose Route finds the server gone before anything is sent (a refused
+// reconnect), for the port-by-port path's report of a cut operation.
+class RefusingBroker : public Broker {
+ public:
+  explicit RefusingBroker(std::shared_ptr<Broker> inner) : inner_(std::move(inner)) {}
+  Status Route(const std::vector<InvocationId>&, const std::string&, double) override {
+    return Status::ConnectionLost("connection refused", false);
+  }
+  Result<std::optional<InvocationId>> Retrieve(const std::string& queue,
+                                               std::int64_t wait_ms) override {
+    return inner_->Retrieve(queue, wait_ms);
+  }
+  Result<std::int64_t> Count(const std::vector<std::string>& queues) override {
+    return inner_->Count(queues);
+  }
+  Status Purge() override { return inner_->Purge(); }
+  void Interrupt() override { inner_->Interrupt(); }
+
+ private:
+  std::shared_ptr<Broker> inner_;
+};
+
+TEST(PortLifecycleTest, AConnectionLostAfterAnAppliedStepMayHaveBeenApplied) {
+  const BackendConfig config{"memory://", "cut", nullptr};
+  std::shared_ptr<Orchestrator> orch(OpenOrchestrator(config).value());
+  std::shared_ptr<StateBackend> state(OpenStateBackend(config).value());
+  std::shared_ptr<Broker> broker(OpenBroker(config).value());
+  auto life = OpenLifecycle(LifecycleParts{orch, state, broker, nullptr}, config, kNames).value();
+  NewRoutedInvocation n;
+  n.record.invocation_id = InvocationId("a");
+  n.record.task_id = TaskId("mod.task");
+  n.record.call_id = CallId("mod.task:a");
+  n.record.arguments_id = "a";
+  n.record.serialized_arguments = "{}";
+  n.queue = "default";
+  ASSERT_TRUE(life->RegisterAndRoute({n}, kRunner).ok());
+  ASSERT_TRUE(broker->Retrieve("default", 0).ok());
+  life->SetTaskRunsFreely(TaskId("mod.task"));
+  ASSERT_TRUE(life->Claim(InvocationId("a"), kRunner).ok());
+  ASSERT_TRUE(life->ChangeStatus(InvocationId("a"), S::kRunning, kRunner, std::nullopt, true).ok());
+
+  auto cut = OpenLifecycle(
+      LifecycleParts{orch, state, std::make_shared<RefusingBroker>(broker), nullptr}, config,
+      kNames);
+  ASSERT_TRUE(cut.ok());
+  auto r = cut.value()->Retry(InvocationId("a"), "default", 0.0, kRunner, TaskId("mod.task"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().connection_lost());
+  // The status and the retry count landed before the route was refused.
+  EXPECT_TRUE(r.status().maybe_applied());
+  EXPECT_EQ(orch->GetStatusRecord(InvocationId("a")).value().status, S::kRetry);
+  EXPECT_EQ(orch->GetRetries(InvocationId("a")).value(), 1);
+}
+
 TEST(OpenLifecycleTest, RejectsMissingParts) {
   auto r = OpenLifecycle(LifecycleParts{}, BackendConfig{}, kNames);
   ASSERT_FALSE(r.ok());

@@ -303,28 +303,15 @@ class CppNativeOrchestrator(CppOrchestrator):
 
         On Redis a change to a final status made outside a runner's finish script is
         several commands: if the status landed, the idempotent rest (waiter release,
-        auto-purge mark) is done again here."""
+        auto-purge mark) is done again here. A lost connection while doing it reaches
+        ``ride_out``, which asks again (the rest is done again, never skipped)."""
         if not self._status_is(invocation_id, status, runner_id):
             return False
         if InvocationStatus(status).is_final():
             if self.conf.blocking_control:
-                self._follow_up(
-                    lambda: self.blocking_control.release_waiters(invocation_id),
-                    f"invocation:{invocation_id} waiter release",
-                )
-            self._follow_up(
-                lambda: self.set_up_invocation_auto_purge(invocation_id),
-                f"invocation:{invocation_id} auto-purge mark",
-            )
+                self.blocking_control.release_waiters(invocation_id)
+            self.set_up_invocation_auto_purge(invocation_id)
         return True
-
-    def _follow_up(self, call: Callable[[], object], what: str) -> None:
-        """The rest of a write found applied after a lost connection: ridden out on its
-        own, and only logged if it still fails (the write itself is done)."""
-        try:
-            self._retried(call, what)
-        except Exception:
-            self.app.logger.exception(f"{what}: not completed after a lost connection")
 
     def set_invocation_result(
         self, invocation: DistributedInvocation, result: Any, runner_ctx: RunnerContext
@@ -427,19 +414,16 @@ class CppNativeOrchestrator(CppOrchestrator):
         this runner (same runner id, RUNNING again), so the status alone cannot tell:
         the retry count can, as only a retry moves it. On Redis a retry is several
         commands (status, count, route): one found in RETRY gets what it missed (a
-        second queue entry is refused by the claim's status check)."""
+        second queue entry is refused by the claim's status check). A lost connection
+        while doing it reaches ``ride_out``, which asks again: once the count has
+        moved, asking again only routes, so nothing is counted twice and a retry is
+        never left in RETRY without a queue entry."""
         if self.get_invocation_retries(invocation_id) <= retries_before:
             if not self._status_is(invocation_id, InvocationStatus.RETRY, None):
                 return False  # not applied (still RUNNING here): sent again
-            self._follow_up(
-                lambda: self.increment_invocation_retries(invocation_id),
-                f"invocation:{invocation_id} retry count",
-            )
+            self.increment_invocation_retries(invocation_id)
         if self._status_is(invocation_id, InvocationStatus.RETRY, None):
-            self._follow_up(
-                lambda: self.app.broker.route_invocation(invocation_id, queue, priority),
-                f"invocation:{invocation_id} retry route",
-            )
+            self.app.broker.route_invocation(invocation_id, queue, priority)
         return True
 
     def reroute_invocations(

@@ -12,7 +12,16 @@ namespace native {
 PortLifecycle::PortLifecycle(LifecycleParts parts, TriggerContextNames names)
     : parts_(std::move(parts)), names_(std::move(names)) {}
 
-Status PortLifecycle::Atomically(const std::function<Status()>& fn) { return fn(); }
+Status PortLifecycle::Atomically(const std::function<Status()>& fn) {
+  Status s = fn();
+  // The steps run one by one here (no transaction): a connection lost at a later
+  // step follows earlier steps that were applied, so the operation may have been
+  // applied even when the failing command itself never reached the server.
+  if (s.connection_lost() && !s.maybe_applied()) {
+    return Status::ConnectionLost(s.message(), true);
+  }
+  return s;
+}
 
 Result<bool> PortLifecycle::Watched(const TaskId& task, const std::string& context_type) {
   if (!parts_.trigger) return true;

@@ -46,6 +46,9 @@ class PortLifecycle : public Lifecycle {
   // Runs one operation's steps. Here: directly (each step atomic on its own).
   // `fn` may run more than once (a retried transaction); it must reset what it
   // fills in.
+  // The scope of one operation. Here a plain call whose lost connection always
+  // counts as maybe applied (earlier steps may have landed); SqliteLifecycle
+  // overrides it with one write transaction.
   virtual Status Atomically(const std::function<Status()>& fn);
 
  private:
