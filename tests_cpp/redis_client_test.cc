@@ -84,6 +84,11 @@ TEST(RedisOptions, ParsesIpv6UnixSocketsAndQueryDb) {
 }
 
 TEST(RedisOptions, ARedisUriNamingAUnixSocketAsItsHostIsRefused) {
+  EXPECT_EQ(ParseBackendUri("redis://u:pw@unix:///tmp/r.sock").status().code(),
+            ErrorCode::kBadConfig);
+  EXPECT_NE(ParseBackendUri("redis://u:pw@unix:///tmp/r.sock").status().message().find(
+                "unix:///path"),
+            std::string::npos);
   auto parsed = ParseBackendUri("redis://unix:///tmp/r.sock");
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.status().code(), ErrorCode::kBadConfig);

@@ -5,6 +5,7 @@ fetched over HTTP: every page answers 200 and shows the app's data."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import urllib.error
@@ -30,6 +31,12 @@ def get(url: str) -> tuple[int, str]:
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
+
+
+def visible_text(html: str) -> str:
+    """The page's text as a reader sees it: no scripts, styles or tags, spaces folded."""
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
 
 
 @contextmanager
@@ -92,30 +99,44 @@ def test_pynenc_monitor_shows_the_apps_data_on_every_page(
         for i in app.orchestrator.get_task_invocation_ids(rt.add.task_id)
         if app.state_backend.get_invocation(i).parent_invocation_id is not None
     )
-    add_key = rt.add.task_id.key
-    parent_key = rt.sum_flow.task_id.key
+    add_key, flow_key = rt.add.task_id.key, rt.sum_flow.task_id.key
+    pid = parent.invocation_id
+    n_success = app.orchestrator.count_invocations(statuses=[InvocationStatus.SUCCESS])
+    n_total = app.orchestrator.count_invocations()
+    broker_cls = {"sqlite": "CppSqliteBroker", "redis": "CppRedisBroker"}[backend]
 
     with monitor(env, tmp_path / "monitor.log") as base:
+        # Each page's visible text must show these (lists load through their
+        # htmx partials, the */refresh pages).
         pages = {
             "/": [app.app_id],
-            "/invocations/": [parent.invocation_id[:8]],
-            f"/invocations/{parent.invocation_id}": [parent.invocation_id, "sum_flow", "success"],
-            f"/invocations/{child}": [child, "add"],
-            f"/invocations/{parent.invocation_id}/family-tree": [child[:8]],
-            "/tasks/": ["sum_flow", "add"],
-            f"/tasks/{add_key}": ["add"],
-            "/runners/": [runner.runner_id[:8]],
-            f"/runners/{runner.runner_id}": [runner.runner_id[:8]],
-            f"/triggers/{trigger.trigger_id}": ["noted", "add"],
-            "/workflows/": ["sum_flow"],
-            f"/workflows/{parent_key}": ["sum_flow", parent.invocation_id[:8]],
-            "/broker/": ["default"],
-            "/orchestrator/": ["success"],
+            "/invocations/": [pid[:8]],
+            f"/invocations/{pid}": [
+                f"Invocation ID: {pid}",
+                "Status: SUCCESS",
+                f"Task ID: {flow_key}",
+            ],
+            f"/invocations/{child}": [f"Invocation ID: {child}", "Status: SUCCESS", add_key],
+            f"/invocations/{pid}/family-tree": [child[:8]],
+            "/tasks/refresh": [add_key, flow_key, rt.noted.task_id.key],
+            f"/tasks/{add_key}": [add_key],
+            "/runners/refresh": [runner.runner_id, "CppRunner"],
+            f"/runners/{runner.runner_id}": [runner.runner_id],
+            f"/triggers/{trigger.trigger_id}": [
+                f"Task: {rt.noted.task_id.key}",
+                f"Task Id {add_key}",
+                "Statuses SUCCESS",
+            ],
+            "/workflows/refresh": [f"{flow_key} 1 {pid[:8]}"],
+            f"/workflows/{flow_key}": [flow_key, pid[:8]],
+            "/broker/refresh": [broker_cls, "Pending Invocations 0"],
+            "/orchestrator/refresh": [f"SUCCESS {n_success}", f"Total: {n_total}"],
         }
         failures = []
         for path, needles in pages.items():
             status, body = get(base + path)
-            missing = [n for n in needles if n.lower() not in body.lower()]
+            text = visible_text(body)
+            missing = [n for n in needles if n not in text]
             if status != 200 or missing:
                 failures.append(f"{path}: HTTP {status}, missing {missing}")
     assert failures == [], failures

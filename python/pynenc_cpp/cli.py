@@ -54,7 +54,9 @@ def load_app(spec: str | None) -> Pynenc:
         return app
     try:
         app = find_app_instance(None)
-    except (ValueError, ImportError):
+    except ValueError as exc:
+        if not str(exc).startswith("No Pynenc() instance found"):
+            raise CliError(str(exc)) from exc  # several apps here: say which with --app
         app = Pynenc()  # configuration only: env, pyproject.toml, PYNENC__FILEPATH
     return app
 
@@ -63,19 +65,26 @@ def storage_of(app: Pynenc) -> tuple[str, str | None]:
     """(description, engine URI or None) of the app's storage, from its configuration
     alone (no component is opened: that would create a missing SQLite file);
     passwords redacted in the description."""
-    from pynenc_cpp._component import redis_uri, sqlite_uri
+    from pynenc.util.subclasses import get_subclass
+
+    from pynenc_cpp._component import MemBackend, RedisBackend, SqliteBackend, redis_uri, sqlite_uri
     from pynenc_cpp.config import ConfigCpp
+    from pynenc_cpp.orchestrator import CppOrchestrator
 
     cls_name = str(app.conf.orchestrator_cls)
+    try:
+        cls = get_subclass(CppOrchestrator, cls_name)
+    except ValueError:
+        return f"{cls_name} (not a pynenc-cpp orchestrator)", None
     conf = ConfigCpp(config_values=app.config_values, config_filepath=app.config_filepath)
-    if cls_name.startswith("CppSqlite"):
+    if issubclass(cls, SqliteBackend):
         uri = sqlite_uri(conf)
-    elif cls_name.startswith("CppRedis"):
+    elif issubclass(cls, RedisBackend):
         uri = redis_uri(conf)
-    elif cls_name.startswith("CppMem"):
+    elif issubclass(cls, MemBackend):
         return "memory (each process its own: nothing to see from here)", "memory://"
     else:
-        return f"{cls_name} (not a pynenc-cpp orchestrator)", None
+        return f"{cls_name} (a pynenc-cpp orchestrator on an unknown backend)", None
     return redact_url(uri), uri
 
 
@@ -235,7 +244,10 @@ def cmd_purge(app: Pynenc, args: argparse.Namespace) -> int:
             end="",
             flush=True,
         )
-        answer = sys.stdin.readline().strip()
+        try:
+            answer = sys.stdin.readline().strip()
+        except KeyboardInterrupt:
+            answer = ""
         if answer != app.app_id:
             raise CliError("not confirmed: nothing was purged")
     app.purge()

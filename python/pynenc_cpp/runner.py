@@ -80,7 +80,10 @@ class _WorkerInterrupted(BaseException):
 
 
 def _package_dir(module: object) -> str:
-    return os.path.dirname(str(getattr(module, "__file__", ""))) + os.sep
+    """The directory of ``module`` + ``os.sep``; for a module with no file, a prefix
+    no path has (never "/", which every frame would match)."""
+    file = getattr(module, "__file__", None)
+    return os.path.dirname(file) + os.sep if isinstance(file, str) else "\0no file"
 
 
 # Code an asynchronous exception must never land in: it would leave a lock held

@@ -63,7 +63,9 @@ Result<ParsedBackendUri> ParseBackendUri(const std::string& raw_uri) {
     if (rest.empty()) {
       return Status::BadConfig("backend URI '" + uri + "': redis:// needs host:port");
     }
-    if (rest.rfind("unix://", 0) == 0) {  // not a host: the socket form is its own scheme
+    // "redis://[userinfo@]unix:///path" is not a host: the socket form is its own scheme.
+    const auto at = rest.rfind('@', rest.find_first_of("/?#"));
+    if (rest.compare(at == std::string::npos ? 0 : at + 1, 7, "unix://") == 0) {
       return Status::BadConfig("backend URI '" + uri +
                                "' is not a host; a unix socket is unix:///path/to.sock");
     }

@@ -101,8 +101,8 @@ Result<BackendReport> Describe(const BackendConfig& config) {
         "appendfsync everysec: a crash of the server's machine (not of the process) can "
         "lose up to a second of acknowledged work; always fsyncs every write");
   }
-  if (conf_error.empty() && Get(conf, "maxmemory") != "0" &&
-      Get(conf, "maxmemory-policy") != "noeviction") {
+  if (conf_error.empty() && conf.count("maxmemory") && conf.count("maxmemory-policy") &&
+      Get(conf, "maxmemory") != "0" && Get(conf, "maxmemory-policy") != "noeviction") {
     report.warnings.push_back("maxmemory-policy " + Get(conf, "maxmemory-policy") +
                               " with a memory limit: the server may evict queue entries, "
                               "status records or results; use noeviction");
