@@ -254,3 +254,31 @@ def test_doctor_says_when_config_get_is_refused_to_the_acl_user(tmp_path: Path) 
     assert "unreadable (CONFIG GET refused" in dict(report["facts"])["config"]
     assert any("CONFIG GET is refused" in w for w in report["warnings"])
     assert dict(report["facts"])["aof_enabled"] == "0"  # INFO still answers
+
+
+def test_without_app_the_configuration_alone_is_used_but_never_one_of_several_apps(
+    tmp_path: Path,
+) -> None:
+    app = sqlite_app(tmp_path / "conf.db")
+    rt.add(1, 1)
+    env = runner_env(app, "sqlite")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+
+    def run(cwd: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pynenc_cpp", "info", "--json"],
+            cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    out = run(empty)  # no app here: PYNENC__* alone name the file and the app id
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["queues"] == {"default": 1}
+
+    several = tmp_path / "several"
+    several.mkdir()
+    for name in ("one", "two"):
+        (several / f"{name}.py").write_text("from pynenc import Pynenc\napp = Pynenc()\n")
+    out = run(several)
+    assert out.returncode == 2
+    assert "Multiple Pynenc() instances" in out.stderr
