@@ -23,9 +23,10 @@ from pynenc import Pynenc, PynencBuilder
 from pynenc.invocation import DistributedInvocation, InvocationStatus
 from pynenc.runner.runner_context import RunnerContext
 
-from pynenc_cpp import BackendConnectionError, BackendError, BadConfig, _core
+from pynenc_cpp import BackendConnectionError, BackendError, BadConfig, CppRunner, _core
 from pynenc_cpp._outage import SETTLED, no_ride_out, ride_out
 from pynenc_cpp.errors import IllegalTransition
+from pynenc_cpp.runner import TaskTimeoutError
 from tests_py import runner_tasks as rt
 from tests_py.redis_server import RedisServer
 from tests_py.test_cpp_runner import FAST, runner_env, start_runner, stop, wait_until
@@ -433,3 +434,46 @@ def test_a_task_timing_out_during_an_outage_is_failed_once_the_server_is_back(
         assert ledger_lines(ledger) == ["long"]
     finally:
         stop(proc)
+
+
+def test_a_timeout_stored_before_its_connection_was_lost_is_reported_not_stored_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The watchdog's FAILED landed but its reply was lost: on the next tick the
+    runner finds it FAILED, makes the trigger reports the lost attempt never made,
+    and does not send it again."""
+    app = (
+        PynencBuilder()
+        .app_id(f"landed-timeout-{uuid.uuid4().hex[:8]}")
+        .cpp_mem()
+        .cpp_runner(workers=1)
+        .build()
+    )
+    rt.use(app)
+    runner = CppRunner(app)
+    rt.add(1, 2)
+    inv = running(app, runner.runner_context)
+    original = app.orchestrator.set_invocation_exception
+    sent: list[str] = []
+
+    def landed_then_lost(invocation: DistributedInvocation, exc: Exception, ctx: object) -> None:
+        sent.append(invocation.invocation_id)
+        original(invocation, exc, ctx)
+        raise lost()
+
+    reports: list[tuple[str, str]] = []
+    monkeypatch.setattr(app.orchestrator, "set_invocation_exception", landed_then_lost)
+    monkeypatch.setattr(
+        app.trigger,
+        "report_invocation_failure",
+        lambda invocation, exc: reports.append((invocation.invocation_id, type(exc).__name__)),
+    )
+    error = TaskTimeoutError("ran longer than cpp_runner_task_timeout_sec=1")
+    assert runner._record_timeout(inv.invocation_id, error) is False
+    assert inv.invocation_id in runner._unrecorded_timeouts
+
+    runner._record_timeouts()  # the next heartbeat tick
+    assert runner._unrecorded_timeouts == {}
+    assert sent == [inv.invocation_id]  # not sent again
+    assert reports == [(inv.invocation_id, "TaskTimeoutError")]
+    assert app.orchestrator.get_invocation_status(inv.invocation_id) == InvocationStatus.FAILED

@@ -196,7 +196,8 @@ class CppRunner(BaseRunner):
         self._grace_deadline: float | None = None
         # Timeouts whose FAILED could not be stored (storage unreachable): stored on a
         # later heartbeat tick, so the invocation does not stay RUNNING under a live runner.
-        self._unrecorded_timeouts: dict[InvocationId, TaskTimeoutError] = {}
+        # (error, whether a lost attempt may have stored it already)
+        self._unrecorded_timeouts: dict[InvocationId, tuple[TaskTimeoutError, bool]] = {}
         super().__init__(app, runner_cache, runner_context)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -485,9 +486,11 @@ class CppRunner(BaseRunner):
         except InvocationStatusError as ex:
             self.logger.info(f"invocation:{inv_id} finished as it timed out: {ex}")
         except BackendConnectionError as ex:
+            sent = bool(getattr(ex, "maybe_applied", True))
             with self._unrecorded_lock:
                 first = inv_id not in self._unrecorded_timeouts
-                self._unrecorded_timeouts[inv_id] = error
+                _, was_sent = self._unrecorded_timeouts.get(inv_id, (error, False))
+                self._unrecorded_timeouts[inv_id] = (error, sent or was_sent)
             if first:
                 self.logger.warning(
                     f"invocation:{inv_id} timed out; storage unreachable, FAILED is stored "
@@ -501,12 +504,43 @@ class CppRunner(BaseRunner):
         return True
 
     def _record_timeouts(self) -> None:
-        """Tries again the timeouts not stored for an outage (heartbeat tick, stop)."""
+        """Tries again the timeouts not stored for an outage (heartbeat tick, stop).
+
+        One whose earlier attempt may have landed is first looked up: found FAILED,
+        it was stored, and only the trigger reports that the lost attempt never got
+        to make are made."""
         with self._unrecorded_lock:
             pending = list(self._unrecorded_timeouts.items())
-        for inv_id, error in pending:
+        for inv_id, (error, maybe_stored) in pending:
+            if maybe_stored:
+                try:
+                    with no_ride_out():
+                        status = self.app.orchestrator.get_invocation_status(inv_id)
+                except BackendConnectionError:
+                    return  # still unreachable: the next tick tries again
+                except Exception:
+                    self.logger.exception(f"invocation:{inv_id} status unreadable")
+                    status = None
+                if status == InvocationStatus.FAILED:
+                    self._report_landed_timeout(inv_id, error)
+                    continue
             if not self._record_timeout(inv_id, error):
                 return  # still unreachable: the next tick tries again
+
+    def _report_landed_timeout(self, inv_id: InvocationId, error: TaskTimeoutError) -> None:
+        with self._unrecorded_lock:
+            self._unrecorded_timeouts.pop(inv_id, None)
+        self.logger.warning(
+            f"invocation:{inv_id} timeout was stored before the connection was lost"
+        )
+        try:
+            with no_ride_out():
+                trigger = self.app.trigger
+                trigger.report_tasks_status([inv_id], InvocationStatus.FAILED)
+                invocation = self.app.state_backend.get_invocation(inv_id)
+                trigger.report_invocation_failure(invocation, error)
+        except Exception:
+            self.logger.exception(f"invocation:{inv_id} timeout: trigger reports not made")
 
     def _route_back(self, invocation_id: InvocationId) -> None:
         """Put an id taken from the broker but not run back in its queue."""
