@@ -357,6 +357,7 @@ void InitValueTypes(py::module_& m) {
             d["handshakes_rejected"] = t.handshakes_rejected;
             d["frames_oversize"] = t.frames_oversize;
             d["frames_malformed"] = t.frames_malformed;
+            d["records_rejected"] = t.records_rejected;
             d["connections_established"] = t.connections_established;
             d["reconnect_attempts"] = t.reconnect_attempts;
             d["links_expired"] = t.links_expired;
@@ -364,7 +365,8 @@ void InitValueTypes(py::module_& m) {
           },
           "Transport counters (monotonic; all 0 in standalone mode): frames_sent, "
           "frames_received (socket traffic), frames_local (to itself), frames_dropped, sends_oversize, handshakes_rejected, "
-          "frames_oversize, frames_malformed, connections_established, reconnect_attempts, links_expired.");
+          "frames_oversize, frames_malformed, records_rejected (sealed frames that did not open), "
+          "connections_established, reconnect_attempts, links_expired.");
 }
 
 void InitOptions(py::module_& m) {

@@ -1653,7 +1653,7 @@ class ClusterNodeStatus:
     @property
     def transport(self) -> dict:
         """
-        Transport counters (monotonic; all 0 in standalone mode): frames_sent, frames_received (socket traffic), frames_local (to itself), frames_dropped, sends_oversize, handshakes_rejected, frames_oversize, frames_malformed, connections_established, reconnect_attempts, links_expired.
+        Transport counters (monotonic; all 0 in standalone mode): frames_sent, frames_received (socket traffic), frames_local (to itself), frames_dropped, sends_oversize, handshakes_rejected, frames_oversize, frames_malformed, records_rejected (sealed frames that did not open), connections_established, reconnect_attempts, links_expired.
         """
 
 class ClusterOptions:

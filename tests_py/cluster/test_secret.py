@@ -7,6 +7,10 @@
   a single frame by a local process that follows docs/cluster/transport.md with an
   empty or a wrong key, on 127.0.0.1, 127.0.0.2 and ::1; the same hand-written
   client holding the real secret is delivered (so the frames it sends are right);
+* after the handshake only frames sealed for that connection are decoded: a frame
+  injected in clear, replayed or sealed for another connection closes it, and the
+  sealing is re-implemented here from the documented layout (hmac + AES-GCM from
+  the `cryptography` package), so the documentation is checked too;
 * a second process with another secret file cannot join.
 """
 
@@ -29,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from pynenc_cpp.cluster import ClusterConfig
 from pynenc_cpp.cluster.actors import ActorContext, Behavior, Behaviors, ClusteredActorSystem
@@ -164,7 +169,9 @@ def test_config_resolves_the_secret_only_for_a_clustered_node(tmp_path: Path) ->
 
 CLIENT_LABEL = b"pynenc-cpp/transport/v1/client-proof"
 SERVER_LABEL = b"pynenc-cpp/transport/v1/server-proof"
-HELLO, CHALLENGE, AUTH, ACCEPT, PATH_MESSAGE = 1, 2, 3, 4, 66
+RECORD_KEY_LABEL = b"pynenc-cpp/transport/v1/client-record-key"
+RECORD_IV_LABEL = b"pynenc-cpp/transport/v1/client-record-iv"
+HELLO, CHALLENGE, AUTH, ACCEPT, SEALED, PATH_MESSAGE = 1, 2, 3, 4, 5, 66
 
 
 def _s(b: bytes) -> bytes:
@@ -209,10 +216,32 @@ def _proof(key: bytes, label: bytes, t: dict[str, bytes]) -> bytes:
     return hmac.new(key, msg, hashlib.sha256).digest()
 
 
-def outsider(host: str, port: int, cluster: str, key: bytes, frames: list[bytes]) -> bool:
+class Sealer:
+    """The client side of the record layer, from docs/cluster/transport.md alone."""
+
+    def __init__(self, key: bytes, t: dict[str, bytes]) -> None:
+        self.aead = AESGCM(_proof(key, RECORD_KEY_LABEL, t))
+        self.iv = _proof(key, RECORD_IV_LABEL, t)[:12]
+        self.seq = 0
+
+    def seal(self, ftype: int, payload: bytes) -> bytes:
+        plain = bytes([ftype]) + payload
+        header = struct.pack(">IBB", len(plain) + 16 + 2, 1, SEALED)
+        counter = bytes(4) + struct.pack(">Q", self.seq)
+        nonce = bytes(a ^ b for a, b in zip(self.iv, counter, strict=True))
+        self.seq += 1
+        return header + self.aead.encrypt(nonce, plain, header)
+
+
+Wire = bytes | tuple[int, bytes]  # raw bytes, or (protocol type, payload) to seal
+
+
+def outsider(host: str, port: int, cluster: str, key: bytes, frames: list[Wire]) -> bool:
     """Runs the client handshake with ``key`` and, whatever the answer, sends ``frames``.
 
-    True when the server answered ACCEPT with a proof that verifies under ``key``.
+    A ``(type, payload)`` frame is sealed with the record key derived from ``key``
+    and this connection's transcript; raw bytes are sent as they are. True when
+    the server answered ACCEPT with a proof that verifies under ``key``.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
@@ -234,9 +263,10 @@ def outsider(host: str, port: int, cluster: str, key: bytes, frames: list[bytes]
             and acc[0] == ACCEPT
             and hmac.compare_digest(acc[1], _proof(key, SERVER_LABEL, t))
         )
+        sealer = Sealer(key, t)
         try:
             for f in frames:
-                sock.sendall(f)
+                sock.sendall(f if isinstance(f, bytes) else sealer.seal(*f))
             time.sleep(0.3)  # let the node read (and, were it accepted, deliver) them
         except (BrokenPipeError, ConnectionResetError):
             pass
@@ -253,8 +283,13 @@ class _RunsWhenUnpickled:
         return (open, (self.marker, "w"))
 
 
+def _path_message(path: str, obj: Any) -> tuple[int, bytes]:
+    return (PATH_MESSAGE, _s(path.encode()) + _s(pickle.dumps(obj)))
+
+
 def _path_frame(path: str, obj: Any) -> bytes:
-    return _frame(PATH_MESSAGE, _s(path.encode()) + _s(pickle.dumps(obj)))
+    """The same message as a frame in clear (what an injector would write)."""
+    return _frame(*_path_message(path, obj))
 
 
 def _ipv6_loopback() -> bool:
@@ -295,7 +330,11 @@ async def test_an_outsider_gets_no_frame_decoded(host: str, tmp_path: Path) -> N
         ref = node.spawn(recorder(), "recorder")
         marker = tmp_path / "pwned"
         evil = _RunsWhenUnpickled(str(marker))
-        attack = [_path_frame(ref.path, evil), _path_frame("/user/none", evil)]
+        attack: list[Wire] = [
+            _path_message(ref.path, evil),
+            _path_frame(ref.path, evil),
+            _path_message("/user/none", evil),
+        ]
         for key in (b"", b"wrong-key", b"pynenc-cpp"):
             accepted = await asyncio.to_thread(outsider, host, port, "cluster", key, attack)
             assert not accepted, f"key {key!r} was accepted"
@@ -309,7 +348,7 @@ async def test_an_outsider_gets_no_frame_decoded(host: str, tmp_path: Path) -> N
         # The same client holding the secret is delivered: the frames above were right.
         key = secret_file.read_text().strip().encode()
         ok = await asyncio.to_thread(
-            outsider, host, port, "cluster", key, [_path_frame(ref.path, "hello")]
+            outsider, host, port, "cluster", key, [_path_message(ref.path, "hello")]
         )
         assert ok
         for _ in range(100):
@@ -319,10 +358,80 @@ async def test_an_outsider_gets_no_frame_decoded(host: str, tmp_path: Path) -> N
         assert received == ["hello"]
         # A holder of the secret still gets nothing decoded for a path with no actor.
         await asyncio.to_thread(
-            outsider, host, port, "cluster", key, [_path_frame("/user/none", evil)]
+            outsider, host, port, "cluster", key, [_path_message("/user/none", evil)]
         )
         await asyncio.sleep(0.2)
         assert not marker.exists(), "a payload for a path with no actor was decoded"
+
+
+@pytest.mark.asyncio
+async def test_after_the_handshake_only_frames_sealed_for_the_connection_are_decoded(
+    tmp_path: Path,
+) -> None:
+    """What a man in the middle can write into an established connection."""
+    key = Path(os.environ[ENV_VAR]).read_text().strip().encode()
+    received: list[Any] = []
+
+    def recorder() -> Behavior[Any]:
+        def receive(ctx: ActorContext[Any], msg: Any) -> Behavior[Any]:
+            received.append(msg)
+            return Behaviors.same()
+
+        return Behaviors.receive(receive)
+
+    port = _free_port("127.0.0.1")
+    async with ClusteredActorSystem(name="c", host="127.0.0.1", port=port, node_id="n1") as node:
+        ref = node.spawn(recorder(), "recorder")
+        marker = tmp_path / "pwned"
+        evil = _RunsWhenUnpickled(str(marker))
+        hello = _path_message(ref.path, "hello")
+        # A frame in clear after a sealed one: the sealed one is delivered, then the
+        # connection is closed without decoding the injected pickle.
+        injected: list[Wire] = [hello, _path_frame(ref.path, evil)]
+        assert await asyncio.to_thread(outsider, "127.0.0.1", port, "c", key, injected)
+        # A record sealed at sequence 0 for another connection (another transcript).
+        elsewhere = {"cluster": b"c", "client": b"x", "server": b"y", "cn": b"1" * 32}
+        other = Sealer(key, elsewhere | {"sn": b"2" * 32}).seal(*_path_message(ref.path, evil))
+        assert await asyncio.to_thread(outsider, "127.0.0.1", port, "c", key, [other])
+        # A sealed frame sent twice on its connection: the copy closes it.
+        assert await asyncio.to_thread(_replay, port, key, hello)
+        await asyncio.sleep(0.3)
+        assert not marker.exists(), "an injected pickle was decoded"
+        assert received == ["hello", "hello"], "each genuine frame once, nothing else"
+        stats = node._cluster().status().transport
+        assert stats["frames_malformed"] == 1
+        assert stats["records_rejected"] == 2
+
+
+def _replay(port: int, key: bytes, message: tuple[int, bytes]) -> bool:
+    """Handshakes with ``key``, sends ``message`` sealed, then the same bytes again.
+
+    True when the node closed the connection after the copy.
+    """
+    with socket.socket() as sock:
+        sock.settimeout(5)
+        sock.connect(("127.0.0.1", port))
+        t = {"cluster": b"c", "client": b"127.0.0.1:9", "cn": os.urandom(32)}
+        sock.sendall(
+            _frame(HELLO, struct.pack(">H", 1) + _s(t["cluster"]) + _s(t["client"]) + t["cn"])
+        )
+        got = _read_frame(sock)
+        assert got is not None and got[0] == CHALLENGE
+        (n,) = struct.unpack(">I", got[1][2:6])
+        t["server"], t["sn"] = got[1][6 : 6 + n], got[1][6 + n : 6 + n + 32]
+        sock.sendall(_frame(AUTH, _proof(key, CLIENT_LABEL, t)))
+        acc = _read_frame(sock)
+        if acc is None or acc[0] != ACCEPT:
+            return False
+        record = Sealer(key, t).seal(*message)
+        sock.sendall(record)
+        time.sleep(0.2)
+        try:
+            sock.sendall(record)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        # The node closes the connection on the replay.
+        return _read_frame(sock) is None
 
 
 NODE_SCRIPT = textwrap.dedent(

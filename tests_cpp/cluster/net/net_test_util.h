@@ -27,6 +27,7 @@
 #include "cluster/transport/address.h"
 #include "cluster/transport/frame.h"
 #include "cluster/transport/handshake.h"
+#include "cluster/transport/record.h"
 #include "pynenc_cpp/cluster/transport.h"
 
 namespace pynenc_cpp::cluster::nettest {
@@ -246,8 +247,26 @@ class RawClient {
     auto acc = ReadFrame();
     Proof p;
     if (!acc || acc->type != kAccept || !ParseProof(acc->body, p)) return false;
-    return ProofsEqual(p.mac, OutsiderProof(secret, kServerLabel, t));
+    if (!ProofsEqual(p.mac, OutsiderProof(secret, kServerLabel, t))) return false;
+    transcript_ = t;
+    if (!secret.empty()) {
+      auto key = DeriveClientRecordKey(secret, t);
+      if (!key) return false;
+      sealer_ = std::make_unique<RecordSealer>(*key);
+    }
+    return true;
   }
+
+  // After Handshake: one protocol frame sealed with this connection's key at
+  // the next sequence number, as the transport writes it. Returns the bytes
+  // sent (empty if sending failed).
+  std::string SendSealed(std::uint8_t type, std::string_view payload) {
+    if (!sealer_) return {};
+    std::string bytes = sealer_->Seal(type, payload);
+    return !bytes.empty() && Send(bytes) ? bytes : std::string();
+  }
+
+  const transport::Transcript& transcript() const { return transcript_; }
 
  private:
   RawClient(int fd, bool connected) : fd_(fd), connected_(connected) {}
@@ -255,6 +274,8 @@ class RawClient {
   bool connected_ = false;
   transport::FrameDecoder decoder_{1 << 20};
   std::vector<transport::Frame> pending_;
+  transport::Transcript transcript_;
+  std::unique_ptr<transport::RecordSealer> sealer_;
 };
 
 // A listening socket on 127.0.0.1:<ephemeral> standing in for a peer's server.

@@ -39,7 +39,7 @@ class RawPeer : public ::testing::Test {
     ASSERT_TRUE(ok.connected());
     ASSERT_TRUE(ok.Handshake("raw-secret", "raw", "127.0.0.1:9"));
     const std::size_t before = got_.Count();
-    ASSERT_TRUE(ok.Send(tp::EncodeFrame(16, "still here")));
+    ASSERT_FALSE(ok.SendSealed(16, "still here").empty());
     ASSERT_TRUE(WaitUntil([&] { return got_.Count() == before + 1; }));
     EXPECT_EQ(got_.Snapshot().back().payload, "still here");
   }
@@ -64,7 +64,7 @@ TEST_F(RawPeer, OversizeHeaderAfterAnAuthenticatedHandshakeClosesWithoutTheBody)
   RawClient c(port_);
   ASSERT_TRUE(c.connected());
   ASSERT_TRUE(c.Handshake("raw-secret", "raw", "127.0.0.1:7777"));
-  ASSERT_TRUE(c.Send(tp::EncodeFrame(30, "hello")));
+  ASSERT_FALSE(c.SendSealed(30, "hello").empty());
   ASSERT_TRUE(WaitUntil([&] { return got_.Count() == 1; }));
   // `from` is the address the handshake authenticated, not the socket's port.
   EXPECT_EQ(got_.Snapshot()[0].from, "127.0.0.1:7777");
@@ -81,9 +81,9 @@ TEST_F(RawPeer, OversizeHeaderAfterAnAuthenticatedHandshakeClosesWithoutTheBody)
 TEST_F(RawPeer, FrameJustOverTheLimitAfterTheHandshakeIsRejected) {
   RawClient c(port_);
   ASSERT_TRUE(c.Handshake("raw-secret", "raw", "127.0.0.1:7778"));
-  ASSERT_TRUE(c.Send(tp::EncodeFrame(16, std::string(4096, 'a'))));
+  ASSERT_FALSE(c.SendSealed(16, std::string(4096, 'a')).empty());
   ASSERT_TRUE(WaitUntil([&] { return got_.Count() == 1; }));
-  c.Send(tp::EncodeFrame(16, std::string(4097, 'b')));
+  (void)c.SendSealed(16, std::string(4097, 'b'));
   EXPECT_TRUE(c.WaitClosed());
   EXPECT_TRUE(WaitUntil([&] { return env_->Stats().frames_oversize == 1; }));
   EXPECT_EQ(got_.Count(), 1u);
@@ -222,7 +222,7 @@ TEST(RawPeerLimits, AFloodOfIdleSocketsAndJunkKeepsNoPeerOutAndDoesNotFloodTheLo
     }
     RawClient peer(port);
     ASSERT_TRUE(peer.Handshake("raw-secret", "raw", "127.0.0.1:7")) << "round " << round;
-    ASSERT_TRUE(peer.Send(tp::EncodeFrame(16, "through the flood")));
+    ASSERT_FALSE(peer.SendSealed(16, "through the flood").empty());
     ASSERT_TRUE(WaitUntil([&] { return got.Count() == static_cast<std::size_t>(round + 1); }));
   }
   EXPECT_GE(env->Stats().handshakes_rejected, 150u);

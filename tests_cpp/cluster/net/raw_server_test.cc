@@ -47,7 +47,7 @@ class RawServer : public ::testing::Test {
 };
 
 TEST_F(RawServer, HelloCarriesOurClusterAndAdvertisedAddress) {
-  env_->Send(listener_.address(), 16, "x");
+  env_->Send(listener_.address(), 16, "a plain-text payload");
   auto c = listener_.Accept();
   ASSERT_TRUE(c);
   auto t = Challenge(*c, listener_.address());
@@ -63,10 +63,16 @@ TEST_F(RawServer, HelloCarriesOurClusterAndAdvertisedAddress) {
   // Completing the handshake releases the queued frame.
   ASSERT_TRUE(c->Send(tp::EncodeFrame(
       tp::kAccept, tp::EncodeProof({*tp::ComputeProof("srv-secret", tp::kServerLabel, *t)}))));
+  // It arrives sealed with this connection's key, at sequence number 0.
   auto data = c->ReadFrame();
   ASSERT_TRUE(data.has_value());
-  EXPECT_EQ(data->type, 16);
-  EXPECT_EQ(data->body, "x");
+  EXPECT_EQ(data->type, tp::kSealed);
+  EXPECT_EQ(data->body.find("plain-text"), std::string::npos) << "the payload is not in clear";
+  tp::RecordOpener opener(*tp::DeriveClientRecordKey("srv-secret", *t));
+  auto opened = opener.Open(*data);
+  ASSERT_TRUE(opened.has_value());
+  EXPECT_EQ(opened->type, 16);
+  EXPECT_EQ(opened->body, "a plain-text payload");
   EXPECT_TRUE(WaitUntil([&] { return env_->Stats().frames_sent == 1; }));
 }
 

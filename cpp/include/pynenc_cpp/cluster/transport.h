@@ -82,6 +82,9 @@ struct TransportStats {
   std::uint64_t handshakes_rejected = 0;  // wrong secret, other cluster, bad version, timeout
   std::uint64_t frames_oversize = 0;      // length over max_frame_bytes (connection closed)
   std::uint64_t frames_malformed = 0;     // bad version / type / handshake body (connection closed)
+  // Sealed frames that did not open: forged, altered, replayed, reordered or
+  // sealed for another connection (connection closed, nothing delivered).
+  std::uint64_t records_rejected = 0;
   std::uint64_t connections_established = 0;
   std::uint64_t reconnect_attempts = 0;
   std::uint64_t links_expired = 0;  // outbound links removed after outbound_expiry_ms of failures

@@ -20,6 +20,7 @@ TransportStats AtomicStats::Snapshot() const {
   s.handshakes_rejected = handshakes_rejected.load(std::memory_order_relaxed);
   s.frames_oversize = frames_oversize.load(std::memory_order_relaxed);
   s.frames_malformed = frames_malformed.load(std::memory_order_relaxed);
+  s.records_rejected = records_rejected.load(std::memory_order_relaxed);
   s.connections_established = connections_established.load(std::memory_order_relaxed);
   s.reconnect_attempts = reconnect_attempts.load(std::memory_order_relaxed);
   s.links_expired = links_expired.load(std::memory_order_relaxed);
@@ -303,7 +304,7 @@ void AsioEnvImpl::Send(const Address& to, std::uint8_t type, std::string payload
     it =
         core_.outbound.emplace(to, std::make_shared<OutboundLink>(core_, to, target.value())).first;
   }
-  it->second->Enqueue(EncodeFrame(type, payload), type);
+  it->second->Enqueue(PrepareRecord(type, payload), type);
 }
 
 void AsioEnvImpl::Post(std::function<void()> fn) {

@@ -28,6 +28,7 @@
 #include "cluster/transport/address.h"
 #include "cluster/transport/frame.h"
 #include "cluster/transport/handshake.h"
+#include "cluster/transport/record.h"
 #include "pynenc_cpp/cluster/transport.h"
 
 namespace pynenc_cpp::cluster::transport {
@@ -44,6 +45,7 @@ struct AtomicStats {
   std::atomic<std::uint64_t> handshakes_rejected{0};
   std::atomic<std::uint64_t> frames_oversize{0};
   std::atomic<std::uint64_t> frames_malformed{0};
+  std::atomic<std::uint64_t> records_rejected{0};
   std::atomic<std::uint64_t> connections_established{0};
   std::atomic<std::uint64_t> reconnect_attempts{0};
   std::atomic<std::uint64_t> links_expired{0};
@@ -155,6 +157,7 @@ class OutboundLink : public std::enable_shared_from_this<OutboundLink> {
   tcp::resolver resolver_;
   asio::steady_timer timer_;         // connect+handshake deadline, then the backoff
   std::deque<std::string> control_;  // handshake frames, written before data
+  // Protocol frames as PrepareRecord() strings, sealed when they are written.
   std::deque<std::string> priority_;  // protocol control frames (type < kActorTypeBase)
   std::deque<std::string> queue_;     // protocol data frames (actors)
   // When the current streak of failed attempts began (meaningful while failures_ > 0).
@@ -168,6 +171,7 @@ class OutboundLink : public std::enable_shared_from_this<OutboundLink> {
   std::array<char, 4096> read_buf_{};
   Transcript transcript_;
   bool challenged_ = false;
+  std::unique_ptr<RecordSealer> sealer_;  // set once kReady (this attempt's key)
 };
 
 // The server side of one accepted connection: handshake, then frames delivered
@@ -212,6 +216,7 @@ class InboundConn : public std::enable_shared_from_this<InboundConn> {
   bool writing_ = false;
   Transcript transcript_;
   Address peer_address_;  // authenticated advertised address once kOpen
+  std::unique_ptr<RecordOpener> opener_;  // set once kOpen
 };
 
 }  // namespace pynenc_cpp::cluster::transport

@@ -128,30 +128,45 @@ bool InboundConn::OnFrame(Frame frame) {
         return false;
       }
       const auto ours = ComputeProof(core_.options.secret, kServerLabel, transcript_);
-      if (!ours) {
+      const auto key = DeriveClientRecordKey(core_.options.secret, transcript_);
+      if (!ours || !key) {
         Reject(nullptr, "HMAC failed");
         return false;
       }
+      opener_ = std::make_unique<RecordOpener>(*key);
       Write(EncodeFrame(kAccept, EncodeProof(Proof{*ours})));
       state_ = State::kOpen;
       LeavePending();
       peer_address_ = transcript_.client_address;
-      decoder_.SetMaxBodyBytes(core_.options.max_frame_bytes);
+      decoder_.SetMaxBodyBytes(core_.options.max_frame_bytes + kRecordOverhead);
       timer_.cancel();
       AtomicStats::Add(core_.stats.connections_established);
       core_.Log(LogLevel::kDebug, "accepted " + peer_address_ + " from " + remote_);
       return true;
     }
-    case State::kOpen:
-      if (frame.type < kFirstProtocolType) {
+    case State::kOpen: {
+      // Only sealed frames after the handshake: nothing unauthenticated is decoded.
+      if (frame.type != kSealed) {
+        Reject(&malformed, "frame type " + std::to_string(frame.type) +
+                               " after the handshake (only sealed frames are accepted)");
+        return false;
+      }
+      auto opened = opener_->Open(std::move(frame));
+      if (!opened) {
+        Reject(&core_.stats.records_rejected,
+               "a sealed frame did not open (forged, altered, replayed or reordered)");
+        return false;
+      }
+      if (opened->type < kFirstProtocolType) {
         Reject(&malformed,
-               "transport frame type " + std::to_string(frame.type) + " after the handshake");
+               "transport frame type " + std::to_string(opened->type) + " inside a sealed frame");
         return false;
       }
       if (core_.closing) return true;
       AtomicStats::Add(core_.stats.frames_received);
-      core_.Deliver(peer_address_, frame.type, std::move(frame.body));
+      core_.Deliver(peer_address_, opened->type, std::move(opened->body));
       return state_ != State::kClosed;
+    }
     case State::kClosed:
       return false;
   }

@@ -77,6 +77,7 @@ void OutboundLink::StartConnect() {
   decoder_ = FrameDecoder(kMaxHandshakeBodyBytes);
   control_.clear();
   challenged_ = false;
+  sealer_.reset();
   writing_ = false;
   auto self = shared_from_this();
   timer_.expires_after(std::chrono::milliseconds(core_.options.handshake_timeout_ms));
@@ -190,6 +191,9 @@ void OutboundLink::OnFrame(Frame frame) {
                 "handshake refused: the server's proof does not verify "
                 "(wrong secret or cluster name)");
   }
+  const auto key = DeriveClientRecordKey(core_.options.secret, transcript_);
+  if (!key) return Fail(LogLevel::kError, "deriving the record key failed");
+  sealer_ = std::make_unique<RecordSealer>(*key);
   state_ = State::kReady;
   failures_ = 0;
   decoder_.SetMaxBodyBytes(0);  // the server sends nothing after kAccept
@@ -215,12 +219,18 @@ void OutboundLink::PumpWrites() {
   } else if (state_ == State::kReady && (!priority_.empty() || !queue_.empty())) {
     data = true;
     std::size_t bytes = 0;
-    // Control frames first, then data, both in Send order.
+    // Control frames first, then data, both in Send order; each is sealed with
+    // the next sequence number as it joins the batch (so in write order).
     for (std::deque<std::string>* q : {&priority_, &queue_}) {
       while (!q->empty() && batch->size() < kMaxBatchFrames && bytes < kMaxBatchBytes) {
         bytes += q->front().size();
         batch->push_back(std::move(q->front()));
         q->pop_front();
+        if (!sealer_->SealInPlace(batch->back())) {
+          AtomicStats::Add(core_.stats.frames_dropped, batch->size());
+          Fail(LogLevel::kError, "sealing a frame failed (OpenSSL)");
+          return;
+        }
       }
     }
   } else {
