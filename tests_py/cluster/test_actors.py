@@ -26,6 +26,7 @@ from pynenc_cpp.cluster.actors import (
     BufferFull,
     ClusteredActorSystem,
     InMemoryJournal,
+    JsonSerializer,
     MessageTooLarge,
     SqliteJournal,
 )
@@ -445,3 +446,70 @@ async def test_a_leaving_sender_waits_until_its_messages_are_acknowledged() -> N
         await b.shutdown()  # returns once the owner acknowledged all 300
         assert count[0] == 300
         assert await a.ask(ref_a, lambda r: GetStatus(r), timeout=10) == "300"
+
+
+def json_counter() -> Behavior[Any]:
+    def active(total: int) -> Behavior[Any]:
+        def receive(ctx: ActorContext[Any], msg: Any) -> Behavior[Any]:
+            if msg["op"] == "add":
+                return active(total + msg["n"])
+            msg["reply_to"].tell({"total": total, "seen": msg["seen"]})
+            return Behaviors.same()
+
+        return Behaviors.receive(receive)
+
+    return active(0)
+
+
+@pytest.mark.asyncio
+async def test_json_serializer_carries_plain_data_and_refs_across_nodes() -> None:
+    p1, p2 = free_ports(2)
+    json_ = JsonSerializer()
+    async with (
+        system(p1, [p2], "node-1", serializer=json_) as node1,
+        system(p2, [p1], "node-2", serializer=json_) as node2,
+    ):
+        ref1 = node1.spawn(Behaviors.singleton(json_counter), "counter")
+        ref2 = node2.spawn(Behaviors.singleton(json_counter), "counter")
+        await asyncio.sleep(0.5)
+        for n in (1, 2, 3):
+            ref1.tell({"op": "add", "n": n})
+        # Asked from both nodes, so one of the asks crosses to the other node.
+        for node, ref in ((node1, ref1), (node2, ref2), (node1, ref1)):
+            got = await node.ask(
+                ref, lambda r: {"op": "get", "reply_to": r, "seen": ("é", [1.5, None])}, 5.0
+            )
+            assert got == {"total": 6, "seen": ["é", [1.5, None]]}  # tuples arrive as lists
+        # What JSON cannot carry raises at tell, on the sending node.
+        with pytest.raises(TypeError, match="plain data and ActorRef only"):
+            ref1.tell({"op": "add", "n": ProcessJob("x")})
+        with pytest.raises(ValueError, match="__actor_ref__"):
+            ref1.tell({"op": "add", "n": 1, "x": {"__actor_ref__": ["a", "b", None]}})
+        assert await node2.ask(ref2, lambda r: {"op": "get", "reply_to": r, "seen": 0}, 5.0) == {
+            "total": 6,
+            "seen": 0,
+        }
+
+
+def test_json_serializer_decodes_no_code_and_refuses_malformed_refs(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+
+    class RunsWhenUnpickled:
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (open, (str(marker), "w"))
+
+    s = JsonSerializer()
+    with pytest.raises(ValueError):
+        s.loads(pickle.dumps(RunsWhenUnpickled()))
+    assert not marker.exists()
+    for bad in (
+        b'{"__actor_ref__": ["a", "b"]}',
+        b'{"__actor_ref__": ["a", "b", 3]}',
+        b'{"__actor_ref__": ["a", "b", null], "x": 1}',
+        b'{"__actor_ref__": "a"}',
+    ):
+        with pytest.raises(ValueError, match="malformed"):
+            s.loads(bad)
+    with pytest.raises(ValueError):
+        s.dumps({"x": float("nan")})
+    assert s.loads(s.dumps({"a": [1, "two", None, True]})) == {"a": [1, "two", None, True]}

@@ -10,7 +10,11 @@ from pynenc_cpp.cluster.actors.journal import (
     RedisJournal,
     SqliteJournal,
 )
-from pynenc_cpp.cluster.actors.serialization import PickleSerializer, Serializer
+from pynenc_cpp.cluster.actors.serialization import (
+    JsonSerializer,
+    PickleSerializer,
+    Serializer,
+)
 from pynenc_cpp.cluster.actors.system import (
     ActorContext,
     ActorRef,
@@ -32,6 +36,7 @@ __all__ = [
     "Journal",
     "JournalEntry",
     "JournalSnapshot",
+    "JsonSerializer",
     "MessageTooLarge",
     "PickleSerializer",
     "RedisJournal",

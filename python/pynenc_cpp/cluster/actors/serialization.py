@@ -8,10 +8,15 @@ challenge-response over it, so only holders of the secret can send it pickles,
 and nothing is decoded for a path with no actor behind it. pickle trusts every
 member: a holder of the secret can run code on every node. Serialization happens at ``tell`` time on the
 sending node: an unpicklable message raises there, never later.
+
+``JsonSerializer`` executes nothing it decodes: for actors whose messages are plain
+data (None, bool, int, float, str, lists, dicts with str keys, and ``ActorRef``), so
+that a member can send such actors data but never code.
 """
 
 from __future__ import annotations
 
+import json
 import pickle
 from typing import Any, Protocol, runtime_checkable
 
@@ -35,3 +40,69 @@ class PickleSerializer:
 
     def loads(self, data: bytes) -> Any:
         return pickle.loads(data)  # noqa: S301 - authenticated cluster links only (see above)
+
+
+_REF_KEY = "__actor_ref__"
+
+
+def _refuse_reserved(obj: Any) -> None:
+    """Raises ValueError if a dict of ``obj`` (not a ref's encoding) has the ref key."""
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, dict):
+            if _REF_KEY in o:
+                raise ValueError(f"a message may not contain a dict with the key {_REF_KEY!r}")
+            stack.extend(o.values())
+        elif isinstance(o, list | tuple):
+            stack.extend(o)
+
+
+class JsonSerializer:
+    """JSON for plain data: decoding runs no code of the sender's choosing.
+
+    Messages may be None, bool, int, float (finite), str, lists, tuples (decoded as
+    lists), dicts with str keys, and ``ActorRef`` (for ``reply_to``; decoded bound to
+    the receiving system). Anything else raises ``TypeError`` at ``tell``/``ask``.
+    A dict whose only key is ``"__actor_ref__"`` is how a ref travels, so a message
+    may not contain such a dict of its own (``ValueError`` at ``tell``).
+    """
+
+    def dumps(self, obj: Any) -> bytes:
+        text = json.dumps(
+            obj, default=self._encode, allow_nan=False, separators=(",", ":"), ensure_ascii=False
+        )
+        if _REF_KEY in text:  # a ref, or a dict of the message's own that would read as one
+            _refuse_reserved(obj)
+        return text.encode()
+
+    def loads(self, data: bytes) -> Any:
+        return json.loads(data, object_hook=self._decode)
+
+    @staticmethod
+    def _encode(obj: Any) -> Any:
+        from pynenc_cpp.cluster.actors.system import ActorRef
+
+        if isinstance(obj, ActorRef):
+            return {_REF_KEY: [obj.address, obj.path, obj.label]}
+        raise TypeError(
+            f"JsonSerializer cannot send {type(obj).__name__!r}: plain data and ActorRef only"
+        )
+
+    @staticmethod
+    def _decode(d: dict[str, Any]) -> Any:
+        if _REF_KEY not in d:
+            return d
+        from pynenc_cpp.cluster.actors.system import _rebuild_ref
+
+        ref = d[_REF_KEY]
+        if (
+            len(d) != 1
+            or not isinstance(ref, list)
+            or len(ref) != 3
+            or not isinstance(ref[0], str)
+            or not isinstance(ref[1], str)
+            or not (ref[2] is None or isinstance(ref[2], str))
+        ):
+            raise ValueError(f"malformed {_REF_KEY!r} object")
+        return _rebuild_ref(ref[0], ref[1], ref[2])
