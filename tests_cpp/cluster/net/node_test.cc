@@ -7,10 +7,16 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -501,6 +507,129 @@ TEST(ClusterNode, LogLinesReachTheCallbackWithABoundedBacklog) {
   EXPECT_TRUE(dropped_reported) << lines.size() << " lines, " << refused << " refused";
   EXPECT_EQ(threads.size(), 1u);
   EXPECT_EQ(threads.count(std::this_thread::get_id()), 0u);
+}
+
+// Opens connections to `port` from 127.0.0.2-127.0.0.9 (so the per-source and the
+// global pending-handshake caps are both exercised, and the legitimate peers on
+// 127.0.0.1 have a source of their own): about 1000 a second, up to `keep_open`
+// held idle at once, one in three sending junk (garbage, an oversized header, a
+// malformed hello, a frame in clear) before going idle. Runs until `stop`.
+void Flood(std::uint16_t port, std::atomic<bool>& stop, std::atomic<int>& opened,
+           std::size_t keep_open) {
+  const std::string junk[] = {
+      std::string("GET / HTTP/1.1\r\n\r\n"),
+      std::string("\x7f\xff\xff\xff", 4),
+      transport::EncodeFrame(transport::kHello, "short"),
+      transport::EncodeFrame(40, "a protocol frame in clear"),
+  };
+  std::deque<int> fds;
+  for (int i = 0; !stop.load(); ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (fd < 0) break;
+    sockaddr_in src{};
+    src.sin_family = AF_INET;
+    src.sin_addr.s_addr = htonl(0x7f000002 + (i % 8));
+    sockaddr_in dst{};
+    dst.sin_family = AF_INET;
+    dst.sin_port = htons(port);
+    dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) == 0) {
+      (void)::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst);  // EINPROGRESS
+      if (i % 3 == 0) {
+        pollfd p{fd, POLLOUT, 0};
+        if (::poll(&p, 1, 100) == 1) {
+          const std::string& j = junk[(i / 3) % 4];
+          (void)::send(fd, j.data(), j.size(), MSG_NOSIGNAL);
+        }
+      }
+      ++opened;
+    }
+    fds.push_back(fd);
+    while (fds.size() > keep_open) {
+      ::close(fds.front());
+      fds.pop_front();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (int fd : fds) ::close(fd);
+}
+
+TEST(ClusterNode, AFloodOfIdleSocketsAndJunkKeepsNeitherAJoinNorTheLeaseRenewalOut) {
+  std::mutex log_mu;
+  int refusal_lines = 0;
+  LogCallback log = [&](LogLevel, std::string_view line) {
+    std::lock_guard<std::mutex> lock(log_mu);
+    if (line.find("connection from") != std::string::npos) ++refusal_lines;
+  };
+  WorkTracker work;
+  std::vector<std::unique_ptr<ClusterNode>> nodes;
+  auto n0 = ClusterNode::Start(Fast(), work.For("n0"), {}, log);
+  ASSERT_TRUE(n0.ok()) << n0.status().message();
+  nodes.push_back(std::move(n0).value());
+  const Address seed = nodes[0]->Status().address;
+  ClusterOptions o1 = Fast();
+  o1.seeds = {seed};
+  auto n1 = ClusterNode::Start(o1, work.For("n1"), {});
+  ASSERT_TRUE(n1.ok()) << n1.status().message();
+  nodes.push_back(std::move(n1).value());
+  ASSERT_TRUE(WaitFor([&] { return work.Running().size() == 1; }, std::chrono::seconds(20)));
+  const std::string master = *work.Running().begin();
+  ClusterNode& m = *nodes[master == "n0" ? 0 : 1];
+  ASSERT_TRUE(WaitFor([&] { return m.Status().state == SupervisorState::kMaster; },
+                      std::chrono::seconds(20)));
+
+  // Flood the seed (which every joiner dials) with 300 idle sockets and junk.
+  std::atomic<bool> stop{false};
+  std::atomic<int> opened{0};
+  std::thread flood(Flood, nettest::PortOf(seed), std::ref(stop), std::ref(opened), 300);
+  ASSERT_TRUE(WaitFor([&] { return opened.load() >= 300; }, std::chrono::seconds(20)));
+  const auto flood_started = std::chrono::steady_clock::now();
+  const std::int64_t lease_before = m.Status().lease_until_mono_ms;
+
+  // A third node joins through the flooded seed.
+  ClusterOptions o2 = Fast();
+  o2.seeds = {seed};
+  auto n2 = ClusterNode::Start(o2, work.For("n2"), {});
+  ASSERT_TRUE(n2.ok()) << n2.status().message();
+  nodes.push_back(std::move(n2).value());
+  const bool joined = WaitFor(
+      [&] {
+        for (auto& n : nodes) {
+          std::size_t alive = 0;
+          for (const auto& mem : n->Members()) alive += mem.state == MemberState::kAlive ? 1 : 0;
+          if (alive != 3) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(20));
+  // Keep flooding for at least 3 s (several lease renewals) before judging.
+  std::this_thread::sleep_until(flood_started + std::chrono::seconds(3));
+  const auto master_status = m.Status();
+  const int flood_connections = opened.load();
+  const double flood_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - flood_started).count();
+  stop = true;
+  flood.join();
+
+  EXPECT_TRUE(joined) << "the third node joined through the flooded seed";
+  EXPECT_EQ(master_status.state, SupervisorState::kMaster) << "the master kept its lease";
+  EXPECT_GT(master_status.lease_until_mono_ms, lease_before + 1'000) << "and renewed it";
+  {
+    std::lock_guard<std::mutex> lock(work.mu);
+    EXPECT_EQ(work.starts.size(), 1u) << "no failover, no second start";
+  }
+  EXPECT_GE(nodes[0]->Status().transport.handshakes_rejected, 300u) << "the flood was refused";
+  {
+    std::lock_guard<std::mutex> lock(log_mu);
+    // refusal_logs_per_second = 10, plus a line per window saying how many were not.
+    EXPECT_LE(refusal_lines, static_cast<int>(11 * (flood_seconds + 2)))
+        << flood_connections << " connections";
+    std::printf("flood: %d connections in %.1f s, %llu refused, %d refusal lines logged\n",
+                flood_connections, flood_seconds,
+                static_cast<unsigned long long>(nodes[0]->Status().transport.handshakes_rejected),
+                refusal_lines);
+  }
+  for (auto& n : nodes) n->Stop();
 }
 
 }  // namespace
