@@ -199,6 +199,9 @@ class PyClusterNode {
   void InstanceStopped(const std::string& label, Generation generation) {
     node_->InstanceStopped(label, generation);
   }
+  void RaiseGenerationFloor(const std::string& label, Generation floor) {
+    node_->RaiseGenerationFloor(label, floor);
+  }
   std::uint64_t SendToLabel(const std::string& label, const py::bytes& payload) {
     std::string p = payload;
     return Unwrap(node_->SendToLabel(label, std::move(p)));
@@ -509,6 +512,10 @@ void InitCluster(py::module_& m) {
            "Offers an actor type whose instances the runtime runs through the inbox.")
       .def("instance_stopped", &PyClusterNode::InstanceStopped, py::arg("label"),
            py::arg("generation"), "The runtime finished a stop item.")
+      .def("raise_generation_floor", &PyClusterNode::RaiseGenerationFloor, py::arg("label"),
+           py::arg("floor"),
+           "The label's storage is fenced at `floor`, above its instance's generation: the "
+           "node drops that instance and the leader claims a term above `floor`.")
       .def("send_to_label", &PyClusterNode::SendToLabel, py::arg("label"), py::arg("payload"),
            "Reliable, in-order delivery to the label's instance; returns the message's sequence "
            "number; raises BufferFull when the label's buffer is full.")

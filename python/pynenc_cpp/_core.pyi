@@ -1930,6 +1930,10 @@ class ClusterNode:
         """
         The leader's cluster view.
         """
+    def raise_generation_floor(self, label: str, floor: Generation) -> None:
+        """
+        The label's storage is fenced at `floor`, above its instance's generation: the node drops that instance and the leader claims a term above `floor`.
+        """
     def register_actor_type(self, actor_type: str, factory: typing.Any) -> None:
         """
         factory(InstanceContext) -> object (optional methods stop(reason), on_generation(Generation), on_message(bytes) -> bytes), called on the callback thread. Raises InvalidArgument (bad name) or TypeError.

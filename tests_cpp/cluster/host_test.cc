@@ -535,6 +535,34 @@ TEST_F(HostTest, StoppedGenerationIsNotRespawned) {
   EXPECT_EQ(starts_.size(), 1u);
 }
 
+TEST_F(HostTest, AStorageFloorDropsTheInstanceRefusesLowerSpawnsAndIsReported) {
+  Gate();
+  RunActive("a1", {1, 0});
+  // The runtime found the journal fenced at {2, 0}: the instance cannot run.
+  Step([&] { host_->RaiseFloor("a1", {2, 0}); });
+  EXPECT_TRUE(host_->Idle());
+  EXPECT_FALSE(leases_->Wanted("a1"));
+  EXPECT_TRUE(HasRecord("instance_failed", "a1"));
+  world_.RunFor(10);
+  ASSERT_FALSE(reports_.empty());
+  ASSERT_EQ(reports_.back().floors.size(), 1u);
+  EXPECT_EQ(reports_.back().floors[0].label, "a1");
+  EXPECT_EQ(reports_.back().floors[0].generation, (Generation{2, 0}));
+  // A spawn below the floor is refused; a lower floor changes nothing.
+  const auto low = Spawn("a1", {1, 1});
+  EXPECT_EQ(OneAck(low).code, ErrorCode::kStaleGeneration);
+  Step([&] { host_->RaiseFloor("a1", {1, 5}); });
+  // A term above it starts.
+  const auto above = Spawn("a1", {3, 0});
+  ASSERT_TRUE(AdvanceUntil([&] { return starts_.size() == 2; }, kLeaseMs));
+  EXPECT_EQ(starts_[1].ctx.generation, (Generation{3, 0}));
+  Started("a1", {3, 0});
+  EXPECT_EQ(OneAck(above).code, ErrorCode::kOk);
+  // A floor at or below a running instance's generation leaves it running.
+  Step([&] { host_->RaiseFloor("a1", {3, 0}); });
+  EXPECT_EQ(Phase("a1"), InstancePhase::kActive);
+}
+
 TEST_F(HostTest, UnknownActorTypeIsNotFound) {
   Gate();
   const auto rid = Spawn("a1", {1, 0}, "gpu-model");

@@ -513,3 +513,64 @@ def test_json_serializer_decodes_no_code_and_refuses_malformed_refs(tmp_path: Pa
     with pytest.raises(ValueError):
         s.dumps({"x": float("nan")})
     assert s.loads(s.dumps({"a": [1, "two", None, True]})) == {"a": [1, "two", None, True]}
+
+
+@pytest.mark.asyncio
+async def test_a_full_cluster_restart_continues_an_event_sourced_singleton_above_its_journal(
+    tmp_path: Path,
+) -> None:
+    """The default memory:// generation source forgets every term when the whole cluster
+    stops; the journal does not. The restarted cluster must claim a term above the
+    journal's fence (docs/cluster/singletons.md, "Generations never go backwards")."""
+    journal = SqliteJournal(str(tmp_path / "j.db"))
+    gens: list[Generation] = []
+
+    def make() -> Behavior[Any]:
+        async def setup(ctx: ActorContext[Any]) -> Behavior[Any]:
+            assert ctx.generation is not None
+            gens.append(ctx.generation)
+            return counter(journal)
+
+        return Behaviors.setup(setup)
+
+    def owner_of(nodes: list[ClusteredActorSystem]) -> ClusteredActorSystem:
+        return next(
+            x
+            for x in nodes
+            if any(h.label == "counter" and h.phase == "active" for h in x.handle.status().hosted)
+        )
+
+    # First life: 5 increments, a graceful handover (a new term), 2 more.
+    p1, p2, p3 = free_ports(3)
+    nodes = [system(p1, [p2, p3], "a"), system(p2, [p1, p3], "b"), system(p3, [p1, p2], "c")]
+    for n in nodes:
+        await n.start()
+    refs = [n.spawn(Behaviors.singleton(make), "counter") for n in nodes]
+    for i in range(5):
+        assert await nodes[0].ask(refs[0], lambda r: Increment(r), timeout=10) == i + 1
+    first_owner = owner_of(nodes)
+    await first_owner.shutdown()
+    rest = [n for n in nodes if n is not first_owner]
+    for i in range(5, 7):
+        assert await rest[0].ask(refs[nodes.index(rest[0])], lambda r: Increment(r), 10) == i + 1
+    for n in rest:
+        await n.shutdown()
+    fenced = Generation.from_packed(journal.fence_of("counter"))
+    assert fenced.term >= 2, f"the handover took a new term ({gens})"
+
+    # Second life: every node new, every memory:// source empty (terms would restart at 1).
+    q1, q2, q3 = free_ports(3)
+    nodes = [system(q1, [q2, q3], "a"), system(q2, [q1, q3], "b"), system(q3, [q1, q2], "c")]
+    try:
+        for n in nodes:
+            await n.start()
+        refs = [n.spawn(Behaviors.singleton(make), "counter") for n in nodes]
+        assert await nodes[1].ask(refs[1], lambda r: GetCount(r), timeout=20) == 7
+        assert await nodes[2].ask(refs[2], lambda r: Increment(r), timeout=10) == 8
+        running = gens[-1]
+        assert running > fenced, f"runs under {running}, above the journal's {fenced}"
+        assert journal.last_seq("counter") == 8
+        assert Generation.from_packed(journal.fence_of("counter")) == running
+    finally:
+        for n in nodes:
+            await n.shutdown()

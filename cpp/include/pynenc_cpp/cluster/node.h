@@ -207,6 +207,11 @@ class ClusterNode {
                                                     std::int64_t stop_timeout_ms) = 0;
   // The runtime finished a kStop item.
   virtual void InstanceStopped(const std::string& label, Generation generation) = 0;
+  // The runtime found the storage of `label`'s instance (an event-sourced
+  // journal) fenced at `floor`, above the generation it was started under, so
+  // that instance cannot run: the node drops it and the leader claims a term
+  // above `floor` (docs/cluster/singletons.md, "Generations never go backwards").
+  virtual void RaiseGenerationFloor(const std::string& label, Generation floor) = 0;
   // Sends `payload` to the instance of `label`, reliably (docs/cluster/actors.md);
   // returns its sequence number, or kResourceExhausted when actor_buffer_limit
   // messages of the label are still unacknowledged (nothing queued).

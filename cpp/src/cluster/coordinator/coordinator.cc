@@ -148,9 +148,11 @@ void Coordinator::MergeReplica() {
     e.spec = std::move(spec).value();
     e.kind = e.spec.kind;
     e.encoded = d.spec;
+    // The generation is kept with or without an owner (one being moved or whose
+    // node left has none): the next term is claimed above it, never at 1 again.
+    e.generation = d.generation;
     if (!d.owner.empty()) {
       e.owner = d.owner;
-      e.generation = d.generation;
       e.placed_before = true;
     }
     auto source = source_;
@@ -231,6 +233,15 @@ const coord_wire::InstanceInfo* Coordinator::Reported(const NodeId& node,
   if (it == nodes_.end() || !it->second.reported) return nullptr;
   for (const auto& inst : it->second.report.instances) {
     if (inst.label == label) return &inst;
+  }
+  return nullptr;
+}
+
+const Generation* Coordinator::ReportedFloor(const NodeId& node, const std::string& label) const {
+  auto it = nodes_.find(node);
+  if (it == nodes_.end() || !it->second.reported) return nullptr;
+  for (const auto& f : it->second.report.floors) {
+    if (f.label == label) return &f.generation;
   }
   return nullptr;
 }

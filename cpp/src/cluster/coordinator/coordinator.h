@@ -173,6 +173,8 @@ class Coordinator {
   // Live and not draining before a graceful leave.
   bool Staying(const NodeId& id) const;
   const coord_wire::InstanceInfo* Reported(const NodeId& node, const std::string& label) const;
+  // The storage fence `node` last reported for `label` (GenerationFloor), if any.
+  const Generation* ReportedFloor(const NodeId& node, const std::string& label) const;
   std::optional<NodeId> NodeAt(const Address& address) const;
   void Tick();
   // Runs `op` off the loop, then `done` on it unless this Coordinator is gone.

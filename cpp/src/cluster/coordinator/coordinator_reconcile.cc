@@ -221,6 +221,9 @@ void Coordinator::ClaimTerm(const std::string& label, const NodeId& node) {
     for (const auto& inst : ns.report.instances) {
       if (inst.label == label) min_term = std::max(min_term, inst.generation.term);
     }
+    for (const auto& f : ns.report.floors) {
+      if (f.label == label) min_term = std::max(min_term, f.generation.term);
+    }
   }
   e.store_busy = true;
   e.placing = node;
@@ -456,7 +459,17 @@ void Coordinator::ReconcileEntry(const std::string& label, Entry& e) {
     }
   }
 
-  // D. The owner must run it under the current generation.
+  // D. The owner must run it under the current generation, which must not be
+  // below what its storage is fenced at (a generation source that forgot, e.g.
+  // memory:// after a full cluster restart, restarts terms at 1).
+  if (const Generation* floor = ReportedFloor(owner, label); floor && *floor > e.generation) {
+    env_.Log(LogLevel::kWarning, "coordinator: '" + label + "' is fenced in storage at " +
+                                     floor->ToString() + ", above its generation " +
+                                     e.generation.ToString() + "; claiming a newer term");
+    SetState(e, SpecState::kPending, "claiming a term above the storage fence " +
+                                         floor->ToString());
+    return ClaimTerm(label, owner);
+  }
   const coord_wire::InstanceInfo* inst = Reported(owner, label);
   if (inst && inst->generation > e.generation) {
     env_.Log(LogLevel::kWarning, "coordinator: '" + label + "' runs under " +

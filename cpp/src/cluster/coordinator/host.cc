@@ -270,6 +270,26 @@ void Host::Stopped(const std::string& label, Generation gen) {
   Discard(it, Status::Unavailable("'" + label + "' stopped: " + inst.stop_reason));
 }
 
+void Host::RaiseFloor(const std::string& label, Generation floor) {
+  Generation& f = floors_[label];
+  if (floor <= f) return;
+  f = floor;
+  Generation& known = known_[label];
+  known = std::max(known, floor);
+  env_.Log(LogLevel::kWarning, "instance '" + label + "': storage is fenced at " +
+                                   floor.ToString() + "; asking the leader for a newer term");
+  auto it = instances_.find(label);
+  if (it != instances_.end() && it->second.generation < floor &&
+      it->second.phase != InstancePhase::kStopping) {
+    Record("instance_failed", label, it->second.generation,
+           "storage fenced at " + floor.ToString());
+    ran_[label] = std::max(ran_[label], it->second.generation);
+    return Discard(it, Status::StaleGeneration("'" + label + "' is fenced in storage at " +
+                                               floor.ToString()));
+  }
+  Changed();
+}
+
 void Host::Discard(std::map<std::string, Instance>::iterator it, const Status& spawn_answer) {
   const std::string label = it->first;
   std::vector<Waiter> spawns, stops;
@@ -402,6 +422,7 @@ void Host::SendReport(const Address& to) {
     r.families = families_;
   }
   r.instances = Instances();
+  for (const auto& [label, floor] : floors_) r.floors.push_back({label, floor});
   auto [type, payload] = coord_wire::Encode(r);
   env_.Send(to, type, std::move(payload));
 }

@@ -94,6 +94,12 @@ class Host {
   // answer for an instance that is no longer in that phase is ignored).
   void Started(const std::string& label, Generation gen, const Status& status);
   void Stopped(const std::string& label, Generation gen);
+  // The owner found `label`'s storage fenced at `floor`, above the generation it
+  // was given (its instance cannot write there). A running or starting instance
+  // below the floor is discarded (recorded "instance_failed"), spawns below it
+  // are refused, and the floor travels in every report so the leader claims a
+  // term above it. Floors only rise.
+  void RaiseFloor(const std::string& label, Generation floor);
 
   // Before every event: stops instances whose lease ran out; lets go of the
   // lease of a stop that outlasted its drain time.
@@ -177,6 +183,7 @@ class Host {
   // The highest generation whose instance started here and ended: never again
   // (every instance lifetime has a generation of its own).
   std::map<std::string, Generation> ran_;
+  std::map<std::string, Generation> floors_;  // RaiseFloor, reported
   bool has_quorum_ = false;
   std::int64_t quorum_since_ = 0;
   std::optional<Address> leader_;

@@ -109,6 +109,11 @@ struct EncodeVisitor {
     }
     w.U32(static_cast<std::uint32_t>(m.families.size()));
     for (const auto& f : m.families) PutFamily(w, f);
+    w.U32(static_cast<std::uint32_t>(m.floors.size()));
+    for (const auto& f : m.floors) {
+      w.Str(f.label);
+      PutGeneration(w, f.generation);
+    }
     return kReport;
   }
   std::uint8_t operator()(const ReportRequest& m) {
@@ -245,6 +250,12 @@ bool DecodeBody(ByteReader& r, Report& m) {
     AgentFamily f;
     if (!GetFamily(r, f)) return false;
     m.families.push_back(std::move(f));
+  }
+  if (!r.Count(n, kMaxListEntries)) return false;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    GenerationFloor f;
+    if (!r.Str(f.label, kMaxLabelBytes) || !GetGeneration(r, f.generation)) return false;
+    m.floors.push_back(std::move(f));
   }
   return true;
 }

@@ -91,6 +91,15 @@ struct InstanceInfo {
 
 // Node -> leader: everything the leader needs to know about the node. `seq`
 // grows with every change; (incarnation, seq) orders reports of one node id.
+// A generation the node found in storage above the one it was given for the
+// label (an event-sourced journal fenced higher, e.g. after a full restart with
+// a generation source that forgot): the leader claims a term above it.
+struct GenerationFloor {
+  std::string label;
+  Generation generation;
+  bool operator==(const GenerationFloor&) const = default;
+};
+
 struct Report {
   std::uint64_t incarnation = 0;
   std::uint64_t seq = 0;
@@ -99,6 +108,7 @@ struct Report {
   std::vector<std::string> actor_types;
   std::vector<InstanceInfo> instances;
   std::vector<AgentFamily> families;
+  std::vector<GenerationFloor> floors;
   bool operator==(const Report&) const = default;
 };
 

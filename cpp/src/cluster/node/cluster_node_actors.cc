@@ -31,6 +31,10 @@ void ClusterNodeImpl::InstanceStopped(const std::string& label, Generation gener
   stop_latch_.Done(label, generation);
 }
 
+void ClusterNodeImpl::RaiseGenerationFloor(const std::string& label, Generation floor) {
+  OnLoop([label, floor](NodeCore& core) { core.services().host().RaiseFloor(label, floor); });
+}
+
 Result<std::uint64_t> ClusterNodeImpl::SendToLabel(const std::string& label, std::string payload) {
   if (standalone_) return NoCluster();
   if (label.empty() || label.size() > kMaxLabelBytes) {

@@ -70,6 +70,7 @@ class ClusterNodeImpl final : public ClusterNode {
   pynenc_cpp::Status RegisterInboxActorType(const std::string& actor_type,
                                             std::int64_t stop_timeout_ms) override;
   void InstanceStopped(const std::string& label, Generation generation) override;
+  void RaiseGenerationFloor(const std::string& label, Generation floor) override;
   Result<std::uint64_t> SendToLabel(const std::string& label, std::string payload) override;
   void AckLabel(std::uint64_t token, LabelOutcome outcome) override;
   void SendToPath(const Address& node_address, const std::string& path,

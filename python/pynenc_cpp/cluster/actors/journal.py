@@ -53,6 +53,10 @@ class Journal:
     def last_seq(self, entity: str) -> int:
         return self._j.last_seq(entity)
 
+    def fence_of(self, entity: str) -> int:
+        """The entity's fence: the highest packed generation that wrote or fenced it (0: none)."""
+        return self._j.fence_of(entity)
+
     def save_snapshot(self, entity: str, seq: int, generation: int, state: bytes) -> None:
         self._j.save_snapshot(entity, seq, generation, state)
 

@@ -169,6 +169,14 @@ class _Stale(Exception):
     """The journal refused an append: this instance is not the owner any more."""
 
 
+class _FencedAbove(Exception):
+    """At start, the journal was fenced above this instance's generation."""
+
+    def __init__(self, floor: int) -> None:
+        super().__init__(f"journal fenced at {Generation.from_packed(floor)}")
+        self.floor = floor
+
+
 class _EventSourcedState:
     """An event-sourced actor's state between messages."""
 
@@ -273,6 +281,18 @@ class _Cell:
                 assert self.factory is not None
                 behavior = self.factory()
             behavior, es = await self._start(behavior)
+        except _FencedAbove as fenced:
+            floor = Generation.from_packed(fenced.floor)
+            logger.warning(
+                "%s: the journal is fenced at %s, above this instance's generation %s; "
+                "asking for a newer term",
+                self.name,
+                floor,
+                self.generation,
+            )
+            if self.ref.label is not None:
+                self.system._cluster()._core().raise_generation_floor(self.ref.label, floor)
+            return "stale"
         except (_Stale, _core.StaleGeneration):
             logger.error("%s: the journal is fenced by a newer generation; stale", self.name)
             return "stale"
@@ -318,7 +338,13 @@ class _Cell:
         ser = self.system.serializer
         gen = self.generation.packed if self.generation else 0
         if gen:
-            spec.journal.fence(spec.entity_id, gen)  # a predecessor can no longer append
+            try:
+                spec.journal.fence(spec.entity_id, gen)  # a predecessor can no longer append
+            except _core.StaleGeneration:
+                # Fenced above us: a successor ran, or the generation source forgot the
+                # label's terms (memory:// after a full restart). Either way this
+                # instance cannot write; the leader is told to claim a term above it.
+                raise _FencedAbove(spec.journal.fence_of(spec.entity_id)) from None
         snap = spec.journal.load_snapshot(spec.entity_id)
         if snap is not None:
             state, applied = ser.loads(snap.state)
