@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "pynenc_cpp/cluster/node.h"
+#include "pynenc_cpp/ports/journal.h"
 
 namespace pynenc_cpp::cluster {
 namespace {
@@ -213,6 +214,72 @@ TEST_F(CoordinatorNodes, ALeaderChangeRestartsNothing) {
       },
       kDeadline));
   EXPECT_EQ(reg_.Starts("storage/a"), 1);
+}
+
+// A full cluster restart on memory:// generation sources (terms start again at
+// 1.0) while the singleton's journal is fenced at 5.0 by the cluster's earlier
+// life: the instance's factory finds the journal fenced above it and reports the
+// floor; the leader claims a term above it and the singleton runs (it would
+// never run again otherwise: a journal fence only rises).
+TEST_F(CoordinatorNodes, AFullRestartOnMemorySourcesClaimsATermAboveTheJournalFence) {
+  auto journal = OpenJournal({"sqlite://" + dir_.path() + "/journal.db", "coord-test", nullptr});
+  ASSERT_TRUE(journal.ok()) << journal.status().ToString();
+  std::shared_ptr<Journal> j = std::move(journal).value();
+  ASSERT_TRUE(j->Fence("ledger", Generation{5, 0}.Packed()).ok());  // the earlier life
+  std::mutex mu;
+  std::vector<Generation> refused;
+  for (const std::string name : {"gw", "w1", "w2"}) {
+    std::vector<Address> seeds;
+    for (auto& [n, node] : nodes_) seeds.push_back(node->Status().address);
+    ClusterOptions o = Options(name, seeds);
+    o.generation_source = "memory://";
+    auto r = ClusterNode::Start(o, {}, {});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ClusterNode* node = r.value().get();
+    nodes_[name] = std::move(r).value();
+    ActorFactory factory = [&, node, name](const InstanceContext& ctx) {
+      std::unique_ptr<ActorInstance> none;
+      if (!j->Fence(ctx.label, ctx.generation.Packed()).ok()) {
+        auto fence = j->FenceOf(ctx.label);
+        if (fence.ok()) {
+          node->RaiseGenerationFloor(ctx.label, Generation::FromPacked(fence.value()));
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        refused.push_back(ctx.generation);
+        return none;
+      }
+      return std::unique_ptr<ActorInstance>(std::make_unique<Echo>(reg_, name, ctx));
+    };
+    ASSERT_TRUE(node->RegisterActorType("ledger", factory).ok());
+  }
+  SingletonSpec s;
+  s.label = "ledger";
+  s.actor_type = "ledger";
+  s.anchor = SingletonAnchor::Class("worker");
+  ASSERT_TRUE(WaitFor([&] { return nodes_["gw"]->SubmitSingleton(s, 2'000).get().ok(); },
+                      kDeadline));
+  ASSERT_TRUE(WaitFor([&] { return reg_.Where("ledger").size() == 1; }, kDeadline));
+  const std::string owner = *reg_.Where("ledger").begin();
+  std::string last;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = nodes_["gw"]->Ask("ledger", "x", 2'000).get();
+        last = r.ok() ? r.value() : r.status().ToString();
+        return r.ok();
+      },
+      kDeadline));
+  // "<node>/ledger@<term>.<seq>:x", under a term above the journal's 5.
+  const auto at = last.find('@');
+  ASSERT_NE(at, std::string::npos) << last;
+  EXPECT_EQ(last.substr(0, at), owner + "/ledger");
+  EXPECT_GT(std::stoul(last.substr(at + 1)), 5u) << last;
+  auto fence = j->FenceOf("ledger");
+  ASSERT_TRUE(fence.ok());
+  EXPECT_GT(Generation::FromPacked(fence.value()), (Generation{5, 0}));
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_FALSE(refused.empty()) << "the first start (a term from a fresh source) was refused";
+  EXPECT_LT(refused.front(), (Generation{5, 0}));
+  EXPECT_EQ(reg_.overlaps, 0);
 }
 
 TEST(CoordinatorNodeErrors, BadGenerationSourceIsBadConfigNamingTheOption) {
