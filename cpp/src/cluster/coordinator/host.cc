@@ -290,6 +290,15 @@ void Host::RaiseFloor(const std::string& label, Generation floor) {
   Changed();
 }
 
+void Host::LoadHistory(const std::map<std::string, Generation>& history) {
+  for (const auto& [label, g] : history) {
+    floors_[label] = std::max(floors_[label], g);
+    known_[label] = std::max(known_[label], g);
+    ran_[label] = std::max(ran_[label], g);
+  }
+  if (!history.empty()) Changed();
+}
+
 void Host::Discard(std::map<std::string, Instance>::iterator it, const Status& spawn_answer) {
   const std::string label = it->first;
   std::vector<Waiter> spawns, stops;

@@ -100,6 +100,11 @@ class Host {
   // are refused, and the floor travels in every report so the leader claims a
   // term above it. Floors only rise.
   void RaiseFloor(const std::string& label, Generation floor);
+  // Before Start: the highest generation each label was started under on this
+  // node in earlier processes (the state dir's history). Each is a floor
+  // (reported; spawns below it refused) and counts as already run here, so a
+  // leader whose generation source forgot them claims terms above.
+  void LoadHistory(const std::map<std::string, Generation>& history);
 
   // Before every event: stops instances whose lease ran out; lets go of the
   // lease of a stop that outlasted its drain time.

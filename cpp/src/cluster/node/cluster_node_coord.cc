@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "cluster/coordinator/spec_codec.h"
+#include "cluster/membership/persistence.h"
 #include "cluster/node/cluster_node_impl.h"
 
 namespace pynenc_cpp::cluster {
@@ -97,6 +98,9 @@ void ClusterNodeImpl::WireServices(NodeCoreOptions& o, NodeCoreHooks& h) {
     runtime_->Regrant(label, gen);
   };
   h.services.host.record = [this](const InstanceRecord& r) {
+    if (r.event == "instance_start" || r.event == "instance_regrant") {
+      RememberGeneration(r.label, r.generation);
+    }
     if (log_) {
       log_->WriteInstance(r.event, r.label, r.generation.term, r.generation.seq, r.mono_ms,
                           r.lease_until_mono_ms, r.reason);
@@ -114,6 +118,28 @@ void ClusterNodeImpl::WireServices(NodeCoreOptions& o, NodeCoreHooks& h) {
                                      RouterHooks::ReplyFn reply) {
     runtime_->Deliver(label, std::move(payload), std::move(reply));
   };
+}
+
+void ClusterNodeImpl::RememberGeneration(const std::string& label, Generation g) {
+  if (options_.state_dir.empty()) return;
+  Generation& known = history_[label];
+  if (g <= known) return;
+  known = g;
+  std::lock_guard<std::mutex> lock(peers_mu_);
+  history_to_store_ = history_;
+  if (history_store_queued_) return;
+  history_store_queued_ = true;
+  callbacks_->Push([this] {
+    std::map<std::string, Generation> latest;
+    {
+      std::lock_guard<std::mutex> l(peers_mu_);
+      latest = std::move(history_to_store_);
+      history_store_queued_ = false;
+    }
+    if (auto s = membership::StoreGenerations(options_.state_dir, latest); !s.ok()) {
+      env_->Log(LogLevel::kWarning, "cannot persist the generation history: " + s.message());
+    }
+  });
 }
 
 void ClusterNodeImpl::PushRegistry() {
