@@ -5,8 +5,9 @@
   clear error that never shows the secret;
 * a node started as the README shows (loopback, no secret) cannot be made to decode
   a single frame by a local process that follows docs/cluster/transport.md with an
-  empty or a wrong key, on 127.0.0.1, 127.0.0.2 and ::1; the same hand-written
-  client holding the real secret is delivered (so the frames it sends are right);
+  empty or a wrong key, on 127.0.0.1, 127.0.0.2, ::1 and the machine's own
+  (non-loopback) address; the same hand-written client holding the real secret is
+  delivered (so the frames it sends are right);
 * after the handshake only frames sealed for that connection are decoded: a frame
   injected in clear, replayed or sealed for another connection closes it, and the
   sealing is re-implemented here from the documented layout (hmac + AES-GCM from
@@ -301,7 +302,25 @@ def _ipv6_loopback() -> bool:
         return False
 
 
-HOSTS = ["127.0.0.1", "127.0.0.2"] + (["::1"] if _ipv6_loopback() else [])
+def _non_loopback_ipv4() -> list[str]:
+    """This machine's own address on its default route (no packet is sent), if any."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("198.51.100.1", 9))  # TEST-NET-2; a UDP connect only picks the source
+            ip = str(s.getsockname()[0])
+        with socket.socket() as t:
+            t.bind((ip, 0))
+        return [] if ip.startswith("127.") or ip == "0.0.0.0" else [ip]
+    except OSError:
+        return []
+
+
+HOSTS = (
+    ["127.0.0.1", "127.0.0.2"]
+    + (["::1"] if _ipv6_loopback() else [])
+    # Not only loopback: the same holds on the machine's own network address.
+    + _non_loopback_ipv4()
+)
 
 
 def _free_port(host: str) -> int:
