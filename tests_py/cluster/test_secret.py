@@ -173,6 +173,7 @@ SERVER_LABEL = b"pynenc-cpp/transport/v1/server-proof"
 RECORD_KEY_LABEL = b"pynenc-cpp/transport/v1/client-record-key"
 RECORD_IV_LABEL = b"pynenc-cpp/transport/v1/client-record-iv"
 HELLO, CHALLENGE, AUTH, ACCEPT, SEALED, PATH_MESSAGE = 1, 2, 3, 4, 5, 66
+PROTOCOL_VERSION = 2  # docs/cluster/transport.md, "Handshake"
 
 
 def _s(b: bytes) -> bytes:
@@ -207,7 +208,7 @@ def _read_frame(sock: socket.socket) -> tuple[int, bytes] | None:
 def _proof(key: bytes, label: bytes, t: dict[str, bytes]) -> bytes:
     msg = (
         _s(label)
-        + struct.pack(">H", 1)
+        + struct.pack(">H", PROTOCOL_VERSION)
         + _s(t["cluster"])
         + _s(t["client"])
         + _s(t["server"])
@@ -250,7 +251,7 @@ def outsider(host: str, port: int, cluster: str, key: bytes, frames: list[Wire])
         sock.connect((host, port))
         t = {"cluster": cluster.encode(), "client": b"127.0.0.1:9", "cn": os.urandom(32)}
         sock.sendall(
-            _frame(HELLO, struct.pack(">H", 1) + _s(t["cluster"]) + _s(t["client"]) + t["cn"])
+            _frame(HELLO, struct.pack(">H", PROTOCOL_VERSION) + _s(t["cluster"]) + _s(t["client"]) + t["cn"])
         )
         got = _read_frame(sock)
         assert got is not None and got[0] == CHALLENGE, "the server answers HELLO with CHALLENGE"
@@ -432,7 +433,7 @@ def _replay(port: int, key: bytes, message: tuple[int, bytes]) -> bool:
         sock.connect(("127.0.0.1", port))
         t = {"cluster": b"c", "client": b"127.0.0.1:9", "cn": os.urandom(32)}
         sock.sendall(
-            _frame(HELLO, struct.pack(">H", 1) + _s(t["cluster"]) + _s(t["client"]) + t["cn"])
+            _frame(HELLO, struct.pack(">H", PROTOCOL_VERSION) + _s(t["cluster"]) + _s(t["client"]) + t["cn"])
         )
         got = _read_frame(sock)
         assert got is not None and got[0] == CHALLENGE

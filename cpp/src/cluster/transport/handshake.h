@@ -32,7 +32,9 @@ inline constexpr std::uint8_t kChallenge = 2;
 inline constexpr std::uint8_t kAuth = 3;
 inline constexpr std::uint8_t kAccept = 4;
 
-inline constexpr std::uint16_t kProtocolVersion = 1;
+// 2: every frame after the handshake is a sealed record (record.h). A version-1
+// peer is refused at HELLO/CHALLENGE with a clear "protocol version" log line.
+inline constexpr std::uint16_t kProtocolVersion = 2;
 inline constexpr std::size_t kNonceBytes = 32;
 inline constexpr std::size_t kMacBytes = 32;
 inline constexpr std::size_t kMaxClusterNameBytes = 255;

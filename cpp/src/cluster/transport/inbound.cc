@@ -1,4 +1,6 @@
 // InboundConn: server side of the handshake, then frame delivery.
+#include <openssl/crypto.h>
+
 #include "cluster/transport/core.h"
 
 namespace pynenc_cpp::cluster::transport {
@@ -128,12 +130,13 @@ bool InboundConn::OnFrame(Frame frame) {
         return false;
       }
       const auto ours = ComputeProof(core_.options.secret, kServerLabel, transcript_);
-      const auto key = DeriveClientRecordKey(core_.options.secret, transcript_);
+      auto key = DeriveClientRecordKey(core_.options.secret, transcript_);
       if (!ours || !key) {
         Reject(nullptr, "HMAC failed");
         return false;
       }
       opener_ = std::make_unique<RecordOpener>(*key);
+      OPENSSL_cleanse(&*key, sizeof *key);
       Write(EncodeFrame(kAccept, EncodeProof(Proof{*ours})));
       state_ = State::kOpen;
       LeavePending();

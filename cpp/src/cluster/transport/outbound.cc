@@ -1,4 +1,6 @@
 // OutboundLink: connect, client side of the handshake, queued writes, backoff.
+#include <openssl/crypto.h>
+
 #include <algorithm>
 
 #include "cluster/transport/backoff.h"
@@ -191,9 +193,10 @@ void OutboundLink::OnFrame(Frame frame) {
                 "handshake refused: the server's proof does not verify "
                 "(wrong secret or cluster name)");
   }
-  const auto key = DeriveClientRecordKey(core_.options.secret, transcript_);
+  auto key = DeriveClientRecordKey(core_.options.secret, transcript_);
   if (!key) return Fail(LogLevel::kError, "deriving the record key failed");
   sealer_ = std::make_unique<RecordSealer>(*key);
+  OPENSSL_cleanse(&*key, sizeof *key);
   state_ = State::kReady;
   failures_ = 0;
   decoder_.SetMaxBodyBytes(0);  // the server sends nothing after kAccept

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstring>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 namespace pynenc_cpp::cluster::transport {
@@ -48,12 +49,16 @@ std::array<unsigned char, kFrameHeaderBytes> Header(std::size_t body_size) {
 }  // namespace
 
 std::optional<RecordKey> DeriveClientRecordKey(std::string_view secret, const Transcript& t) {
-  const auto key = ComputeProof(secret, kClientRecordKeyLabel, t);
-  const auto iv = ComputeProof(secret, kClientRecordIvLabel, t);
-  if (!key || !iv) return std::nullopt;
-  RecordKey k;
-  std::memcpy(k.key.data(), key->data(), kRecordKeyBytes);
-  std::memcpy(k.iv.data(), iv->data(), kRecordIvBytes);
+  auto key = ComputeProof(secret, kClientRecordKeyLabel, t);
+  auto iv = ComputeProof(secret, kClientRecordIvLabel, t);
+  std::optional<RecordKey> k;
+  if (key && iv) {
+    k.emplace();
+    std::memcpy(k->key.data(), key->data(), kRecordKeyBytes);
+    std::memcpy(k->iv.data(), iv->data(), kRecordIvBytes);
+  }
+  if (key) OPENSSL_cleanse(key->data(), key->size());  // no key material left behind
+  if (iv) OPENSSL_cleanse(iv->data(), iv->size());
   return k;
 }
 
@@ -70,7 +75,10 @@ std::string PrepareRecord(std::uint8_t type, std::string_view payload) {
 }
 
 RecordSealer::RecordSealer(const RecordKey& key) : ctx_(NewContext(key, true)), key_(key) {}
-RecordSealer::~RecordSealer() { EVP_CIPHER_CTX_free(ctx_); }
+RecordSealer::~RecordSealer() {
+  EVP_CIPHER_CTX_free(ctx_);
+  OPENSSL_cleanse(&key_, sizeof key_);
+}
 
 bool RecordSealer::SealInPlace(std::string& record) {
   if (ctx_ == nullptr || record.size() < kFrameHeaderBytes + kRecordOverhead) return false;
@@ -100,7 +108,10 @@ std::string RecordSealer::Seal(std::uint8_t type, std::string_view payload) {
 }
 
 RecordOpener::RecordOpener(const RecordKey& key) : ctx_(NewContext(key, false)), key_(key) {}
-RecordOpener::~RecordOpener() { EVP_CIPHER_CTX_free(ctx_); }
+RecordOpener::~RecordOpener() {
+  EVP_CIPHER_CTX_free(ctx_);
+  OPENSSL_cleanse(&key_, sizeof key_);
+}
 
 std::optional<Frame> RecordOpener::Open(Frame frame) {
   if (ctx_ == nullptr || frame.type != kSealed || frame.body.size() < kRecordOverhead ||
