@@ -512,6 +512,17 @@ def test_json_serializer_decodes_no_code_and_refuses_malformed_refs(tmp_path: Pa
             s.loads(bad)
     with pytest.raises(ValueError):
         s.dumps({"x": float("nan")})
+    with pytest.raises(ValueError, match="finite"):
+        s.loads(b'{"x": NaN}')
+    # What JSON would silently change is refused: it would not arrive as sent.
+    import enum
+
+    class Color(enum.IntEnum):
+        RED = 1
+
+    for changed in ({1: "int key"}, {"c": Color.RED}, [Color.RED], {"d": {(1, 2): 3}}):
+        with pytest.raises(TypeError):
+            s.dumps(changed)
     assert s.loads(s.dumps({"a": [1, "two", None, True]})) == {"a": [1, "two", None, True]}
 
 

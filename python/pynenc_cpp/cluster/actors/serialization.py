@@ -17,6 +17,7 @@ that a member can send such actors data but never code.
 from __future__ import annotations
 
 import json
+import math
 import pickle
 from typing import Any, Protocol, runtime_checkable
 
@@ -43,41 +44,61 @@ class PickleSerializer:
 
 
 _REF_KEY = "__actor_ref__"
+_SCALARS = (type(None), bool, int, float, str)
 
 
-def _refuse_reserved(obj: Any) -> None:
-    """Raises ValueError if a dict of ``obj`` (not a ref's encoding) has the ref key."""
+def _check_plain(obj: Any) -> None:
+    """Raises unless ``obj`` is exactly plain data (no subclass: an ``IntEnum`` or a
+    dict subclass would come back as its base type) with str dict keys, finite floats
+    and ActorRefs; a dict of the message's own may not use the ref key."""
+    from pynenc_cpp.cluster.actors.system import ActorRef
+
     stack = [obj]
     while stack:
         o = stack.pop()
-        if isinstance(o, dict):
-            if _REF_KEY in o:
-                raise ValueError(f"a message may not contain a dict with the key {_REF_KEY!r}")
-            stack.extend(o.values())
-        elif isinstance(o, list | tuple):
+        t = type(o)
+        if t in _SCALARS:
+            if t is float and not math.isfinite(o):
+                raise ValueError(f"JsonSerializer cannot send the float {o!r}")
+        elif t is list or t is tuple:
             stack.extend(o)
+        elif t is dict:
+            for k, v in o.items():
+                if type(k) is not str:
+                    raise TypeError(f"JsonSerializer sends dicts with str keys only, got key {k!r}")
+                if k == _REF_KEY:
+                    raise ValueError(f"a message may not contain a dict with the key {_REF_KEY!r}")
+                stack.append(v)
+        elif t is not ActorRef:
+            raise TypeError(
+                f"JsonSerializer cannot send {t.__name__!r}: plain data and ActorRef only"
+            )
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"JsonSerializer does not accept {name} (only finite numbers)")
 
 
 class JsonSerializer:
     """JSON for plain data: decoding runs no code of the sender's choosing.
 
-    Messages may be None, bool, int, float (finite), str, lists, tuples (decoded as
+    Messages may be None, bool, int, finite float, str, lists, tuples (decoded as
     lists), dicts with str keys, and ``ActorRef`` (for ``reply_to``; decoded bound to
-    the receiving system). Anything else raises ``TypeError`` at ``tell``/``ask``.
-    A dict whose only key is ``"__actor_ref__"`` is how a ref travels, so a message
-    may not contain such a dict of its own (``ValueError`` at ``tell``).
+    the receiving system), of exactly those types (a subclass such as an ``IntEnum``
+    would not come back as itself). Anything else raises ``TypeError`` (a non-finite
+    float ``ValueError``) at ``tell``/``ask``, so what arrives is what was sent. A
+    dict whose only key is ``"__actor_ref__"`` is how a ref travels, so a message may
+    not contain a dict with that key of its own (``ValueError`` at ``tell``).
     """
 
     def dumps(self, obj: Any) -> bytes:
-        text = json.dumps(
+        _check_plain(obj)
+        return json.dumps(
             obj, default=self._encode, allow_nan=False, separators=(",", ":"), ensure_ascii=False
-        )
-        if _REF_KEY in text:  # a ref, or a dict of the message's own that would read as one
-            _refuse_reserved(obj)
-        return text.encode()
+        ).encode()
 
     def loads(self, data: bytes) -> Any:
-        return json.loads(data, object_hook=self._decode)
+        return json.loads(data, object_hook=self._decode, parse_constant=_no_constant)
 
     @staticmethod
     def _encode(obj: Any) -> Any:
