@@ -83,6 +83,7 @@ std::vector<cw::Message> Samples() {
   }
   report.families = {SampleFamily(true), SampleFamily(false)};
   report.floors = {{"label-1", Generation{7, 3}}, {kBinary, Generation{0x7fffffffu, 0xffffffffu}}};
+  report.min_term = 0xfffffffeu;
   out.push_back(report);
   out.push_back(cw::Report{});
 
@@ -289,8 +290,8 @@ TEST(CoordWire, RejectsBadEnumsAndBools) {
   // One instance, no families: ... u8 kind | u8 phase | str actor_type("t") | u32 0.
   report.instances = {{"i", {1, 0}, SpecKind::kActor, cw::InstancePhase::kAcquiring, "t"}};
   {
-    // Before the floor list (u32 0), the last field.
-    const std::size_t end = cw::Encode(report).second.size() - 4;
+    // Before the floor list (u32 0) and the min term (u32), the last fields.
+    const std::size_t end = cw::Encode(report).second.size() - 8;
     const std::size_t phase_at = end - 4 - 5 - 1;
     ExpectByte(report, phase_at, 3, true, "instance phase");
     ExpectByte(report, phase_at, 4, false, "instance phase");
@@ -301,8 +302,8 @@ TEST(CoordWire, RejectsBadEnumsAndBools) {
   report.instances.clear();
   report.families = {SampleFamily(false)};
   {
-    // Before the floor list (u32 0), the last field.
-    const std::size_t end = cw::Encode(report).second.size() - 4;
+    // Before the floor list (u32 0) and the min term (u32), the last fields.
+    const std::size_t end = cw::Encode(report).second.size() - 8;
     ExpectByte(report, end - 9, 1, true, "family distribution");
     ExpectByte(report, end - 9, 2, false, "family distribution");
     ExpectByte(report, end - 10, 2, false, "family has_supported");

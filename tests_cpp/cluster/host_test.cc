@@ -552,12 +552,15 @@ TEST_F(HostTest, AStorageFloorDropsTheInstanceRefusesLowerSpawnsAndIsReported) {
   const auto low = Spawn("a1", {1, 1});
   EXPECT_EQ(OneAck(low).code, ErrorCode::kStaleGeneration);
   Step([&] { host_->RaiseFloor("a1", {1, 5}); });
-  // A term above it starts.
+  // A term above it starts, and the floor (which served its purpose) is no
+  // longer reported.
   const auto above = Spawn("a1", {3, 0});
   ASSERT_TRUE(AdvanceUntil([&] { return starts_.size() == 2; }, kLeaseMs));
   EXPECT_EQ(starts_[1].ctx.generation, (Generation{3, 0}));
   Started("a1", {3, 0});
   EXPECT_EQ(OneAck(above).code, ErrorCode::kOk);
+  world_.RunFor(10);
+  EXPECT_TRUE(reports_.back().floors.empty());
   // A floor at or below a running instance's generation leaves it running.
   Step([&] { host_->RaiseFloor("a1", {3, 0}); });
   EXPECT_EQ(Phase("a1"), InstancePhase::kActive);

@@ -6,8 +6,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
-#include <map>
 #include <random>
 
 #include "cluster/membership/messages.h"
@@ -186,28 +184,18 @@ TEST_F(PersistenceTest, IncarnationAndPeersRoundTrip) {
   EXPECT_EQ(membership::LoadPeers(dir()).value(), (std::vector<Address>{"x:1", "y:2"}));
 }
 
-TEST_F(PersistenceTest, GenerationHistoryRoundTripsAnyLabelAndRefusesCorruptLines) {
-  EXPECT_TRUE(membership::LoadGenerations(dir()).value().empty());
-  const std::string binary("\0a\xff\n z", 6);
-  const std::map<std::string, Generation> h = {
-      {"catalog", {3, 1}}, {binary, {0x7fffffffu, 0xffffffffu}}, {"x", {0, 0}}};
-  ASSERT_TRUE(membership::StoreGenerations(dir(), h).ok());
-  EXPECT_EQ(membership::LoadGenerations(dir()).value(), h);
-  // The file is what docs/cluster/singletons.md says: "<term>.<seq> <hex label>".
-  std::ifstream in(std::filesystem::path(dir()) / "generations");
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_NE(text.find("3.1 636174616c6f67\n"), std::string::npos) << text;
-  for (const char* bad : {"3 61\n", "3.1\n", "3.x 61\n", "3.1 6\n", "3.1 zz\n",
-                          "4294967296.0 61\n", "1.0 61 62\n"}) {
-    std::ofstream(std::filesystem::path(dir()) / "generations") << "1.0 61\n" << bad;
-    auto r = membership::LoadGenerations(dir());
+TEST_F(PersistenceTest, TermFloorRoundTripsAndRefusesCorruptContents) {
+  EXPECT_EQ(membership::LoadTermFloor(dir()).value(), 0u);
+  ASSERT_TRUE(membership::StoreTermFloor(dir(), 7).ok());
+  ASSERT_TRUE(membership::StoreTermFloor(dir(), 0xffffffffu).ok());
+  EXPECT_EQ(membership::LoadTermFloor(dir()).value(), 0xffffffffu);
+  for (const char* bad : {"", "x\n", "-1\n", "4294967296\n", "1.0\n", "12345678901\n"}) {
+    std::ofstream(std::filesystem::path(dir()) / "term_floor") << bad;
+    auto r = membership::LoadTermFloor(dir());
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), ErrorCode::kBadConfig);
-    EXPECT_NE(r.status().message().find("line 2"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("remove the file"), std::string::npos);
   }
-  // Duplicates keep the highest; blank lines are fine.
-  std::ofstream(std::filesystem::path(dir()) / "generations") << "2.0 61\n\n1.5 61\n";
-  EXPECT_EQ(membership::LoadGenerations(dir()).value().at("a"), (Generation{2, 0}));
 }
 
 // One Membership on a SimWorld, fed frames by hand from a fake peer.

@@ -73,8 +73,9 @@ class ClusterConfig:
     stabilize_ms: int = 500
     """How long a node must stay elected before its work starts."""
     state_dir: str = ""
-    """Directory for the persistent node id, incarnation, peers cache and the generations this
-    node ran (so terms keep rising across a full restart; '': nothing kept)."""
+    """Directory for the persistent node id, incarnation, peers cache and the highest
+    generation term this node ran (so terms keep rising across a full restart; '': nothing
+    kept)."""
     node_class: str = ""
     """This node's class (travels with membership; see ``election_class``)."""
     metadata: Mapping[str, str] = field(default_factory=dict)

@@ -224,6 +224,7 @@ void Coordinator::ClaimTerm(const std::string& label, const NodeId& node) {
     for (const auto& f : ns.report.floors) {
       if (f.label == label) min_term = std::max(min_term, f.generation.term);
     }
+    min_term = std::max(min_term, ns.report.min_term);
   }
   e.store_busy = true;
   e.placing = node;

@@ -133,6 +133,10 @@ void Host::Spawn(const Address& from, const Command& c) {
                   Status::NotFound("actor type '" + c.actor_type + "' is not registered on node " +
                                    options_.self_id));
   }
+  if (auto f = floors_.find(c.label); f != floors_.end() && c.generation > f->second) {
+    floors_.erase(f);  // the leader claimed above it
+    Changed();
+  }
   auto it = instances_.find(c.label);
   if (it == instances_.end()) {
     if (auto ran = ran_.find(c.label); ran != ran_.end() && c.generation <= ran->second) {
@@ -290,15 +294,6 @@ void Host::RaiseFloor(const std::string& label, Generation floor) {
   Changed();
 }
 
-void Host::LoadHistory(const std::map<std::string, Generation>& history) {
-  for (const auto& [label, g] : history) {
-    floors_[label] = std::max(floors_[label], g);
-    known_[label] = std::max(known_[label], g);
-    ran_[label] = std::max(ran_[label], g);
-  }
-  if (!history.empty()) Changed();
-}
-
 void Host::Discard(std::map<std::string, Instance>::iterator it, const Status& spawn_answer) {
   const std::string label = it->first;
   std::vector<Waiter> spawns, stops;
@@ -431,7 +426,11 @@ void Host::SendReport(const Address& to) {
     r.families = families_;
   }
   r.instances = Instances();
-  for (const auto& [label, floor] : floors_) r.floors.push_back({label, floor});
+  for (const auto& [label, floor] : floors_) {
+    if (r.floors.size() == coord_wire::kMaxReportedFloors) break;  // the rest next time
+    r.floors.push_back({label, floor});
+  }
+  r.min_term = term_floor_;
   auto [type, payload] = coord_wire::Encode(r);
   env_.Send(to, type, std::move(payload));
 }

@@ -100,11 +100,10 @@ class Host {
   // are refused, and the floor travels in every report so the leader claims a
   // term above it. Floors only rise.
   void RaiseFloor(const std::string& label, Generation floor);
-  // Before Start: the highest generation each label was started under on this
-  // node in earlier processes (the state dir's history). Each is a floor
-  // (reported; spawns below it refused) and counts as already run here, so a
-  // leader whose generation source forgot them claims terms above.
-  void LoadHistory(const std::map<std::string, Generation>& history);
+  // Before Start: the highest term an instance started under on this node in
+  // earlier processes (the state dir's term_floor), reported to the leader so
+  // that a leader whose generation source forgot claims terms above it.
+  void SetTermFloor(std::uint32_t term) { term_floor_ = term; }
 
   // Before every event: stops instances whose lease ran out; lets go of the
   // lease of a stop that outlasted its drain time.
@@ -188,7 +187,10 @@ class Host {
   // The highest generation whose instance started here and ended: never again
   // (every instance lifetime has a generation of its own).
   std::map<std::string, Generation> ran_;
-  std::map<std::string, Generation> floors_;  // RaiseFloor, reported
+  // RaiseFloor, reported; a label's floor is dropped once a spawn above it is
+  // accepted (it served its purpose), so only stale labels are reported.
+  std::map<std::string, Generation> floors_;
+  std::uint32_t term_floor_ = 0;
   bool has_quorum_ = false;
   std::int64_t quorum_since_ = 0;
   std::optional<Address> leader_;

@@ -114,6 +114,7 @@ struct EncodeVisitor {
       w.Str(f.label);
       PutGeneration(w, f.generation);
     }
+    w.U32(m.min_term);
     return kReport;
   }
   std::uint8_t operator()(const ReportRequest& m) {
@@ -251,13 +252,13 @@ bool DecodeBody(ByteReader& r, Report& m) {
     if (!GetFamily(r, f)) return false;
     m.families.push_back(std::move(f));
   }
-  if (!r.Count(n, kMaxListEntries)) return false;
+  if (!r.Count(n, kMaxReportedFloors)) return false;
   for (std::uint32_t i = 0; i < n; ++i) {
     GenerationFloor f;
     if (!r.Str(f.label, kMaxLabelBytes) || !GetGeneration(r, f.generation)) return false;
     m.floors.push_back(std::move(f));
   }
-  return true;
+  return r.U32(m.min_term);
 }
 bool DecodeBody(ByteReader& r, ReportRequest& m) { return r.U64(m.nonce); }
 bool DecodeBody(ByteReader& r, LeaseRequest& m) {

@@ -100,6 +100,8 @@ struct GenerationFloor {
   bool operator==(const GenerationFloor&) const = default;
 };
 
+inline constexpr std::size_t kMaxReportedFloors = 1024;
+
 struct Report {
   std::uint64_t incarnation = 0;
   std::uint64_t seq = 0;
@@ -108,7 +110,10 @@ struct Report {
   std::vector<std::string> actor_types;
   std::vector<InstanceInfo> instances;
   std::vector<AgentFamily> families;
-  std::vector<GenerationFloor> floors;
+  std::vector<GenerationFloor> floors;  // at most kMaxReportedFloors
+  // The highest term an instance started under on this node in an earlier
+  // process (its state dir): every term the leader claims is above it.
+  std::uint32_t min_term = 0;
   bool operator==(const Report&) const = default;
 };
 

@@ -4,7 +4,6 @@
 #include <openssl/rand.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -208,82 +207,29 @@ Status StorePeers(const std::string& state_dir, const std::vector<Address>& peer
   return ReplaceFile(state_dir, "peers", body);
 }
 
-namespace {
-
-bool ParseU32(std::string_view s, std::uint32_t& out) {
-  if (s.empty() || s.size() > 10) return false;
-  std::uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  if (v > UINT32_MAX) return false;
-  out = static_cast<std::uint32_t>(v);
-  return true;
-}
-
-bool FromHex(std::string_view hex, std::string& out) {
-  if (hex.empty() || hex.size() % 2 != 0) return false;
-  const auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  out.clear();
-  for (std::size_t i = 0; i < hex.size(); i += 2) {
-    const int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out.push_back(static_cast<char>(hi * 16 + lo));
-  }
-  return true;
-}
-
-}  // namespace
-
-Result<std::map<std::string, Generation>> LoadGenerations(const std::string& state_dir) {
-  const fs::path path = fs::path(state_dir) / "generations";
+Result<std::uint32_t> LoadTermFloor(const std::string& state_dir) {
+  const fs::path path = fs::path(state_dir) / "term_floor";
   auto content = ReadSmall(path);
   if (!content.ok()) return content.status();
-  std::map<std::string, Generation> out;
-  if (!content.value().has_value()) return out;
-  std::istringstream in(*content.value());
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    line = Trim(line);
-    if (line.empty()) continue;
-    const auto space = line.find(' ');
-    const auto dot = line.find('.');
-    std::uint32_t term = 0, seq = 0;
-    std::string label;
-    if (space == std::string::npos || dot == std::string::npos || dot > space ||
-        !ParseU32(std::string_view(line).substr(0, dot), term) ||
-        !ParseU32(std::string_view(line).substr(dot + 1, space - dot - 1), seq) ||
-        !FromHex(std::string_view(line).substr(space + 1), label)) {
-      return Status::BadConfig("corrupt " + path.string() + ": line " + std::to_string(n) +
-                               " is not '<term>.<seq> <hex label>' (remove the file to forget "
-                               "this node's generation history)");
-    }
-    Generation& g = out[label];
-    g = std::max(g, Generation{term, seq});
+  if (!content.value().has_value()) return std::uint32_t{0};
+  const std::string s = Trim(*content.value());
+  std::uint64_t v = 0;
+  bool ok = !s.empty() && s.size() <= 10;
+  for (char c : s) {
+    if (c < '0' || c > '9') ok = false;
+    if (ok) v = v * 10 + static_cast<std::uint64_t>(c - '0');
   }
-  return out;
+  if (!ok || v > UINT32_MAX) {
+    return Status::BadConfig("corrupt " + path.string() +
+                             ": expected a decimal term (remove the file to forget this node's "
+                             "generation history)");
+  }
+  return static_cast<std::uint32_t>(v);
 }
 
-Status StoreGenerations(const std::string& state_dir,
-                        const std::map<std::string, Generation>& generations) {
+Status StoreTermFloor(const std::string& state_dir, std::uint32_t term) {
   if (Status s = EnsureDir(state_dir); !s.ok()) return s;
-  static const char* kHex = "0123456789abcdef";
-  std::string body;
-  for (const auto& [label, g] : generations) {
-    if (label.empty()) continue;
-    body += g.ToString() + " ";
-    for (unsigned char c : label) {
-      body.push_back(kHex[c >> 4]);
-      body.push_back(kHex[c & 15]);
-    }
-    body.push_back('\n');
-  }
-  return ReplaceFile(state_dir, "generations", body);
+  return ReplaceFile(state_dir, "term_floor", std::to_string(term) + "\n");
 }
 
 }  // namespace pynenc_cpp::cluster::membership

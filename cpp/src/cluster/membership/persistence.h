@@ -3,9 +3,9 @@
 //   incarnation  decimal u64 + "\n"; the last incarnation this node announced
 //   peers        one "host:port" per line: members last seen alive (merged with
 //                the seeds at boot)
-//   generations  one "<term>.<seq> <label in lowercase hex>" per line: the highest
-//                generation each label was started under on this node, reported
-//                to the leader as a floor after a restart (docs/cluster/singletons.md)
+//   term_floor   decimal u32 + "\n": the highest generation term an instance
+//                started under on this node, reported to the leader after a
+//                restart so terms keep rising (docs/cluster/singletons.md)
 // Every write goes to a unique temporary file in the same directory, is flushed
 // with fsync and then moved into place, so a crash never leaves a torn file.
 // node_id is moved with link(2) (no clobber): when two processes race on an
@@ -22,13 +22,11 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "pynenc_cpp/cluster/types.h"
 #include "pynenc_cpp/core/error.h"
-#include "pynenc_cpp/ports/generation_source.h"
 
 namespace pynenc_cpp::cluster::membership {
 
@@ -45,10 +43,9 @@ Status StoreIncarnation(const std::string& state_dir, std::uint64_t incarnation)
 Result<std::vector<Address>> LoadPeers(const std::string& state_dir);
 Status StorePeers(const std::string& state_dir, const std::vector<Address>& peers);
 
-// The generations file: empty if missing; kBadConfig "corrupt <path>: line <n>: ..."
-// for a malformed line (remove the file to forget the history).
-Result<std::map<std::string, Generation>> LoadGenerations(const std::string& state_dir);
-Status StoreGenerations(const std::string& state_dir,
-                        const std::map<std::string, Generation>& generations);
+// The term_floor file: 0 if missing; kBadConfig "corrupt <path>: ..." otherwise
+// unparsable (remove the file to forget this node's history).
+Result<std::uint32_t> LoadTermFloor(const std::string& state_dir);
+Status StoreTermFloor(const std::string& state_dir, std::uint32_t term);
 
 }  // namespace pynenc_cpp::cluster::membership

@@ -97,9 +97,9 @@ pynenc_cpp::Status ClusterNodeImpl::LoadIdentity() {
   if (auto s = membership::StoreIncarnation(options_.state_dir, incarnation_); !s.ok()) return s;
   auto peers = membership::LoadPeers(options_.state_dir);
   if (peers.ok()) cached_peers_ = std::move(peers).value();  // a cache: unreadable = empty
-  auto history = membership::LoadGenerations(options_.state_dir);
-  if (!history.ok()) return history.status();
-  history_ = std::move(history).value();
+  auto floor = membership::LoadTermFloor(options_.state_dir);
+  if (!floor.ok()) return floor.status();
+  term_floor_ = floor.value();
   return pynenc_cpp::Status::Ok();
 }
 
@@ -276,7 +276,7 @@ void ClusterNodeImpl::StartCore(const Address& self, std::uint64_t incarnation,
   };
   WireServices(o, h);
   core_ = std::make_unique<NodeCore>(*env_, std::move(o), std::move(h));
-  core_->services().host().LoadHistory(history_);
+  core_->services().host().SetTermFloor(term_floor_);
   core_->Start();
   {
     std::lock_guard<std::mutex> lock(mailer_mu_);

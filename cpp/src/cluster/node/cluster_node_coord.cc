@@ -99,7 +99,7 @@ void ClusterNodeImpl::WireServices(NodeCoreOptions& o, NodeCoreHooks& h) {
   };
   h.services.host.record = [this](const InstanceRecord& r) {
     if (r.event == "instance_start" || r.event == "instance_regrant") {
-      RememberGeneration(r.label, r.generation);
+      RememberGeneration(r.generation);
     }
     if (log_) {
       log_->WriteInstance(r.event, r.label, r.generation.term, r.generation.seq, r.mono_ms,
@@ -120,24 +120,22 @@ void ClusterNodeImpl::WireServices(NodeCoreOptions& o, NodeCoreHooks& h) {
   };
 }
 
-void ClusterNodeImpl::RememberGeneration(const std::string& label, Generation g) {
-  if (options_.state_dir.empty()) return;
-  Generation& known = history_[label];
-  if (g <= known) return;
-  known = g;
+void ClusterNodeImpl::RememberGeneration(Generation g) {
+  if (options_.state_dir.empty() || g.term <= term_floor_) return;
+  term_floor_ = g.term;
   std::lock_guard<std::mutex> lock(peers_mu_);
-  history_to_store_ = history_;
-  if (history_store_queued_) return;
-  history_store_queued_ = true;
+  term_floor_to_store_ = term_floor_;
+  if (term_floor_store_queued_) return;
+  term_floor_store_queued_ = true;
   callbacks_->Push([this] {
-    std::map<std::string, Generation> latest;
+    std::uint32_t latest = 0;
     {
       std::lock_guard<std::mutex> l(peers_mu_);
-      latest = std::move(history_to_store_);
-      history_store_queued_ = false;
+      latest = term_floor_to_store_;
+      term_floor_store_queued_ = false;
     }
-    if (auto s = membership::StoreGenerations(options_.state_dir, latest); !s.ok()) {
-      env_->Log(LogLevel::kWarning, "cannot persist the generation history: " + s.message());
+    if (auto s = membership::StoreTermFloor(options_.state_dir, latest); !s.ok()) {
+      env_->Log(LogLevel::kWarning, "cannot persist the term floor: " + s.message());
     }
   });
 }

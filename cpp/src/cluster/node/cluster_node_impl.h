@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -124,13 +123,13 @@ class ClusterNodeImpl final : public ClusterNode {
   std::mutex peers_mu_;
   std::vector<Address> peers_to_store_;  // guarded by peers_mu_
   bool peers_store_queued_ = false;      // guarded by peers_mu_
-  // The generation history (state dir "generations"): loaded at start, updated on
-  // the loop thread at every instance start or re-grant, written like the peers
-  // (coalesced, on the callback thread).
-  std::map<std::string, Generation> history_;  // loop thread (and Init before it)
-  std::map<std::string, Generation> history_to_store_;  // guarded by peers_mu_
-  bool history_store_queued_ = false;                   // guarded by peers_mu_
-  void RememberGeneration(const std::string& label, Generation g);  // loop thread
+  // The highest term an instance started under here (state dir "term_floor"):
+  // loaded at start, raised on the loop thread at every instance start or
+  // re-grant, written like the peers (coalesced, on the callback thread).
+  std::uint32_t term_floor_ = 0;           // loop thread (and Init before it)
+  std::uint32_t term_floor_to_store_ = 0;  // guarded by peers_mu_
+  bool term_floor_store_queued_ = false;   // guarded by peers_mu_
+  void RememberGeneration(Generation g);   // loop thread
   std::unique_ptr<ActivationLog> log_;
   std::unique_ptr<AsioEnv> env_;
   std::unique_ptr<NodeCore> core_;  // loop thread only
