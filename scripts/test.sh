@@ -3,6 +3,8 @@
 #   1. tests_cpp under ctest (RelWithDebInfo)
 #   2. tests_cpp again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   3. tests_cpp again under ThreadSanitizer (all but the single-threaded simulator)
+#   3b. Clang's -Wthread-safety analysis (compile only, as errors) of the engine and
+#      the cluster core
 #   4. the libFuzzer targets tests_cpp/fuzz/*_fuzz.cc (frame decoder and every
 #      message parser), each for FUZZ_SECONDS (default 20) under ASan+UBSan
 #   5. pytest tests_py (adapters, errors, wheel, pynenc's conformance suites (a
@@ -54,6 +56,18 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # threads (brokers, stores, runner, transport, real-socket cluster nodes) runs.
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 CTEST_EXCLUDE='^Sim' \
   run_ctest "ctest-tsan" build/tsan -DCMAKE_BUILD_TYPE=Debug -DPYNENC_CPP_SANITIZE_THREAD=ON
+
+# Clang's thread-safety analysis over the engine and the cluster core (the classes
+# annotated with core/thread_annotations.h): a compile-only pass, -Werror.
+echo "==> thread-safety analysis"
+if CXX=clang++ CC=clang cmake -S . -B build/tsa -G Ninja -DPYNENC_CPP_BUILD_TESTS=OFF \
+      -DCMAKE_BUILD_TYPE=Debug -DPYNENC_CPP_THREAD_SAFETY_ANALYSIS=ON >build/tsa.configure.log 2>&1 &&
+   cmake --build build/tsa -j"$JOBS" 2>&1 | tee build/tsa.log | tail -n 3; then  # pipefail
+  record "thread-safety" 1 0
+else
+  grep -E "error:" build/tsa.log | head -n 40
+  record "thread-safety" 0 1
+fi
 
 echo "==> fuzz"
 fuzz_log=build/fuzz.log

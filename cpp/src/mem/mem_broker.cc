@@ -1,6 +1,7 @@
 // In-memory broker: per queue, a map priority -> FIFO deque, guarded by one
 // mutex; a condition variable wakes blocked retrievers when work is routed.
 #include "mem/mem_broker.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -19,7 +20,7 @@ class MemBroker final : public Broker {
                double priority) override {
     if (ids.empty()) return Status::Ok();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       auto& fifo = queues_[queue][priority];
       fifo.insert(fifo.end(), ids.begin(), ids.end());
     }
@@ -29,13 +30,13 @@ class MemBroker final : public Broker {
 
   Result<std::optional<InvocationId>> Retrieve(const std::string& queue,
                                                std::int64_t timeout_ms) override {
-    std::unique_lock<std::mutex> lock(mu_);
+    UniqueLock lock(mu_);
     const std::uint64_t epoch = interrupt_epoch_;
     if (auto id = PopLocked(queue)) return std::optional<InvocationId>(std::move(*id));
     if (timeout_ms <= 0) return std::optional<InvocationId>();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (true) {
-      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      if (cv_.wait_until(lock.native(), deadline) == std::cv_status::timeout) {
         return std::optional<InvocationId>(PopLocked(queue));
       }
       if (interrupt_epoch_ != epoch) return std::optional<InvocationId>();
@@ -44,7 +45,7 @@ class MemBroker final : public Broker {
   }
 
   Result<std::int64_t> Count(const std::vector<std::string>& queues) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::int64_t total = 0;
     for (const std::string& name : queues) {
       auto it = queues_.find(name);
@@ -56,22 +57,21 @@ class MemBroker final : public Broker {
   }
 
   Status Purge() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queues_.clear();
     return Status::Ok();
   }
 
   void Interrupt() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++interrupt_epoch_;
     }
     cv_.notify_all();
   }
 
  private:
-  // REQUIRES: mu_ held.
-  std::optional<InvocationId> PopLocked(const std::string& queue) {
+  std::optional<InvocationId> PopLocked(const std::string& queue) PYNENC_REQUIRES(mu_) {
     auto it = queues_.find(queue);
     if (it == queues_.end()) return std::nullopt;
     for (auto& [priority, fifo] : it->second) {  // highest priority first
@@ -83,11 +83,11 @@ class MemBroker final : public Broker {
     return std::nullopt;
   }
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
   std::unordered_map<std::string, std::map<double, std::deque<InvocationId>, std::greater<>>>
-      queues_;
-  std::uint64_t interrupt_epoch_ = 0;
+      queues_ PYNENC_GUARDED_BY(mu_);
+  std::uint64_t interrupt_epoch_ PYNENC_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // In-memory client data store: one hash map under one mutex.
 #include "mem/mem_client_data_store.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -10,25 +11,25 @@ namespace {
 class MemClientDataStore final : public ClientDataStore {
  public:
   Status Store(const std::string& key, const std::string& value) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     data_[key] = value;
     return Status::Ok();
   }
   Result<std::string> Retrieve(const std::string& key) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = data_.find(key);
     if (it == data_.end()) return Status::NotFound("client data key not found: " + key);
     return it->second;
   }
   Status Purge() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     data_.clear();
     return Status::Ok();
   }
 
  private:
-  std::mutex mu_;
-  std::unordered_map<std::string, std::string> data_;
+  Mutex mu_;
+  std::unordered_map<std::string, std::string> data_ PYNENC_GUARDED_BY(mu_);
 };
 
 }  // namespace

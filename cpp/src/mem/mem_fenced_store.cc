@@ -1,6 +1,7 @@
 // In-memory fenced store: one hash map under one mutex. A tombstone (after
 // Delete) is an entry without a value that keeps the key's generation.
 #include "mem/mem_fenced_store.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <mutex>
 #include <optional>
@@ -21,7 +22,7 @@ class MemFencedStore final : public FencedStore {
 
   Result<std::optional<FencedValue>> Read(const std::string& key) override {
     if (key.empty()) return Status::InvalidArgument("fenced store: key must not be empty");
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = data_.find(key);
     if (it == data_.end() || !it->second.value) return std::optional<FencedValue>();
     return std::optional<FencedValue>(FencedValue{*it->second.value, it->second.generation});
@@ -41,7 +42,7 @@ class MemFencedStore final : public FencedStore {
   // key's stored generation is above it.
   Status Put(const std::string& key, std::optional<std::string> value, std::uint64_t generation) {
     if (Status s = fencing::CheckKeyWrite(key, generation); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto [it, inserted] = data_.try_emplace(key);
     if (!inserted && it->second.generation > generation) {
       return fencing::StaleKey(key, generation, it->second.generation);
@@ -50,8 +51,8 @@ class MemFencedStore final : public FencedStore {
     return Status::Ok();
   }
 
-  std::mutex mu_;
-  std::unordered_map<std::string, Entry> data_;  // guarded by mu_
+  Mutex mu_;
+  std::unordered_map<std::string, Entry> data_ PYNENC_GUARDED_BY(mu_);
 };
 
 }  // namespace

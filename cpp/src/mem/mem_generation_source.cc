@@ -1,5 +1,6 @@
 // In-memory generation source: two ordered maps under one mutex.
 #include "mem/mem_generation_source.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <algorithm>
 #include <map>
@@ -16,7 +17,7 @@ class MemGenerationSource final : public GenerationSource {
                                std::uint32_t min_term) override {
     if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
     if (Status s = fencing::CheckSourceOwner(owner); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = owners_.find(label);
     const std::uint32_t current = it == owners_.end() ? 0 : it->second.generation.term;
     const std::uint32_t base = std::max(current, min_term);
@@ -34,7 +35,7 @@ class MemGenerationSource final : public GenerationSource {
                               Generation expected) override {
     if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
     if (Status s = fencing::CheckSourceOwner(owner); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = owners_.find(label);
     const std::string wanted = "label '" + label + "': expected owner '" + owner + "' at " +
                                expected.ToString() + ", but ";
@@ -54,7 +55,7 @@ class MemGenerationSource final : public GenerationSource {
 
   Result<std::optional<Ownership>> Current(const std::string& label) override {
     if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = owners_.find(label);
     if (it == owners_.end()) return std::optional<Ownership>();
     return std::optional<Ownership>(it->second);
@@ -62,20 +63,20 @@ class MemGenerationSource final : public GenerationSource {
 
   Status PutSpec(const std::string& label, const std::string& spec) override {
     if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     specs_[label] = spec;
     return Status::Ok();
   }
 
   Status RemoveSpec(const std::string& label) override {
     if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     specs_.erase(label);
     return Status::Ok();
   }
 
   Result<std::vector<SpecRecord>> List() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::vector<SpecRecord> out;
     out.reserve(specs_.size());
     for (const auto& [label, spec] : specs_) {
@@ -89,9 +90,9 @@ class MemGenerationSource final : public GenerationSource {
   bool Shared() const override { return false; }
 
  private:
-  std::mutex mu_;
-  std::map<std::string, Ownership> owners_;   // guarded by mu_
-  std::map<std::string, std::string> specs_;  // guarded by mu_; ordered: List is sorted
+  Mutex mu_;
+  std::map<std::string, Ownership> owners_ PYNENC_GUARDED_BY(mu_);
+  std::map<std::string, std::string> specs_ PYNENC_GUARDED_BY(mu_);  // ordered: List is sorted
 };
 
 }  // namespace

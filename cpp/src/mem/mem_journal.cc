@@ -1,6 +1,7 @@
 // In-memory journal: one hash map of entities under one mutex. An entity's
 // entries are a vector (entry seq s at index s - 1).
 #include "mem/mem_journal.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <algorithm>
 #include <mutex>
@@ -21,7 +22,7 @@ class MemJournal final : public Journal {
     if (events.empty()) {
       return Status::InvalidArgument("journal: no events to append to entity '" + entity + "'");
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const Entity& current = Find(entity);
     if (generation < current.fence) return fencing::StaleEntity(entity, generation, current.fence);
     if (current.entries.size() != expected_seq) {
@@ -39,7 +40,7 @@ class MemJournal final : public Journal {
 
   Result<std::uint64_t> Fence(const std::string& entity, std::uint64_t generation) override {
     if (Status s = fencing::CheckEntityWrite(entity, generation); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const Entity& current = Find(entity);
     if (generation < current.fence) return fencing::StaleEntity(entity, generation, current.fence);
     Entity& e = entities_[entity];
@@ -50,7 +51,7 @@ class MemJournal final : public Journal {
   Result<std::vector<JournalEntry>> Read(const std::string& entity, std::uint64_t after_seq,
                                          std::size_t limit) override {
     if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::vector<JournalEntry> out;
     const std::vector<JournalEntry>& entries = Find(entity).entries;
     if (after_seq >= entries.size()) return out;
@@ -63,20 +64,20 @@ class MemJournal final : public Journal {
 
   Result<std::uint64_t> LastSeq(const std::string& entity) override {
     if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return std::uint64_t{Find(entity).entries.size()};
   }
 
   Result<std::uint64_t> FenceOf(const std::string& entity) override {
     if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return Find(entity).fence;
   }
 
   Status SaveSnapshot(const std::string& entity, std::uint64_t seq, std::uint64_t generation,
                       const std::string& state) override {
     if (Status s = fencing::CheckEntityWrite(entity, generation); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const Entity& current = Find(entity);
     if (generation < current.fence) return fencing::StaleEntity(entity, generation, current.fence);
     if (seq > current.entries.size()) {
@@ -93,7 +94,7 @@ class MemJournal final : public Journal {
 
   Result<std::optional<JournalSnapshot>> LoadSnapshot(const std::string& entity) override {
     if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return Find(entity).snapshot;
   }
 
@@ -105,15 +106,14 @@ class MemJournal final : public Journal {
   };
 
   // The entity, or an empty one (not inserted: failed calls leave no trace).
-  // REQUIRES: mu_ held.
-  const Entity& Find(const std::string& entity) const {
+  const Entity& Find(const std::string& entity) const PYNENC_REQUIRES(mu_) {
     static const Entity kNone;
     auto it = entities_.find(entity);
     return it == entities_.end() ? kNone : it->second;
   }
 
-  std::mutex mu_;
-  std::unordered_map<std::string, Entity> entities_;  // guarded by mu_
+  Mutex mu_;
+  std::unordered_map<std::string, Entity> entities_ PYNENC_GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 // operation runs inside Atomically(): a plain call here, one SQLite write
 // transaction in SqliteLifecycle (native/sqlite_lifecycle.cc).
 #include "native/port_lifecycle.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <map>
 #include <utility>
@@ -144,17 +145,17 @@ Result<ChangeOutcome> PortLifecycle::ChangeStatus(const InvocationId& id, Invoca
 }
 
 void PortLifecycle::SetTaskRunsFreely(const TaskId& task) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   free_tasks_.insert(task.str());
 }
 
 bool PortLifecycle::RunsFreely(const TaskId& task) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return free_tasks_.contains(task.str());
 }
 
 std::vector<std::string> PortLifecycle::FreeTasks() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return {free_tasks_.begin(), free_tasks_.end()};
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "pynenc_cpp/native/lifecycle.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp::native {
 
@@ -68,8 +69,8 @@ class PortLifecycle : public Lifecycle {
 
   const LifecycleParts parts_;
   const TriggerContextNames names_;
-  std::mutex mu_;
-  std::set<std::string> free_tasks_;  // guarded by mu_
+  Mutex mu_;
+  std::set<std::string> free_tasks_ PYNENC_GUARDED_BY(mu_);
 };
 
 // The SQLite Lifecycle: every operation is one BEGIN IMMEDIATE transaction on

@@ -1,6 +1,7 @@
 // Redis broker (reliable dequeue with leases and recovery, server-side blocking
 // waits) and client data store. Key layout and protocol: redis_broker.h.
 #include "redis/redis_broker.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <unistd.h>
 
@@ -217,7 +218,7 @@ class RedisBroker final : public Broker {
         client_->Eval(kPurgeScript, {prefix_ + "queues", prefix_ + "consumers"}, {prefix_});
     if (!r.ok()) return r.status();
     if (r.value().is_error()) return ReplyError(*client_, "purge", r.value());
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     unacked_.clear();
     return Status::Ok();
   }
@@ -230,7 +231,7 @@ class RedisBroker final : public Broker {
 
   // The calling thread's deliveries not yet acknowledged (removed from the map).
   std::vector<std::string> TakeAcks() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = unacked_.find(std::this_thread::get_id());
     if (it == unacked_.end()) return {};
     std::vector<std::string> out = std::move(it->second);
@@ -240,7 +241,7 @@ class RedisBroker final : public Broker {
 
   void Remember(std::vector<std::string> entries) {
     if (entries.empty()) return;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto& mine = unacked_[std::this_thread::get_id()];
     mine.insert(mine.end(), std::make_move_iterator(entries.begin()),
                 std::make_move_iterator(entries.end()));
@@ -250,7 +251,7 @@ class RedisBroker final : public Broker {
   Result<Value> RequeueUnknown() {
     std::vector<std::string> args{prefix_};
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       for (const auto& [thread, entries] : unacked_) {
         args.insert(args.end(), entries.begin(), entries.end());
       }
@@ -311,9 +312,10 @@ class RedisBroker final : public Broker {
   std::atomic<std::uint64_t> interrupt_epoch_{0};
   std::atomic<bool> registered_{false};
   std::atomic<bool> suspect_{false};  // a pop's reply was lost: see RequeueUnknown
-  std::mutex mu_;
+  Mutex mu_;
   // Per calling thread: processing entries delivered and not yet acknowledged.
-  std::unordered_map<std::thread::id, std::vector<std::string>> unacked_;  // guarded by mu_
+  std::unordered_map<std::thread::id, std::vector<std::string>> unacked_
+      PYNENC_GUARDED_BY(mu_);
 };
 
 class RedisClientDataStore final : public ClientDataStore {

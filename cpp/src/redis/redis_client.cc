@@ -1,4 +1,5 @@
 #include "redis/redis_client.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <hiredis/hiredis.h>
 #include <openssl/sha.h>
@@ -273,7 +274,7 @@ std::string KeyPrefix(const std::string& app_id, const std::string& component) {
 Client::Client(RedisOptions options) : options_(std::move(options)), pid_(getpid()) {}
 
 Client::~Client() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (pid_ != getpid()) {
     for (auto& c : idle_) c->Abandon();
   }
@@ -289,7 +290,7 @@ std::string Client::Endpoint() const {
 std::string Client::Describe() const { return Endpoint() + "/" + std::to_string(options_.db); }
 
 Result<std::shared_ptr<Client>> Client::Open(const RedisOptions& options) {
-  static std::mutex registry_mu;
+  static Mutex registry_mu;
   static std::unordered_map<std::string, std::weak_ptr<Client>> registry;
   const std::string key = options.unix_path + "|" + options.host + ":" +
                           std::to_string(options.port) + "/" +
@@ -297,7 +298,7 @@ Result<std::shared_ptr<Client>> Client::Open(const RedisOptions& options) {
                           options.password + "|" +
                           std::to_string(options.connect_timeout_ms) + "|" +
                           std::to_string(options.io_timeout_ms) + "|" + std::to_string(getpid());
-  std::lock_guard<std::mutex> lock(registry_mu);
+  MutexLock lock(registry_mu);
   if (auto existing = registry[key].lock()) return existing;
   std::shared_ptr<Client> client(new Client(options));
   Result<Value> pong = client->Command({"PING"});
@@ -365,7 +366,7 @@ Result<std::unique_ptr<Connection>> Client::Connect() {
 
 Result<std::unique_ptr<Connection>> Client::Acquire(bool* reused) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (pid_ != getpid()) {  // forked: pooled sockets belong to the parent
       for (auto& c : idle_) c->Abandon();
       idle_.clear();
@@ -384,7 +385,7 @@ Result<std::unique_ptr<Connection>> Client::Acquire(bool* reused) {
 
 void Client::Release(std::unique_ptr<Connection> conn) {
   if (conn->broken()) return;  // dropped: the next call connects afresh
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (pid_ != getpid()) {
     conn->Abandon();
     return;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "pynenc_cpp/core/error.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 #include "pynenc_cpp/ports/backend_config.h"
 
 struct redisContext;
@@ -120,9 +121,9 @@ class Client {
   Result<T> WhileLoading(Fn&& attempt, bool (*loading)(const T&));
 
   const RedisOptions options_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
-  long pid_;                                       // guarded by mu_
+  Mutex mu_;
+  std::vector<std::unique_ptr<Connection>> idle_ PYNENC_GUARDED_BY(mu_);
+  long pid_ PYNENC_GUARDED_BY(mu_);
 };
 
 // The Client named by a redis:// BackendConfig. REQUIRES: config.uri is redis.

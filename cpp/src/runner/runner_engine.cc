@@ -1,4 +1,5 @@
 #include "pynenc_cpp/runner/runner_engine.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -47,29 +48,32 @@ struct RunnerEngine::Core {
   std::unique_ptr<InvocationSource> source;
   RunnerHooks hooks;
 
-  mutable std::mutex mu;
+  mutable Mutex mu;
   std::condition_variable cv;
-  RunnerState state = RunnerState::kCreated;
-  std::vector<std::shared_ptr<Worker>> workers;  // every worker ever started
-  int next_index = 0;
-  int waiting = 0;
-  int live = 0;  // alive, not abandoned
-  bool timer_exited = true;
+  RunnerState state PYNENC_GUARDED_BY(mu) = RunnerState::kCreated;
+  // Every worker ever started. The Worker fields are guarded by mu too (the
+  // analysis cannot name another object's mutex there).
+  std::vector<std::shared_ptr<Worker>> workers PYNENC_GUARDED_BY(mu);
+  int next_index PYNENC_GUARDED_BY(mu) = 0;
+  int waiting PYNENC_GUARDED_BY(mu) = 0;
+  int live PYNENC_GUARDED_BY(mu) = 0;  // alive, not abandoned
+  bool timer_exited PYNENC_GUARDED_BY(mu) = true;
   std::thread timer;
-  std::vector<std::string> orphans;
-  std::int64_t executed = 0;
-  std::string spawn_error;     // the last thread creation the OS refused ("" after a success)
-  std::string spawn_reported;  // the last spawn_error reported (reported once per change)
+  std::vector<std::string> orphans PYNENC_GUARDED_BY(mu);
+  std::int64_t executed PYNENC_GUARDED_BY(mu) = 0;
+  // The last thread creation the OS refused ("" after a success).
+  std::string spawn_error PYNENC_GUARDED_BY(mu);
+  // The last spawn_error reported (reported once per change).
+  std::string spawn_reported PYNENC_GUARDED_BY(mu);
 
-  bool Stopping() const { return state != RunnerState::kRunning; }  // REQUIRES: mu
+  bool Stopping() const PYNENC_REQUIRES(mu) { return state != RunnerState::kRunning; }
 
   // Forgets the workers whose thread has finished its work (retired, replaced
   // or timed out earlier), detaching their thread: it only has to return now,
   // and a detached thread's stack is freed when it does. Without this a
   // long-lived runner whose workers are replaced (tasks waiting on sub-results,
   // timeouts) would keep every exited thread's stack until Stop.
-  // REQUIRES: mu held.
-  void ReapExitedLocked() {
+  void ReapExitedLocked() PYNENC_REQUIRES(mu) {
     std::erase_if(workers, [](const std::shared_ptr<Worker>& w) {
       if (!w->exited) return false;
       if (w->thread.joinable()) w->thread.detach();
@@ -78,8 +82,8 @@ struct RunnerEngine::Core {
   }
 
   // Starts one worker; false (and spawn_error set) when the OS refuses a new
-  // thread, which is reported, never std::terminate. REQUIRES: mu held.
-  bool SpawnLocked(const std::shared_ptr<Core>& self) {
+  // thread, which is reported, never std::terminate.
+  bool SpawnLocked(const std::shared_ptr<Core>& self) PYNENC_REQUIRES(mu) {
     ReapExitedLocked();
     auto w = std::make_shared<Worker>();
     w->index = next_index;
@@ -96,12 +100,12 @@ struct RunnerEngine::Core {
     return true;
   }
 
-  // Non-waiting live workers beyond `workers` retire. REQUIRES: mu held.
-  bool SurplusLocked() const { return live - waiting > options.workers; }
+  // Non-waiting live workers beyond `workers` retire.
+  bool SurplusLocked() const PYNENC_REQUIRES(mu) { return live - waiting > options.workers; }
 
   // After MarkWaiting or a replacement. Stops at the first thread the OS
-  // refuses; the timer thread tries again. REQUIRES: mu held.
-  void FillSlotsLocked(const std::shared_ptr<Core>& self) {
+  // refuses; the timer thread tries again.
+  void FillSlotsLocked(const std::shared_ptr<Core>& self) PYNENC_REQUIRES(mu) {
     while (state == RunnerState::kRunning && live - waiting < options.workers) {
       if (!SpawnLocked(self)) return;
     }
@@ -111,7 +115,7 @@ struct RunnerEngine::Core {
     if (hooks.thread_started) hooks.thread_started(w->index);
     while (true) {
       {
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(mu);
         if (Stopping() || w->abandoned) break;
         if (SurplusLocked()) {
           w->abandoned = true;  // retire: not counted from here on
@@ -129,21 +133,23 @@ struct RunnerEngine::Core {
         Result<std::optional<std::string>> got = source->Next(options.retrieve_wait);
         if (!got.ok()) {
           if (hooks.report_error) hooks.report_error("runner retrieval failed: " + got.status().ToString());
-          std::unique_lock<std::mutex> lock(mu);
-          cv.wait_for(lock, options.error_backoff, [&] { return Stopping(); });
+          UniqueLock lock(mu);
+          cv.wait_for(lock.native(), options.error_backoff,
+                      [&]() PYNENC_REQUIRES(mu) { return Stopping(); });
           continue;
         }
         id = std::move(got).value();
         if (!id) {
           if (!source->Blocks()) {
-            std::unique_lock<std::mutex> lock(mu);
-            cv.wait_for(lock, options.idle_backoff, [&] { return Stopping(); });
+            UniqueLock lock(mu);
+            cv.wait_for(lock.native(), options.idle_backoff,
+                        [&]() PYNENC_REQUIRES(mu) { return Stopping(); });
           }
           continue;
         }
       }
       {
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(mu);
         if (state != RunnerState::kRunning) {
           orphans.push_back(*id);  // popped after Stop/Abort: the caller routes it again
           break;
@@ -154,7 +160,7 @@ struct RunnerEngine::Core {
       const ExecOutcome outcome = hooks.execute(w->index, *id, claimed);
       bool leave = false;
       {
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(mu);
         ++executed;
         w->current.reset();
         if (w->waiting) {
@@ -173,7 +179,7 @@ struct RunnerEngine::Core {
     }
     if (hooks.thread_exiting) hooks.thread_exiting(w->index);
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       if (!w->abandoned) --live;
       w->exited = true;
       if (w->waiting) {
@@ -186,7 +192,7 @@ struct RunnerEngine::Core {
   }
 
   bool waiting_hint() {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     return waiting > 0;
   }
 
@@ -197,20 +203,20 @@ struct RunnerEngine::Core {
     const bool heartbeats = hooks.heartbeat && options.heartbeat_interval.count() > 0;
     const bool management = hooks.management && options.management_interval.count() > 0;
     const bool watchdog = options.task_timeout.count() > 0;
-    std::unique_lock<std::mutex> lock(mu);
+    UniqueLock lock(mu);
     while (state == RunnerState::kRunning || state == RunnerState::kDraining) {
       const auto now = Clock::now();
       if (heartbeats && now >= next_heartbeat) {
-        lock.unlock();
+        lock.Unlock();
         hooks.heartbeat();
-        lock.lock();
+        lock.Lock();
         next_heartbeat = Clock::now() + options.heartbeat_interval;
         continue;
       }
       if (management && state == RunnerState::kRunning && now >= next_management) {
-        lock.unlock();
+        lock.Unlock();
         hooks.management();
-        lock.lock();
+        lock.Lock();
         next_management = Clock::now() + options.management_interval;
         continue;
       }
@@ -225,11 +231,11 @@ struct RunnerEngine::Core {
         }
         if (!expired.empty()) {
           FillSlotsLocked(self);
-          lock.unlock();
+          lock.Unlock();
           if (hooks.timed_out) {
             for (const RunningTask& t : expired) hooks.timed_out(t.worker, t.invocation_id);
           }
-          lock.lock();
+          lock.Lock();
           if (state == RunnerState::kDraining && live == 0) state = RunnerState::kStopped;
           cv.notify_all();
           continue;
@@ -242,9 +248,9 @@ struct RunnerEngine::Core {
         spawn_reported = spawn_error;
         const std::string message = spawn_error;
         if (!message.empty() && hooks.report_error) {
-          lock.unlock();
+          lock.Unlock();
           hooks.report_error(message);
-          lock.lock();
+          lock.Lock();
           continue;
         }
       }
@@ -254,13 +260,13 @@ struct RunnerEngine::Core {
       if (management && state == RunnerState::kRunning) wake = std::min(wake, next_management);
       if (watchdog) wake = std::min(wake, now + options.watchdog_tick);
       const RunnerState seen = state;
-      cv.wait_until(lock, wake, [&] { return state != seen; });
+      cv.wait_until(lock.native(), wake, [&]() PYNENC_REQUIRES(mu) { return state != seen; });
     }
-    lock.unlock();
+    lock.Unlock();
     if (hooks.thread_exiting) hooks.thread_exiting(kTimerThread);
-    lock.lock();
+    lock.Lock();
     timer_exited = true;
-    lock.unlock();
+    lock.Unlock();
     cv.notify_all();
   }
 };
@@ -280,9 +286,9 @@ RunnerEngine::~RunnerEngine() {
   Wait(std::chrono::seconds(1));
   std::vector<std::thread> done, busy;
   {
-    std::unique_lock<std::mutex> lock(core_->mu);
+    UniqueLock lock(core_->mu);
     // Abandoned (timed-out) workers too get a moment to leave their hook.
-    core_->cv.wait_for(lock, std::chrono::seconds(1), [&] {
+    core_->cv.wait_for(lock.native(), std::chrono::seconds(1), [&]() PYNENC_REQUIRES(core_->mu) {
       for (const auto& w : core_->workers) {
         if (!w->exited) return false;
       }
@@ -310,7 +316,7 @@ Status RunnerEngine::Start() {
   if (core_->options.task_timeout.count() < 0 || core_->options.retrieve_wait.count() < 0) {
     return Status::InvalidArgument("runner: timeouts must be >= 0");
   }
-  std::lock_guard<std::mutex> lock(core_->mu);
+  MutexLock lock(core_->mu);
   if (core_->state != RunnerState::kCreated) {
     return Status::InvalidArgument(std::string("runner: Start() in state ") +
                                    RunnerStateName(core_->state));
@@ -337,7 +343,7 @@ Status RunnerEngine::Start() {
 
 void RunnerEngine::Stop() {
   {
-    std::lock_guard<std::mutex> lock(core_->mu);
+    MutexLock lock(core_->mu);
     if (core_->state != RunnerState::kRunning) return;
     core_->state = core_->live == 0 ? RunnerState::kStopped : RunnerState::kDraining;
   }
@@ -348,7 +354,7 @@ void RunnerEngine::Stop() {
 std::vector<RunningTask> RunnerEngine::Abort() {
   std::vector<RunningTask> running;
   {
-    std::lock_guard<std::mutex> lock(core_->mu);
+    MutexLock lock(core_->mu);
     if (core_->state == RunnerState::kAborted || core_->state == RunnerState::kCreated ||
         core_->state == RunnerState::kStopped) {
       return running;
@@ -364,8 +370,8 @@ std::vector<RunningTask> RunnerEngine::Abort() {
 }
 
 bool RunnerEngine::Wait(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(core_->mu);
-  auto done = [&] {
+  UniqueLock lock(core_->mu);
+  auto done = [&]() PYNENC_REQUIRES(core_->mu) {
     if (core_->state == RunnerState::kRunning) return false;
     if (!core_->timer_exited) return false;
     for (const auto& w : core_->workers) {
@@ -373,14 +379,14 @@ bool RunnerEngine::Wait(std::chrono::milliseconds timeout) {
     }
     return true;
   };
-  if (!core_->cv.wait_for(lock, timeout, done)) return false;
+  if (!core_->cv.wait_for(lock.native(), timeout, done)) return false;
   // Join the threads that are done so their resources go now.
   for (const auto& w : core_->workers) {
     if (w->exited && w->thread.joinable()) {
       std::thread t = std::move(w->thread);
-      lock.unlock();
+      lock.Unlock();
       t.join();
-      lock.lock();
+      lock.Lock();
     }
   }
   return true;
@@ -388,7 +394,7 @@ bool RunnerEngine::Wait(std::chrono::milliseconds timeout) {
 
 void RunnerEngine::MarkWaiting(int worker) {
   {
-    std::lock_guard<std::mutex> lock(core_->mu);
+    MutexLock lock(core_->mu);
     for (const auto& w : core_->workers) {
       if (w->index != worker) continue;
       if (w->waiting || !w->current || w->abandoned) return;
@@ -401,12 +407,12 @@ void RunnerEngine::MarkWaiting(int worker) {
 }
 
 RunnerState RunnerEngine::state() const {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  MutexLock lock(core_->mu);
   return core_->state;
 }
 
 std::vector<RunningTask> RunnerEngine::Running() const {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  MutexLock lock(core_->mu);
   std::vector<RunningTask> out;
   for (const auto& w : core_->workers) {
     if (w->current && !w->abandoned) out.push_back({w->index, *w->current});
@@ -415,22 +421,22 @@ std::vector<RunningTask> RunnerEngine::Running() const {
 }
 
 std::vector<std::string> RunnerEngine::TakeOrphans() {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  MutexLock lock(core_->mu);
   return std::exchange(core_->orphans, {});
 }
 
 int RunnerEngine::waiting() const {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  MutexLock lock(core_->mu);
   return core_->waiting;
 }
 
 int RunnerEngine::live_workers() const {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  MutexLock lock(core_->mu);
   return core_->live;
 }
 
 std::int64_t RunnerEngine::executed() const {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  MutexLock lock(core_->mu);
   return core_->executed;
 }
 

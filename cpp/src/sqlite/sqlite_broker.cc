@@ -10,6 +10,7 @@
 // (and a duplicate delivery is refused by the orchestrator's status
 // compare-and-set).
 #include "sqlite/sqlite_broker.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <unistd.h>
 
@@ -82,7 +83,7 @@ class SqliteBroker final : public Broker {
     // If this fails, its lease lapses and another consumer recovers the rows.
     std::string consumer;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!registered_ || pid_ != getpid()) return;
       consumer = consumer_;
     }
@@ -189,7 +190,7 @@ class SqliteBroker final : public Broker {
   // parent's pending acknowledgements), and the calling thread's deliveries
   // not yet acknowledged (taken).
   std::pair<std::string, std::vector<std::int64_t>> ConsumerAndAcks() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (consumer_.empty() || pid_ != getpid()) {
       consumer_ = NewConsumerId();
       pid_ = getpid();
@@ -207,7 +208,7 @@ class SqliteBroker final : public Broker {
 
   void Remember(const std::vector<std::int64_t>& seqs) {
     if (seqs.empty()) return;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto& mine = unacked_[std::this_thread::get_id()];
     mine.insert(mine.end(), seqs.begin(), seqs.end());
   }
@@ -254,13 +255,17 @@ class SqliteBroker final : public Broker {
   // refresh the lease, maybe recover lapsed consumers, then move the next
   // item into this consumer's processing rows.
   Result<std::optional<InvocationId>> Pop(const std::string& queue) {
-    auto [consumer, acks] = ConsumerAndAcks();
+    // Named references, not structured bindings: lambdas capture them (clang 14
+    // cannot capture a structured binding).
+    auto consumer_and_acks = ConsumerAndAcks();
+    const auto& consumer = consumer_and_acks.first;
+    const auto& acks = consumer_and_acks.second;
     std::optional<InvocationId> out;
     std::int64_t delivered = 0;
     bool recover = false;
     const TimestampUs now = clock_->NowMicros();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (now >= next_recovery_us_) {
         recover = true;
         next_recovery_us_ = now + options_.recovery_interval_ms * 1000;
@@ -323,7 +328,7 @@ class SqliteBroker final : public Broker {
       return s;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       registered_ = true;
     }
     if (out) Remember({delivered});
@@ -335,12 +340,13 @@ class SqliteBroker final : public Broker {
   const std::shared_ptr<Clock> clock_;
   const SqliteBrokerOptions options_;
   std::atomic<std::uint64_t> interrupt_epoch_{0};
-  std::mutex mu_;
-  std::string consumer_;             // guarded by mu_ ("" until the first pop)
-  long pid_ = 0;                     // guarded by mu_: the process consumer_ belongs to
-  bool registered_ = false;          // guarded by mu_: a pop committed under consumer_
-  TimestampUs next_recovery_us_ = 0;  // guarded by mu_
-  std::unordered_map<std::thread::id, std::vector<std::int64_t>> unacked_;  // guarded by mu_
+  Mutex mu_;
+  std::string consumer_ PYNENC_GUARDED_BY(mu_);  // "" until the first pop
+  long pid_ PYNENC_GUARDED_BY(mu_) = 0;  // the process consumer_ belongs to
+  bool registered_ PYNENC_GUARDED_BY(mu_) = false;  // a pop committed under consumer_
+  TimestampUs next_recovery_us_ PYNENC_GUARDED_BY(mu_) = 0;
+  std::unordered_map<std::thread::id, std::vector<std::int64_t>> unacked_
+      PYNENC_GUARDED_BY(mu_);
 };
 
 class SqliteClientDataStore final : public ClientDataStore {

@@ -1,4 +1,5 @@
 #include "sqlite/sqlite_db.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -194,7 +195,7 @@ Status OpenError(const std::string& path, int rc, sqlite3* db) {
 Database::Database(SqliteOptions options) : options_(std::move(options)), pid_(getpid()) {}
 
 Database::~Database() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (pid_ != getpid()) {
     for (auto& conn : idle_) conn->Abandon();
   }
@@ -207,12 +208,12 @@ Result<std::shared_ptr<Database>> Database::Open(const SqliteOptions& options) {
     return Status::BadConfig("sqlite path " + Quoted(options.path) +
                              " is a directory; expected a database file");
   }
-  static std::mutex registry_mu;
+  static Mutex registry_mu;
   static std::unordered_map<std::string, std::weak_ptr<Database>> registry;
   const std::string key = options.path + "|" + (options.synchronous_full ? "full" : "normal") +
                           "|" + std::to_string(options.busy_timeout_ms) + "|" +
                           std::to_string(getpid());
-  std::lock_guard<std::mutex> lock(registry_mu);
+  MutexLock lock(registry_mu);
   if (auto existing = registry[key].lock()) return existing;
   std::shared_ptr<Database> db(new Database(options));
   // Open one connection now so that a bad path fails here, with a clear error.
@@ -233,7 +234,7 @@ Result<std::shared_ptr<Database>> Database::Open(const SqliteOptions& options) {
 
 Result<std::unique_ptr<Conn>> Database::Acquire() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (pid_ != getpid()) {  // forked: the pooled handles belong to the parent
       for (auto& conn : idle_) conn->Abandon();
       idle_.clear();
@@ -284,7 +285,7 @@ Result<std::unique_ptr<Conn>> Database::Acquire() {
 }
 
 void Database::Release(std::unique_ptr<Conn> conn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (pid_ != getpid()) {
     conn->Abandon();
     return;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "pynenc_cpp/core/error.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 #include "sqlite/sqlite_wake.h"
 
 namespace pynenc_cpp::sqlite {
@@ -177,9 +178,9 @@ class Database {
 
   const SqliteOptions options_;
   std::unique_ptr<WakeBoard> wake_;  // set by Open, before the Database is shared
-  std::mutex mu_;
-  std::vector<std::unique_ptr<Conn>> idle_;  // guarded by mu_
-  long pid_;                                 // guarded by mu_: the process that opened idle_
+  Mutex mu_;
+  std::vector<std::unique_ptr<Conn>> idle_ PYNENC_GUARDED_BY(mu_);
+  long pid_ PYNENC_GUARDED_BY(mu_);  // the process that opened idle_
 };
 
 // Builds "<what>: <message>" errors for an sqlite3* that failed to open.

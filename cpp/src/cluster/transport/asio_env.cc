@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cluster/transport/address.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 #include "cluster/transport/core.h"
 
 namespace pynenc_cpp::cluster::transport {
@@ -85,6 +86,7 @@ class AsioEnvImpl final : public AsioEnv {
   // Binds and listens (caller's thread, before the loop exists).
   Status Listen(const asio::ip::address& ip, const std::string& host);
   void StartLoop() {
+    MutexLock lock(shutdown_mu_);
     thread_ = std::thread([this] { Run(); });
   }
 
@@ -126,11 +128,13 @@ class AsioEnvImpl final : public AsioEnv {
   Core core_;  // first: holds the io_context, destroyed last
   tcp::acceptor acceptor_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::thread thread_;
+  // Every other member is the loop thread's (after Listen); the loop thread
+  // itself is started and joined under shutdown_mu_ (Shutdown: any thread).
+  Mutex shutdown_mu_;
+  std::thread thread_ PYNENC_GUARDED_BY(shutdown_mu_);
   std::map<TimerId, std::unique_ptr<asio::steady_timer>> timers_;
   std::atomic<TimerId> next_timer_{1};
   std::uint64_t next_accept_seq_ = 0;  // loop thread only
-  std::mutex shutdown_mu_;
   std::atomic<bool> stopped_{false};
 };
 
@@ -341,7 +345,7 @@ void AsioEnvImpl::CloseAll() {
 }
 
 void AsioEnvImpl::Shutdown(std::int64_t flush_ms) {
-  std::lock_guard<std::mutex> lock(shutdown_mu_);
+  MutexLock lock(shutdown_mu_);
   if (stopped_.load()) return;
   if (thread_.joinable() && std::this_thread::get_id() == thread_.get_id()) {
     core_.Log(LogLevel::kError, "Shutdown called on the loop thread: ignored");
