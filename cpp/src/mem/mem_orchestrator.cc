@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "mem/mem_orchestrator_impl.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp {
 namespace mem_orchestrator {
@@ -57,7 +58,7 @@ Result<StatusRecord> MemOrchestrator::RegisterInvocations(
   for (const NewInvocation& inv : invocations) {
     if (inv.id.empty()) return Status::InvalidArgument("invocation id must not be empty");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const StatusRecord record{InvocationStatus::kRegistered, runner_id, clock_->NowMicros()};
   for (const NewInvocation& inv : invocations) {
     if (rows_.count(inv.id)) continue;
@@ -74,7 +75,7 @@ Result<StatusRecord> MemOrchestrator::RegisterInvocations(
 
 Result<StatusRecord> MemOrchestrator::TransitionStatus(
     const InvocationId& id, InvocationStatus to, const std::optional<std::string>& runner_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   InvocationRow* row = FindLocked(id);
   if (row == nullptr) return UnknownInvocation(id);
   Result<StatusRecord> next = ApplyTransition(row->status, to, runner_id, clock_->NowMicros());
@@ -91,9 +92,9 @@ Result<std::optional<InvocationId>> MemOrchestrator::WaitAnyFinal(
   if (ids.empty()) return Status::InvalidArgument("WaitAnyFinal needs at least one invocation id");
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::microseconds(std::clamp<TimestampUs>(timeout_us, 0, kMaxWaitUs));
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   std::optional<InvocationId> found;
-  auto any_final = [&] {
+  auto any_final = [&]() PYNENC_REQUIRES(mu_) {
     for (const InvocationId& id : ids) {
       const InvocationRow* row = FindLocked(id);
       if (row != nullptr && IsFinal(row->status.status)) {
@@ -103,12 +104,12 @@ Result<std::optional<InvocationId>> MemOrchestrator::WaitAnyFinal(
     }
     return false;
   };
-  final_cv_.wait_until(lock, deadline, any_final);
+  final_cv_.wait_until(lock.native(), deadline, any_final);
   return found;
 }
 
 Result<StatusRecord> MemOrchestrator::GetStatusRecord(const InvocationId& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const InvocationRow* row = FindLocked(id);
   if (row == nullptr) return UnknownInvocation(id);
   return row->status;
@@ -119,7 +120,7 @@ Result<std::vector<InvocationId>> MemOrchestrator::FilterByStatus(
   std::vector<InvocationId> out;
   if (statuses.empty()) return out;  // an empty filter selects nothing here
   const std::uint32_t mask = StatusMask(statuses);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const InvocationId& id : ids) {
     const InvocationRow* row = FindLocked(id);
     if (row != nullptr && InMask(mask, row->status.status)) out.push_back(id);
@@ -129,7 +130,7 @@ Result<std::vector<InvocationId>> MemOrchestrator::FilterByStatus(
 
 Status MemOrchestrator::IndexArguments(const InvocationId& id,
                                        const std::map<std::string, std::string>& args) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   InvocationRow* row = FindLocked(id);
   if (row == nullptr) return UnknownInvocation(id);
   for (const auto& [key, value] : args) {
@@ -151,7 +152,7 @@ Result<std::vector<InvocationId>> MemOrchestrator::GetExistingInvocations(
     const TaskId& task_id, const std::map<std::string, std::string>& key_args,
     const std::vector<InvocationStatus>& statuses) {
   const std::uint32_t mask = StatusMask(statuses);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   SeqSet candidates = TaskSeqsLocked(task_id);
   for (const auto& pair : key_args) {
     if (candidates.empty()) break;
@@ -166,12 +167,12 @@ Result<std::vector<InvocationId>> MemOrchestrator::GetExistingInvocations(
 }
 
 Result<std::vector<InvocationId>> MemOrchestrator::GetTaskInvocations(const TaskId& task_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return IdsLocked(TaskSeqsLocked(task_id), StatusMask({}));
 }
 
 Result<std::vector<InvocationId>> MemOrchestrator::GetCallInvocations(const CallId& call_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = by_call_.find(call_id);
   if (it == by_call_.end()) return std::vector<InvocationId>();
   return IdsLocked(it->second, StatusMask({}));
@@ -184,7 +185,7 @@ Result<std::vector<InvocationId>> MemOrchestrator::ListInvocations(
     return Status::InvalidArgument("limit and offset must be >= 0");
   }
   const std::uint32_t mask = StatusMask(statuses);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<const InvocationRow*> matches;
   for (Seq seq : TaskSeqsLocked(task_id)) {
     const InvocationId& id = by_seq_.at(seq);
@@ -208,7 +209,7 @@ Result<std::vector<InvocationId>> MemOrchestrator::ListInvocations(
 Result<std::int64_t> MemOrchestrator::CountInvocations(
     const std::optional<TaskId>& task_id, const std::vector<InvocationStatus>& statuses) {
   const std::uint32_t mask = StatusMask(statuses);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const SeqSet& seqs = TaskSeqsLocked(task_id);
   if (statuses.empty()) return static_cast<std::int64_t>(seqs.size());
   std::int64_t count = 0;
@@ -225,7 +226,7 @@ Result<std::int64_t> MemOrchestrator::CountInvocations(
 }
 
 Status MemOrchestrator::IncrementRetries(const InvocationId& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   InvocationRow* row = FindLocked(id);
   if (row == nullptr) return UnknownInvocation(id);
   ++row->retries;
@@ -233,14 +234,14 @@ Status MemOrchestrator::IncrementRetries(const InvocationId& id) {
 }
 
 Result<std::int64_t> MemOrchestrator::GetRetries(const InvocationId& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const InvocationRow* row = FindLocked(id);
   if (row == nullptr) return UnknownInvocation(id);
   return row->retries;
 }
 
 Status MemOrchestrator::ScheduleAutoPurge(const InvocationId& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   InvocationRow* row = FindLocked(id);
   if (row == nullptr) return UnknownInvocation(id);
   if (row->purge_mark_us) purge_marks_.erase({*row->purge_mark_us, row->seq});
@@ -250,7 +251,7 @@ Status MemOrchestrator::ScheduleAutoPurge(const InvocationId& id) {
 }
 
 Result<std::vector<InvocationId>> MemOrchestrator::AutoPurge(TimestampUs older_than_us) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const TimestampUs cutoff = clock_->NowMicros() - older_than_us;
   std::vector<InvocationId> purged;
   for (const auto& [mark, seq] : purge_marks_) {
@@ -288,7 +289,7 @@ void MemOrchestrator::ForgetLocked(const InvocationId& id) {
 
 Status MemOrchestrator::WaitingForResults(const InvocationId& waiter,
                                           const std::vector<InvocationId>& waited) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const InvocationId& w : waited) {
     waiting_for_[waiter].insert(w);
     waited_by_[w].insert(waiter);
@@ -318,14 +319,14 @@ void MemOrchestrator::ReleaseLocked(const InvocationId& id) {
 }
 
 Status MemOrchestrator::ReleaseWaiters(const InvocationId& waited) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ReleaseLocked(waited);
   return Status::Ok();
 }
 
 Result<std::vector<InvocationId>> MemOrchestrator::GetBlockingInvocations(std::int64_t max_count) {
   if (max_count < 0) return Status::InvalidArgument("max_num_invocations must be >= 0");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   SeqSet blocking;
   for (const auto& [waited, waiters] : waited_by_) {
     if (waiters.empty() || waiting_for_.count(waited)) continue;
@@ -341,7 +342,7 @@ Result<std::vector<InvocationId>> MemOrchestrator::GetBlockingInvocations(std::i
 }
 
 Status MemOrchestrator::Purge() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   rows_.clear();
   by_seq_.clear();
   all_seqs_.clear();

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "mem/mem_orchestrator.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp::mem_orchestrator {
 
@@ -114,40 +115,43 @@ class MemOrchestrator final : public Orchestrator {
 
  private:
   // The row of `id`, or null. REQUIRES: mu_ held.
-  InvocationRow* FindLocked(const InvocationId& id);
+  InvocationRow* FindLocked(const InvocationId& id) PYNENC_REQUIRES(mu_);
   // Ids of `seqs`, in seq order, keeping those whose status is in `mask`.
   // REQUIRES: mu_ held.
-  std::vector<InvocationId> IdsLocked(const SeqSet& seqs, std::uint32_t mask) const;
+  std::vector<InvocationId> IdsLocked(const SeqSet& seqs, std::uint32_t mask) const
+      PYNENC_REQUIRES(mu_);
   // Removes every wait-graph edge into and out of `id`. REQUIRES: mu_ held.
-  void ReleaseLocked(const InvocationId& id);
+  void ReleaseLocked(const InvocationId& id) PYNENC_REQUIRES(mu_);
   // Removes `id` and everything indexed about it. REQUIRES: mu_ held, id known.
-  void ForgetLocked(const InvocationId& id);
+  void ForgetLocked(const InvocationId& id) PYNENC_REQUIRES(mu_);
   // Candidate seqs for a task filter (nullopt: every invocation). REQUIRES: mu_ held.
-  const SeqSet& TaskSeqsLocked(const std::optional<TaskId>& task_id) const;
+  const SeqSet& TaskSeqsLocked(const std::optional<TaskId>& task_id) const PYNENC_REQUIRES(mu_);
   // Every execution, newest start first (ties: newest insertion first).
   // REQUIRES: mu_ held.
-  std::vector<const ExecutionRow*> ExecutionsNewestFirstLocked() const;
+  std::vector<const ExecutionRow*> ExecutionsNewestFirstLocked() const PYNENC_REQUIRES(mu_);
 
   const std::shared_ptr<Clock> clock_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   // Notified (all) whenever an invocation reaches a final status; used with mu_.
   std::condition_variable final_cv_;
-  Seq next_seq_ = 1;
-  std::unordered_map<InvocationId, InvocationRow> rows_;
-  std::map<Seq, InvocationId> by_seq_;
-  SeqSet all_seqs_;
-  std::unordered_map<TaskId, SeqSet> by_task_;
-  std::unordered_map<CallId, SeqSet> by_call_;
-  std::array<SeqSet, kStatusCount> by_status_;
-  std::map<std::pair<std::string, std::string>, SeqSet> by_arg_;
-  std::set<std::pair<TimestampUs, Seq>> purge_marks_;
+  Seq next_seq_ PYNENC_GUARDED_BY(mu_) = 1;
+  std::unordered_map<InvocationId, InvocationRow> rows_ PYNENC_GUARDED_BY(mu_);
+  std::map<Seq, InvocationId> by_seq_ PYNENC_GUARDED_BY(mu_);
+  SeqSet all_seqs_ PYNENC_GUARDED_BY(mu_);
+  std::unordered_map<TaskId, SeqSet> by_task_ PYNENC_GUARDED_BY(mu_);
+  std::unordered_map<CallId, SeqSet> by_call_ PYNENC_GUARDED_BY(mu_);
+  std::array<SeqSet, kStatusCount> by_status_ PYNENC_GUARDED_BY(mu_);
+  std::map<std::pair<std::string, std::string>, SeqSet> by_arg_ PYNENC_GUARDED_BY(mu_);
+  std::set<std::pair<TimestampUs, Seq>> purge_marks_ PYNENC_GUARDED_BY(mu_);
   // Wait graph: waiter -> invocations it waits for, and the reverse.
-  std::unordered_map<InvocationId, std::unordered_set<InvocationId>> waiting_for_;
-  std::unordered_map<InvocationId, std::unordered_set<InvocationId>> waited_by_;
-  std::unordered_map<std::string, RunnerRow> runners_;
-  Seq next_execution_seq_ = 1;
-  std::unordered_map<std::string, ExecutionRow> executions_;  // by run id
+  std::unordered_map<InvocationId, std::unordered_set<InvocationId>> waiting_for_
+      PYNENC_GUARDED_BY(mu_);
+  std::unordered_map<InvocationId, std::unordered_set<InvocationId>> waited_by_
+      PYNENC_GUARDED_BY(mu_);
+  std::unordered_map<std::string, RunnerRow> runners_ PYNENC_GUARDED_BY(mu_);
+  Seq next_execution_seq_ PYNENC_GUARDED_BY(mu_) = 1;
+  std::unordered_map<std::string, ExecutionRow> executions_ PYNENC_GUARDED_BY(mu_);  // by run id
 };
 
 }  // namespace pynenc_cpp::mem_orchestrator

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "mem/mem_orchestrator_impl.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp::mem_orchestrator {
 
@@ -13,7 +14,7 @@ Status MemOrchestrator::RegisterHeartbeats(
   for (const std::string& id : runner_ids) {
     if (id.empty()) return Status::InvalidArgument("runner id must not be empty");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const TimestampUs now = clock_->NowMicros();
   for (const std::string& id : runner_ids) {
     auto [it, inserted] = runners_.try_emplace(id);
@@ -28,7 +29,7 @@ Status MemOrchestrator::RegisterHeartbeats(
 
 Result<std::vector<RunnerInfo>> MemOrchestrator::ActiveRunners(
     TimestampUs timeout_us, std::optional<bool> can_run_atomic_service) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const TimestampUs cutoff = clock_->NowMicros() - timeout_us;
   std::vector<RunnerInfo> out;
   for (const auto& [id, row] : runners_) {
@@ -45,7 +46,7 @@ Result<std::vector<RunnerInfo>> MemOrchestrator::ActiveRunners(
 }
 
 Result<std::vector<InvocationId>> MemOrchestrator::PendingForRecovery(TimestampUs max_pending_us) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const TimestampUs cutoff = clock_->NowMicros() - max_pending_us;
   std::vector<InvocationId> out;
   for (Seq seq : by_status_[static_cast<std::size_t>(InvocationStatus::kPending)]) {
@@ -57,7 +58,7 @@ Result<std::vector<InvocationId>> MemOrchestrator::PendingForRecovery(TimestampU
 
 Result<std::vector<InvocationId>> MemOrchestrator::RunningForRecovery(
     TimestampUs heartbeat_timeout_us) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const TimestampUs cutoff = clock_->NowMicros() - heartbeat_timeout_us;
   std::vector<InvocationId> out;
   for (Seq seq : by_status_[static_cast<std::size_t>(InvocationStatus::kRunning)]) {
@@ -88,7 +89,7 @@ Result<AtomicServiceStart> MemOrchestrator::RecordAtomicServiceStart(
     std::optional<TimestampUs> started_at_us, AtomicServiceStatus status,
     const std::string& reason) {
   if (run_id.empty()) return Status::InvalidArgument("atomic_service_run_id must not be empty");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const TimestampUs start = started_at_us.value_or(clock_->NowMicros());
   AtomicServiceExecution row{runner_id, run_id, start, std::nullopt, status, reason};
   if (status == AtomicServiceStatus::kRunning) {
@@ -115,7 +116,7 @@ Status MemOrchestrator::FinalizeAtomicService(const std::string& runner_id,
     return Status::InvalidArgument("finalize needs a terminal status, not 'running'");
   }
   if (run_id.empty()) return Status::InvalidArgument("atomic_service_run_id must not be empty");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = executions_.find(run_id);
   if (it == executions_.end()) {
     executions_.emplace(run_id, ExecutionRow{next_execution_seq_++,
@@ -131,7 +132,7 @@ Status MemOrchestrator::FinalizeAtomicService(const std::string& runner_id,
 }
 
 Result<std::vector<AtomicServiceExecution>> MemOrchestrator::ActiveAtomicServiceExecutions() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<AtomicServiceExecution> out;
   for (const ExecutionRow* row : ExecutionsNewestFirstLocked()) {
     if (row->execution.status == AtomicServiceStatus::kRunning) out.push_back(row->execution);
@@ -142,7 +143,7 @@ Result<std::vector<AtomicServiceExecution>> MemOrchestrator::ActiveAtomicService
 Result<std::vector<AtomicServiceExecution>> MemOrchestrator::AtomicServiceExecutionsInRange(
     TimestampUs start_us, TimestampUs end_us, std::int64_t limit,
     const std::optional<std::string>& runner_id, TimestampUs min_duration_us) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<AtomicServiceExecution> out;
   for (const ExecutionRow* row : ExecutionsNewestFirstLocked()) {
     if (static_cast<std::int64_t>(out.size()) >= limit) break;
@@ -159,7 +160,7 @@ Result<std::int64_t> MemOrchestrator::PurgeAtomicServiceExecutions(
     const ExecutionPurgePolicy& policy) {
   const std::unordered_set<std::string> protected_ids(policy.protected_run_ids.begin(),
                                                       policy.protected_run_ids.end());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::int64_t removed = 0;
   auto droppable = [&](const AtomicServiceExecution& e) {
     return e.status != AtomicServiceStatus::kRunning && !protected_ids.count(e.run_id);

@@ -13,13 +13,14 @@
 #include <utility>
 
 #include "mem/mem_state_backend_tables.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp {
 namespace {
 
 struct AppInfoRegistry {
-  std::mutex mu;
-  std::map<std::string, std::string> infos;  // app_id -> AppInfo JSON
+  Mutex mu;
+  std::map<std::string, std::string> infos PYNENC_GUARDED_BY(mu);  // app_id -> AppInfo JSON
 };
 
 AppInfoRegistry& ProcessAppInfoRegistry() {
@@ -42,38 +43,38 @@ class MemStateBackend final : public StateBackend {
 
   // --- invocations ---
   Status UpsertInvocations(const std::vector<InvocationRecord>& records) override {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     for (const InvocationRecord& record : records) invocations_.Upsert(record);
     return Status::Ok();
   }
 
   Result<InvocationRecord> GetInvocation(const InvocationId& id) override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     const InvocationRecord* record = invocations_.Find(id);
     if (record == nullptr) return Status::NotFound("invocation not found: " + id.str());
     return *record;
   }
 
   Result<std::vector<InvocationId>> ChildInvocations(const InvocationId& parent) override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     return invocations_.Children(parent);
   }
 
   Result<std::vector<InvocationId>> InvocationsByParentEvent(const std::string& event_id) override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     return invocations_.ByParentEvent(event_id);
   }
 
   Result<std::vector<InvocationId>> InvocationIdsByWorkflow(
       const std::optional<std::string>& workflow_id,
       const std::optional<std::string>& workflow_type) override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     return invocations_.ByWorkflow(workflow_id, workflow_type);
   }
 
   // --- history ---
   Status AddHistories(const std::vector<InvocationId>& ids, const HistoryRecord& record) override {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     for (const InvocationId& id : ids) {
       history_.Add(id, record.timestamp_us, record.status, record.history_json);
     }
@@ -81,7 +82,7 @@ class MemStateBackend final : public StateBackend {
   }
 
   Result<std::vector<HistoryRecord>> GetHistory(const InvocationId& id) override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     return history_.Get(id);
   }
 
@@ -89,7 +90,7 @@ class MemStateBackend final : public StateBackend {
                                      std::optional<HistoryPosition> after,
                                      std::size_t limit) override {
     if (limit == 0) return Status::InvalidArgument("batch size must be > 0");
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     return history_.Range(start_us, end_us, after, limit);
   }
 
@@ -97,32 +98,32 @@ class MemStateBackend final : public StateBackend {
                                                        const std::optional<InvocationId>& after,
                                                        std::size_t limit) override {
     if (limit == 0) return Status::InvalidArgument("batch size must be > 0");
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     return history_.IdsInRange(start_us, end_us, after, limit);
   }
 
   // --- results and exceptions ---
   Status SetResult(const InvocationId& id, const std::string& serialized) override {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     results_[id] = serialized;
     return Status::Ok();
   }
 
   Result<std::string> GetResult(const InvocationId& id) override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     auto it = results_.find(id);
     if (it == results_.end()) return Status::NotFound("no result for invocation " + id.str());
     return it->second;
   }
 
   Status SetException(const InvocationId& id, const std::string& serialized) override {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     exceptions_[id] = serialized;
     return Status::Ok();
   }
 
   Result<std::string> GetException(const InvocationId& id) override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     auto it = exceptions_.find(id);
     if (it == exceptions_.end()) return Status::NotFound("no exception for invocation " + id.str());
     return it->second;
@@ -130,13 +131,13 @@ class MemStateBackend final : public StateBackend {
 
   // --- runner contexts ---
   Status StoreRunnerContext(const RunnerContextRecord& record) override {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     runner_contexts_[record.runner_id] = record;
     return Status::Ok();
   }
 
   Result<RunnerContextRecord> GetRunnerContext(const RunnerId& runner_id) override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     auto it = runner_contexts_.find(runner_id);
     if (it == runner_contexts_.end()) {
       return Status::NotFound("runner context not found: " + runner_id.str());
@@ -146,7 +147,7 @@ class MemStateBackend final : public StateBackend {
 
   Result<std::vector<RunnerContextRecord>> GetRunnerContexts(
       const std::vector<RunnerId>& runner_ids) override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     std::vector<RunnerContextRecord> out;
     std::set<RunnerId> seen;
     for (const RunnerId& id : runner_ids) {
@@ -158,7 +159,7 @@ class MemStateBackend final : public StateBackend {
 
   Result<std::vector<RunnerContextRecord>> MatchRunnerContexts(
       const std::string& partial_id) override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     std::vector<RunnerContextRecord> out;
     for (const auto& [id, record] : runner_contexts_) {
       if (id.str().find(partial_id) != std::string::npos) out.push_back(record);
@@ -170,14 +171,14 @@ class MemStateBackend final : public StateBackend {
   Status StoreAppInfo(const std::string& app_id, const std::string& app_info_json) override {
     if (app_id.empty()) return Status::InvalidArgument("app info needs a non-empty app_id");
     AppInfoRegistry& registry = ProcessAppInfoRegistry();
-    std::lock_guard lock(registry.mu);
+    MutexLock lock(registry.mu);
     registry.infos[app_id] = app_info_json;
     return Status::Ok();
   }
 
   Result<std::string> GetAppInfo() override {
     AppInfoRegistry& registry = ProcessAppInfoRegistry();
-    std::lock_guard lock(registry.mu);
+    MutexLock lock(registry.mu);
     auto it = registry.infos.find(app_id_);
     if (it == registry.infos.end()) return Status::NotFound("no app info for app_id " + app_id_);
     return it->second;
@@ -185,7 +186,7 @@ class MemStateBackend final : public StateBackend {
 
   // --- workflows ---
   Status StoreWorkflowRun(const WorkflowRecord& run) override {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     auto it = workflow_runs_.find(run.workflow_id);
     if (it != workflow_runs_.end()) {
       auto type_it = runs_by_type_.find(it->second.workflow_type);
@@ -198,7 +199,7 @@ class MemStateBackend final : public StateBackend {
   }
 
   Result<std::vector<TaskId>> WorkflowTypes() override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     std::vector<TaskId> out;
     out.reserve(runs_by_type_.size());
     for (const auto& [type, runs] : runs_by_type_) out.push_back(type);
@@ -207,7 +208,7 @@ class MemStateBackend final : public StateBackend {
 
   Result<std::vector<WorkflowRecord>> WorkflowRuns(
       const std::optional<TaskId>& workflow_type) override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     std::vector<WorkflowRecord> out;
     if (!workflow_type) {
       out.reserve(workflow_runs_.size());
@@ -222,13 +223,13 @@ class MemStateBackend final : public StateBackend {
 
   Status StoreWorkflowSubInvocation(const WorkflowId& workflow,
                                     const InvocationId& sub_invocation) override {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     sub_invocations_[workflow].Add(sub_invocation);
     return Status::Ok();
   }
 
   Result<std::vector<InvocationId>> WorkflowSubInvocations(const WorkflowId& workflow) override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     auto it = sub_invocations_.find(workflow);
     if (it == sub_invocations_.end()) return std::vector<InvocationId>();
     return it->second.order;
@@ -236,13 +237,13 @@ class MemStateBackend final : public StateBackend {
 
   Status SetWorkflowData(const WorkflowId& workflow, const std::string& key,
                          const std::string& value) override {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     workflow_data_[workflow][key] = value;
     return Status::Ok();
   }
 
   Result<std::string> GetWorkflowData(const WorkflowId& workflow, const std::string& key) override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     auto it = workflow_data_.find(workflow);
     if (it != workflow_data_.end()) {
       auto value = it->second.find(key);
@@ -252,7 +253,7 @@ class MemStateBackend final : public StateBackend {
   }
 
   Status Purge() override {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     invocations_.Clear();
     history_.Clear();
     results_.clear();
@@ -267,16 +268,17 @@ class MemStateBackend final : public StateBackend {
 
  private:
   const std::string app_id_;
-  std::shared_mutex mu_;
-  mem::InvocationTable invocations_;
-  mem::HistoryTable history_;
-  std::unordered_map<InvocationId, std::string> results_;
-  std::unordered_map<InvocationId, std::string> exceptions_;
-  std::map<RunnerId, RunnerContextRecord> runner_contexts_;
-  std::map<WorkflowId, WorkflowRecord> workflow_runs_;
-  std::map<TaskId, std::set<WorkflowId>> runs_by_type_;
-  std::unordered_map<WorkflowId, OrderedIds> sub_invocations_;
-  std::unordered_map<WorkflowId, std::unordered_map<std::string, std::string>> workflow_data_;
+  SharedMutex mu_;
+  mem::InvocationTable invocations_ PYNENC_GUARDED_BY(mu_);
+  mem::HistoryTable history_ PYNENC_GUARDED_BY(mu_);
+  std::unordered_map<InvocationId, std::string> results_ PYNENC_GUARDED_BY(mu_);
+  std::unordered_map<InvocationId, std::string> exceptions_ PYNENC_GUARDED_BY(mu_);
+  std::map<RunnerId, RunnerContextRecord> runner_contexts_ PYNENC_GUARDED_BY(mu_);
+  std::map<WorkflowId, WorkflowRecord> workflow_runs_ PYNENC_GUARDED_BY(mu_);
+  std::map<TaskId, std::set<WorkflowId>> runs_by_type_ PYNENC_GUARDED_BY(mu_);
+  std::unordered_map<WorkflowId, OrderedIds> sub_invocations_ PYNENC_GUARDED_BY(mu_);
+  std::unordered_map<WorkflowId, std::unordered_map<std::string, std::string>> workflow_data_
+      PYNENC_GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -287,7 +289,7 @@ std::unique_ptr<StateBackend> NewMemStateBackend(const BackendConfig& config) {
 
 std::vector<std::pair<std::string, std::string>> MemDiscoverAppInfos() {
   AppInfoRegistry& registry = ProcessAppInfoRegistry();
-  std::lock_guard lock(registry.mu);
+  MutexLock lock(registry.mu);
   return {registry.infos.begin(), registry.infos.end()};
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "mem/mem_trigger_store_impl.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp {
 namespace mem_trigger {
@@ -34,7 +35,7 @@ Status CheckPage(std::int64_t limit, std::int64_t offset) {
 
 Status MemTriggerStore::RegisterCondition(const std::string& condition_id, const std::string& json,
                                           const std::string& context_type) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto [it, inserted] = conditions_.try_emplace(condition_id);
   if (inserted) {
     it->second.seq = next_seq_++;
@@ -46,14 +47,14 @@ Status MemTriggerStore::RegisterCondition(const std::string& condition_id, const
 }
 
 Result<std::optional<std::string>> MemTriggerStore::GetCondition(const std::string& condition_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = conditions_.find(condition_id);
   if (it == conditions_.end()) return std::optional<std::string>();
   return std::optional<std::string>(it->second.json);
 }
 
 Result<std::vector<std::string>> MemTriggerStore::AllConditions() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> out;
   out.reserve(condition_order_.size());
   for (const auto& [seq, id] : condition_order_) out.push_back(conditions_.at(id).json);
@@ -62,14 +63,14 @@ Result<std::vector<std::string>> MemTriggerStore::AllConditions() {
 
 Status MemTriggerStore::RegisterSourceTaskCondition(const std::string& task_id_key,
                                                     const std::string& condition_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   source_task_conditions_[task_id_key].Insert(condition_id);
   return Status::Ok();
 }
 
 Result<std::vector<std::string>> MemTriggerStore::ConditionsSourcedFromTask(
     const std::string& task_id_key, const std::optional<std::string>& context_type) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> out;
   auto it = source_task_conditions_.find(task_id_key);
   if (it == source_task_conditions_.end()) return out;
@@ -100,7 +101,7 @@ Status MemTriggerStore::RegisterTrigger(const TriggerDefinitionRow& trigger) {
   OrderedIds unique;
   for (const std::string& id : trigger.condition_ids) unique.Insert(id);
   row.condition_ids = unique.items();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   UnlinkTriggerLocked(row.trigger_id);
   for (const std::string& condition_id : row.condition_ids) {
     condition_triggers_[condition_id].Insert(row.trigger_id);
@@ -111,7 +112,7 @@ Status MemTriggerStore::RegisterTrigger(const TriggerDefinitionRow& trigger) {
 
 Result<std::optional<TriggerDefinitionRow>> MemTriggerStore::GetTrigger(
     const std::string& trigger_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = triggers_.find(trigger_id);
   if (it == triggers_.end()) return std::optional<TriggerDefinitionRow>();
   return std::optional<TriggerDefinitionRow>(it->second);
@@ -119,7 +120,7 @@ Result<std::optional<TriggerDefinitionRow>> MemTriggerStore::GetTrigger(
 
 Result<std::vector<TriggerDefinitionRow>> MemTriggerStore::TriggersForCondition(
     const std::string& condition_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<TriggerDefinitionRow> out;
   auto it = condition_triggers_.find(condition_id);
   if (it == condition_triggers_.end()) return out;
@@ -131,7 +132,7 @@ Result<std::vector<TriggerDefinitionRow>> MemTriggerStore::TriggersForCondition(
 }
 
 Result<std::int64_t> MemTriggerStore::CleanTaskTriggers(const std::string& task_id_key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> doomed;
   for (const auto& [id, row] : triggers_) {
     if (row.task_id_key == task_id_key) doomed.push_back(id);
@@ -146,7 +147,7 @@ Result<std::int64_t> MemTriggerStore::CleanTaskTriggers(const std::string& task_
 // ---- Valid conditions ------------------------------------------------------
 
 Status MemTriggerStore::RecordValidConditions(const std::vector<IdJson>& valid_conditions) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const IdJson& vc : valid_conditions) {
     auto [it, inserted] = valid_conditions_.try_emplace(vc.id);
     if (inserted) {
@@ -159,7 +160,7 @@ Status MemTriggerStore::RecordValidConditions(const std::vector<IdJson>& valid_c
 }
 
 Result<std::vector<IdJson>> MemTriggerStore::ValidConditions() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<IdJson> out;
   out.reserve(valid_order_.size());
   for (const auto& [seq, id] : valid_order_) out.push_back({id, valid_conditions_.at(id).json});
@@ -167,7 +168,7 @@ Result<std::vector<IdJson>> MemTriggerStore::ValidConditions() {
 }
 
 Status MemTriggerStore::ClearValidConditions(const std::vector<std::string>& valid_condition_ids) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const std::string& id : valid_condition_ids) {
     auto it = valid_conditions_.find(id);
     if (it == valid_conditions_.end()) continue;
@@ -181,7 +182,7 @@ Status MemTriggerStore::ClearValidConditions(const std::vector<std::string>& val
 
 Result<std::optional<TimestampUs>> MemTriggerStore::LastCronExecution(
     const std::string& condition_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = cron_.find(condition_id);
   if (it == cron_.end()) return std::optional<TimestampUs>();
   return std::optional<TimestampUs>(it->second);
@@ -190,7 +191,7 @@ Result<std::optional<TimestampUs>> MemTriggerStore::LastCronExecution(
 Result<bool> MemTriggerStore::StoreLastCronExecution(const std::string& condition_id,
                                                      TimestampUs execution_us,
                                                      CronExpectation expected) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = cron_.find(condition_id);
   switch (expected.kind) {
     case CronExpectation::Kind::kAny:
@@ -212,7 +213,7 @@ Result<bool> MemTriggerStore::ClaimTriggerRun(const std::string& trigger_run_id,
     return Status::InvalidArgument("expiration_seconds must be in [0, 1e10], got " +
                                    std::to_string(expiration_seconds));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const TimestampUs now = clock_->NowMicros();
   if (++claims_since_sweep_ >= kClaimSweepInterval) {
     claims_since_sweep_ = 0;
@@ -225,7 +226,7 @@ Result<bool> MemTriggerStore::ClaimTriggerRun(const std::string& trigger_run_id,
 }
 
 Status MemTriggerStore::Purge() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   conditions_.clear();
   condition_order_.clear();
   source_task_conditions_.clear();

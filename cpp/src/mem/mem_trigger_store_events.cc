@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "mem/mem_trigger_store_impl.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp {
 namespace mem_trigger {
@@ -54,7 +55,7 @@ void MemTriggerStore::EraseEventLocked(const std::string& event_id) {
 Status MemTriggerStore::StoreEvent(const EventRow& event) {
   EventRow row = event;
   row.triggered_invocation_ids.clear();  // links are the source of truth
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const TimestampUs now = clock_->NowMicros();
   // Replace the row (keeping links), then index the new one.
   if (auto it = events_.find(row.event_id); it != events_.end()) {
@@ -83,7 +84,7 @@ Status MemTriggerStore::StoreEvent(const EventRow& event) {
 }
 
 Result<std::optional<StoredEvent>> MemTriggerStore::GetEvent(const std::string& event_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = events_.find(event_id);
   if (it == events_.end()) return std::optional<StoredEvent>();
   return std::optional<StoredEvent>(StoredEventLocked(it->second));
@@ -118,7 +119,7 @@ Result<std::vector<StoredEvent>> MemTriggerStore::GetEvents(const EventFilter& f
                                                             std::int64_t limit,
                                                             std::int64_t offset) {
   if (Status s = CheckPage(limit, offset); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<StoredEvent> out;
   const std::set<TimeKey>& candidates = EventCandidatesLocked(filter);
   // Newest first; the end bound lets the walk start at the window's newest entry.
@@ -142,7 +143,7 @@ Result<std::vector<StoredEvent>> MemTriggerStore::GetEvents(const EventFilter& f
 }
 
 Result<std::int64_t> MemTriggerStore::CountEvents(const EventFilter& filter) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::int64_t count = 0;
   const std::set<TimeKey>& candidates = EventCandidatesLocked(filter);
   auto it = filter.start_us ? candidates.lower_bound({*filter.start_us, std::string()})
@@ -179,7 +180,7 @@ Result<EventMarkerPage> MemTriggerStore::EventMarkers(TimestampUs start_us, Time
       filter.triggered = false;
       break;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   EventMarkerPage page;
   const std::set<TimeKey>& candidates = EventCandidatesLocked(filter);
   for (auto it = candidates.lower_bound({start_us, std::string()}); it != candidates.end(); ++it) {
@@ -197,7 +198,7 @@ Result<EventMarkerPage> MemTriggerStore::EventMarkers(TimestampUs start_us, Time
 }
 
 Result<std::vector<std::string>> MemTriggerStore::EventCodes() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> out;
   out.reserve(events_by_code_.size());
   for (const auto& [code, keys] : events_by_code_) out.push_back(code);
@@ -208,7 +209,7 @@ Result<std::vector<std::string>> MemTriggerStore::EventCodes() {
 Status MemTriggerStore::LinkTriggerRunToEvents(const std::vector<std::string>& event_ids,
                                                const std::string& invocation_id,
                                                const std::string& trigger_run_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const TimestampUs now = clock_->NowMicros();
   for (const std::string& event_id : event_ids) {
     std::vector<EventLink>& links = links_[event_id];
@@ -221,7 +222,7 @@ Status MemTriggerStore::LinkTriggerRunToEvents(const std::vector<std::string>& e
 
 Result<std::vector<std::string>> MemTriggerStore::InvocationsTriggeredByEvent(
     const std::string& event_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> out;
   if (auto it = links_.find(event_id); it != links_.end()) {
     for (const EventLink& link : it->second) out.push_back(link.invocation_id);

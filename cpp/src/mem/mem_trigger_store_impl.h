@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "mem/mem_trigger_store.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp {
 namespace mem_trigger {
@@ -130,53 +131,57 @@ class MemTriggerStore final : public TriggerStore {
  private:
   using IdIndex = std::unordered_map<std::string, std::unordered_set<std::string>>;
 
-  // REQUIRES (all *Locked helpers): mu_ held.
-  void UnlinkTriggerLocked(const std::string& trigger_id);
-  bool IsTriggeredLocked(const std::string& event_id) const;
-  bool EventMatchesLocked(const EventRow& row, const EventFilter& filter) const;
+  // Every *Locked helper runs with mu_ held.
+  void UnlinkTriggerLocked(const std::string& trigger_id) PYNENC_REQUIRES(mu_);
+  bool IsTriggeredLocked(const std::string& event_id) const PYNENC_REQUIRES(mu_);
+  bool EventMatchesLocked(const EventRow& row, const EventFilter& filter) const PYNENC_REQUIRES(mu_);
   // The narrowest time-ordered index that covers `filter`.
-  const std::set<TimeKey>& EventCandidatesLocked(const EventFilter& filter) const;
-  StoredEvent StoredEventLocked(const EventRow& row) const;
-  void EraseEventLocked(const std::string& event_id);
-  void IndexRunLocked(const TriggerRunRow& run);
-  void EraseRunLocked(const std::string& trigger_run_id);
+  const std::set<TimeKey>& EventCandidatesLocked(const EventFilter& filter) const PYNENC_REQUIRES(mu_);
+  StoredEvent StoredEventLocked(const EventRow& row) const PYNENC_REQUIRES(mu_);
+  void EraseEventLocked(const std::string& event_id) PYNENC_REQUIRES(mu_);
+  void IndexRunLocked(const TriggerRunRow& run) PYNENC_REQUIRES(mu_);
+  void EraseRunLocked(const std::string& trigger_run_id) PYNENC_REQUIRES(mu_);
   // JSON of the runs named by `index[key]`, in run order.
-  std::vector<std::string> RunsFromIndexLocked(const IdIndex& index, const std::string& key) const;
+  std::vector<std::string> RunsFromIndexLocked(const IdIndex& index, const std::string& key) const PYNENC_REQUIRES(mu_);
 
   const std::shared_ptr<Clock> clock_;
-  mutable std::mutex mu_;
-  std::uint64_t next_seq_ = 0;
+  mutable Mutex mu_;
+  std::uint64_t next_seq_ PYNENC_GUARDED_BY(mu_) = 0;
 
   // Conditions and triggers.
-  std::unordered_map<std::string, ConditionEntry> conditions_;
-  std::map<std::uint64_t, std::string> condition_order_;                // seq -> condition id
-  std::unordered_map<std::string, OrderedIds> source_task_conditions_;  // task key -> ids
-  std::unordered_map<std::string, TriggerDefinitionRow> triggers_;
-  std::unordered_map<std::string, OrderedIds> condition_triggers_;  // condition -> trigger ids
+  std::unordered_map<std::string, ConditionEntry> conditions_ PYNENC_GUARDED_BY(mu_);
+  // seq -> condition id
+  std::map<std::uint64_t, std::string> condition_order_ PYNENC_GUARDED_BY(mu_);
+  // task key -> ids
+  std::unordered_map<std::string, OrderedIds> source_task_conditions_ PYNENC_GUARDED_BY(mu_);
+  std::unordered_map<std::string, TriggerDefinitionRow> triggers_ PYNENC_GUARDED_BY(mu_);
+  // condition -> trigger ids
+  std::unordered_map<std::string, OrderedIds> condition_triggers_ PYNENC_GUARDED_BY(mu_);
 
   // Valid conditions, in recording order.
-  std::unordered_map<std::string, ValidConditionEntry> valid_conditions_;
-  std::map<std::uint64_t, std::string> valid_order_;
+  std::unordered_map<std::string, ValidConditionEntry> valid_conditions_ PYNENC_GUARDED_BY(mu_);
+  std::map<std::uint64_t, std::string> valid_order_ PYNENC_GUARDED_BY(mu_);
 
   // Cron last executions and trigger-run claims (claim expirations).
-  std::unordered_map<std::string, TimestampUs> cron_;
-  std::unordered_map<std::string, TimestampUs> claims_;
-  std::uint64_t claims_since_sweep_ = 0;
+  std::unordered_map<std::string, TimestampUs> cron_ PYNENC_GUARDED_BY(mu_);
+  std::unordered_map<std::string, TimestampUs> claims_ PYNENC_GUARDED_BY(mu_);
+  std::uint64_t claims_since_sweep_ PYNENC_GUARDED_BY(mu_) = 0;
 
   // Events and their indexes (TimeKey = (timestamp, event id)).
-  std::unordered_map<std::string, EventRow> events_;
-  std::set<TimeKey> events_by_time_;
-  std::unordered_map<std::string, std::set<TimeKey>> events_by_code_;
-  std::unordered_map<std::string, std::set<TimeKey>> events_by_emitter_;
-  std::unordered_map<std::string, std::vector<EventLink>> links_;  // event id -> links
+  std::unordered_map<std::string, EventRow> events_ PYNENC_GUARDED_BY(mu_);
+  std::set<TimeKey> events_by_time_ PYNENC_GUARDED_BY(mu_);
+  std::unordered_map<std::string, std::set<TimeKey>> events_by_code_ PYNENC_GUARDED_BY(mu_);
+  std::unordered_map<std::string, std::set<TimeKey>> events_by_emitter_ PYNENC_GUARDED_BY(mu_);
+  // event id -> links
+  std::unordered_map<std::string, std::vector<EventLink>> links_ PYNENC_GUARDED_BY(mu_);
 
   // Trigger runs and their indexes (TimeKey = (run time or kNoTime, run id)).
-  std::unordered_map<std::string, TriggerRunRow> runs_;
-  std::set<TimeKey> runs_by_time_;
-  IdIndex runs_by_event_;
-  IdIndex runs_by_invocation_;
-  IdIndex runs_by_source_;
-  IdIndex runs_by_valid_condition_;
+  std::unordered_map<std::string, TriggerRunRow> runs_ PYNENC_GUARDED_BY(mu_);
+  std::set<TimeKey> runs_by_time_ PYNENC_GUARDED_BY(mu_);
+  IdIndex runs_by_event_ PYNENC_GUARDED_BY(mu_);
+  IdIndex runs_by_invocation_ PYNENC_GUARDED_BY(mu_);
+  IdIndex runs_by_source_ PYNENC_GUARDED_BY(mu_);
+  IdIndex runs_by_valid_condition_ PYNENC_GUARDED_BY(mu_);
 };
 
 // The time a run sorts and ages by: executed_at, else claimed_at, else kNoTime.

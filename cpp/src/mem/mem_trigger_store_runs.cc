@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "mem/mem_trigger_store_impl.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp {
 namespace mem_trigger {
@@ -64,7 +65,7 @@ std::vector<std::string> MemTriggerStore::RunsFromIndexLocked(const IdIndex& ind
 }
 
 Status MemTriggerStore::StoreTriggerRun(const TriggerRunRow& run) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   EraseRunLocked(run.trigger_run_id);
   IndexRunLocked(run);
   runs_[run.trigger_run_id] = run;
@@ -73,32 +74,32 @@ Status MemTriggerStore::StoreTriggerRun(const TriggerRunRow& run) {
 
 Result<std::optional<std::string>> MemTriggerStore::GetTriggerRun(
     const std::string& trigger_run_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = runs_.find(trigger_run_id);
   if (it == runs_.end()) return std::optional<std::string>();
   return std::optional<std::string>(it->second.json);
 }
 
 Result<std::vector<std::string>> MemTriggerStore::RunsForEvent(const std::string& event_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return RunsFromIndexLocked(runs_by_event_, event_id);
 }
 
 Result<std::vector<std::string>> MemTriggerStore::RunsForInvocation(
     const std::string& invocation_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return RunsFromIndexLocked(runs_by_invocation_, invocation_id);
 }
 
 Result<std::vector<std::string>> MemTriggerStore::RunsSourcedByInvocation(
     const std::string& invocation_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return RunsFromIndexLocked(runs_by_source_, invocation_id);
 }
 
 Result<std::vector<std::string>> MemTriggerStore::RunsForValidCondition(
     const std::string& valid_condition_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return RunsFromIndexLocked(runs_by_valid_condition_, valid_condition_id);
 }
 
@@ -106,7 +107,7 @@ Result<std::vector<std::string>> MemTriggerStore::RunsInTimeRange(const TriggerR
   if (filter.limit && *filter.limit < 0) {
     return Status::InvalidArgument("limit must be >= 0, got " + std::to_string(*filter.limit));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> out;
   // Runs without a time (kNoTime) never match: start the walk after them.
   const TimestampUs start = std::max(filter.start_us, kNoTime + 1);
@@ -117,11 +118,11 @@ Result<std::vector<std::string>> MemTriggerStore::RunsInTimeRange(const TriggerR
     const TriggerRunRow& run = runs_.at(it->second);
     if (filter.task_id_key && run.task_id_key != *filter.task_id_key) continue;
     if (filter.event_code) {
-      bool touches = std::any_of(run.event_ids.begin(), run.event_ids.end(), [&](const auto& e) {
+      auto has_code = [&](const auto& e) PYNENC_REQUIRES(mu_) {
         auto ev = events_.find(e);
         return ev != events_.end() && ev->second.event_code == *filter.event_code;
-      });
-      if (!touches) continue;
+      };
+      if (!std::any_of(run.event_ids.begin(), run.event_ids.end(), has_code)) continue;
     }
     out.push_back(run.json);
   }
@@ -129,7 +130,7 @@ Result<std::vector<std::string>> MemTriggerStore::RunsInTimeRange(const TriggerR
 }
 
 Result<std::vector<std::string>> MemTriggerStore::ReferencedAtomicServiceRunIds() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::set<std::string> ids;
   for (const auto& [id, run] : runs_) {
     if (run.atomic_service_run_id && !run.atomic_service_run_id->empty()) {
@@ -142,7 +143,7 @@ Result<std::vector<std::string>> MemTriggerStore::ReferencedAtomicServiceRunIds(
 // ---- Retention -------------------------------------------------------------
 
 Result<std::vector<std::string>> MemTriggerStore::AgePurgeEvents(TimestampUs threshold_us) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> removed;
   for (auto it = events_by_time_.begin(); it != events_by_time_.end() && it->first < threshold_us;
        ++it) {
@@ -153,7 +154,7 @@ Result<std::vector<std::string>> MemTriggerStore::AgePurgeEvents(TimestampUs thr
 }
 
 Result<std::int64_t> MemTriggerStore::AgePurgeTriggerRuns(TimestampUs threshold_us) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> removed;
   for (auto it = runs_by_time_.lower_bound({kNoTime + 1, std::string()});
        it != runs_by_time_.end() && it->first < threshold_us; ++it) {
@@ -164,7 +165,7 @@ Result<std::int64_t> MemTriggerStore::AgePurgeTriggerRuns(TimestampUs threshold_
 }
 
 Result<std::vector<std::string>> MemTriggerStore::CapPurgeEvents(std::int64_t max_records) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> removed;
   if (max_records <= 0) return removed;
   std::int64_t kept = 0;
@@ -180,7 +181,7 @@ Result<std::vector<std::string>> MemTriggerStore::CapPurgeEvents(std::int64_t ma
 }
 
 Result<std::int64_t> MemTriggerStore::CapPurgeTriggerRuns(std::int64_t max_records) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (max_records <= 0 || static_cast<std::int64_t>(runs_.size()) <= max_records) return 0;
   std::vector<std::string> removed;
   std::int64_t kept = 0;
@@ -197,7 +198,7 @@ Result<std::int64_t> MemTriggerStore::CapPurgeTriggerRuns(std::int64_t max_recor
 
 Result<std::int64_t> MemTriggerStore::CascadeDeleteRunsForEvents(
     const std::vector<std::string>& event_ids) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::set<std::string> doomed;
   for (const std::string& event_id : event_ids) {
     if (auto it = runs_by_event_.find(event_id); it != runs_by_event_.end()) {

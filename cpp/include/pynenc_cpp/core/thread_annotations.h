@@ -21,6 +21,7 @@
 #pragma once
 
 #include <mutex>
+#include <shared_mutex>
 
 #if defined(__clang__)
 #define PYNENC_TSA(x) __attribute__((x))
@@ -36,6 +37,9 @@
 #define PYNENC_ACQUIRE(...) PYNENC_TSA(acquire_capability(__VA_ARGS__))
 #define PYNENC_RELEASE(...) PYNENC_TSA(release_capability(__VA_ARGS__))
 #define PYNENC_TRY_ACQUIRE(...) PYNENC_TSA(try_acquire_capability(__VA_ARGS__))
+#define PYNENC_ACQUIRE_SHARED(...) PYNENC_TSA(acquire_shared_capability(__VA_ARGS__))
+#define PYNENC_RELEASE_SHARED(...) PYNENC_TSA(release_shared_capability(__VA_ARGS__))
+#define PYNENC_RELEASE_GENERIC(...) PYNENC_TSA(release_generic_capability(__VA_ARGS__))
 #define PYNENC_EXCLUDES(...) PYNENC_TSA(locks_excluded(__VA_ARGS__))
 #define PYNENC_NO_THREAD_SAFETY_ANALYSIS PYNENC_TSA(no_thread_safety_analysis)
 
@@ -84,6 +88,46 @@ class PYNENC_SCOPED_CAPABILITY UniqueLock {
 
  private:
   std::unique_lock<std::mutex> lock_;
+};
+
+// A reader/writer mutex (std::shared_mutex): readers share it, a writer holds it alone.
+class PYNENC_CAPABILITY("mutex") SharedMutex {
+ public:
+  SharedMutex() = default;
+  SharedMutex(const SharedMutex&) = delete;
+  SharedMutex& operator=(const SharedMutex&) = delete;
+
+  void lock() PYNENC_ACQUIRE() { mu_.lock(); }
+  void unlock() PYNENC_RELEASE() { mu_.unlock(); }
+  void lock_shared() PYNENC_ACQUIRE_SHARED() { mu_.lock_shared(); }
+  void unlock_shared() PYNENC_RELEASE_SHARED() { mu_.unlock_shared(); }
+
+ private:
+  std::shared_mutex mu_;
+};
+
+// Holds `mu` alone for its scope (std::unique_lock<std::shared_mutex>).
+class PYNENC_SCOPED_CAPABILITY WriterLock {
+ public:
+  explicit WriterLock(SharedMutex& mu) PYNENC_ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
+  ~WriterLock() PYNENC_RELEASE() { mu_.unlock(); }
+  WriterLock(const WriterLock&) = delete;
+  WriterLock& operator=(const WriterLock&) = delete;
+
+ private:
+  SharedMutex& mu_;
+};
+
+// Shares `mu` with other readers for its scope (std::shared_lock).
+class PYNENC_SCOPED_CAPABILITY ReaderLock {
+ public:
+  explicit ReaderLock(SharedMutex& mu) PYNENC_ACQUIRE_SHARED(mu) : mu_(mu) { mu_.lock_shared(); }
+  ~ReaderLock() PYNENC_RELEASE_GENERIC() { mu_.unlock_shared(); }
+  ReaderLock(const ReaderLock&) = delete;
+  ReaderLock& operator=(const ReaderLock&) = delete;
+
+ private:
+  SharedMutex& mu_;
 };
 
 }  // namespace pynenc_cpp

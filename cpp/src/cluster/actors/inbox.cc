@@ -1,4 +1,5 @@
 #include "cluster/actors/inbox.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -28,7 +29,7 @@ void Inbox::Signal() {
 }
 
 bool Inbox::Push(InboxItem item) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) return false;
   const bool message =
       item.kind == InboxItem::Kind::kLabel || item.kind == InboxItem::Kind::kPath;
@@ -43,7 +44,7 @@ bool Inbox::Push(InboxItem item) {
 
 std::vector<InboxItem> Inbox::Drain(std::size_t max) {
   std::vector<InboxItem> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!items_.empty() && out.size() < max) {
     out.push_back(std::move(items_.front()));
     items_.pop_front();
@@ -57,23 +58,23 @@ std::vector<InboxItem> Inbox::Drain(std::size_t max) {
 }
 
 std::size_t Inbox::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return items_.size();
 }
 
 std::uint64_t Inbox::overflowed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return overflowed_;
 }
 
 void Inbox::Close() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   closed_ = true;
   Signal();
 }
 
 bool Inbox::closed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return closed_;
 }
 

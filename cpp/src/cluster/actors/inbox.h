@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "pynenc_cpp/cluster/actors.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 #include "pynenc_cpp/core/error.h"
 
 namespace pynenc_cpp::cluster {
@@ -46,15 +47,15 @@ class Inbox {
 
  private:
   Inbox(int fd, std::size_t max_items) : fd_(fd), max_items_(max_items) {}
-  void Signal();  // REQUIRES: mu_ held
+  void Signal() PYNENC_REQUIRES(mu_);
 
   const int fd_;
   const std::size_t max_items_;
-  mutable std::mutex mu_;
-  std::deque<InboxItem> items_;
-  bool signaled_ = false;
-  bool closed_ = false;
-  std::uint64_t overflowed_ = 0;
+  mutable Mutex mu_;
+  std::deque<InboxItem> items_ PYNENC_GUARDED_BY(mu_);
+  bool signaled_ PYNENC_GUARDED_BY(mu_) = false;
+  bool closed_ PYNENC_GUARDED_BY(mu_) = false;
+  std::uint64_t overflowed_ PYNENC_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace pynenc_cpp::cluster

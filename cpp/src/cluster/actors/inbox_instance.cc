@@ -1,4 +1,5 @@
 #include "cluster/actors/inbox_instance.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <chrono>
 #include <cstdio>
@@ -8,7 +9,7 @@ namespace pynenc_cpp::cluster {
 
 void StopLatch::Done(const std::string& label, Generation generation) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     done_.insert({label, generation.Packed()});
   }
   cv_.notify_all();
@@ -18,11 +19,11 @@ bool StopLatch::Wait(const std::string& label, Generation generation, std::int64
                      const Inbox& inbox) {
   const auto key = std::make_pair(label, generation.Packed());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   while (!done_.count(key)) {
     if (inbox.closed()) return false;
     // Short waits: a closed inbox has no notify of its own.
-    if (cv_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() +
+    if (cv_.wait_until(lock.native(), std::min(deadline, std::chrono::steady_clock::now() +
                                                     std::chrono::milliseconds(50))) ==
             std::cv_status::timeout &&
         std::chrono::steady_clock::now() >= deadline) {

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "cluster/actors/inbox.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 #include "pynenc_cpp/cluster/instance.h"
 
 namespace pynenc_cpp::cluster {
@@ -30,9 +31,9 @@ class StopLatch {
             const Inbox& inbox);
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::set<std::pair<std::string, std::uint64_t>> done_;
+  std::set<std::pair<std::string, std::uint64_t>> done_ PYNENC_GUARDED_BY(mu_);
 };
 
 // A factory of InboxInstances for one actor type. REQUIRES: inbox and latch

@@ -1,4 +1,5 @@
 #include "cluster/actors/mailer.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <algorithm>
 #include <random>
@@ -28,7 +29,7 @@ Mailer::~Mailer() {
 }
 
 Result<std::uint64_t> Mailer::Enqueue(const std::string& label, std::string payload) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::size_t& count = counts_[label];
   if (count >= options_.buffer_limit) {
     ++stats_.label_overflowed;
@@ -44,7 +45,7 @@ Result<std::uint64_t> Mailer::Enqueue(const std::string& label, std::string payl
 void Mailer::PumpAll() {
   std::vector<std::string> labels;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [label, v] : staged_) labels.push_back(label);
   }
   for (const auto& [label, ob] : outboxes_) labels.push_back(label);
@@ -56,7 +57,7 @@ void Mailer::PumpAll() {
 void Mailer::Pump(const std::string& label) {
   Outbox& ob = outboxes_[label];
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = staged_.find(label);
     if (it != staged_.end()) {
       for (auto& out : it->second) ob.queue.push_back(std::move(out));
@@ -109,7 +110,7 @@ void Mailer::Pump(const std::string& label) {
     auto [type, payload] =
         coord_wire::Encode(LabelEnvelope{label, options_.sender_epoch, out.seq, out.payload});
     env_.Send(*ob.target, type, std::move(payload));
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.label_sent;
     if (resend) ++stats_.label_resent;
   }
@@ -147,7 +148,7 @@ void Mailer::OnAck(const LabelAck& a) {
   ob.queue.erase(out);
   ob.probing = false;  // this owner answers: pipeline
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.label_acked;
     std::size_t& count = counts_[a.label];
     if (count > 0) --count;
@@ -169,7 +170,7 @@ void Mailer::OnEnvelope(const Address& from, const LabelEnvelope& e) {
   Peer& peer = peers_[{e.label, from, e.sender_epoch}];
   if (peer.instance != instance) peer = Peer{instance, 0, 0};
   if (peer.processed != 0 && e.seq <= peer.processed) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.label_duplicates;
     return Reply(from, e, LabelOutcome::kDuplicate);
   }
@@ -209,7 +210,7 @@ void Mailer::AckToken(std::uint64_t token, LabelOutcome outcome) {
 
 void Mailer::SendPath(const Address& to, const std::string& path, std::string payload) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.path_sent;
   }
   auto [type, bytes] = coord_wire::Encode(PathMessage{path, std::move(payload)});
@@ -222,7 +223,7 @@ void Mailer::OnPath(const PathMessage& m) {
   item.label = m.path;
   item.payload = m.payload;
   if (!inbox_ || !inbox_->Push(std::move(item))) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.path_dropped;
   }
 }
@@ -237,7 +238,7 @@ void Mailer::AfterEvent() {
 }
 
 ActorMailStats Mailer::Stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ActorMailStats s = stats_;
   for (const auto& [label, n] : counts_) {
     if (n) s.buffered[label] = n;

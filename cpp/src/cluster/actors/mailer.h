@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "cluster/actors/inbox.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 #include "cluster/coordinator/host.h"
 #include "cluster/coordinator/messages.h"
 #include "cluster/coordinator/router.h"
@@ -117,11 +118,12 @@ class Mailer {
   MailerOptions options_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 
-  mutable std::mutex mu_;  // guards staged_, counts_, next_seq_, stats_
-  std::map<std::string, std::vector<Out>> staged_;  // enqueued, not yet in an outbox
-  std::map<std::string, std::size_t> counts_;       // staged + outbox, per label
-  std::map<std::string, std::uint64_t> next_seq_;
-  ActorMailStats stats_;
+  mutable Mutex mu_;
+  // Enqueued, not yet in an outbox.
+  std::map<std::string, std::vector<Out>> staged_ PYNENC_GUARDED_BY(mu_);
+  std::map<std::string, std::size_t> counts_ PYNENC_GUARDED_BY(mu_);  // staged + outbox
+  std::map<std::string, std::uint64_t> next_seq_ PYNENC_GUARDED_BY(mu_);
+  ActorMailStats stats_ PYNENC_GUARDED_BY(mu_);
 
   std::map<std::string, Outbox> outboxes_;                                      // loop thread
   std::map<std::tuple<std::string, Address, std::uint64_t>, Peer> peers_;        // loop thread

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include "pynenc_cpp/core/thread_annotations.h"
+
 namespace pynenc_cpp::cluster {
 
 // Runs jobs one at a time, in order, on its own thread. A job that throws is
@@ -31,7 +33,7 @@ class CallbackThread {
   }
   void Push(std::function<void()> job) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (finishing_) return;
       jobs_.push_back(std::move(job));
     }
@@ -41,7 +43,7 @@ class CallbackThread {
   // thread itself it only marks the end (the thread exits after this job).
   void Finish() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       finishing_ = true;
     }
     cv_.notify_all();
@@ -52,7 +54,7 @@ class CallbackThread {
   bool RunOne() {
     std::function<void()> job;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (jobs_.empty()) return false;
       job = std::move(jobs_.front());
       jobs_.pop_front();
@@ -75,8 +77,9 @@ class CallbackThread {
     for (;;) {
       std::function<void()> job;
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return finishing_ || !jobs_.empty(); });
+        UniqueLock lock(mu_);
+        cv_.wait(lock.native(),
+                 [this]() PYNENC_REQUIRES(mu_) { return finishing_ || !jobs_.empty(); });
         if (jobs_.empty()) return;
         job = std::move(jobs_.front());
         jobs_.pop_front();
@@ -84,10 +87,10 @@ class CallbackThread {
       Invoke(job);
     }
   }
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  bool finishing_ = false;
+  std::deque<std::function<void()>> jobs_ PYNENC_GUARDED_BY(mu_);
+  bool finishing_ PYNENC_GUARDED_BY(mu_) = false;
   std::thread thread_;  // last: starts after the fields above exist
 };
 

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "cluster/membership/persistence.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 #include "cluster/node/activation_log.h"
 #include "cluster/node/cluster_node_impl.h"
 #include "cluster/node/node_core.h"
@@ -114,12 +115,15 @@ pynenc_cpp::Status ClusterNodeImpl::Init() {
   }
   if (standalone_) {
     const Activation a{id_, 0, 0, true};
-    status_ = NodeStatus{};
-    status_.id = id_;
-    status_.leader = id_;
-    status_.has_quorum = true;
-    status_.state = SupervisorState::kMaster;
-    status_.standalone = true;
+    {
+      MutexLock lock(mu_);  // no other thread yet; the analysis wants it all the same
+      status_ = NodeStatus{};
+      status_.id = id_;
+      status_.leader = id_;
+      status_.has_quorum = true;
+      status_.state = SupervisorState::kMaster;
+      status_.standalone = true;
+    }
     callbacks_ = std::make_unique<CallbackThread>();
     callbacks_->Push([this, a] {
       Record("start", 0, MonotonicNowMs(), 0, "standalone");
@@ -240,14 +244,14 @@ void ClusterNodeImpl::StartCore(const Address& self, std::uint64_t incarnation,
         if (m.id != id_) peers.push_back(m.address);
       }
       if (!peers.empty()) {
-        std::lock_guard<std::mutex> lock(peers_mu_);
+        MutexLock lock(peers_mu_);
         peers_to_store_ = std::move(peers);
         if (!peers_store_queued_) {
           peers_store_queued_ = true;
           callbacks_->Push([this] {
             std::vector<Address> latest;
             {
-              std::lock_guard<std::mutex> l(peers_mu_);
+              MutexLock l(peers_mu_);
               latest = std::move(peers_to_store_);
               peers_store_queued_ = false;
             }
@@ -279,7 +283,7 @@ void ClusterNodeImpl::StartCore(const Address& self, std::uint64_t incarnation,
   core_->services().host().SetTermFloor(term_floor_);
   core_->Start();
   {
-    std::lock_guard<std::mutex> lock(mailer_mu_);
+    MutexLock lock(mailer_mu_);
     mailer_ = &core_->services().mailer();
   }
   PushRegistry();
@@ -291,7 +295,7 @@ void ClusterNodeImpl::Snapshot() {
   NodeStatus s = core_->Status();
   SnapshotServices(s);
   std::vector<Member> members = core_->Members();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   status_ = std::move(s);
   members_ = std::move(members);
 }
@@ -302,7 +306,7 @@ void ClusterNodeImpl::CheckDrained() {
   // Handed over, or nobody to hand over to (no leader, no quorum).
   if (!core_->services().Idle() && s.leader && s.has_quorum) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     drained_ = true;
   }
   cv_.notify_all();
@@ -312,7 +316,7 @@ void ClusterNodeImpl::CheckWorkDone() {
   // Done once the work and every hosted instance stopped.
   if (!shutting_down_ || !core_ || core_->WorkActive() || !core_->services().Idle()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     work_done_ = true;
   }
   cv_.notify_all();
@@ -339,7 +343,7 @@ void ClusterNodeImpl::Stop() {
       }
     }
     callbacks_->Finish();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     status_.state = SupervisorState::kStopping;
     return;
   }
@@ -352,9 +356,9 @@ void ClusterNodeImpl::Stop() {
       core_->BeginLeave();
       CheckDrained();
     });
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(options_.leave_timeout_ms),
-                 [this] { return drained_; });
+    UniqueLock lock(mu_);
+    cv_.wait_for(lock.native(), std::chrono::milliseconds(options_.leave_timeout_ms),
+                 [this]() PYNENC_REQUIRES(mu_) { return drained_; });
   }
   // 1. Stop the work (if this node is the master) and wait for the stop callback.
   env_->Post([this] {
@@ -364,17 +368,20 @@ void ClusterNodeImpl::Stop() {
     CheckWorkDone();
   });
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    UniqueLock lock(mu_);
     if (callbacks_->OnThisThread()) {
       // Called from a callback: the stop callback is queued behind us, run it here.
       while (!work_done_) {
-        lock.unlock();
+        lock.Unlock();
         const bool ran = callbacks_->RunOne();
-        lock.lock();
-        if (!ran) cv_.wait_for(lock, std::chrono::milliseconds(5), [this] { return work_done_; });
+        lock.Lock();
+        if (!ran) {
+          cv_.wait_for(lock.native(), std::chrono::milliseconds(5),
+                       [this]() PYNENC_REQUIRES(mu_) { return work_done_; });
+        }
       }
     } else {
-      cv_.wait(lock, [this] { return work_done_; });
+      cv_.wait(lock.native(), [this]() PYNENC_REQUIRES(mu_) { return work_done_; });
     }
   }
   // 2. Release the lease, gossip Leaving, destroy the core on its own thread.
@@ -384,7 +391,7 @@ void ClusterNodeImpl::Stop() {
       core_->Leave();
       Snapshot();
       {
-        std::lock_guard<std::mutex> lock(mailer_mu_);
+        MutexLock lock(mailer_mu_);
         mailer_ = nullptr;
       }
       core_.reset();

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "cluster/node/cluster_node_impl.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp::cluster {
 
@@ -48,7 +49,7 @@ Result<std::uint64_t> ClusterNodeImpl::SendToLabel(const std::string& label, std
   }
   Result<std::uint64_t> seq = pynenc_cpp::Status::Unavailable("the node stopped");
   {
-    std::lock_guard<std::mutex> lock(mailer_mu_);
+    MutexLock lock(mailer_mu_);
     if (mailer_) seq = mailer_->Enqueue(label, std::move(payload));
   }
   if (seq.ok()) {
@@ -69,7 +70,7 @@ void ClusterNodeImpl::SendToPath(const Address& node_address, const std::string&
 }
 
 ActorMailStats ClusterNodeImpl::MailStats() const {
-  std::lock_guard<std::mutex> lock(mailer_mu_);
+  MutexLock lock(mailer_mu_);
   return mailer_ ? mailer_->Stats() : ActorMailStats{};
 }
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "cluster/coordinator/spec_codec.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 #include "cluster/membership/persistence.h"
 #include "cluster/node/cluster_node_impl.h"
 
@@ -20,7 +21,7 @@ class Kept {
   Kept() : state_(std::make_shared<State>()) {}
   std::future<T> future() { return state_->promise.get_future(); }
   void Set(T value) const {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     if (state_->set) return;
     state_->set = true;
     state_->promise.set_value(std::move(value));
@@ -28,7 +29,7 @@ class Kept {
 
  private:
   struct State {
-    std::mutex mu;
+    Mutex mu;
     bool set = false;
     std::promise<T> promise;
     ~State() {
@@ -123,14 +124,14 @@ void ClusterNodeImpl::WireServices(NodeCoreOptions& o, NodeCoreHooks& h) {
 void ClusterNodeImpl::RememberGeneration(Generation g) {
   if (options_.state_dir.empty() || g.term <= term_floor_) return;
   term_floor_ = g.term;
-  std::lock_guard<std::mutex> lock(peers_mu_);
+  MutexLock lock(peers_mu_);
   term_floor_to_store_ = term_floor_;
   if (term_floor_store_queued_) return;
   term_floor_store_queued_ = true;
   callbacks_->Push([this] {
     std::uint32_t latest = 0;
     {
-      std::lock_guard<std::mutex> l(peers_mu_);
+      MutexLock l(peers_mu_);
       latest = term_floor_to_store_;
       term_floor_store_queued_ = false;
     }
@@ -158,7 +159,7 @@ void ClusterNodeImpl::SnapshotServices(NodeStatus& status) {
   directory_version_ = router.directory_updates();
   std::vector<LabelPlacement> dir;
   for (const auto& e : router.Entries()) dir.push_back(ToPlacement(e));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   directory_ = std::move(dir);
 }
 
@@ -259,7 +260,7 @@ std::future<Result<std::vector<SpecStatus>>> ClusterNodeImpl::QueryStatuses(
 }
 
 std::optional<LabelPlacement> ClusterNodeImpl::Lookup(const std::string& label) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& p : directory_) {
     if (p.label == label) return p;
   }
@@ -267,7 +268,7 @@ std::optional<LabelPlacement> ClusterNodeImpl::Lookup(const std::string& label) 
 }
 
 std::vector<LabelPlacement> ClusterNodeImpl::Directory() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return directory_;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cluster/actors/inbox.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 #include "cluster/actors/inbox_instance.h"
 #include "cluster/coordinator/spec_codec.h"
 #include "cluster/node/activation_log.h"
@@ -37,7 +38,7 @@ class ClusterNodeImpl final : public ClusterNode {
   NodeStatus Status() const override {
     NodeStatus s;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       s = status_;
     }
     // env_ is set once in Init (before the node is handed out) and never reset.
@@ -45,7 +46,7 @@ class ClusterNodeImpl final : public ClusterNode {
     return s;
   }
   std::vector<Member> Members() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return members_;
   }
 
@@ -120,15 +121,15 @@ class ClusterNodeImpl final : public ClusterNode {
   // The live peers to write to the state dir, handed from the loop thread to the
   // callback thread (the fsync stays off the network loop); a write already
   // queued takes the newest list, so a burst of member events is one write.
-  std::mutex peers_mu_;
-  std::vector<Address> peers_to_store_;  // guarded by peers_mu_
-  bool peers_store_queued_ = false;      // guarded by peers_mu_
+  Mutex peers_mu_;
+  std::vector<Address> peers_to_store_ PYNENC_GUARDED_BY(peers_mu_);
+  bool peers_store_queued_ PYNENC_GUARDED_BY(peers_mu_) = false;
   // The highest term an instance started under here (state dir "term_floor"):
   // loaded at start, raised on the loop thread at every instance start or
   // re-grant, written like the peers (coalesced, on the callback thread).
   std::uint32_t term_floor_ = 0;           // loop thread (and Init before it)
-  std::uint32_t term_floor_to_store_ = 0;  // guarded by peers_mu_
-  bool term_floor_store_queued_ = false;   // guarded by peers_mu_
+  std::uint32_t term_floor_to_store_ PYNENC_GUARDED_BY(peers_mu_) = 0;
+  bool term_floor_store_queued_ PYNENC_GUARDED_BY(peers_mu_) = false;
   void RememberGeneration(Generation g);   // loop thread
   std::unique_ptr<ActivationLog> log_;
   std::unique_ptr<AsioEnv> env_;
@@ -141,20 +142,20 @@ class ClusterNodeImpl final : public ClusterNode {
   StopLatch stop_latch_;
   // The core's mailer for callers' threads (its Enqueue is thread-safe); set on
   // the loop thread once the core exists, cleared before the core is destroyed.
-  mutable std::mutex mailer_mu_;
-  Mailer* mailer_ = nullptr;  // guarded by mailer_mu_
+  mutable Mutex mailer_mu_;
+  Mailer* mailer_ PYNENC_GUARDED_BY(mailer_mu_) = nullptr;
   std::shared_ptr<GenerationSource> source_;
   std::uint64_t directory_version_ = 0;  // loop thread: the last one snapshotted
-  std::vector<LabelPlacement> directory_;  // guarded by mu_
 
-  mutable std::mutex mu_;  // guards status_, members_, work_done_, directory_
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  NodeStatus status_;
-  std::vector<Member> members_;
-  bool work_done_ = false;
-  bool drained_ = false;  // guarded by mu_: the hand-over before a leave ended
+  std::vector<LabelPlacement> directory_ PYNENC_GUARDED_BY(mu_);
+  NodeStatus status_ PYNENC_GUARDED_BY(mu_);
+  std::vector<Member> members_ PYNENC_GUARDED_BY(mu_);
+  bool work_done_ PYNENC_GUARDED_BY(mu_) = false;
+  bool drained_ PYNENC_GUARDED_BY(mu_) = false;  // the hand-over before a leave ended
 
-  std::mutex stop_mu_;  // serializes Stop()
+  std::mutex stop_mu_;  // serializes Stop() (try_lock on the callback thread: not annotated)
   bool started_ = false;
   bool stopped_ = false;
 };

@@ -1,4 +1,5 @@
 #include "cluster/node/instance_runtime.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <cstdio>
 #include <exception>
@@ -28,13 +29,13 @@ Status InstanceRuntime::RegisterType(const std::string& actor_type, ActorFactory
                                    " bytes");
   }
   if (!factory) return Status::InvalidArgument("factory: must be callable");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   types_[actor_type] = std::move(factory);
   return Status::Ok();
 }
 
 Status InstanceRuntime::UnregisterType(const std::string& actor_type) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (types_.erase(actor_type) == 0) {
     return Status::NotFound("actor type '" + actor_type + "' is not registered on this node");
   }
@@ -44,27 +45,27 @@ Status InstanceRuntime::UnregisterType(const std::string& actor_type) {
 Status InstanceRuntime::RegisterFamily(const AgentFamily& family, ActorFactory factory) {
   if (auto s = ValidateAgentFamily(family); !s.ok()) return s;
   if (!factory) return Status::InvalidArgument("factory: must be callable");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   families_[family.scheme] = {family, std::move(factory)};
   return Status::Ok();
 }
 
 std::set<std::string> InstanceRuntime::Types() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::set<std::string> out;
   for (const auto& [name, f] : types_) out.insert(name);
   return out;
 }
 
 std::vector<AgentFamily> InstanceRuntime::Families() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<AgentFamily> out;
   for (const auto& [scheme, entry] : families_) out.push_back(entry.first);
   return out;
 }
 
 ActorFactory InstanceRuntime::FactoryFor(const InstanceContext& ctx) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (ctx.kind == SpecKind::kAgent) {
     auto it = families_.find(ctx.actor_type);
     return it == families_.end() ? ActorFactory() : it->second.second;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "pynenc_cpp/cluster/agents.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 #include "pynenc_cpp/cluster/instance.h"
 #include "pynenc_cpp/core/error.h"
 
@@ -54,9 +55,9 @@ class InstanceRuntime {
 
   std::function<void(Job)> to_callbacks_;
   std::function<void(Job)> to_loop_;
-  mutable std::mutex mu_;  // guards types_ and families_
-  std::map<std::string, ActorFactory> types_;
-  std::map<std::string, std::pair<AgentFamily, ActorFactory>> families_;
+  mutable Mutex mu_;
+  std::map<std::string, ActorFactory> types_ PYNENC_GUARDED_BY(mu_);
+  std::map<std::string, std::pair<AgentFamily, ActorFactory>> families_ PYNENC_GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<ActorInstance>> instances_;  // callback thread
 };
 
