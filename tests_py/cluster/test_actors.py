@@ -512,8 +512,13 @@ def test_json_serializer_decodes_no_code_and_refuses_malformed_refs(tmp_path: Pa
             s.loads(bad)
     with pytest.raises(ValueError):
         s.dumps({"x": float("nan")})
-    with pytest.raises(ValueError, match="finite"):
-        s.loads(b'{"x": NaN}')
+    for not_finite in (b'{"x": NaN}', b'{"x": -Infinity}', b'{"x": 1e999}'):
+        with pytest.raises(ValueError, match="finite"):
+            s.loads(not_finite)
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(ValueError):  # refused at once, not walked forever
+        s.dumps({"a": loop})
     # What JSON would silently change is refused: it would not arrive as sent.
     import enum
 
@@ -585,3 +590,37 @@ async def test_a_full_cluster_restart_continues_an_event_sourced_singleton_above
     finally:
         for n in nodes:
             await n.shutdown()
+
+
+@pytest.mark.asyncio
+async def test_a_state_the_serializer_refuses_skips_the_snapshot_not_the_replies() -> None:
+    """JsonSerializer refuses int dict keys: the snapshot is skipped (logged), while every
+    command's events are journaled and its reply is sent."""
+    journal = InMemoryJournal()
+
+    def tally() -> Behavior[Any]:
+        def on_event(state: dict[int, int], _e: str) -> dict[int, int]:
+            return {1: state.get(1, 0) + 1}
+
+        async def on_command(
+            ctx: ActorContext[Any], state: dict[int, int], msg: Any
+        ) -> Behavior[Any]:
+            msg["reply_to"].tell(state.get(1, 0) + 1)
+            return Behaviors.persisted(["inc"])
+
+        return Behaviors.event_sourced(
+            entity_id="tally",
+            journal=journal,
+            initial_state={},
+            on_event=on_event,
+            on_command=on_command,
+            snapshot_every=2,
+        )
+
+    (port,) = free_ports(1)
+    async with system(port, [], "solo", quorum=1, serializer=JsonSerializer()) as s:
+        ref = s.spawn(Behaviors.singleton(tally), "tally")
+        for i in range(5):
+            assert await s.ask(ref, lambda r: {"reply_to": r}, timeout=10) == i + 1
+    assert journal.last_seq("tally") == 5
+    assert journal.load_snapshot("tally") is None

@@ -79,6 +79,13 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"JsonSerializer does not accept {name} (only finite numbers)")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 parses as inf
+        raise ValueError(f"JsonSerializer does not accept {text} (only finite numbers)")
+    return value
+
+
 class JsonSerializer:
     """JSON for plain data: decoding runs no code of the sender's choosing.
 
@@ -92,13 +99,21 @@ class JsonSerializer:
     """
 
     def dumps(self, obj: Any) -> bytes:
-        _check_plain(obj)
-        return json.dumps(
+        # json first: it refuses a message that contains itself (ValueError) before
+        # the walk below, which then always ends.
+        text = json.dumps(
             obj, default=self._encode, allow_nan=False, separators=(",", ":"), ensure_ascii=False
-        ).encode()
+        )
+        _check_plain(obj)
+        return text.encode()
 
     def loads(self, data: bytes) -> Any:
-        return json.loads(data, object_hook=self._decode, parse_constant=_no_constant)
+        return json.loads(
+            data,
+            object_hook=self._decode,
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+        )
 
     @staticmethod
     def _encode(obj: Any) -> Any:

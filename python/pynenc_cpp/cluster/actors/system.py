@@ -406,12 +406,22 @@ class _Cell:
                     es.applied.popitem(last=False)
             es.since_snapshot += 1
             if spec.snapshot_every and es.since_snapshot >= spec.snapshot_every:
-                state = self.system.serializer.dumps((es.state, list(es.applied)))
                 try:
-                    spec.journal.save_snapshot(spec.entity_id, es.seq, gen, state)
+                    state = self.system.serializer.dumps((es.state, list(es.applied)))
+                except Exception:
+                    # The events are in the journal (replay still works): skip the
+                    # snapshot, keep the replies, try again after as many commands.
                     es.since_snapshot = 0
-                except (_core.StaleGeneration, _core.Conflict) as exc:
-                    raise _Stale(str(exc)) from exc
+                    logger.exception(
+                        "%s: the state could not be serialized for a snapshot; skipped",
+                        self.name,
+                    )
+                else:
+                    try:
+                        spec.journal.save_snapshot(spec.entity_id, es.seq, gen, state)
+                        es.since_snapshot = 0
+                    except (_core.StaleGeneration, _core.Conflict) as exc:
+                        raise _Stale(str(exc)) from exc
         # Replies leave once the events are in the journal (a duplicate's were before).
         for ref, out, data in held:
             try:
