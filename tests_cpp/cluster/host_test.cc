@@ -566,6 +566,22 @@ TEST_F(HostTest, AStorageFloorDropsTheInstanceRefusesLowerSpawnsAndIsReported) {
   EXPECT_EQ(Phase("a1"), InstancePhase::kActive);
 }
 
+TEST_F(HostTest, AStorageFloorGoesOutInAFewReportsThenIsDropped) {
+  Gate();
+  const std::size_t before = reports_.size();
+  Step([&] { host_->RaiseFloor("a9", {4, 0}); });
+  Advance(2'000 * 8);  // several report intervals
+  int with_floor = 0;
+  for (std::size_t i = before; i < reports_.size(); ++i) {
+    for (const auto& f : reports_[i].floors) with_floor += f.label == "a9" ? 1 : 0;
+  }
+  EXPECT_EQ(with_floor, 5);
+  ASSERT_GT(reports_.size(), before + 5);
+  EXPECT_TRUE(reports_.back().floors.empty());
+  // Spawns below it are still refused (the node keeps knowing the generation).
+  EXPECT_EQ(OneAck(Spawn("a9", {3, 9})).code, ErrorCode::kStaleGeneration);
+}
+
 TEST_F(HostTest, UnknownActorTypeIsNotFound) {
   Gate();
   const auto rid = Spawn("a1", {1, 0}, "gpu-model");

@@ -133,10 +133,6 @@ void Host::Spawn(const Address& from, const Command& c) {
                   Status::NotFound("actor type '" + c.actor_type + "' is not registered on node " +
                                    options_.self_id));
   }
-  if (auto f = floors_.find(c.label); f != floors_.end() && c.generation > f->second) {
-    floors_.erase(f);  // the leader claimed above it
-    Changed();
-  }
   auto it = instances_.find(c.label);
   if (it == instances_.end()) {
     if (auto ran = ran_.find(c.label); ran != ran_.end() && c.generation <= ran->second) {
@@ -153,6 +149,7 @@ void Host::Spawn(const Address& from, const Command& c) {
     inst.spawn_waiters.push_back(w);
     instances_.emplace(c.label, std::move(inst));
     leases_.Acquire(c.label, c.generation);
+    DropFloorBelow(c.label, c.generation);
     Changed();
     return;
   }
@@ -168,6 +165,7 @@ void Host::Spawn(const Address& from, const Command& c) {
     AnswerAll(inst.spawn_waiters, Command::Op::kSpawn, c.label,
               Status::StaleGeneration("superseded by generation " + c.generation.ToString()));
     inst.generation = c.generation;
+    DropFloorBelow(c.label, c.generation);
     leases_.Acquire(c.label, c.generation);
     Changed();
     if (inst.phase == InstancePhase::kActive) {
@@ -274,10 +272,15 @@ void Host::Stopped(const std::string& label, Generation gen) {
   Discard(it, Status::Unavailable("'" + label + "' stopped: " + inst.stop_reason));
 }
 
+void Host::DropFloorBelow(const std::string& label, Generation accepted) {
+  auto f = floors_.find(label);
+  if (f != floors_.end() && accepted > f->second.generation) floors_.erase(f);
+}
+
 void Host::RaiseFloor(const std::string& label, Generation floor) {
-  Generation& f = floors_[label];
-  if (floor <= f) return;
-  f = floor;
+  Floor& f = floors_[label];
+  if (floor <= f.generation) return;
+  f = Floor{floor, 0};
   Generation& known = known_[label];
   known = std::max(known, floor);
   env_.Log(LogLevel::kWarning, "instance '" + label + "': storage is fenced at " +
@@ -426,9 +429,19 @@ void Host::SendReport(const Address& to) {
     r.families = families_;
   }
   r.instances = Instances();
-  for (const auto& [label, floor] : floors_) {
-    if (r.floors.size() == coord_wire::kMaxReportedFloors) break;  // the rest next time
-    r.floors.push_back({label, floor});
+  // Floors within a byte budget far below any usable max_frame_bytes; each is
+  // reported kFloorReports times (the leader acts on the first), then dropped,
+  // which lets the next ones in. A floor dropped too early does no harm: the
+  // journal is still fenced, and the instance's next start reports it again.
+  std::size_t bytes = 0;
+  for (auto it = floors_.begin(); it != floors_.end();) {
+    const std::size_t size = it->first.size() + 16;
+    if (r.floors.size() == coord_wire::kMaxReportedFloors || bytes + size > kFloorReportBytes) {
+      break;
+    }
+    bytes += size;
+    r.floors.push_back({it->first, it->second.generation});
+    it = ++it->second.reports >= kFloorReports ? floors_.erase(it) : std::next(it);
   }
   r.min_term = term_floor_;
   auto [type, payload] = coord_wire::Encode(r);

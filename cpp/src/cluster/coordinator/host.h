@@ -188,8 +188,16 @@ class Host {
   // (every instance lifetime has a generation of its own).
   std::map<std::string, Generation> ran_;
   // RaiseFloor, reported; a label's floor is dropped once a spawn above it is
-  // accepted (it served its purpose), so only stale labels are reported.
-  std::map<std::string, Generation> floors_;
+  // accepted (it served its purpose) or once it went out in kFloorReports
+  // reports, so reports stay small (at most kFloorReportBytes of floors).
+  struct Floor {
+    Generation generation;
+    int reports = 0;
+  };
+  static constexpr int kFloorReports = 5;
+  static constexpr std::size_t kFloorReportBytes = 32 * 1024;
+  std::map<std::string, Floor> floors_;
+  void DropFloorBelow(const std::string& label, Generation accepted);
   std::uint32_t term_floor_ = 0;
   bool has_quorum_ = false;
   std::int64_t quorum_since_ = 0;

@@ -132,6 +132,7 @@ bool InboundConn::OnFrame(Frame frame) {
       const auto ours = ComputeProof(core_.options.secret, kServerLabel, transcript_);
       auto key = DeriveClientRecordKey(core_.options.secret, transcript_);
       if (!ours || !key) {
+        if (key) OPENSSL_cleanse(&*key, sizeof *key);
         Reject(nullptr, "HMAC failed");
         return false;
       }
