@@ -60,12 +60,13 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 CTEST_EXCLUDE='^Sim' \
 # Clang's thread-safety analysis over the engine and the cluster core (the classes
 # annotated with core/thread_annotations.h): a compile-only pass, -Werror.
 echo "==> thread-safety analysis"
+rm -f build/tsa.log
 if CXX=clang++ CC=clang cmake -S . -B build/tsa -G Ninja -DPYNENC_CPP_BUILD_TESTS=OFF \
       -DCMAKE_BUILD_TYPE=Debug -DPYNENC_CPP_THREAD_SAFETY_ANALYSIS=ON >build/tsa.configure.log 2>&1 &&
    cmake --build build/tsa -j"$JOBS" 2>&1 | tee build/tsa.log | tail -n 3; then  # pipefail
   record "thread-safety" 1 0
 else
-  grep -E "error:" build/tsa.log | head -n 40
+  if [ -s build/tsa.log ]; then grep -E "error:" build/tsa.log | head -n 40; else tail -n 20 build/tsa.configure.log; fi
   record "thread-safety" 0 1
 fi
 

@@ -228,8 +228,13 @@ TEST_F(CoordinatorNodes, AFullRestartOnMemorySourcesClaimsATermAboveTheJournalFe
   ASSERT_TRUE(journal.ok()) << journal.status().ToString();
   std::shared_ptr<Journal> j = std::move(journal).value();
   ASSERT_TRUE(j->Fence("ledger", Generation{5, 0}.Packed()).ok());  // the earlier life
-  std::mutex mu;
-  std::vector<Generation> refused;
+  // Shared with the factories, which run on the nodes' callback threads until
+  // TearDown stops the nodes (after this body's locals are gone).
+  struct Refused {
+    std::mutex mu;
+    std::vector<Generation> generations;
+  };
+  auto refused = std::make_shared<Refused>();
   for (const std::string name : {"gw", "w1", "w2"}) {
     std::vector<Address> seeds;
     for (auto& [n, node] : nodes_) seeds.push_back(node->Status().address);
@@ -239,15 +244,15 @@ TEST_F(CoordinatorNodes, AFullRestartOnMemorySourcesClaimsATermAboveTheJournalFe
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ClusterNode* node = r.value().get();
     nodes_[name] = std::move(r).value();
-    ActorFactory factory = [&, node, name](const InstanceContext& ctx) {
+    ActorFactory factory = [this, j, refused, node, name](const InstanceContext& ctx) {
       std::unique_ptr<ActorInstance> none;
       if (!j->Fence(ctx.label, ctx.generation.Packed()).ok()) {
         auto fence = j->FenceOf(ctx.label);
         if (fence.ok()) {
           node->RaiseGenerationFloor(ctx.label, Generation::FromPacked(fence.value()));
         }
-        std::lock_guard<std::mutex> lock(mu);
-        refused.push_back(ctx.generation);
+        std::lock_guard<std::mutex> lock(refused->mu);
+        refused->generations.push_back(ctx.generation);
         return none;
       }
       return std::unique_ptr<ActorInstance>(std::make_unique<Echo>(reg_, name, ctx));
@@ -278,9 +283,13 @@ TEST_F(CoordinatorNodes, AFullRestartOnMemorySourcesClaimsATermAboveTheJournalFe
   auto fence = j->FenceOf("ledger");
   ASSERT_TRUE(fence.ok());
   EXPECT_GT(Generation::FromPacked(fence.value()), (Generation{5, 0}));
-  std::lock_guard<std::mutex> lock(mu);
-  ASSERT_FALSE(refused.empty()) << "the first start (a term from a fresh source) was refused";
-  EXPECT_LT(refused.front(), (Generation{5, 0}));
+  {
+    std::lock_guard<std::mutex> lock(refused->mu);
+    ASSERT_FALSE(refused->generations.empty())
+        << "the first start (a term from a fresh source) was refused";
+    EXPECT_LT(refused->generations.front(), (Generation{5, 0}));
+  }
+  std::lock_guard<std::mutex> lock(reg_.mu);
   EXPECT_EQ(reg_.overlaps, 0);
 }
 
