@@ -245,6 +245,19 @@ def counter(journal: Any, entity: str = "counter", snapshot_every: int = 0) -> B
     )
 
 
+def recording_counter(
+    journal: Any, gens: list[Generation], snapshot_every: int = 0
+) -> Behavior[Any]:
+    """``counter`` that appends each instance's generation to ``gens`` when it starts."""
+
+    async def setup(ctx: ActorContext[Any]) -> Behavior[Any]:
+        assert ctx.generation is not None
+        gens.append(ctx.generation)
+        return counter(journal, snapshot_every=snapshot_every)
+
+    return Behaviors.setup(setup)
+
+
 @pytest.mark.asyncio
 async def test_event_sourced_singleton_replays_its_journal(tmp_path: Path) -> None:
     p1, p2, p3 = free_ports(3)
@@ -252,12 +265,7 @@ async def test_event_sourced_singleton_replays_its_journal(tmp_path: Path) -> No
     gens: list[Generation] = []
 
     def make() -> Behavior[Any]:
-        async def setup(ctx: ActorContext[Any]) -> Behavior[Any]:
-            assert ctx.generation is not None
-            gens.append(ctx.generation)
-            return counter(journal, snapshot_every=3)
-
-        return Behaviors.setup(setup)
+        return recording_counter(journal, gens, snapshot_every=3)
 
     cfg = {"generation_source": f"sqlite://{tmp_path}/gen.db"}
     a = system(p1, [p2, p3], "a", **cfg)
@@ -542,12 +550,7 @@ async def test_a_full_cluster_restart_continues_an_event_sourced_singleton_above
     gens: list[Generation] = []
 
     def make() -> Behavior[Any]:
-        async def setup(ctx: ActorContext[Any]) -> Behavior[Any]:
-            assert ctx.generation is not None
-            gens.append(ctx.generation)
-            return counter(journal)
-
-        return Behaviors.setup(setup)
+        return recording_counter(journal, gens)
 
     def owner_of(nodes: list[ClusteredActorSystem]) -> ClusteredActorSystem:
         return next(

@@ -251,7 +251,10 @@ def outsider(host: str, port: int, cluster: str, key: bytes, frames: list[Wire])
         sock.connect((host, port))
         t = {"cluster": cluster.encode(), "client": b"127.0.0.1:9", "cn": os.urandom(32)}
         sock.sendall(
-            _frame(HELLO, struct.pack(">H", PROTOCOL_VERSION) + _s(t["cluster"]) + _s(t["client"]) + t["cn"])
+            _frame(
+                HELLO,
+                struct.pack(">H", PROTOCOL_VERSION) + _s(t["cluster"]) + _s(t["client"]) + t["cn"],
+            )
         )
         got = _read_frame(sock)
         assert got is not None and got[0] == CHALLENGE, "the server answers HELLO with CHALLENGE"
@@ -331,23 +334,26 @@ def _free_port(host: str) -> int:
         return int(s.getsockname()[1])
 
 
+def _recorder(received: list[Any]) -> Behavior[Any]:
+    """An actor that appends every message it handles to ``received``."""
+
+    def receive(ctx: ActorContext[Any], msg: Any) -> Behavior[Any]:
+        received.append(msg)
+        return Behaviors.same()
+
+    return Behaviors.receive(receive)
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize("host", HOSTS)
 async def test_an_outsider_gets_no_frame_decoded(host: str, tmp_path: Path) -> None:
     secret_file = Path(os.environ[ENV_VAR])
     received: list[Any] = []
 
-    def recorder() -> Behavior[Any]:
-        def receive(ctx: ActorContext[Any], msg: Any) -> Behavior[Any]:
-            received.append(msg)
-            return Behaviors.same()
-
-        return Behaviors.receive(receive)
-
     port = _free_port(host)
     # As the README shows: loopback, no secret (the node reads the per-user file).
     async with ClusteredActorSystem(name="cluster", host=host, port=port, node_id="n1") as node:
-        ref = node.spawn(recorder(), "recorder")
+        ref = node.spawn(_recorder(received), "recorder")
         marker = tmp_path / "pwned"
         evil = _RunsWhenUnpickled(str(marker))
         attack: list[Wire] = [
@@ -392,16 +398,9 @@ async def test_after_the_handshake_only_frames_sealed_for_the_connection_are_dec
     key = Path(os.environ[ENV_VAR]).read_text().strip().encode()
     received: list[Any] = []
 
-    def recorder() -> Behavior[Any]:
-        def receive(ctx: ActorContext[Any], msg: Any) -> Behavior[Any]:
-            received.append(msg)
-            return Behaviors.same()
-
-        return Behaviors.receive(receive)
-
     port = _free_port("127.0.0.1")
     async with ClusteredActorSystem(name="c", host="127.0.0.1", port=port, node_id="n1") as node:
-        ref = node.spawn(recorder(), "recorder")
+        ref = node.spawn(_recorder(received), "recorder")
         marker = tmp_path / "pwned"
         evil = _RunsWhenUnpickled(str(marker))
         hello = _path_message(ref.path, "hello")
@@ -433,7 +432,10 @@ def _replay(port: int, key: bytes, message: tuple[int, bytes]) -> bool:
         sock.connect(("127.0.0.1", port))
         t = {"cluster": b"c", "client": b"127.0.0.1:9", "cn": os.urandom(32)}
         sock.sendall(
-            _frame(HELLO, struct.pack(">H", PROTOCOL_VERSION) + _s(t["cluster"]) + _s(t["client"]) + t["cn"])
+            _frame(
+                HELLO,
+                struct.pack(">H", PROTOCOL_VERSION) + _s(t["cluster"]) + _s(t["client"]) + t["cn"],
+            )
         )
         got = _read_frame(sock)
         assert got is not None and got[0] == CHALLENGE
