@@ -6,16 +6,21 @@
 // the first time it calls Python and deleted when the thread exits; each call
 // takes the GIL, runs the Python callable and releases the GIL. No Python
 // exception ever escapes into C++: it is reported with PyErr_WriteUnraisable
-// (sys.unraisablehook). While the interpreter is finalizing no Python code is
-// called (the callback is skipped).
+// (sys.unraisablehook). At interpreter exit every node still running is stopped
+// and then no Python code is called (python_gate.h).
 //
 // GIL discipline: Start, Stop, Status and Members run with the GIL released
 // (Start and Stop wait for callbacks that need it), and so does destroying a
 // node (its destructor joins the callback thread).
 #include <Python.h>
 
+#include <openssl/crypto.h>
+
+#include <algorithm>
 #include <future>
 #include <memory>
+#include <mutex>
+#include <vector>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -108,18 +113,54 @@ T Await(std::future<T> f) {
   return f.get();
 }
 
+// Every node a Python object still owns. At interpreter exit (before the
+// Python gate closes) each is stopped: a node left running would keep calling
+// Python and OpenSSL while the process tears both down.
+class LiveNodes {
+ public:
+  static LiveNodes& Get() {
+    static auto* live = new LiveNodes();  // leaked: used during exit
+    return *live;
+  }
+  void Add(const std::shared_ptr<ClusterNode>& node) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase_if(nodes_, [](const std::weak_ptr<ClusterNode>& w) { return w.expired(); });
+    nodes_.push_back(node);
+  }
+  // REQUIRES: GIL not held (Stop waits for callbacks that need it).
+  void StopAll() {
+    std::vector<std::shared_ptr<ClusterNode>> running;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& w : nodes_) {
+        if (auto node = w.lock()) running.push_back(std::move(node));
+      }
+      nodes_.clear();
+    }
+    for (const auto& node : running) node->Stop();  // idempotent
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::weak_ptr<ClusterNode>> nodes_;
+};
+
 // The Python object: owns the node; never destroys it with the GIL held.
 class PyClusterNode {
  public:
-  explicit PyClusterNode(std::unique_ptr<ClusterNode> node) : node_(std::move(node)) {}
+  explicit PyClusterNode(std::unique_ptr<ClusterNode> node) : node_(std::move(node)) {
+    LiveNodes::Get().Add(node_);
+  }
   PyClusterNode(const PyClusterNode&) = delete;
   PyClusterNode& operator=(const PyClusterNode&) = delete;
 
   // REQUIRES: GIL held (pybind11 deallocation).
   ~PyClusterNode() {
     if (!node_) return;
-    if (PythonFinalizing()) {
-      (void)node_.release();  // its threads no longer enter Python; the process is exiting
+    if (PythonGate::Get().closed() || PythonFinalizing()) {
+      // The process is exiting (the node was stopped at exit): joining its
+      // threads now could wait on one that finalization ended.
+      new std::shared_ptr<ClusterNode>(std::move(node_));  // leaked on purpose
       return;
     }
     py::gil_scoped_release release;
@@ -229,7 +270,7 @@ class PyClusterNode {
   }
 
  private:
-  std::unique_ptr<ClusterNode> node_;
+  std::shared_ptr<ClusterNode> node_;
 };
 
 std::string ElectionName(ElectionKind k) {
@@ -458,6 +499,10 @@ void InitOptions(py::module_& m) {
 }  // namespace
 
 void InitCluster(py::module_& m) {
+  // OpenSSL must not free its tables in exit(): a node leaked at exit may still
+  // be hashing on its loop thread then.
+  OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr);
+  PythonGate::Get().AddExitHook([] { LiveNodes::Get().StopAll(); });
   InitValueTypes(m);
   InitOptions(m);
   py::class_<PyClusterNode>(m, "ClusterNode",

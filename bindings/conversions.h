@@ -17,6 +17,7 @@
 #include "pynenc_cpp/core/ids.h"
 #include "pynenc_cpp/core/status.h"
 #include "pynenc_cpp/ports/backend_config.h"
+#include "python_gate.h"
 
 namespace pynenc_cpp::bindings {
 
@@ -76,11 +77,12 @@ void InitErrors(py::module_& m);
 inline bool PythonFinalizing() { return _Py_IsFinalizing() != 0; }
 
 // Drops Python references held by a C++ object that any thread may destroy: with
-// the GIL while the interpreter runs, else leaked (the process is exiting and the
-// GIL can no longer be taken). REQUIRES: this thread does not hold the GIL, or
+// the GIL while the Python gate is open, else leaked (the process is exiting and
+// the GIL can no longer be taken safely). REQUIRES: this thread does not hold the GIL, or
 // holds it through a thread state PyGILState_Ensure can see.
 inline void DropPyObjects(std::initializer_list<py::object*> objects) {
-  if (!Py_IsInitialized() || PythonFinalizing()) {
+  PythonEntry entry;
+  if (!entry) {
     for (py::object* o : objects) (void)o->release();
     return;
   }

@@ -2,10 +2,13 @@
 // subsystem lives in its own file.
 #include "conversions.h"
 #include "init.h"
+#include "python_gate.h"
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "pynenc-cpp engine bindings (private; use the pynenc_cpp package).";
   m.attr("__version__") = PYNENC_CPP_VERSION;
+  // First: its atexit hook must run after every pynenc_cpp hook registered later.
+  pynenc_cpp::bindings::InitPythonGate(m);
   pynenc_cpp::bindings::InitErrors(m);
   pynenc_cpp::bindings::InitCore(m);
   pynenc_cpp::bindings::InitBroker(m);

@@ -1,11 +1,12 @@
 // How C++ threads of the cluster node (its callback thread) call Python: each
 // keeps ONE persistent Python thread state, created the first time it calls
 // Python and deleted when the thread exits; each call takes the GIL, runs the
-// callable and releases the GIL. While the interpreter is finalizing no Python
-// code is called.
+// callable and releases the GIL. Each call passes the Python gate
+// (python_gate.h): once the interpreter exits, no Python code is called.
 #pragma once
 
 #include <Python.h>
+#include <cxxabi.h>
 
 #include <stdexcept>
 #include <string>
@@ -31,18 +32,23 @@ struct ThreadStateKeeper {
   }
 
   ~ThreadStateKeeper() {
-    if (!kept || !Py_IsInitialized() || PythonFinalizing()) return;  // exiting: leak it
+    if (!kept) return;
+    PythonEntry entry;
+    if (!entry) return;  // exiting: leak it
     PyEval_RestoreThread(saved);
     PyGILState_Release(outer);  // counter 0: clears and deletes it, releases the GIL
   }
 };
 inline thread_local ThreadStateKeeper tls_keeper;
 
-// Runs `fn` with the GIL. Never throws; a Python exception is reported as
-// unraisable with `what` as context.
+// Runs `fn` with the GIL. Throws nothing of its own; a Python exception is
+// reported as unraisable with `what` as context. Not noexcept: should the thread
+// still be ended by the interpreter's exit (pthread_exit), that unwinding must
+// pass (a noexcept frame would turn it into std::terminate).
 template <typename Fn>
-inline void CallPython(const char* what, Fn&& fn) noexcept {
-  if (!Py_IsInitialized() || PythonFinalizing()) return;
+inline void CallPython(const char* what, Fn&& fn) {
+  PythonEntry entry;
+  if (!entry) return;
   tls_keeper.EnsureKept();
   PyGILState_STATE state = PyGILState_Ensure();
   try {
@@ -52,6 +58,8 @@ inline void CallPython(const char* what, Fn&& fn) noexcept {
   } catch (const std::exception& e) {
     PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "%s: %s", what, e.what());
     if (PyErr_Occurred()) PyErr_WriteUnraisable(nullptr);
+  } catch (const abi::__forced_unwind&) {
+    throw;  // the thread is being ended (pthread_exit): let it unwind
   } catch (...) {
     PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "%s: unknown C++ exception", what);
     if (PyErr_Occurred()) PyErr_WriteUnraisable(nullptr);
@@ -64,9 +72,8 @@ inline void CallPython(const char* what, Fn&& fn) noexcept {
 // callers that turn failures into error values (instance factories, messages).
 template <typename Fn>
 auto CallPythonOrThrow(Fn&& fn) -> decltype(fn()) {
-  if (!Py_IsInitialized() || PythonFinalizing()) {
-    throw std::runtime_error("the Python interpreter is shutting down");
-  }
+  PythonEntry entry;
+  if (!entry) throw std::runtime_error("the Python interpreter is shutting down");
   tls_keeper.EnsureKept();
   py::gil_scoped_acquire gil;
   try {

@@ -5,8 +5,9 @@
 // starts (PyThreadState_New on the main interpreter) and reuses it for every
 // call: PyEval_RestoreThread before Python code, PyEval_SaveThread after, so the
 // GIL is held only while Python runs. The thread state is cleared and deleted
-// when the thread exits. While the interpreter is finalizing, engine threads no
-// longer enter Python (their work is abandoned; the process is exiting).
+// when the thread exits. Each entry passes the Python gate (python_gate.h): once
+// the interpreter exits, engine threads no longer enter Python (their work is
+// abandoned; the process is exiting).
 #include <Python.h>
 
 #include <algorithm>
@@ -61,7 +62,9 @@ struct PyCallbacks {
 // A Python exception escaping `fn` is reported as unraisable; returns false then.
 template <typename Fn>
 bool WithGil(const char* what, Fn&& fn) {
-  if (tls_tstate == nullptr || PythonFinalizing()) return false;
+  if (tls_tstate == nullptr) return false;
+  PythonEntry entry;
+  if (!entry) return false;
   PyEval_RestoreThread(tls_tstate);
   bool ok = true;
   try {
@@ -87,7 +90,8 @@ std::optional<std::string> OptionalStr(const py::object& o) {
 RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine_key) {
   RunnerHooks h;
   h.thread_started = [cb, engine_key](int worker) {
-    if (PythonFinalizing()) return;
+    PythonEntry entry;
+    if (!entry) return;
     tls_tstate = PyThreadState_New(cb->interp);
     tls_engine = engine_key;
     tls_worker = worker;
@@ -104,7 +108,7 @@ RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine
       std::lock_guard<std::mutex> lock(cb->mu);
       cb->idents.erase(worker);
     }
-    if (tls_tstate != nullptr && !PythonFinalizing()) {
+    if (PythonEntry entry; tls_tstate != nullptr && entry) {
       PyEval_RestoreThread(tls_tstate);
       PyThreadState_Clear(tls_tstate);
       PyThreadState_DeleteCurrent();  // releases the GIL

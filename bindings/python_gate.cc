@@ -1,0 +1,26 @@
+// The atexit hook that stops what still runs and closes the Python gate
+// (see python_gate.h).
+#include "python_gate.h"
+
+#include <chrono>
+
+namespace pynenc_cpp::bindings {
+
+namespace py = pybind11;
+
+void InitPythonGate(py::module_& m) {
+  // How long the hook waits for threads still inside Python (a task body, a
+  // callback) before letting the interpreter finalize.
+  constexpr std::chrono::milliseconds kExitWait{2000};
+  py::cpp_function hook(
+      [] {
+        py::gil_scoped_release release;
+        PythonGate::Get().RunExitHooksAndClose(kExitWait);
+      },
+      py::name("_close_python_gate"),
+      py::doc("Stops the native threads that call Python, before the interpreter finalizes."));
+  m.attr("_close_python_gate") = hook;
+  py::module_::import("atexit").attr("register")(hook);
+}
+
+}  // namespace pynenc_cpp::bindings

@@ -1,0 +1,115 @@
+// The gate every engine-owned C++ thread passes before it takes the GIL on its
+// own (cluster callback and loop threads, runner workers and timer, destructors
+// that drop Python references on any thread).
+//
+// Why: from the moment the interpreter starts finalizing, CPython 3.12 ends a
+// thread that takes (or waits for) the GIL with pthread_exit. Its forced
+// unwinding through a noexcept frame (a callback wrapper, a destructor) calls
+// std::terminate: the process aborts at exit with "terminate called without an
+// active exception". Checking _Py_IsFinalizing() before taking the GIL is not
+// enough: finalization can start between the check and the wait.
+//
+// So the gate closes before finalization starts: the module registers an
+// atexit hook (it runs after pynenc_cpp's Python hooks, which still need their
+// callbacks, because atexit runs hooks in reverse order of registration). The
+// hook closes the gate, so no thread enters Python afterwards, and waits (GIL
+// released, bounded) for the threads inside to leave.
+#pragma once
+
+#include <Python.h>
+
+#include <pybind11/pybind11.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace pynenc_cpp::bindings {
+
+class PythonGate {
+ public:
+  static PythonGate& Get() {
+    static auto* gate = new PythonGate();  // leaked: threads may pass it during exit
+    return *gate;
+  }
+
+  // True: the caller may take the GIL and must call Leave() after releasing it.
+  // False: the interpreter is exiting (or not running); do not enter Python.
+  bool Enter() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_ || !Py_IsInitialized() || _Py_IsFinalizing()) return false;
+    ++inside_;
+    return true;
+  }
+
+  void Leave() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--inside_ == 0) cv_.notify_all();
+  }
+
+  bool closed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return closed_;
+  }
+
+  // A hook run at exit before the gate closes (Python can still be called):
+  // e.g. stopping the cluster nodes still running, whose stop callbacks are Python.
+  void AddExitHook(std::function<void()> hook) {
+    std::lock_guard<std::mutex> lock(mu_);
+    exit_hooks_.push_back(std::move(hook));
+  }
+
+  // The atexit hook: runs the exit hooks, then closes the gate.
+  // REQUIRES: the caller does not hold the GIL.
+  int RunExitHooksAndClose(std::chrono::milliseconds wait) {
+    std::vector<std::function<void()>> hooks;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      hooks.swap(exit_hooks_);
+    }
+    for (auto& hook : hooks) hook();
+    return Close(wait);
+  }
+
+  // Closes the gate, then waits up to `wait` for the threads inside to leave.
+  // REQUIRES: the caller does not hold the GIL (the threads inside need it).
+  // Returns the number still inside after the wait.
+  int Close(std::chrono::milliseconds wait) {
+    std::unique_lock<std::mutex> lock(mu_);
+    closed_ = true;
+    cv_.wait_for(lock, wait, [this] { return inside_ == 0; });
+    return inside_;
+  }
+
+ private:
+  PythonGate() = default;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool closed_ = false;
+  int inside_ = 0;
+  std::vector<std::function<void()>> exit_hooks_;
+};
+
+// One passage through the gate: `if (PythonEntry entry; entry) { ...take the GIL... }`.
+class PythonEntry {
+ public:
+  PythonEntry() : entered_(PythonGate::Get().Enter()) {}
+  ~PythonEntry() {
+    if (entered_) PythonGate::Get().Leave();
+  }
+  PythonEntry(const PythonEntry&) = delete;
+  PythonEntry& operator=(const PythonEntry&) = delete;
+  explicit operator bool() const { return entered_; }
+
+ private:
+  bool entered_;
+};
+
+// Registers the atexit hook that closes the gate. Called once by the module,
+// before any other pynenc_cpp module registers its own hooks.
+void InitPythonGate(pybind11::module_& m);
+
+}  // namespace pynenc_cpp::bindings
