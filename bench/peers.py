@@ -86,6 +86,17 @@ SYSTEMS: list[System] = [
         for b in ("mem", "sqlite", "redis")
         for m in ("native", "mixed")
     ],
+    # The same with the engine's metric counting off (docs/metrics.md: its cost).
+    *[
+        System(
+            f"cpp-{b}-native-cpprunner-nometrics",
+            "pynenc",
+            "main",
+            {"stack": f"cpp-{b}", "runner": "cpp", "mode": "native", "metrics": False},
+            "engine metrics off",
+        )
+        for b in ("sqlite", "redis")
+    ],
     # pynenc-cpp (mixed, the mode that exists on main) on pynenc's own runners.
     _p("cpp-mem-mixed-thread", "main", "cpp-mem", "thread", "mixed"),
     _p("cpp-sqlite-mixed-thread", "main", "cpp-sqlite", "thread", "mixed"),

@@ -15,6 +15,7 @@
 
 #include "pynenc_cpp/core/error.h"
 #include "pynenc_cpp/core/ids.h"
+#include "pynenc_cpp/core/metrics.h"
 #include "pynenc_cpp/core/status.h"
 #include "pynenc_cpp/ports/backend_config.h"
 #include "python_gate.h"
@@ -26,7 +27,11 @@ namespace py = pybind11;
 // A C++ exception carrying an engine Status; translated once, in errors.cc.
 class EngineException : public std::exception {
  public:
-  explicit EngineException(Status status) : status_(std::move(status)), what_(status_.ToString()) {}
+  explicit EngineException(Status status) : status_(std::move(status)), what_(status_.ToString()) {
+    if (status_.code() == ErrorCode::kBackendFailure) {
+      metrics::OnBackendError(status_.connection_lost());
+    }
+  }
   const Status& status() const { return status_; }
   const char* what() const noexcept override { return what_.c_str(); }
 

@@ -49,6 +49,45 @@ void InitCore(py::module_& m) {
       py::arg("current"), py::arg("current_owner"), py::arg("to"), py::arg("runner_id"),
       "Applies the status machine to one transition without storing anything.\n"
       "Returns (new_status, new_owner); raises IllegalTransition or OwnershipViolation.");
+
+  m.def(
+      "engine_metrics",
+      [] {
+        const metrics::Snapshot s = metrics::Take();
+        auto histogram = [](const metrics::HistogramSnapshot& h) {
+          py::dict d;
+          py::list bounds, buckets;
+          for (std::int64_t b : metrics::kBucketBoundsUs) bounds.append(b);
+          for (std::uint64_t n : h.buckets) buckets.append(n);
+          d["bounds_us"] = bounds;
+          d["buckets"] = buckets;
+          d["count"] = h.count;
+          d["sum_us"] = h.sum_us;
+          return d;
+        };
+        py::dict entered;
+        for (InvocationStatus st : AllStatuses()) {
+          entered[py::cast(st)] = s.entered[static_cast<std::size_t>(st)];
+        }
+        py::dict d;
+        d["enabled"] = metrics::Enabled();
+        d["entered"] = entered;
+        d["backend_errors"] = s.backend_errors;
+        d["backend_errors_connection"] = s.backend_errors_connection;
+        d["redis_connections_opened"] = s.redis_connections_opened;
+        d["redis_connections_lost"] = s.redis_connections_lost;
+        d["queue_wait"] = histogram(s.queue_wait);
+        d["run_time"] = histogram(s.run_time);
+        return d;
+      },
+      "A snapshot of this process's task-engine metrics (pynenc_cpp.metrics renders it):\n"
+      "entered (status -> changes applied into it, registrations included), backend_errors,\n"
+      "backend_errors_connection, redis_connections_opened, redis_connections_lost, and the\n"
+      "queue_wait / run_time histograms (bounds_us, per-bucket counts with +Inf last, count,\n"
+      "sum_us).");
+  m.def(
+      "set_engine_metrics_enabled", [](bool enabled) { metrics::SetEnabled(enabled); },
+      py::arg("enabled"), "Turns the engine's metric counting on or off (on by default).");
 }
 
 }  // namespace pynenc_cpp::bindings

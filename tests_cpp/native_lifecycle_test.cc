@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "backend_fixture.h"
+#include "pynenc_cpp/core/metrics.h"
 #include "pynenc_cpp/native/lifecycle.h"
 #include "redis/redis_client.h"
 
@@ -330,6 +331,39 @@ TYPED_TEST(LifecycleCompliance, RecoverStaleMovesOnlyStaleInvocations) {
   ASSERT_TRUE(running.ok()) << running.status().ToString();
   ASSERT_EQ(running.value().size(), 1u);
   EXPECT_EQ(this->StatusOf("young"), S::kRunningRecovery);
+}
+
+// Each applied change is counted once, with the time spent queued (routed ->
+// PENDING) and running (RUNNING -> SUCCESS) from the records' timestamps; a
+// refused change is not counted.
+TYPED_TEST(LifecycleCompliance, MetricsCountAppliedChangesAndTheirDurations) {
+  const metrics::Snapshot before = metrics::Take();
+  this->Register("m");
+  this->clock_->Advance(3 * kSecond);
+  ASSERT_TRUE(this->broker_->Retrieve("default", 0).ok());
+  this->life_->SetTaskRunsFreely(TaskId("mod.task"));
+  ASSERT_EQ(this->life_->Claim(InvocationId("m"), kRunner).value().kind, ClaimKind::kClaimed);
+  ASSERT_TRUE(
+      this->life_->ChangeStatus(InvocationId("m"), S::kRunning, kRunner, std::nullopt, true).ok());
+  this->clock_->Advance(2 * kSecond);
+  ASSERT_TRUE(
+      this->life_->FinishSuccess(InvocationId("m"), "1", kRunner, TaskId("mod.task"), true).ok());
+  EXPECT_FALSE(
+      this->life_->ChangeStatus(InvocationId("m"), S::kRunning, kRunner, std::nullopt, true).ok());
+  const metrics::Snapshot after = metrics::Take();
+  const auto entered = [&](S s) {
+    const auto i = static_cast<std::size_t>(s);
+    return after.entered[i] - before.entered[i];
+  };
+  EXPECT_EQ(entered(S::kRegistered), 1u);
+  EXPECT_EQ(entered(S::kPending), 1u);
+  EXPECT_EQ(entered(S::kRunning), 1u);
+  EXPECT_EQ(entered(S::kSuccess), 1u);
+  EXPECT_EQ(entered(S::kFailed), 0u);
+  EXPECT_EQ(after.queue_wait.count - before.queue_wait.count, 1u);
+  EXPECT_EQ(after.queue_wait.sum_us - before.queue_wait.sum_us, 3 * kSecond);
+  EXPECT_EQ(after.run_time.count - before.run_time.count, 1u);
+  EXPECT_EQ(after.run_time.sum_us - before.run_time.sum_us, 2 * kSecond);
 }
 
 TYPED_TEST(LifecycleCompliance, RacingClaimsHaveExactlyOneWinner) {

@@ -113,6 +113,43 @@ TEST(SqliteDatabase, FailedWriteRollsBack) {
   EXPECT_EQ(CountRows(*db, "t"), 0);
 }
 
+// Metrics counted inside a transaction are published only when it commits.
+TEST(SqliteDatabase, MetricsCountOnlyWhatCommits) {
+  SqliteBackend b;
+  auto db = OpenOk(b.Path());
+  const StatusRecord from{InvocationStatus::kRunning, std::nullopt, 1'000};
+  const StatusRecord to{InvocationStatus::kSuccess, std::nullopt, 251'000};
+  const metrics::Snapshot before = metrics::Take();
+  Status failed = db->Write([&](Conn& c) -> Status {
+    c.CountRegistered(3);
+    c.CountTransition(from, to);
+    return Status::BackendFailure("a later step failed");
+  });
+  ASSERT_FALSE(failed.ok());
+  metrics::Snapshot mid = metrics::Take();
+  EXPECT_EQ(mid.entered, before.entered);
+  EXPECT_EQ(mid.run_time.count, before.run_time.count);
+  ASSERT_TRUE(db->Write([&](Conn& c) -> Status {
+                  c.CountRegistered(2);
+                  c.CountTransition(from, to);
+                  return Status::Ok();
+                }).ok());
+  const metrics::Snapshot after = metrics::Take();
+  const auto at = [](InvocationStatus s) { return static_cast<std::size_t>(s); };
+  EXPECT_EQ(after.entered[at(InvocationStatus::kRegistered)] -
+                before.entered[at(InvocationStatus::kRegistered)],
+            2u);
+  EXPECT_EQ(after.entered[at(InvocationStatus::kSuccess)] -
+                before.entered[at(InvocationStatus::kSuccess)],
+            1u);
+  EXPECT_EQ(after.run_time.count - before.run_time.count, 1u);
+  EXPECT_EQ(after.run_time.sum_us - before.run_time.sum_us, 250'000);
+  // 250 ms falls in the le=0.25 s bucket.
+  std::size_t bucket = 0;
+  while (metrics::kBucketBoundsUs[bucket] < 250'000) ++bucket;
+  EXPECT_EQ(after.run_time.buckets[bucket] - before.run_time.buckets[bucket], 1u);
+}
+
 TEST(SqliteDatabase, ConcurrentThreadWritersAllCommit) {
   SqliteBackend b;
   auto db = OpenOk(b.Path());

@@ -70,6 +70,10 @@ def build(cfg: dict[str, Any]) -> Pynenc:
     """The app described by ``cfg`` (see the module docstring)."""
     b = PynencBuilder().app_id(cfg["app_id"]).logging_level("error")
     stack, mode = cfg["stack"], cfg.get("mode", "")
+    if stack.startswith("cpp-") and cfg.get("metrics") is False:
+        from pynenc_cpp.metrics import set_engine_metrics_enabled
+
+        set_engine_metrics_enabled(False)  # the "-nometrics" rows: counting's cost
     native: dict[str, Any] = {}
     if stack.startswith("cpp-") and mode:
         method = builder_method(stack.replace("-", "_"))

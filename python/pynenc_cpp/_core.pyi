@@ -49,7 +49,9 @@ __all__: list[str] = [
     "Unavailable",
     "apply_transition",
     "describe_backend",
+    "engine_metrics",
     "history_json",
+    "set_engine_metrics_enabled",
     "status_names",
     "status_table",
 ]
@@ -1991,6 +1993,11 @@ class ClusterNode:
         This node stops offering the type. Raises InvocationNotFound if not registered.
         """
 
+def _close_python_gate() -> None:
+    """
+    Stops the native threads that call Python, before the interpreter finalizes.
+    """
+
 def apply_transition(
     current: str | None, current_owner: str | None, to: str, runner_id: str | None
 ) -> tuple[typing.Any, typing.Any]:
@@ -2007,6 +2014,15 @@ def describe_backend(uri: str, app_id: str = "pynenc") -> dict:
     BadConfig for a bad URI or a missing file, BackendError when unreachable.
     """
 
+def engine_metrics() -> dict:
+    """
+    A snapshot of this process's task-engine metrics (pynenc_cpp.metrics renders it):
+    entered (status -> changes applied into it, registrations included), backend_errors,
+    backend_errors_connection, redis_connections_opened, redis_connections_lost, and the
+    queue_wait / run_time histograms (bounds_us, per-bucket counts with +Inf last, count,
+    sum_us).
+    """
+
 def history_json(
     invocation_id: str,
     status: str,
@@ -2017,6 +2033,11 @@ def history_json(
 ) -> str:
     """
     The history JSON the Lifecycle writes (pynenc's InvocationHistory.to_json layout).
+    """
+
+def set_engine_metrics_enabled(enabled: bool) -> None:
+    """
+    Turns the engine's metric counting on or off (on by default).
     """
 
 def status_names() -> list:

@@ -172,6 +172,14 @@ class ConfigCppRunner(ConfigRunner):
         running invocations finish before killing and rerouting them. < 0
         (default): as long as they take; 0: at once (pynenc's own runners'
         behaviour: every running invocation is KILLED and REROUTED on stop).
+    :cvar ConfigField[int] cpp_runner_metrics_port:
+        Serves Prometheus metrics (the engine's and the app's storage gauges, see
+        ``docs/metrics.md``) on ``http://<cpp_runner_metrics_addr>:<port>/metrics``
+        while the runner runs. 0 (default): off. Needs ``prometheus_client``
+        (``pip install 'pynenc-cpp[metrics]'``).
+    :cvar ConfigField[str] cpp_runner_metrics_addr:
+        The address the metrics server listens on (default ``127.0.0.1``; ``0.0.0.0``
+        for every interface).
     """
 
     cpp_runner_workers = ConfigField(0)
@@ -179,6 +187,8 @@ class ConfigCppRunner(ConfigRunner):
     cpp_runner_heartbeat_interval_sec = ConfigField(0.0)
     cpp_runner_retrieve_wait_sec = ConfigField(0.5)
     cpp_runner_stop_grace_sec = ConfigField(-1.0)
+    cpp_runner_metrics_port = ConfigField(0)
+    cpp_runner_metrics_addr = ConfigField("127.0.0.1")
 
 
 class CppRunner(BaseRunner):
@@ -191,6 +201,7 @@ class CppRunner(BaseRunner):
         runner_context: RunnerContext | None = None,
     ) -> None:
         self._engine: Any = None
+        self._metrics_server: Any = None
         self._stop_requests = 0
         self._abort_deadline: float | None = None
         self._grace_deadline: float | None = None
@@ -203,6 +214,7 @@ class CppRunner(BaseRunner):
     def __getstate__(self) -> dict[str, Any]:
         state: dict[str, Any] = super().__getstate__()
         state["_engine"] = None
+        state["_metrics_server"] = None
         state["_unrecorded_timeouts"] = {}
         state.pop("_unrecorded_lock", None)
         state.pop("_wait_memo", None)  # a threading.local: per process, rebuilt lazily
@@ -265,6 +277,21 @@ class CppRunner(BaseRunner):
         heartbeat, management = self._intervals()
         broker = self._engine_broker()
         queues = list(self.conf.queues or self.app.broker.conf.queues)
+        self._start_metrics_server()  # a taken port fails here, before anything runs
+        try:
+            self._start_engine(broker, queues, timeout, heartbeat, management)
+        except BaseException:
+            self._stop_metrics_server()
+            raise
+
+    def _start_engine(
+        self,
+        broker: Any,
+        queues: list[str],
+        timeout: float,
+        heartbeat: float,
+        management: float,
+    ) -> None:
         self._heartbeat()  # registered before any invocation is claimed
         self._engine = _core.RunnerEngine(
             broker,
@@ -377,6 +404,26 @@ class CppRunner(BaseRunner):
                 "left RUNNING to the recovery of dead runners"
             )
         _LIVE_RUNNERS.discard(self)
+        self._stop_metrics_server()
+
+    def _stop_metrics_server(self) -> None:
+        if self._metrics_server is not None:
+            self._metrics_server.close()
+            self._metrics_server = None
+
+    def _start_metrics_server(self) -> None:
+        port = int(self.conf.cpp_runner_metrics_port)
+        if port == 0:
+            return
+        if not 0 < port < 65536:
+            raise ValueError(f"cpp_runner_metrics_port={port!r}: expected 0 (off) or 1-65535")
+        from pynenc_cpp.metrics import serve
+
+        addr = str(self.conf.cpp_runner_metrics_addr)
+        self._metrics_server = serve(port, addr, app=self.app)
+        self.logger.info(
+            f"CppRunner:{self.runner_id} serves metrics on http://{addr}:{port}/metrics"
+        )
 
     # ------------------------------------------------------- hooks (engine threads)
 

@@ -17,6 +17,9 @@ def test_defaults_match_the_engine() -> None:
         if f.name == "secret_file":  # Python-side only: resolved into `secret`
             assert c.secret_file == ""
             continue
+        if f.name in ("metrics_port", "metrics_addr"):  # Python-side only: the metrics server
+            assert (c.metrics_port, c.metrics_addr) == (0, "127.0.0.1")
+            continue
         expected = getattr(o, f.name)
         got = getattr(c, f.name)
         if f.name == "seeds":
@@ -52,7 +55,8 @@ def test_to_options_copies_every_field() -> None:
     )
     o = c.to_options()
     for f in dataclasses.fields(ClusterConfig):
-        if f.name == "secret_file":
+        if f.name in ("secret_file", "metrics_port", "metrics_addr"):
+            assert not hasattr(o, f.name)  # handled by the Python layer
             continue
         got = getattr(o, f.name)
         want = getattr(c, f.name)
@@ -66,6 +70,8 @@ def test_to_options_copies_every_field() -> None:
     ("kwargs", "field_name"),
     [
         ({"port": 70000}, "port"),
+        ({"metrics_port": -1}, "metrics_port"),
+        ({"metrics_addr": 1}, "metrics_addr"),
         ({"port": -1}, "port"),
         ({"heartbeat_ms": 0}, "heartbeat_ms"),
         ({"heartbeat_ms": 100, "suspect_timeout_ms": 150}, "suspect_timeout_ms"),

@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "mem/mem_orchestrator_impl.h"
+#include "pynenc_cpp/core/metrics.h"
 #include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp {
@@ -60,8 +61,10 @@ Result<StatusRecord> MemOrchestrator::RegisterInvocations(
   }
   MutexLock lock(mu_);
   const StatusRecord record{InvocationStatus::kRegistered, runner_id, clock_->NowMicros()};
+  std::uint64_t added = 0;
   for (const NewInvocation& inv : invocations) {
     if (rows_.count(inv.id)) continue;
+    ++added;
     const Seq seq = next_seq_++;
     rows_.emplace(inv.id, InvocationRow{seq, inv.task_id, inv.call_id, record, 0, {}, {}});
     by_seq_.emplace(seq, inv.id);
@@ -70,6 +73,7 @@ Result<StatusRecord> MemOrchestrator::RegisterInvocations(
     by_call_[inv.call_id].insert(seq);
     by_status_[static_cast<std::size_t>(record.status)].insert(seq);
   }
+  metrics::OnEntered(record.status, added);
   return record;
 }
 
@@ -82,6 +86,7 @@ Result<StatusRecord> MemOrchestrator::TransitionStatus(
   if (!next.ok()) return next;
   by_status_[static_cast<std::size_t>(row->status.status)].erase(row->seq);
   by_status_[static_cast<std::size_t>(to)].insert(row->seq);
+  metrics::OnTransition(row->status, next.value());
   row->status = next.value();
   if (IsFinal(to)) final_cv_.notify_all();
   return next;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "native/port_lifecycle.h"
+#include "pynenc_cpp/core/metrics.h"
 #include "redis/redis_broker.h"
 #include "redis/redis_client.h"
 #include "redis/redis_orchestrator_impl.h"
@@ -74,7 +75,7 @@ std::string LifecycleSource(const char* body) {
 // history pos prefix, history key, watch, status context, wake bound, n, then n
 // groups of (id, task, call, rec, parent, event, wfid, wftype, history value),
 // then t and t distinct tasks, then g and g route groups of (queue, score, k,
-// k ids). Returns status_watched (0/1).
+// k ids). Returns {status_watched (0/1), invocations registered (known ids: not)}.
 const Script& SubmitScript() {
   static const Script s(LifecycleSource(R"lua(
 local Pb, st, ts = ARGV[5], ARGV[6], ARGV[7]
@@ -87,9 +88,10 @@ for i = 0, n - 1 do
   local a = first + 9 * i
   state_upsert(Ps, ARGV[a], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7])
 end
+local added = 0
 for i = 0, n - 1 do
   local a = first + 9 * i
-  orch_register(ARGV[a], ARGV[a + 1], ARGV[a + 2], st, ts, owner)
+  added = added + orch_register(ARGV[a], ARGV[a + 1], ARGV[a + 2], st, ts, owner)
 end
 for i = 0, n - 1 do
   local a = first + 9 * i
@@ -109,7 +111,7 @@ for g = 1, ng do
   broker_route(Pb, ARGV[at], ARGV[at + 1], bound, ARGV, at + 3, at + 2 + k)
   at = at + 3 + k
 end
-return w
+return {w, added}
 )lua"));
   return s;
 }
@@ -118,12 +120,12 @@ return w
 // 'exceptions'), payload, history pos prefix, history key, history value,
 // status context, payload context, release waiters ('1'/'0'), watch ('1'/'0').
 // Returns {0} (not the common case: nothing written) or {1, status_watched,
-// payload_watched}.
+// payload_watched, the replaced st, its ts}.
 const Script& FinishScript() {
   static const Script s(LifecycleSource(R"lua(
 local runner, new, ts = ARGV[5], ARGV[6], ARGV[7]
 local k = P .. 'inv:' .. id
-local f = redis.call('HMGET', k, 'seq', 'st', 'own', 'task')
+local f = redis.call('HMGET', k, 'seq', 'st', 'own', 'task', 'ts')
 if not f[1] or f[2] ~= 'running' or f[3] ~= runner then return {0} end
 redis.call('HSET', Ps .. ARGV[8], id, ARGV[9])
 local m = set_status(k, f, new, ts, nil)
@@ -131,7 +133,7 @@ if FINAL[new] then notify_final(id) end
 if ARGV[15] == '1' then release(id) end
 redis.call('ZADD', P .. 'purge', ts, m)
 add_history(ARGV[10], ARGV[11], ARGV[12])
-return {1, watched(ARGV[16], f[4], ARGV[13]), watched(ARGV[16], f[4], ARGV[14])}
+return {1, watched(ARGV[16], f[4], ARGV[13]), watched(ARGV[16], f[4], ARGV[14]), f[2], f[5]}
 )lua"));
   return s;
 }
@@ -140,7 +142,8 @@ return {1, watched(ARGV[16], f[4], ARGV[13]), watched(ARGV[16], f[4], ARGV[14])}
 // value, status context, watch, n, n available-for-run status names, m, m
 // status names that may move to PENDING with no ownership check, free tasks...
 // Returns {-1} (not the common case), {0, st, own|false, ts} (not available),
-// {1, st, own|false, ts, rec} (needs check) or {2, rec, status_watched}.
+// {1, st, own|false, ts, rec} (needs check) or {2, rec, status_watched, the
+// replaced st, its ts}.
 const Script& ClaimScript() {
   static const Script s(LifecycleSource(R"lua(
 local runner, ts = ARGV[5], ARGV[6]
@@ -163,7 +166,7 @@ if not free then return {1, f[2], f[3], f[5], rec} end
 if not claimable then return {-1} end
 set_status(k, f, 'pending', ts, runner)
 add_history(ARGV[7], ARGV[8], ARGV[9])
-return {2, rec, watched(ARGV[11], f[4], ARGV[10])}
+return {2, rec, watched(ARGV[11], f[4], ARGV[10]), f[2], f[5]}
 )lua"));
   return s;
 }
@@ -175,12 +178,13 @@ return {2, rec, watched(ARGV[11], f[4], ARGV[10])}
 // ARGV: P, Ps, Pt, id, runner, new status, ts, history pos prefix, history key,
 // history value, status context, watch ('1'/'0'), task ('' unknown), new owner
 // ('' none), then (from status, must own) pairs.
-// Returns {0} (not the common case: nothing written) or {1, status_watched}.
+// Returns {0} (not the common case: nothing written) or {1, status_watched,
+// the replaced st, its ts}.
 const Script& ChangeScript() {
   static const Script s(LifecycleSource(R"lua(
 local runner, new, ts = ARGV[5], ARGV[6], ARGV[7]
 local k = P .. 'inv:' .. id
-local f = redis.call('HMGET', k, 'seq', 'st', 'own', 'task')
+local f = redis.call('HMGET', k, 'seq', 'st', 'own', 'task', 'ts')
 if not f[1] then return {0} end
 local allowed = false
 for i = 15, #ARGV, 2 do
@@ -196,10 +200,10 @@ set_status(k, f, new, ts, owner)
 add_history(ARGV[8], ARGV[9], ARGV[10])
 local task = ARGV[13]
 if task == '' then
-  if redis.call('HEXISTS', Ps .. 'inv:' .. id, 'rec') == 0 then return {1, 1} end
+  if redis.call('HEXISTS', Ps .. 'inv:' .. id, 'rec') == 0 then return {1, 1, f[2], f[5]} end
   task = f[4]
 end
-return {1, watched(ARGV[12], task, ARGV[11])}
+return {1, watched(ARGV[12], task, ARGV[11]), f[2], f[5]}
 )lua"));
   return s;
 }
@@ -265,6 +269,7 @@ class RedisLifecycle final : public PortLifecycle {
       if (!inv.ok()) return inv.status();
       out.invocation = std::move(inv).value();
       out.status_watched = v.elements[2].integer != 0;
+      CountReplaced(v, 3, next);
       return out;
     }
     std::optional<InvocationStatus> st = ParseStatus(v.elements[1].str);
@@ -329,8 +334,12 @@ class RedisLifecycle final : public PortLifecycle {
     }
     Result<Value> r = client_->Eval(SubmitScript(), {po_ + "seq"}, args);
     if (!r.ok()) return r.status();
-    if (r.value().is_error()) return ReplyError(r.value(), "submit");
-    return ChangeOutcome{record, r.value().integer != 0};
+    const Value& v = r.value();
+    if (v.is_error()) return ReplyError(v, "submit");
+    if (v.elements.size() != 2) return Status::BackendFailure("redis submit script: bad reply");
+    metrics::OnEntered(record.status, static_cast<std::uint64_t>(std::max<std::int64_t>(
+                                          v.elements[1].integer, 0)));
+    return ChangeOutcome{record, v.elements[0].integer != 0};
   }
 
   Result<ChangeOutcome> ChangeStatus(const InvocationId& id, InvocationStatus to,
@@ -374,6 +383,7 @@ class RedisLifecycle final : public PortLifecycle {
     if (v.elements.empty() || v.elements[0].integer == 0) {
       return PortLifecycle::ChangeStatus(id, to, actor, task, release_waiters);
     }
+    CountReplaced(v, 2, next);
     return ChangeOutcome{next, v.elements[1].integer != 0};
   }
 
@@ -424,6 +434,19 @@ class RedisLifecycle final : public PortLifecycle {
     args->push_back(HistoryValueOf(id, record, actor, std::nullopt));
   }
 
+  // Counts the change a fast-path script applied: the replaced record's status
+  // and timestamp are the reply's elements `at` and `at + 1`.
+  static void CountReplaced(const Value& reply, std::size_t at, const StatusRecord& next) {
+    if (reply.elements.size() < at + 2) return;
+    std::optional<InvocationStatus> was = ParseStatus(reply.elements[at].str);
+    Result<std::int64_t> since = ToInt(reply.elements[at + 1].str);
+    if (was && since.ok()) {
+      metrics::OnTransition({*was, std::nullopt, since.value()}, next);
+    } else {
+      metrics::OnEntered(next.status);
+    }
+  }
+
   static Result<InvocationRecord> Invocation(const Value& packed, const InvocationId& id) {
     std::optional<InvocationRecord> r = redis::ParseInvocationRecord(packed.str);
     if (!r) return Status::BackendFailure("redis: corrupt invocation record " + id.str());
@@ -460,6 +483,7 @@ class RedisLifecycle final : public PortLifecycle {
     out.change.record = next;
     out.change.status_watched = v.elements[1].integer != 0;
     out.payload_watched = v.elements[2].integer != 0;
+    CountReplaced(v, 3, next);
     return std::optional<FinishOutcome>(out);
   }
 

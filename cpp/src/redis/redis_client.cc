@@ -1,5 +1,6 @@
 #include "redis/redis_client.h"
 #include "pynenc_cpp/core/thread_annotations.h"
+#include "pynenc_cpp/core/metrics.h"
 
 #include <hiredis/hiredis.h>
 #include <openssl/sha.h>
@@ -350,7 +351,10 @@ Result<std::unique_ptr<Connection>> Client::Connect() {
           break;
         }
       }
-      if (ok) return conn;
+      if (ok) {
+        metrics::OnRedisConnectionOpened();
+        return conn;
+      }
     } else {
       cause = ctx == nullptr ? "cannot allocate a connection" : ctx->errstr;
     }
@@ -384,7 +388,10 @@ Result<std::unique_ptr<Connection>> Client::Acquire(bool* reused) {
 }
 
 void Client::Release(std::unique_ptr<Connection> conn) {
-  if (conn->broken()) return;  // dropped: the next call connects afresh
+  if (conn->broken()) {  // dropped: the next call connects afresh
+    metrics::OnRedisConnectionLost();
+    return;
+  }
   MutexLock lock(mu_);
   if (pid_ != getpid()) {
     conn->Abandon();

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <random>
 
+#include "pynenc_cpp/core/metrics.h"
 #include "redis/redis_orchestrator_impl.h"
 
 namespace pynenc_cpp {
@@ -147,6 +148,9 @@ Result<StatusRecord> RedisOrchestrator::RegisterInvocations(
   }
   Result<Value> r = Run(RegisterScript(), std::move(args), "register invocations");
   if (!r.ok()) return r.status();
+  if (r.value().type == Value::Type::kInt && r.value().integer > 0) {
+    metrics::OnEntered(record.status, static_cast<std::uint64_t>(r.value().integer));
+  }
   return record;
 }
 
@@ -167,7 +171,10 @@ Result<StatusRecord> RedisOrchestrator::TransitionStatus(
     if (r.value().type != Value::Type::kInt) {
       return Status::BackendFailure("redis orchestrator: status transition: bad reply");
     }
-    if (r.value().integer == 1) return next;
+    if (r.value().integer == 1) {
+      metrics::OnTransition(cur, next.value());
+      return next;
+    }
     if (r.value().integer == -1) return UnknownInvocation(id);  // purged meanwhile
   }
   return Status::BackendFailure("redis orchestrator: status transition of '" + id.str() +

@@ -48,10 +48,10 @@ local function forget(id)
 end
 -- Registers one invocation unless known (status st at ts, owner or nil): the
 -- record, the task / call / status indexes and the time pages. Shared with the
--- submit script of native/redis_lifecycle.cc.
+-- submit script of native/redis_lifecycle.cc. Returns 1 if registered, 0 if known.
 local function orch_register(id, task, call, st, ts, owner)
   local k = P .. 'inv:' .. id
-  if redis.call('EXISTS', k) == 1 then return end
+  if redis.call('EXISTS', k) == 1 then return 0 end
   local seq = redis.call('INCR', P .. 'seq')
   redis.call('HSET', k, 'seq', seq, 'task', task, 'call', call, 'st', st, 'ts', ts, 'retries', 0)
   if owner then redis.call('HSET', k, 'own', owner) end
@@ -62,6 +62,7 @@ local function orch_register(id, task, call, st, ts, owner)
   redis.call('ZADD', P .. 'times', ts, pad(seq) .. id)
   redis.call('ZADD', P .. 'stimes:' .. st, ts, pad(seq) .. id)
   redis.call('ZADD', P .. 'ttimes:' .. task, ts, pad(seq) .. id)
+  return 1
 end
 -- Final-status notification (WaitAnyFinal): each waiter token registered in
 -- P fw:<id> gets <id> pushed on its list P note:<token> (kept 60 s for a waiter
@@ -100,12 +101,16 @@ Script Make(const char* body) { return Script(CommonSource() + body); }
 const char* LuaCommon() { return CommonSource().c_str(); }
 
 // ARGV: P, status, ts, has_owner, owner, then (id, task, call) triples.
+// Returns how many were registered (ids already known are left alone).
 const Script& RegisterScript() {
   static const Script s = Make(R"lua(
 local owner = nil
 if ARGV[4] == '1' then owner = ARGV[5] end
-for i = 6, #ARGV, 3 do orch_register(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[2], ARGV[3], owner) end
-return 1
+local added = 0
+for i = 6, #ARGV, 3 do
+  added = added + orch_register(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[2], ARGV[3], owner)
+end
+return added
 )lua");
   return s;
 }

@@ -336,6 +336,7 @@ Status Database::Transaction(const char* begin, const std::function<Status(Conn&
     Status s = RunCached(*conn, begin);
     if (s.ok()) {
       (void)conn->TakeNotify();
+      conn->ForgetMetrics();
       {
         OpenTransaction open(this, conn.get());
         s = fn(*conn);
@@ -346,6 +347,11 @@ Status Database::Transaction(const char* begin, const std::function<Status(Conn&
       // Wake-ups only for what committed, and only after it is visible.
       if (const std::uint64_t notify = conn->TakeNotify(); s.ok() && notify != 0) {
         wake_->Wake(notify);
+      }
+      if (s.ok()) {
+        conn->PublishMetrics();
+      } else {
+        conn->ForgetMetrics();
       }
     }
     const bool busy = conn->TakeBusy();

@@ -23,9 +23,11 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "pynenc_cpp/core/error.h"
+#include "pynenc_cpp/core/metrics.h"
 #include "pynenc_cpp/core/thread_annotations.h"
 #include "sqlite/sqlite_wake.h"
 
@@ -125,12 +127,29 @@ class Conn {
     notify_ = 0;
     return m;
   }
+  // Metrics of the enclosing transaction, counted once it commits (a rollback
+  // or a retried transaction forgets them).
+  void CountRegistered(std::uint64_t n) { registered_ += n; }
+  void CountTransition(const StatusRecord& from, const StatusRecord& to) {
+    transitions_.emplace_back(from, to);
+  }
+  void PublishMetrics() {
+    metrics::OnEntered(InvocationStatus::kRegistered, registered_);
+    for (const auto& [from, to] : transitions_) metrics::OnTransition(from, to);
+    ForgetMetrics();
+  }
+  void ForgetMetrics() {
+    registered_ = 0;
+    transitions_.clear();
+  }
 
  private:
   sqlite3* db_;
   std::string path_;
   bool busy_ = false;
   std::uint64_t notify_ = 0;
+  std::uint64_t registered_ = 0;
+  std::vector<std::pair<StatusRecord, StatusRecord>> transitions_;
   std::unordered_map<std::string, std::unique_ptr<Stmt>> statements_;
   std::vector<Stmt*> in_use_;  // handed out by Prepare since the last ResetAll
 };

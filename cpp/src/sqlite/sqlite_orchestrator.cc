@@ -172,6 +172,7 @@ Result<StatusRecord> SqliteOrchestrator::RegisterInvocations(
           .Bind(6, runner_id)
           .Bind(7, record.timestamp_us);
       SQ_RETURN_IF_ERROR(insert.Run());
+      conn.CountRegistered(static_cast<std::uint64_t>(conn.Changes()));  // 0: known already
     }
     return Status::Ok();
   });
@@ -205,7 +206,9 @@ Result<StatusRecord> SqliteOrchestrator::TransitionStatus(
         .Bind(4, app_id_)
         .Bind(5, id.str());
     if (IsFinal(next.status)) conn.Notify(sqlite::WakeBoard::kFinalSlot);  // wakes WaitAnyFinal
-    return put.Run();
+    SQ_RETURN_IF_ERROR(put.Run());
+    conn.CountTransition(current, next);
+    return Status::Ok();
   });
   if (!s.ok()) return s;
   return next;

@@ -117,6 +117,11 @@ class ClusterConfig:
     """An unacknowledged message to a singleton is sent again after this."""
     leave_timeout_ms: int = 10_000
     """A graceful stop first hands this node's instances over, waiting at most this long."""
+    metrics_port: int = 0
+    """Serves Prometheus metrics (docs/metrics.md) on ``http://<metrics_addr>:<port>/metrics``
+    while the node runs. 0 (default): off. Needs ``prometheus_client``."""
+    metrics_addr: str = "127.0.0.1"
+    """The address the metrics server listens on."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "seeds", _seeds_tuple(self.seeds))
@@ -141,6 +146,7 @@ class ClusterConfig:
             "generation_source",
             "placement",
             "node_id",
+            "metrics_addr",
         ):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"{name} must be a str, got {getattr(self, name)!r}")
@@ -156,6 +162,8 @@ class ClusterConfig:
                 )
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in 0..65535, got {self.port}")
+        if not 0 <= self.metrics_port <= 65535:
+            raise ValueError(f"metrics_port must be in 0..65535 (0: off), got {self.metrics_port}")
         for seed in self.seeds:
             _check_address(seed, "seeds")
         if self.quorum < 0:
@@ -242,13 +250,17 @@ class ClusterConfig:
         """
         o = _core.ClusterOptions()
         for f in dataclasses.fields(self):
-            if f.name == "secret_file":
+            if f.name in _PYTHON_ONLY_FIELDS:
                 continue
             value = getattr(self, f.name)
             setattr(o, f.name, list(value) if f.name == "seeds" else value)
         if not self.standalone:
             o.secret = resolve_secret(self.secret, self.secret_file)
         return o
+
+
+# Fields the Python layer handles itself (not engine options).
+_PYTHON_ONLY_FIELDS = frozenset({"secret_file", "metrics_port", "metrics_addr"})
 
 
 def _check_placement(value: str) -> None:

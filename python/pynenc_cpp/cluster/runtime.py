@@ -21,7 +21,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pynenc_cpp import _core
 from pynenc_cpp.cluster.config import MAX_TIMEOUT_MS, ClusterConfig
@@ -36,6 +36,9 @@ from pynenc_cpp.cluster.specs import (
     SpecStatus,
 )
 from pynenc_cpp.errors import BackendError
+
+if TYPE_CHECKING:
+    from pynenc_cpp.metrics import MetricsServer
 
 logger = logging.getLogger("pynenc_cpp.cluster")
 
@@ -241,6 +244,7 @@ class ClusterHandle:
         self._stopped = False
         self._callback_thread: int | None = None
         self._streams: weakref.WeakSet[EventStream] = weakref.WeakSet()
+        self._metrics_server: MetricsServer | None = None
 
     # -- engine callbacks (node's callback thread) ------------------------------------
     def _enter_callback(self) -> None:
@@ -412,6 +416,9 @@ class ClusterHandle:
                     self._node.stop()
             finally:
                 _live.discard(self)
+                if self._metrics_server is not None:
+                    self._metrics_server.close()
+                    self._metrics_server = None
                 for s in list(self._streams):
                     s.close()
 
@@ -498,4 +505,12 @@ def run_cluster(
             raise ClusterAddressInUse(str(exc)) from exc
         raise
     _live.add(handle)
+    if config.metrics_port:
+        from pynenc_cpp.metrics import serve
+
+        try:
+            handle._metrics_server = serve(config.metrics_port, config.metrics_addr, cluster=handle)
+        except BaseException:
+            handle.stop()
+            raise
     return handle
