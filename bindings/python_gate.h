@@ -70,7 +70,13 @@ class PythonGate {
       std::lock_guard<std::mutex> lock(mu_);
       hooks.swap(exit_hooks_);
     }
-    for (auto& hook : hooks) hook();
+    for (auto& hook : hooks) {
+      try {
+        hook();
+      } catch (const std::exception&) {
+        // A hook that failed must not keep the gate open.
+      }
+    }
     return Close(wait);
   }
 

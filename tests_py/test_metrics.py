@@ -27,6 +27,11 @@ from tests_py.cluster.harness import wait_for
 from tests_py.test_cpp_runner import FAST, running
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+# pynenc's recovery crons would add their own invocations to the counted window.
+NO_CRON = {
+    "recover_pending_invocations_cron": "0 0 1 1 *",
+    "recover_running_invocations_cron": "0 0 1 1 *",
+}
 
 
 def free_port() -> int:
@@ -63,7 +68,11 @@ def build_app(backend: str, tmp_path: Path, request: pytest.FixtureRequest, port
         builder = builder.cpp_sqlite(path=tmp_path / "metrics.db")
     else:
         builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
-    app = builder.cpp_runner(workers=2).custom_config(cpp_runner_metrics_port=port, **FAST).build()
+    app = (
+        builder.cpp_runner(workers=2)
+        .custom_config(cpp_runner_metrics_port=port, **FAST, **NO_CRON)
+        .build()
+    )
     rt.use(app)
     return app
 
@@ -135,11 +144,17 @@ def test_queued_work_shows_in_the_gauges_and_errors_are_counted(tmp_path: Path) 
         rt.add(i, 1)  # no runner: they stay queued
     from prometheus_client import generate_latest
 
+    other = PynencBuilder().app_id(f"metrics-o-{uuid.uuid4().hex[:8]}").cpp_mem().build()
+    register_app(other, registry)  # a second app shares the families of the first
+    register_app(app, registry)  # and registering one again changes nothing
     samples = parse(generate_latest(registry).decode())
     app_id = app.app_id
     assert value(samples, "pynenc_cpp_queue_depth", app_id=app_id, queue="default") == 3
     assert value(samples, "pynenc_cpp_oldest_waiting_seconds", app_id=app_id) > 0
     assert value(samples, "pynenc_cpp_invocations", app_id=app_id, status="registered") == 3
+    assert value(samples, "pynenc_cpp_queue_depth", app_id=other.app_id, queue="default") == 0
+    text = generate_latest(registry).decode()
+    assert text.count("# TYPE pynenc_cpp_queue_depth gauge") == 1
 
     # A storage that cannot be read: storage_up 0 (the scrape still answers), and
     # the backend errors that reached Python are counted, by cause.
@@ -185,7 +200,7 @@ def test_a_taken_metrics_port_fails_the_runner_start_clearly(tmp_path: Path) -> 
             .app_id(f"metrics-taken-{uuid.uuid4().hex[:8]}")
             .cpp_sqlite(path=tmp_path / "t.db")
             .cpp_runner(workers=1)
-            .custom_config(cpp_runner_metrics_port=port, **FAST)
+            .custom_config(cpp_runner_metrics_port=port, **FAST, **NO_CRON)
             .build()
         )
         with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{port}"):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +87,9 @@ def _histogram(core_metric: Any, name: str, doc: str, h: dict[str, Any]) -> Any:
 class EngineCollector:
     """This process's task-engine metrics (``pynenc_cpp._core.engine_metrics``)."""
 
+    def describe(self) -> list[Any]:
+        return []
+
     def collect(self) -> Iterator[Any]:
         core = _prometheus().core
         m = _core.engine_metrics()
@@ -147,95 +151,125 @@ class EngineCollector:
 
 
 class AppCollector:
-    """Gauges read from ``app``'s storage at each scrape (a few queries)."""
+    """Gauges read from the storage of each app added (a few queries per app and scrape).
 
-    def __init__(self, app: Pynenc) -> None:
-        self.app = app
+    One per registry: the apps share its metric families (``app_id`` labels them).
+    """
+
+    def __init__(self, *apps: Pynenc) -> None:
+        self.apps: list[Pynenc] = list(apps)
+
+    def add(self, app: Pynenc) -> None:
+        if all(a is not app for a in self.apps):
+            self.apps.append(app)
+
+    def describe(self) -> list[Any]:
+        return []  # no storage query when registering
 
     def collect(self) -> Iterator[Any]:
         from pynenc_cpp.cli import collect_info
 
         core = _prometheus().core
-        app_id = self.app.app_id
         up = core.GaugeMetricFamily(
             _PREFIX + "storage_up",
             "1 when the last scrape could read the app's storage, else 0.",
             labels=["app_id"],
         )
-        try:
-            info = collect_info(self.app)
-        except Exception:
-            logger.warning("metrics: reading the storage of app %r failed", app_id, exc_info=True)
-            up.add_metric([app_id], 0)
-            yield up
-            return
-        up.add_metric([app_id], 1)
-        yield up
         depth = core.GaugeMetricFamily(
             _PREFIX + "queue_depth", "Invocations queued, per queue.", labels=["app_id", "queue"]
         )
-        for queue, n in info["queues"].items():
-            depth.add_metric([app_id, queue], n)
-        yield depth
         invocations = core.GaugeMetricFamily(
             _PREFIX + "invocations",
             "Invocations stored, by current status.",
             labels=["app_id", "status"],
         )
-        for status in _core.status_names():
-            invocations.add_metric([app_id, status], info["invocations_by_status"].get(status, 0))
-        yield invocations
         runners = core.GaugeMetricFamily(
             _PREFIX + "runners_alive",
             "Runners whose heartbeat is recent (pynenc's runner_considered_dead_after).",
             labels=["app_id"],
         )
-        runners.add_metric([app_id], len(info["runners_alive"]))
-        yield runners
         oldest = core.GaugeMetricFamily(
             _PREFIX + "oldest_waiting_seconds",
             "Age of the oldest invocation waiting for a runner (0: none waiting).",
             labels=["app_id"],
         )
-        waiting = info["oldest_waiting"]
-        oldest.add_metric([app_id], waiting["age_sec"] if waiting else 0.0)
-        yield oldest
+        for app in list(self.apps):
+            app_id = app.app_id
+            try:
+                info = collect_info(app)
+            except Exception:
+                logger.warning(
+                    "metrics: reading the storage of app %r failed", app_id, exc_info=True
+                )
+                up.add_metric([app_id], 0)
+                continue
+            up.add_metric([app_id], 1)
+            for queue, n in info["queues"].items():
+                depth.add_metric([app_id, queue], n)
+            for status in _core.status_names():
+                invocations.add_metric(
+                    [app_id, status], info["invocations_by_status"].get(status, 0)
+                )
+            runners.add_metric([app_id], len(info["runners_alive"]))
+            waiting = info["oldest_waiting"]
+            oldest.add_metric([app_id], waiting["age_sec"] if waiting else 0.0)
+        yield from (up, depth, invocations, runners, oldest)
 
 
 class ClusterCollector:
-    """A cluster node's view: membership, election, lease, transport, instances, specs.
+    """The view of each cluster node added: membership, election, lease, transport,
+    instances, specs (one per registry; ``node`` labels the samples).
 
     ``spec_timeout`` bounds the one request to the leader that lists the specs;
     without a leader the spec gauges are left out of that scrape.
     """
 
-    def __init__(self, handle: ClusterHandle, spec_timeout: float = 1.0) -> None:
-        self.handle = handle
+    def __init__(self, *handles: ClusterHandle, spec_timeout: float = 1.0) -> None:
+        self.handles: list[ClusterHandle] = list(handles)
         self.spec_timeout = spec_timeout
+
+    def add(self, handle: ClusterHandle) -> None:
+        if all(h is not handle for h in self.handles):
+            self.handles.append(handle)
+
+    def describe(self) -> list[Any]:
+        return []  # no cluster request when registering
 
     def collect(self) -> Iterator[Any]:
         core = _prometheus().core
-        s = self.handle.status()
+        families: dict[str, Any] = {}
+
+        def family(kind: str, name: str, doc: str, labels: list[str]) -> Any:
+            if name not in families:
+                cls = core.CounterMetricFamily if kind == "counter" else core.GaugeMetricFamily
+                families[name] = cls(_PREFIX + name, doc, labels=labels)
+            return families[name]
+
+        for handle in list(self.handles):
+            if handle.stopped:
+                continue
+            self._collect_one(handle, family)
+        yield from families.values()
+
+    def _collect_one(self, handle: ClusterHandle, family: Any) -> None:
+        s = handle.status()
         node = s.node_id
-        members = core.GaugeMetricFamily(
-            _PREFIX + "cluster_members",
-            "Members this node knows, by state.",
-            labels=["node", "state"],
-        )
         counts = {"alive": 0, "suspect": 0, "dead": 0, "left": 0}
-        for m in self.handle.members():
+        for m in handle.members():
             counts[m.state] = counts.get(m.state, 0) + 1
+        members = family(
+            "gauge", "cluster_members", "Members this node knows, by state.", ["node", "state"]
+        )
         for state, n in counts.items():
             members.add_metric([node, state], n)
-        yield members
-        leader = core.GaugeMetricFamily(
-            _PREFIX + "cluster_leader",
+        leader = family(
+            "gauge",
+            "cluster_leader",
             "1 for the node this node sees as elected (no sample: no leader).",
-            labels=["node", "leader"],
+            ["node", "leader"],
         )
         if s.leader:
             leader.add_metric([node, s.leader], 1)
-        yield leader
         for name, doc, value in (
             ("cluster_is_leader", "1 while this node is the elected one.", s.leader == node),
             ("cluster_has_quorum", "1 while live members reach quorum.", s.has_quorum),
@@ -246,38 +280,41 @@ class ClusterCollector:
                 s.is_master,
             ),
         ):
-            g = core.GaugeMetricFamily(_PREFIX + name, doc, labels=["node"])
-            g.add_metric([node], float(value))
-            yield g
-        epoch = core.GaugeMetricFamily(
-            _PREFIX + "cluster_epoch_info",
+            family("gauge", name, doc, ["node"]).add_metric([node], float(value))
+        family(
+            "gauge",
+            "cluster_epoch_info",
             "1, labelled with the agreed epoch of this node's view (a hash of the membership: "
             "nodes that agree show the same value).",
-            labels=["node", "epoch"],
-        )
-        epoch.add_metric([node, str(s.epoch)], 1)
-        yield epoch
-        lease = core.GaugeMetricFamily(
-            _PREFIX + "cluster_lease_remaining_seconds",
-            "Time left on this node's lease (0: it holds none).",
-            labels=["node"],
-        )
+            ["node", "epoch"],
+        ).add_metric([node, str(s.epoch)], 1)
         remaining = 0.0
         if s.lease_until_mono_ms:
             remaining = max(s.lease_until_mono_ms / 1000.0 - time.monotonic(), 0.0)
-        lease.add_metric([node], remaining)
-        yield lease
+        family(
+            "gauge",
+            "cluster_lease_remaining_seconds",
+            "Time left on this node's lease (0: it holds none).",
+            ["node"],
+        ).add_metric([node], remaining)
         for key, value in sorted(s.transport.items()):
-            yield _counter(core, f"cluster_transport_{key}", key, node, value)
-        hosted = core.GaugeMetricFamily(
-            _PREFIX + "cluster_hosted_instances",
+            family(
+                "counter",
+                f"cluster_transport_{key}",
+                f"Transport counter {key} (docs/cluster/transport.md).",
+                ["node"],
+            ).add_metric([node], value)
+        hosted = family(
+            "gauge",
+            "cluster_hosted_instances",
             "Instances hosted by this node, by kind and phase.",
-            labels=["node", "kind", "phase"],
+            ["node", "kind", "phase"],
         )
-        generation = core.GaugeMetricFamily(
-            _PREFIX + "cluster_singleton_generation",
+        generation = family(
+            "gauge",
+            "cluster_singleton_generation",
             "Packed generation of each singleton this node hosts.",
-            labels=["node", "label"],
+            ["node", "label"],
         )
         by_kind: dict[tuple[str, str], int] = {}
         for h in s.hosted:
@@ -286,35 +323,25 @@ class ClusterCollector:
                 generation.add_metric([node, h.label], float(_packed(h.generation)))
         for (kind, phase), n in sorted(by_kind.items()):
             hosted.add_metric([node, kind, phase], n)
-        yield hosted
-        yield generation
         if s.standalone or not s.leader:
             return
         try:
-            statuses = self.handle.spec_statuses(timeout=self.spec_timeout)
+            statuses = handle.spec_statuses(timeout=self.spec_timeout)
         except Exception:
             logger.debug("metrics: spec statuses unavailable", exc_info=True)
             return
-        specs = core.GaugeMetricFamily(
-            _PREFIX + "cluster_specs",
+        specs = family(
+            "gauge",
+            "cluster_specs",
             "Managed specs (leader's view), by state: pending, running, "
             "waiting_for_return, unplaced.",
-            labels=["node", "state"],
+            ["node", "state"],
         )
         spec_counts = {"pending": 0, "running": 0, "waiting_for_return": 0, "unplaced": 0}
         for st in statuses:
             spec_counts[st.state] = spec_counts.get(st.state, 0) + 1
         for state, n in spec_counts.items():
             specs.add_metric([node, state], n)
-        yield specs
-
-
-def _counter(core: Any, name: str, key: str, node: str, value: int) -> Any:
-    c = core.CounterMetricFamily(
-        _PREFIX + name, f"Transport counter {key} (docs/cluster/transport.md).", labels=["node"]
-    )
-    c.add_metric([node], value)
-    return c
 
 
 def _packed(generation: Any) -> int:
@@ -326,40 +353,45 @@ def _registry(registry: CollectorRegistry | None) -> CollectorRegistry:
     return registry if registry is not None else _prometheus().REGISTRY
 
 
-_engine_registered: set[int] = set()
-_engine_lock = threading.Lock()
+# Our collectors in each registry: one of each kind (they share metric names).
+_collectors: weakref.WeakKeyDictionary[CollectorRegistry, dict[str, Any]] = (
+    weakref.WeakKeyDictionary()
+)
+_collectors_lock = threading.Lock()
 
 
-def register_engine(registry: CollectorRegistry | None = None) -> EngineCollector | None:
-    """Adds the engine collector to ``registry`` (default: prometheus_client's global
-    one) unless it is there already (it is process-wide: once per registry)."""
+def _collector(registry: CollectorRegistry | None, kind: str, make: Any) -> Any:
     reg = _registry(registry)
-    with _engine_lock:
-        if id(reg) in _engine_registered:
-            return None
-        collector = EngineCollector()
-        reg.register(collector)
-        _engine_registered.add(id(reg))
+    with _collectors_lock:
+        ours = _collectors.setdefault(reg, {})
+        if kind not in ours:
+            ours[kind] = make()
+            reg.register(ours[kind])
+        return ours[kind]
+
+
+def register_engine(registry: CollectorRegistry | None = None) -> EngineCollector:
+    """The engine collector of ``registry`` (default: prometheus_client's global one),
+    added on first use (it is process-wide: one per registry)."""
+    collector: EngineCollector = _collector(registry, "engine", EngineCollector)
     return collector
 
 
 def register_app(app: Pynenc, registry: CollectorRegistry | None = None) -> AppCollector:
     """Adds ``app``'s storage gauges (and the engine collector) to ``registry``."""
-    reg = _registry(registry)
-    register_engine(reg)
-    collector = AppCollector(app)
-    reg.register(collector)
+    register_engine(registry)
+    collector: AppCollector = _collector(registry, "app", AppCollector)
+    collector.add(app)
     return collector
 
 
 def register_cluster(
     handle: ClusterHandle, registry: CollectorRegistry | None = None
 ) -> ClusterCollector:
-    """Adds a cluster node's collector (and the engine collector) to ``registry``."""
-    reg = _registry(registry)
-    register_engine(reg)
-    collector = ClusterCollector(handle)
-    reg.register(collector)
+    """Adds a cluster node's view (and the engine collector) to ``registry``."""
+    register_engine(registry)
+    collector: ClusterCollector = _collector(registry, "cluster", ClusterCollector)
+    collector.add(handle)
     return collector
 
 
@@ -399,7 +431,7 @@ def serve(
     registry = _prometheus().CollectorRegistry(auto_describe=False)
     register_engine(registry)
     if app is not None:
-        registry.register(AppCollector(app))
+        register_app(app, registry)
     if cluster is not None:
-        registry.register(ClusterCollector(cluster))
+        register_cluster(cluster, registry)
     return MetricsServer(registry, port, addr)

@@ -17,6 +17,7 @@ import textwrap
 
 SCRIPT = textwrap.dedent(
     """
+    import hashlib  # as pynenc does: libcrypto is initialised before the engine
     import time
     from pynenc_cpp import _core
 

@@ -10,21 +10,23 @@ constexpr auto kRelaxed = std::memory_order_relaxed;
 
 struct Histogram {
   std::array<std::atomic<std::uint64_t>, kBucketCount> buckets{};
-  std::atomic<std::uint64_t> count{0};
   std::atomic<std::int64_t> sum_us{0};
 
   void Observe(std::int64_t us) {
     us = std::max<std::int64_t>(us, 0);  // timestamps from two hosts' clocks
     const auto it = std::lower_bound(kBucketBoundsUs.begin(), kBucketBoundsUs.end(), us);
     buckets[static_cast<std::size_t>(it - kBucketBoundsUs.begin())].fetch_add(1, kRelaxed);
-    count.fetch_add(1, kRelaxed);
     sum_us.fetch_add(us, kRelaxed);
   }
+  // The count is the sum of the buckets read, so a snapshot taken while
+  // another thread observes stays self-consistent (+Inf == count).
   HistogramSnapshot Take() const {
     HistogramSnapshot s;
-    for (std::size_t i = 0; i < kBucketCount; ++i) s.buckets[i] = buckets[i].load(kRelaxed);
-    s.count = count.load(kRelaxed);
     s.sum_us = sum_us.load(kRelaxed);
+    for (std::size_t i = 0; i < kBucketCount; ++i) {
+      s.buckets[i] = buckets[i].load(kRelaxed);
+      s.count += s.buckets[i];
+    }
     return s;
   }
 };
@@ -32,7 +34,7 @@ struct Histogram {
 struct Counters {
   std::atomic<bool> enabled{true};
   std::array<std::atomic<std::uint64_t>, kStatusCount> entered{};
-  std::atomic<std::uint64_t> backend_errors{0};
+  std::atomic<std::uint64_t> backend_errors_other{0};
   std::atomic<std::uint64_t> backend_errors_connection{0};
   std::atomic<std::uint64_t> redis_opened{0};
   std::atomic<std::uint64_t> redis_lost{0};
@@ -75,8 +77,7 @@ void OnTransition(const StatusRecord& from, const StatusRecord& to) {
 void OnBackendError(bool connection_lost) {
   Counters& c = Global();
   if (!c.enabled.load(kRelaxed)) return;
-  c.backend_errors.fetch_add(1, kRelaxed);
-  if (connection_lost) c.backend_errors_connection.fetch_add(1, kRelaxed);
+  (connection_lost ? c.backend_errors_connection : c.backend_errors_other).fetch_add(1, kRelaxed);
 }
 
 void OnRedisConnectionOpened() {
@@ -93,8 +94,8 @@ Snapshot Take() {
   const Counters& c = Global();
   Snapshot s;
   for (std::size_t i = 0; i < kStatusCount; ++i) s.entered[i] = c.entered[i].load(kRelaxed);
-  s.backend_errors = c.backend_errors.load(kRelaxed);
   s.backend_errors_connection = c.backend_errors_connection.load(kRelaxed);
+  s.backend_errors = s.backend_errors_connection + c.backend_errors_other.load(kRelaxed);
   s.redis_connections_opened = c.redis_opened.load(kRelaxed);
   s.redis_connections_lost = c.redis_lost.load(kRelaxed);
   s.queue_wait = c.queue_wait.Take();

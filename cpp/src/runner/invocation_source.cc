@@ -1,5 +1,7 @@
 #include "pynenc_cpp/runner/invocation_source.h"
 
+#include "pynenc_cpp/core/metrics.h"
+
 #include <algorithm>
 #include <atomic>
 #include <utility>
@@ -42,7 +44,13 @@ class BrokerSource final : public InvocationSource {
  private:
   Result<std::optional<std::string>> Pop(const std::string& queue, std::int64_t timeout_ms) {
     Result<std::optional<InvocationId>> r = broker_->Retrieve(queue, timeout_ms);
-    if (!r.ok()) return r.status();
+    if (!r.ok()) {
+      // Never reaches Python (where the binding boundary counts): counted here.
+      if (r.status().code() == ErrorCode::kBackendFailure) {
+        metrics::OnBackendError(r.status().connection_lost());
+      }
+      return r.status();
+    }
     if (!r.value()) return std::optional<std::string>();
     return std::optional<std::string>(r.value()->str());
   }

@@ -1,6 +1,5 @@
 #include "pynenc_cpp/runner/runner_engine.h"
 #include "pynenc_cpp/core/thread_annotations.h"
-#include "pynenc_cpp/core/metrics.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -133,9 +132,6 @@ struct RunnerEngine::Core {
       if (!id) {
         Result<std::optional<std::string>> got = source->Next(options.retrieve_wait);
         if (!got.ok()) {
-          if (got.status().code() == ErrorCode::kBackendFailure) {
-            metrics::OnBackendError(got.status().connection_lost());
-          }
           if (hooks.report_error) hooks.report_error("runner retrieval failed: " + got.status().ToString());
           UniqueLock lock(mu);
           cv.wait_for(lock.native(), options.error_backoff,

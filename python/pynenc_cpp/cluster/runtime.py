@@ -509,8 +509,15 @@ def run_cluster(
         from pynenc_cpp.metrics import serve
 
         try:
-            handle._metrics_server = serve(config.metrics_port, config.metrics_addr, cluster=handle)
+            server: MetricsServer | None = serve(
+                config.metrics_port, config.metrics_addr, cluster=handle
+            )
         except BaseException:
             handle.stop()
             raise
+        with handle._stop_lock:
+            if not handle._stopped:  # a start callback may have stopped it already
+                handle._metrics_server, server = server, None
+        if server is not None:
+            server.close()
     return handle

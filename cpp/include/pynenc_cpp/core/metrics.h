@@ -3,8 +3,9 @@
 // status funnel, the binding boundary, the Redis client) and read as one
 // snapshot (pynenc_cpp.metrics renders it in the Prometheus text format).
 //
-// Cost on the hot path: one relaxed atomic add per event (two for a histogram
-// observation), and nothing at all while disabled (SetEnabled(false)).
+// Cost on the hot path: one relaxed atomic add per event (two more for a
+// histogram observation: its bucket and its sum), and nothing at all while
+// disabled (SetEnabled(false)).
 //
 // Counts are per process: a forked child starts from its parent's counts (as
 // Prometheus counters of a new process would after a restart, they only rise).

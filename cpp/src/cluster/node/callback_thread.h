@@ -4,6 +4,8 @@
 // Thread safety: Push, Finish and RunOne are safe from any thread.
 #pragma once
 
+#include <cxxabi.h>
+
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -69,6 +71,8 @@ class CallbackThread {
       job();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "pynenc-cpp cluster: callback raised: %s\n", e.what());
+    } catch (const abi::__forced_unwind&) {
+      throw;  // the thread is being ended (pthread_exit): let it unwind
     } catch (...) {
       std::fprintf(stderr, "pynenc-cpp cluster: callback raised an unknown exception\n");
     }

@@ -1,5 +1,7 @@
 // AsioEnv: the loop thread, timers, the listener, Send routing, Shutdown and
 // the MakeAsioEnv factory. Connections live in outbound.cc and inbound.cc.
+#include <cxxabi.h>
+
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -32,6 +34,8 @@ void Core::Log(LogLevel level, std::string_view message) const {
   if (!log_sink) return;
   try {
     log_sink(level, message);
+  } catch (const abi::__forced_unwind&) {
+    throw;  // the thread is being ended (pthread_exit): let it unwind
   } catch (...) {
     // A failing sink must not take the transport down; nothing else to tell.
   }
@@ -64,6 +68,8 @@ void Core::Deliver(const Address& from, std::uint8_t type, std::string payload) 
     receiver(from, type, std::move(payload));
   } catch (const std::exception& e) {
     Log(LogLevel::kError, std::string("receiver threw: ") + e.what());
+  } catch (const abi::__forced_unwind&) {
+    throw;
   } catch (...) {
     Log(LogLevel::kError, "receiver threw a non-std exception");
   }
