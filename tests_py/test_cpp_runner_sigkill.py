@@ -73,6 +73,9 @@ def test_sigkilled_runner_invocations_complete_once_elsewhere(
     try:
         invs = [rt.slow_append(str(log), f"inv{i}", SLOW_SEC) for i in range(N_INVOCATIONS)]
         wait_until(lambda: all(i.status == InvocationStatus.RUNNING for i in invs))
+        # RUNNING is stored just before the body starts: wait until every body has
+        # written its line, so the kill lands while they run.
+        wait_until(lambda: log.exists() and len(log.read_text().split()) == N_INVOCATIONS)
         owners = {
             app.orchestrator.get_invocation_status_record(i.invocation_id).runner_id for i in invs
         }
@@ -133,6 +136,9 @@ def test_a_live_cpprunner_recovers_a_dead_runners_invocations_by_itself(
     try:
         invs = [rt.slow_append(str(log), f"inv{i}", SLOW_SEC) for i in range(N_INVOCATIONS)]
         wait_until(lambda: all(i.status == InvocationStatus.RUNNING for i in invs))
+        # RUNNING is stored just before the body starts: wait until every body has
+        # written its line, so the kill lands while they run.
+        wait_until(lambda: log.exists() and len(log.read_text().split()) == N_INVOCATIONS)
         owners = {
             app.orchestrator.get_invocation_status_record(i.invocation_id).runner_id for i in invs
         }

@@ -96,13 +96,29 @@ def test_cpp_runner_serves_engine_and_app_metrics(
     def delta(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)
 
-    assert delta("pynenc_cpp_invocations_submitted_total") == n + 1
-    assert delta("pynenc_cpp_invocations_finished_total") == n
+    # Beside ours, the runner may run pynenc's own core tasks (its recovery crons
+    # fire at start-up when the minute matches): every invocation of this new app
+    # that is not ours is one of them, and each may fall inside the window.
+    app_id = app.app_id
+    stored = sum(
+        value(after, "pynenc_cpp_invocations", app_id=app_id, status=s)
+        for s in _core.status_names()
+    )
+    extra = stored - (n + 1)
+    assert 0 <= extra <= 2, extra
+
+    def about(got: float, want: int) -> bool:
+        return want <= got <= want + extra
+
+    assert about(delta("pynenc_cpp_invocations_submitted_total"), n + 1)
+    assert about(delta("pynenc_cpp_invocations_finished_total"), n)
     assert delta("pynenc_cpp_invocations_failed_total") == 1
-    assert delta("pynenc_cpp_invocation_status_changes_total", status="running") == n + 1
-    assert delta("pynenc_cpp_task_run_seconds_count") == n + 1
-    assert delta("pynenc_cpp_queue_wait_seconds_count") == n + 1
-    assert delta("pynenc_cpp_task_run_seconds_bucket", le="+Inf") == n + 1
+    assert about(delta("pynenc_cpp_invocation_status_changes_total", status="running"), n + 1)
+    assert about(delta("pynenc_cpp_task_run_seconds_count"), n + 1)
+    assert about(delta("pynenc_cpp_queue_wait_seconds_count"), n + 1)
+    assert delta("pynenc_cpp_task_run_seconds_bucket", le="+Inf") == delta(
+        "pynenc_cpp_task_run_seconds_count"
+    )
     assert delta("pynenc_cpp_task_run_seconds_sum") >= 0
     # Buckets are cumulative and end at the count.
     buckets = sorted(
@@ -114,9 +130,8 @@ def test_cpp_runner_serves_engine_and_app_metrics(
     assert buckets[-1][1] == value(after, "pynenc_cpp_task_run_seconds_count")
 
     # Storage gauges of this app, read at scrape time.
-    app_id = app.app_id
     assert value(after, "pynenc_cpp_storage_up", app_id=app_id) == 1
-    assert value(after, "pynenc_cpp_invocations", app_id=app_id, status="success") == n
+    assert value(after, "pynenc_cpp_invocations", app_id=app_id, status="success") == n + extra
     assert value(after, "pynenc_cpp_invocations", app_id=app_id, status="failed") == 1
     assert value(after, "pynenc_cpp_invocations", app_id=app_id, status="pending") == 0
     assert value(after, "pynenc_cpp_queue_depth", app_id=app_id, queue="default") == 0
