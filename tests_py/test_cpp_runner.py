@@ -33,8 +33,15 @@ FAST = {"runner_loop_sleep_time_sec": 0.01, "invocation_wait_results_sleep_time_
 
 
 def build_app(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest, **runner: Any
+    backend: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    *,
+    config: dict[str, Any] | None = None,
+    **runner: Any,
 ) -> Pynenc:
+    """A fresh app on `backend` with CppRunner (`runner`: cpp_runner() arguments) and
+    FAST plus `config` as custom configuration."""
     builder = PynencBuilder().app_id(f"cpp-runner-{uuid.uuid4().hex[:10]}")
     if backend == "mem":
         builder = builder.cpp_mem()
@@ -42,7 +49,7 @@ def build_app(
         builder = builder.cpp_sqlite(path=tmp_path / "runner.db")
     else:
         builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
-    app = builder.cpp_runner(**runner).custom_config(**FAST).build()
+    app = builder.cpp_runner(**runner).custom_config(**FAST, **(config or {})).build()
     rt.use(app)
     return app
 

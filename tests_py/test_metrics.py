@@ -25,6 +25,7 @@ from pynenc_cpp.metrics import register_app, set_engine_metrics_enabled
 from tests_py import runner_tasks as rt
 from tests_py.cluster.harness import wait_for
 from tests_py.test_cpp_runner import FAST, running
+from tests_py.test_cpp_runner import build_app as build_runner_app
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 # pynenc's recovery crons would add their own invocations to the counted window.
@@ -61,20 +62,8 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 
 
 def build_app(backend: str, tmp_path: Path, request: pytest.FixtureRequest, port: int) -> Pynenc:
-    builder = PynencBuilder().app_id(f"metrics-{uuid.uuid4().hex[:10]}")
-    if backend == "mem":
-        builder = builder.cpp_mem()
-    elif backend == "sqlite":
-        builder = builder.cpp_sqlite(path=tmp_path / "metrics.db")
-    else:
-        builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
-    app = (
-        builder.cpp_runner(workers=2)
-        .custom_config(cpp_runner_metrics_port=port, **FAST, **NO_CRON)
-        .build()
-    )
-    rt.use(app)
-    return app
+    config = {"cpp_runner_metrics_port": port, **NO_CRON}
+    return build_runner_app(backend, tmp_path, request, config=config, workers=2)
 
 
 @pytest.mark.parametrize("backend", ["mem", "sqlite", "redis"])

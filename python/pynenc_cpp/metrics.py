@@ -150,21 +150,31 @@ class EngineCollector:
         )
 
 
-class AppCollector:
+class _PerRegistry:
+    """A collector shared by every target (app, node) added to one registry: they
+    share its metric families, labelled per target. ``describe`` is empty, so
+    registering reads nothing (no storage query, no cluster request)."""
+
+    def __init__(self, *targets: Any) -> None:
+        self.targets: list[Any] = list(targets)
+
+    def add(self, target: Any) -> None:
+        if all(t is not target for t in self.targets):
+            self.targets.append(target)
+
+    def describe(self) -> list[Any]:
+        return []
+
+
+class AppCollector(_PerRegistry):
     """Gauges read from the storage of each app added (a few queries per app and scrape).
 
     One per registry: the apps share its metric families (``app_id`` labels them).
     """
 
-    def __init__(self, *apps: Pynenc) -> None:
-        self.apps: list[Pynenc] = list(apps)
-
-    def add(self, app: Pynenc) -> None:
-        if all(a is not app for a in self.apps):
-            self.apps.append(app)
-
-    def describe(self) -> list[Any]:
-        return []  # no storage query when registering
+    @property
+    def apps(self) -> list[Pynenc]:
+        return self.targets
 
     def collect(self) -> Iterator[Any]:
         from pynenc_cpp.cli import collect_info
@@ -216,7 +226,7 @@ class AppCollector:
         yield from (up, depth, invocations, runners, oldest)
 
 
-class ClusterCollector:
+class ClusterCollector(_PerRegistry):
     """The view of each cluster node added: membership, election, lease, transport,
     instances, specs (one per registry; ``node`` labels the samples).
 
@@ -225,15 +235,12 @@ class ClusterCollector:
     """
 
     def __init__(self, *handles: ClusterHandle, spec_timeout: float = 1.0) -> None:
-        self.handles: list[ClusterHandle] = list(handles)
+        super().__init__(*handles)
         self.spec_timeout = spec_timeout
 
-    def add(self, handle: ClusterHandle) -> None:
-        if all(h is not handle for h in self.handles):
-            self.handles.append(handle)
-
-    def describe(self) -> list[Any]:
-        return []  # no cluster request when registering
+    @property
+    def handles(self) -> list[ClusterHandle]:
+        return self.targets
 
     def collect(self) -> Iterator[Any]:
         core = _prometheus().core
