@@ -41,6 +41,27 @@ def slow_append(path: str, tag: str, seconds: float) -> str:
     return tag
 
 
+def _ledger(path: str, line: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+@app.task
+def ledger_add(path: str, tag: str, x: int, y: int, seconds: float) -> int:
+    """Returns ``x + y``; appends ``start <tag> <pgid>`` to `path` when the body
+    starts and ``end <tag> <pgid>`` once it has its result (the chaos suite counts
+    executions and finished bodies per process group from these lines)."""
+    pgid = os.getpgid(0)
+    _ledger(path, f"start {tag} {pgid}\n")
+    if seconds > 0:
+        time.sleep(seconds)
+    _ledger(path, f"end {tag} {pgid}\n")
+    return x + y
+
+
 @app.task
 def boom() -> None:
     raise ValueError("boom from the task")
@@ -101,6 +122,7 @@ TASKS = [
     noted,
     sum_flow,
     slow_append,
+    ledger_add,
     boom,
     exit_task,
     interrupt_task,

@@ -290,6 +290,7 @@ def runner_env(app: Pynenc, backend: str, extra: dict[str, str] | None = None) -
         env[f"PYNENC__{kind.upper()}_CLS"] = cfg[f"{kind}_cls"]
     assert cfg["broker_cls"] == f"Cpp{stem}Broker"
     env["PYNENC__APP_ID"] = app.app_id
+    env["PYNENC__CPP_NATIVE"] = str(cfg.get("cpp_native", "true"))
     env["PYNENC__RUNNER_CLS"] = "CppRunner"
     env["PYNENC__CPP_RUNNER_WORKERS"] = "2"
     env["PYNENC__LOGGING_LEVEL"] = "info"

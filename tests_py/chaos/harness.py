@@ -1,0 +1,421 @@
+"""The chaos suite's harness: a burst of invocations on real runner processes, real
+signals sent to them (or to redis-server), then the checks every scenario shares.
+
+Each runner is a ``pynenc --app tests_py.runner_tasks runner start`` process in a
+session of its own, so its process group holds it and every worker process it forks
+(``MultiThreadRunner``, ``PersistentProcessRunner``): a signal goes to the whole
+group, as when a machine or a container dies, and the ledger line each body writes
+names the group it ran in.
+
+Every invocation is ``runner_tasks.ledger_add(ledger, tag, x, 1, body_sec)``: it
+appends ``start <tag> <pgid>`` when its body starts and ``end <tag> <pgid>`` when
+the body has its result, so executions and finished bodies are counted outside the
+engine. The checks (``Chaos.check``):
+
+* every acknowledged invocation ends SUCCESS with its result (``x + 1``), with one
+  SUCCESS in its status history;
+* no body that finished is reported FAILED;
+* no invocation stays non-final;
+* a body runs more than once only if a disrupted runner (killed, stopped) held it
+  when the disruption came: at most one execution per tag outside disrupted groups.
+
+Scale: ``PYNENC_CPP_CHAOS=full`` (``make chaos``) runs every scenario
+``PYNENC_CPP_CHAOS_ROUNDS`` times (default 5); CI's slice runs each once.
+``PYNENC_CPP_CHAOS_N`` sets the burst (default 1,000). With
+``PYNENC_CPP_CHAOS_REPORT=<file>`` each run appends its figures as one JSON line
+(``tests_py/chaos/report.py`` turns them into the table of docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pynenc import Pynenc, PynencBuilder
+from pynenc.invocation import InvocationStatus
+
+from tests_py import runner_tasks as rt
+from tests_py.redis_server import RedisServer
+from tests_py.test_cpp_runner import FAST, ROOT, runner_env
+
+MODE = os.environ.get("PYNENC_CPP_CHAOS", "slice")
+ROUNDS = int(os.environ.get("PYNENC_CPP_CHAOS_ROUNDS", "5")) if MODE == "full" else 1
+N = int(os.environ.get("PYNENC_CPP_CHAOS_N", "1000"))
+REPORT = os.environ.get("PYNENC_CPP_CHAOS_REPORT")
+
+DEAD_AFTER_MINUTES = 0.05  # 3 s without a heartbeat: the runner is dead
+WORKERS = 2  # per CppRunner process
+FINAL = {
+    InvocationStatus.SUCCESS,
+    InvocationStatus.FAILED,
+    InvocationStatus.CONCURRENCY_CONTROLLED_FINAL,
+}
+
+
+@dataclass
+class Runner:
+    cls: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pgid(self) -> int:  # started in a session of its own: the group is its pid
+        return self.proc.pid
+
+
+@dataclass
+class Disruption:
+    what: str  # "SIGKILL", "SIGSTOP", "redis SIGKILL"
+    pgid: int | None  # the runner's group, None for the server
+    at: float  # wall clock (time.time()) when the signal was sent
+    ledger_lines: int  # ledger lines written before it
+
+
+@dataclass
+class Outcome:
+    """What a run did: the figures each scenario prints and reports."""
+
+    scenario: str
+    backend: str
+    mode: str
+    invocations: int
+    executions: int
+    reruns: int
+    recovery_sec: list[float] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def emit(self) -> None:
+        line = (
+            f"chaos {self.scenario} [{self.backend}-{self.mode}]: {self.invocations} invocations, "
+            f"{self.executions} executions, {self.reruns} re-run(s)"
+        )
+        if self.recovery_sec:
+            line += ", recovered in " + ", ".join(f"{s:.1f} s" for s in self.recovery_sec)
+        for key, value in self.extra.items():
+            line += f", {key}={value}"
+        print(line)
+        if REPORT:
+            with open(REPORT, "a") as out:
+                out.write(json.dumps(self.__dict__) + "\n")
+
+
+def wait_stopped(pgid: int, timeout: float = 10) -> None:
+    """Until every process of the group is stopped (a signal is delivered, not sent)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[2]) == pgid:  # state ppid pgrp ...
+                states.append(fields[0])
+        if states and all(s in "Tt" for s in states):
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"process group {pgid} did not stop within {timeout} s")
+
+
+def parse_ledger(path: Path) -> list[tuple[str, str, int]]:
+    """The ledger's complete lines as (kind, tag, pgid)."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        kind, tag, pgid = line.split()
+        out.append((kind, tag, int(pgid)))
+    return out
+
+
+class Chaos:
+    """One scenario's app, runner processes, burst and checks."""
+
+    def __init__(
+        self,
+        scenario: str,
+        backend: str,
+        mode: str,
+        tmp_path: Path,
+        redis: RedisServer | None = None,
+    ) -> None:
+        self.scenario, self.backend, self.mode, self.tmp_path = scenario, backend, mode, tmp_path
+        self.redis = redis
+        builder = PynencBuilder().app_id(f"chaos-{uuid.uuid4().hex[:10]}")
+        if backend == "sqlite":
+            builder = builder.cpp_sqlite(path=tmp_path / "chaos.db", native=mode == "native")
+        else:
+            assert redis is not None
+            builder = builder.cpp_redis(redis.url, native=mode == "native")
+        self.app: Pynenc = (
+            builder.cpp_runner(workers=WORKERS)
+            .custom_config(
+                runner_considered_dead_after_minutes=DEAD_AFTER_MINUTES,
+                cpp_outage_budget_sec=60.0,
+                logging_level="warning",  # the client logs no line per submit
+                **FAST,
+            )
+            .build()
+        )
+        rt.use(self.app)
+        self.ledger = tmp_path / "ledger"
+        self.runners: list[Runner] = []
+        self.disruptions: list[Disruption] = []
+        self.slots = 0  # worker slots of every runner started (bounds re-runs)
+
+    # ------------------------------------------------------------ processes
+
+    def env(self, runner_cls: str = "CppRunner") -> dict[str, str]:
+        return runner_env(
+            self.app,
+            self.backend,
+            {
+                "PYNENC__RUNNER_CLS": runner_cls,
+                "PYNENC__CPP_RUNNER_WORKERS": str(WORKERS),
+                "PYNENC__RUNNER_CONSIDERED_DEAD_AFTER_MINUTES": str(DEAD_AFTER_MINUTES),
+                "PYNENC__CPP_OUTAGE_BUDGET_SEC": "60",
+                # pynenc's own runners: two worker processes / threads each.
+                "PYNENC__CONFIGMULTITHREADRUNNER__MIN_PROCESSES": "1",
+                "PYNENC__CONFIGMULTITHREADRUNNER__MAX_PROCESSES": "2",
+                "PYNENC__CONFIGPERSISTENTPROCESSRUNNER__NUM_PROCESSES": "2",
+            },
+        )
+
+    def start(self, runner_cls: str = "CppRunner") -> Runner:
+        log = self.tmp_path / f"runner{len(self.runners)}-{runner_cls}.log"
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "pynenc",
+                    "--app",
+                    "tests_py.runner_tasks",
+                    "runner",
+                    "start",
+                ],
+                cwd=ROOT,
+                env=self.env(runner_cls),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        runner = Runner(runner_cls, proc, log)
+        self.runners.append(runner)
+        self.slots += WORKERS
+        return runner
+
+    def signal(self, runner: Runner, sig: signal.Signals) -> Disruption:
+        at = time.time()
+        os.killpg(runner.pgid, sig)
+        if sig == signal.SIGKILL:
+            runner.proc.wait(10)
+        elif sig == signal.SIGSTOP:
+            wait_stopped(runner.pgid)
+        # Counted once the group can write no more: every line it wrote is in.
+        event = Disruption(sig.name, runner.pgid, at, len(parse_ledger(self.ledger)))
+        if sig != signal.SIGCONT:
+            self.disruptions.append(event)
+        return event
+
+    def kill_redis(self) -> Disruption:
+        assert self.redis is not None
+        lines = len(parse_ledger(self.ledger))
+        event = Disruption("redis SIGKILL", None, time.time(), lines)
+        self.redis.stop(signal.SIGKILL)
+        self.disruptions.append(event)
+        return event
+
+    def close(self) -> None:
+        for runner in self.runners:
+            if runner.proc.poll() is None:
+                try:
+                    os.killpg(runner.pgid, signal.SIGCONT)
+                    os.killpg(runner.pgid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                runner.proc.wait(10)
+            else:  # the leader is gone; its forked workers may live on in the group
+                try:
+                    os.killpg(runner.pgid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def executions_by_kind(self) -> dict[str, int]:
+        """Bodies started per runner class (from the ledger's process groups)."""
+        kind_of = {r.pgid: r.cls for r in self.runners}
+        out: Counter[str] = Counter()
+        for kind, _, pgid in parse_ledger(self.ledger):
+            if kind == "start":
+                out[kind_of.get(pgid, "client")] += 1
+        return dict(out)
+
+    def describe(self, ids: list[str]) -> str:
+        """Each invocation's status history: status, owner's pid, time."""
+        state = self.app.state_backend
+        out = []
+        for iid in ids:
+            out.append(f"{iid}:")
+            for h in state.get_history(iid):
+                ctx = state.get_runner_context(h.runner_context_id)
+                pid = ctx.pid if ctx is not None else "?"
+                rec = h.status_record
+                out.append(
+                    f"  {h.timestamp.time()} {rec.status.value} pid={pid} owner={rec.runner_id}"
+                )
+        return "\n".join(out)
+
+    def logs(self) -> str:
+        return "".join(
+            f"--- {r.log.name}\n{r.log.read_text(errors='replace')[-3000:]}" for r in self.runners
+        )
+
+    # ---------------------------------------------------------------- burst
+
+    def submit(self, n: int = N, body_sec: float = 0.002, first: int = 0) -> dict[str, int]:
+        """Submits `n` invocations; returns invocation id -> x (result x + 1)."""
+        out: dict[str, int] = {}
+        for x in range(first, first + n):
+            inv = rt.ledger_add(str(self.ledger), f"t{x}", x, 1, body_sec)
+            out[inv.invocation_id] = x
+        return out
+
+    def wait_ledger(self, lines: int, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while len(parse_ledger(self.ledger)) < lines:
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"fewer than {lines} ledger lines after {timeout} s\n{self.logs()}"
+                )
+            time.sleep(0.01)
+
+    def wait_final(self, ids: list[str], timeout: float = 180) -> float:
+        """Waits until every one of `ids` is final; returns when (time.time())."""
+        orch = self.app.orchestrator
+        pending = list(ids)
+        deadline = time.monotonic() + timeout
+        while pending:
+            pending = [i for i in pending if orch.get_invocation_status(i) not in FINAL]
+            if not pending:
+                break
+            if time.monotonic() > deadline:
+                counts = Counter(orch.get_invocation_status(i) for i in pending)
+                raise AssertionError(
+                    f"{len(pending)} of {len(ids)} invocations not final after {timeout} s: "
+                    f"{dict(counts)}\n{self.logs()}"
+                )
+            time.sleep(0.2)
+        return time.time()
+
+    # --------------------------------------------------------------- checks
+
+    def check(self, acknowledged: dict[str, int], *, outage_reruns: int = 0) -> Outcome:
+        """The shared assertions (module docstring); `outage_reruns` is how many
+        re-runs a storage outage may cause (a body whose RUNNING record was lost)."""
+        orch, state = self.app.orchestrator, self.app.state_backend
+        tag_of = {iid: f"t{x}" for iid, x in acknowledged.items()}
+        statuses = {iid: orch.get_invocation_status(iid) for iid in acknowledged}
+        ledger = parse_ledger(self.ledger)
+        starts: dict[str, list[int]] = defaultdict(list)
+        ends: dict[str, list[int]] = defaultdict(list)
+        for kind, tag, pgid in ledger:
+            (starts if kind == "start" else ends)[tag].append(pgid)
+
+        non_final = {iid: s for iid, s in statuses.items() if s not in FINAL}
+        assert not non_final, f"{len(non_final)} non-final: {Counter(non_final.values())}"
+        failed_after_success = [
+            iid for iid, s in statuses.items() if s == InvocationStatus.FAILED and ends[tag_of[iid]]
+        ]
+        assert not failed_after_success, (
+            f"{len(failed_after_success)} bodies that finished are reported FAILED, "
+            f"e.g. {failed_after_success[:3]}\n{self.logs()}"
+        )
+        assert Counter(statuses.values()) == Counter({InvocationStatus.SUCCESS: len(acknowledged)})
+
+        success_at: dict[str, datetime] = {}
+        histories = {}
+        for iid, x in acknowledged.items():
+            history = state.get_history(iid)
+            histories[iid] = history
+            successes = [h for h in history if h.status_record.status == InvocationStatus.SUCCESS]
+            assert len(successes) == 1, (iid, [h.status_record.status for h in history])
+            success_at[iid] = successes[0].timestamp
+            assert state.get_result(iid) == x + 1, iid
+            assert starts[tag_of[iid]], f"{iid} is SUCCESS but its body never started"
+
+        # A CppRunner's status records name a runner context whose pid is its group.
+        pids: dict[str, int | None] = {}
+
+        def pid_of(ctx_id: str) -> int | None:
+            if ctx_id not in pids:
+                ctx = state.get_runner_context(ctx_id)
+                pids[ctx_id] = ctx.pid if ctx is not None else None
+            return pids[ctx_id]
+
+        # Re-runs only for work a disrupted runner held when the signal came: a body
+        # it had started (finished or not: its outcome may not have been stored), or
+        # an invocation it owned (claimed PENDING, RUNNING before the body started).
+        # Each disruption explains at most one more execution of what it held.
+        held: dict[int, set[str]] = {}  # disruption index -> tags its runner held
+        for k, d in enumerate(self.disruptions):
+            if d.pgid is None:
+                continue
+            before = ledger[: d.ledger_lines]
+            tags = {t for kind, t, p in before if kind == "start" and p == d.pgid}
+            at = datetime.fromtimestamp(d.at, UTC)
+            for iid, history in histories.items():
+                if any(h.timestamp < at and pid_of(h.runner_context_id) == d.pgid for h in history):
+                    tags.add(tag_of[iid])
+            held[k] = tags
+        reruns = 0
+        unexplained = []
+        for tag, groups in starts.items():
+            if len(groups) == 1:
+                continue
+            reruns += len(groups) - 1
+            holders = sum(1 for tags in held.values() if tag in tags)
+            if len(groups) > 1 + holders:
+                unexplained.append((tag, groups))
+        allowed = outage_reruns or 0
+        assert len(unexplained) <= allowed, (
+            f"re-runs of work no disrupted runner held: {unexplained[:10]}\n"
+            + self.describe([iid for iid, t in tag_of.items() if t in dict(unexplained[:3])])
+        )
+
+        # Recovery time: from the signal until every invocation the runner owned then
+        # (PENDING once claimed, RUNNING) and had not finished is SUCCESS elsewhere.
+        recovery = []
+        for d in self.disruptions:
+            if d.pgid is None:
+                continue
+            at = datetime.fromtimestamp(d.at, UTC)
+            finals = [
+                success_at[iid]
+                for iid, history in histories.items()
+                if success_at[iid] > at
+                and any(h.timestamp < at and pid_of(h.runner_context_id) == d.pgid for h in history)
+            ]
+            if finals:
+                recovery.append((max(finals) - at).total_seconds())
+        return Outcome(
+            scenario=self.scenario,
+            backend=self.backend,
+            mode=self.mode,
+            invocations=len(acknowledged),
+            executions=sum(len(g) for g in starts.values()),
+            reruns=reruns,
+            recovery_sec=recovery,
+        )
