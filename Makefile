@@ -1,5 +1,5 @@
 # Developer and CI entry points. Each target installs what it needs.
-.PHONY: setup test demo wheel conformance bench bench-peers bench-cluster bench-actors clean
+.PHONY: setup test demo wheel conformance chaos bench bench-peers bench-cluster bench-actors clean
 
 setup:
 	bash scripts/setup.sh
@@ -14,6 +14,12 @@ demo: setup
 # with every runner (`make test` runs a representative slice of it).
 conformance: setup
 	PYNENC_CPP_CONFORMANCE=full .venv/bin/python -m pytest tests_py/conformance -q -p no:cacheprovider
+
+# The chaos suite in full (tests_py/chaos, docs/reliability.md): every scenario
+# five times in both modes on SQLite and Redis, then once more with the engine built
+# under ASan + UBSan (`make test` runs each scenario once, plain).
+chaos:
+	bash scripts/chaos.sh
 
 # Benchmarks (not tests): engine beside raw databases, and cpp_mem beside pynenc.
 bench: setup

@@ -263,6 +263,17 @@ class Chaos:
                 out[kind_of.get(pgid, "client")] += 1
         return dict(out)
 
+    def sanitizer_reports(self) -> list[str]:
+        """Lines of AddressSanitizer / UBSan reports in any process log of the run
+        (``make chaos`` runs the suite with the engine built under both)."""
+        found = []
+        for log in [r.log for r in self.runners] + sorted(self.tmp_path.glob("*.out")):
+            if log.exists():
+                for line in log.read_text(errors="replace").splitlines():
+                    if "ERROR: AddressSanitizer" in line or "runtime error:" in line:
+                        found.append(f"{log.name}: {line}")
+        return found
+
     def describe(self, ids: list[str]) -> str:
         """Each invocation's status history: status, owner's pid, time."""
         state = self.app.state_backend
@@ -325,6 +336,7 @@ class Chaos:
     def check(self, acknowledged: dict[str, int], *, outage_reruns: int = 0) -> Outcome:
         """The shared assertions (module docstring); `outage_reruns` is how many
         re-runs a storage outage may cause (a body whose RUNNING record was lost)."""
+        assert not self.sanitizer_reports(), "\n".join(self.sanitizer_reports())
         orch, state = self.app.orchestrator, self.app.state_backend
         tag_of = {iid: f"t{x}" for iid, x in acknowledged.items()}
         statuses = {iid: orch.get_invocation_status(iid) for iid in acknowledged}
@@ -410,7 +422,16 @@ class Chaos:
             ]
             if finals:
                 recovery.append((max(finals) - at).total_seconds())
+        held_unfinished = [
+            sum(1 for iid, t in tag_of.items() if t in tags and success_at[iid] > at)
+            for tags, at in (
+                (held[k], datetime.fromtimestamp(d.at, UTC))
+                for k, d in enumerate(self.disruptions)
+                if d.pgid is not None
+            )
+        ]
         return Outcome(
+            extra={"held": held_unfinished} if held_unfinished else {},
             scenario=self.scenario,
             backend=self.backend,
             mode=self.mode,

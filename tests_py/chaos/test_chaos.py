@@ -192,23 +192,22 @@ def test_six_mixed_runners_on_one_store(chaos: Chaos, backend: str, mode: str, r
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_client_sigkilled_mid_submit(chaos: Chaos, backend: str, mode: str, round_: int) -> None:
     """A client process is SIGKILLed in the middle of a burst of submits: every
-    invocation it was told about runs to SUCCESS, and no invocation it registered is
-    left behind non-final (a submit lands whole or not at all)."""
+    invocation it was told about runs to SUCCESS. In native mode a submit lands whole
+    or not at all, so no invocation it registered is left behind non-final; in mixed
+    mode (pynenc's own two-call submit) the one submit the kill cut may stay
+    REGISTERED, unacknowledged (docs/reliability.md)."""
     chaos.start()
     chaos.start()
     acks = chaos.tmp_path / "acks"
-    client = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests_py.chaos.submit_client",
-            str(chaos.ledger),
-            str(acks),
-            str(3 * N),
-        ],
-        cwd=ROOT,
-        env={**chaos.env(), "PYNENC__LOGGING_LEVEL": "warning"},
-    )
+    with open(chaos.tmp_path / "client.out", "ab") as out:
+        client = subprocess.Popen(
+            [sys.executable, "-m", "tests_py.chaos.submit_client"]
+            + [str(chaos.ledger), str(acks), str(3 * N)],
+            cwd=ROOT,
+            env={**chaos.env(), "PYNENC__LOGGING_LEVEL": "warning"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         deadline = time.monotonic() + 120
         while not acks.exists() or len(acks.read_text().splitlines()) < N:
