@@ -32,8 +32,13 @@ if ! cmake -S . -B build/asan-py -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPYNENC_CPP_
   echo "chaos-asan: build failed"
   exit 1
 fi
-core=$(ls build/asan-py/bindings/_core*.so | head -n 1)
+suffix=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+core=build/asan-py/bindings/_core$suffix
 asan=$("${CXX:-c++}" -print-file-name=libasan.so)
+if [ ! -f "$core" ] || [ "${asan#/}" = "$asan" ]; then
+  echo "chaos-asan: no $core, or no libasan.so for ${CXX:-c++} (got: $asan)"
+  exit 1
+fi
 rm -f build/chaos-asan-report.jsonl
 # Python itself is not instrumented: its allocations are not leaks of ours.
 LD_PRELOAD="$asan" PYNENC_CPP_CORE="$PWD/$core" \

@@ -3,12 +3,15 @@ data dir in a temp dir. Never a server that happens to be running."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
+
+_SANITIZER_ENV = {"LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS"}
 
 #: PIDs of servers owned by test fixtures; the conformance harness's reaper of
 #: leftover processes must not kill them.
@@ -61,6 +64,8 @@ class RedisServer:
                 "--daemonize",
                 "no",
             ],
+            # Not the sanitizer runtime a chaos run preloads into its Python processes.
+            env={k: v for k, v in os.environ.items() if k not in _SANITIZER_ENV},
         )
         FIXTURE_PIDS.add(self.proc.pid)
         deadline = time.monotonic() + 10

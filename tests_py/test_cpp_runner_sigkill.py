@@ -21,6 +21,7 @@ import pytest
 from pynenc import Pynenc, PynencBuilder
 from pynenc.invocation import InvocationStatus
 
+from pynenc_cpp import CppRunner
 from tests_py import runner_tasks as rt
 from tests_py.test_cpp_runner import FAST, runner_env, start_runner, stop, wait_until
 
@@ -173,3 +174,23 @@ def test_a_live_cpprunner_recovers_a_dead_runners_invocations_by_itself(
         int(n) for n in re.findall(r"recovered (\d+) invocation\(s\) \(running_recovery\)", text)
     ]
     assert sum(recovered) == N_INVOCATIONS, text[-2000:]
+
+
+def test_native_recovery_waits_a_dead_after_time_once_its_own_heartbeats_stalled(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A runner whose own heartbeats stopped for half a dead-after time or more (it
+    was frozen, or the storage stalled every writer) declares nobody dead until its
+    heartbeats have been steady for a whole dead-after time: the others it would
+    find stale were stalled too. A fresh start has seen no stall."""
+    app = build_app("sqlite", tmp_path, request)  # dead after 3 s; ticks of 0.75 s
+    runner = CppRunner(app)
+    assert runner._steady_heartbeats(now=100.0)  # fresh start
+    assert runner._steady_heartbeats(now=100.75)
+    assert runner._steady_heartbeats(now=101.5)
+    assert not runner._steady_heartbeats(now=106.0)  # a 4.5 s gap: stalled
+    assert not runner._steady_heartbeats(now=107.0)
+    assert not runner._steady_heartbeats(now=108.0)
+    assert runner._steady_heartbeats(now=109.0)  # steady for 3 s again
+    assert runner._steady_heartbeats(now=110.5)  # 1.5 s: within three ticks of 0.75 s
+    assert not runner._steady_heartbeats(now=113.0)  # 2.5 s: more than three ticks

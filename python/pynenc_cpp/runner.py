@@ -209,6 +209,10 @@ class CppRunner(BaseRunner):
         # later heartbeat tick, so the invocation does not stay RUNNING under a live runner.
         # (error, whether a lost attempt may have stored it already)
         self._unrecorded_timeouts: dict[InvocationId, tuple[TaskTimeoutError, bool]] = {}
+        # Native recovery waits until this runner's own heartbeats have been stored
+        # without a stall for a whole dead-after time (``_heartbeat``).
+        self._last_heartbeat_ok: float | None = None
+        self._heartbeats_steady_since: float | None = None
         super().__init__(app, runner_cache, runner_context)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -271,6 +275,7 @@ class CppRunner(BaseRunner):
         _ = self._unrecorded_lock  # made before the engine's threads may race for it
         self._abort_deadline = None
         self._grace_deadline = None
+        self._last_heartbeat_ok = self._heartbeats_steady_since = None
         timeout = float(self.conf.cpp_runner_task_timeout_sec)
         if timeout < 0:
             raise ValueError(f"cpp_runner_task_timeout_sec={timeout!r}: expected >= 0")
@@ -628,10 +633,32 @@ class CppRunner(BaseRunner):
             )
         except Exception:
             self.logger.exception(f"CppRunner:{self.runner_id} heartbeat failed")
+            return
+        if not self._steady_heartbeats():
+            return
         try:
             self._recover_dead_runners()
         except Exception:
             self.logger.exception(f"CppRunner:{self.runner_id} native recovery failed")
+
+    def _steady_heartbeats(self, now: float | None = None) -> bool:
+        """Whether this runner may declare others dead: its own heartbeats have been
+        stored, with no gap of half a dead-after time or more, for a whole dead-after
+        time. A gap means this process or the storage stalled (a frozen process
+        holding SQLite's write lock stalls every writer; a SIGSTOPped runner wakes to
+        heartbeats that look stale only because nobody could write them): every
+        runner gets one dead-after time to be heard again before anyone is recovered
+        as dead. A runner that just started has seen no stall and may recover at
+        once."""
+        now = time.monotonic() if now is None else now
+        dead_after = float(self.app.conf.runner_considered_dead_after_minutes) * 60.0
+        stall = max(dead_after / 2.0, 3.0 * self._intervals()[0])
+        last, self._last_heartbeat_ok = self._last_heartbeat_ok, now
+        if last is None or self._heartbeats_steady_since is None:
+            self._heartbeats_steady_since = now - dead_after  # a fresh start: no stall seen
+        elif now - last >= stall:
+            self._heartbeats_steady_since = now
+        return now - self._heartbeats_steady_since >= dead_after
 
     def _recover_dead_runners(self) -> None:
         """Native recovery, on every heartbeat tick (at most a second apart): the

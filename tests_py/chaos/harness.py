@@ -36,6 +36,7 @@ import sys
 import time
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -78,7 +79,8 @@ class Disruption:
     what: str  # "SIGKILL", "SIGSTOP", "redis SIGKILL"
     pgid: int | None  # the runner's group, None for the server
     at: float  # wall clock (time.time()) when the signal was sent
-    ledger_lines: int  # ledger lines written before it
+    ledger_lines: int  # ledger lines written before it took effect
+    settled: float = 0.0  # wall clock once it took effect (the group writes no more)
 
 
 @dataclass
@@ -175,6 +177,10 @@ class Chaos:
         self.runners: list[Runner] = []
         self.disruptions: list[Disruption] = []
         self.slots = 0  # worker slots of every runner started (bounds re-runs)
+        # Filled by check(): what each disruption held, every history, pid lookup.
+        self.held: dict[int, set[str]] = {}
+        self.histories: dict[str, list[Any]] = {}
+        self.pid_of: Callable[[str], int | None] = lambda _ctx: None
 
     # ------------------------------------------------------------ processes
 
@@ -226,7 +232,7 @@ class Chaos:
         elif sig == signal.SIGSTOP:
             wait_stopped(runner.pgid)
         # Counted once the group can write no more: every line it wrote is in.
-        event = Disruption(sig.name, runner.pgid, at, len(parse_ledger(self.ledger)))
+        event = Disruption(sig.name, runner.pgid, at, len(parse_ledger(self.ledger)), time.time())
         if sig != signal.SIGCONT:
             self.disruptions.append(event)
         return event
@@ -236,23 +242,23 @@ class Chaos:
         lines = len(parse_ledger(self.ledger))
         event = Disruption("redis SIGKILL", None, time.time(), lines)
         self.redis.stop(signal.SIGKILL)
+        event.settled = time.time()
         self.disruptions.append(event)
         return event
 
     def close(self) -> None:
+        """Kills every runner's whole process group (a stopped one is thawed first so
+        it can die), whatever state the scenario left it in."""
         for runner in self.runners:
-            if runner.proc.poll() is None:
+            for sig in (signal.SIGCONT, signal.SIGKILL):
                 try:
-                    os.killpg(runner.pgid, signal.SIGCONT)
-                    os.killpg(runner.pgid, signal.SIGKILL)
+                    os.killpg(runner.pgid, sig)
                 except ProcessLookupError:
                     pass
+            try:
                 runner.proc.wait(10)
-            else:  # the leader is gone; its forked workers may live on in the group
-                try:
-                    os.killpg(runner.pgid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            except subprocess.TimeoutExpired:
+                pass  # reported by the scenario; the next runners are still killed
 
     def executions_by_kind(self) -> dict[str, int]:
         """Bodies started per runner class (from the ledger's process groups)."""
@@ -262,6 +268,29 @@ class Chaos:
             if kind == "start":
                 out[kind_of.get(pgid, "client")] += 1
         return dict(out)
+
+    def not_recovered_by(self, k: int, deadline: float) -> list[str]:
+        """Ids held by disruption `k` that no other runner had recovered (a
+        ``*_RECOVERY`` record, or a SUCCESS of another process) by `deadline`
+        (time.time()); call after ``check``."""
+        limit = datetime.fromtimestamp(deadline, UTC)
+        pgid = self.disruptions[k].pgid
+        recovered = {InvocationStatus.RUNNING_RECOVERY, InvocationStatus.PENDING_RECOVERY}
+        missing = []
+        for iid in self.held[k]:
+            if not any(
+                h.timestamp < limit
+                and (
+                    h.status_record.status in recovered
+                    or (
+                        h.status_record.status == InvocationStatus.SUCCESS
+                        and self.pid_of(h.runner_context_id) != pgid
+                    )
+                )
+                for h in self.histories[iid]
+            ):
+                missing.append(iid)
+        return missing
 
     def sanitizer_reports(self) -> list[str]:
         """Lines of AddressSanitizer / UBSan reports in any process log of the run
@@ -289,6 +318,10 @@ class Chaos:
                 )
         return "\n".join(out)
 
+    def full_logs(self) -> str:
+        """Every runner log, whole (for assertions; ``logs`` is for messages)."""
+        return "".join(r.log.read_text(errors="replace") for r in self.runners if r.log.exists())
+
     def logs(self) -> str:
         return "".join(
             f"--- {r.log.name}\n{r.log.read_text(errors='replace')[-3000:]}" for r in self.runners
@@ -304,12 +337,13 @@ class Chaos:
             out[inv.invocation_id] = x
         return out
 
-    def wait_ledger(self, lines: int, timeout: float = 120) -> None:
+    def wait_started(self, bodies: int, timeout: float = 120) -> None:
+        """Until `bodies` bodies have started (``start`` lines in the ledger)."""
         deadline = time.monotonic() + timeout
-        while len(parse_ledger(self.ledger)) < lines:
+        while sum(1 for kind, _, _ in parse_ledger(self.ledger) if kind == "start") < bodies:
             if time.monotonic() > deadline:
                 raise AssertionError(
-                    f"fewer than {lines} ledger lines after {timeout} s\n{self.logs()}"
+                    f"fewer than {bodies} bodies started after {timeout} s\n{self.logs()}"
                 )
             time.sleep(0.01)
 
@@ -377,28 +411,44 @@ class Chaos:
                 pids[ctx_id] = ctx.pid if ctx is not None else None
             return pids[ctx_id]
 
-        # Re-runs only for work a disrupted runner held when the signal came: a body
-        # it had started (finished or not: its outcome may not have been stored), or
-        # an invocation it owned (claimed PENDING, RUNNING before the body started).
-        # Each disruption explains at most one more execution of what it held.
-        held: dict[int, set[str]] = {}  # disruption index -> tags its runner held
+        # What each disrupted runner held when the signal came: invocations not yet
+        # SUCCESS then, whose body it had started (finished or not: the outcome may
+        # not have been stored), or whose last status record before the signal took
+        # effect was its own PENDING (claimed) or RUNNING (body not begun yet).
+        holding = {InvocationStatus.PENDING, InvocationStatus.RUNNING}
+        held: dict[int, set[str]] = {}  # disruption index -> invocation ids
         for k, d in enumerate(self.disruptions):
             if d.pgid is None:
                 continue
-            before = ledger[: d.ledger_lines]
-            tags = {t for kind, t, p in before if kind == "start" and p == d.pgid}
-            at = datetime.fromtimestamp(d.at, UTC)
+            sent = datetime.fromtimestamp(d.at, UTC)
+            settled = datetime.fromtimestamp(d.settled, UTC)
+            started = {
+                t for kind, t, p in ledger[: d.ledger_lines] if kind == "start" and p == d.pgid
+            }
+            ids = set()
             for iid, history in histories.items():
-                if any(h.timestamp < at and pid_of(h.runner_context_id) == d.pgid for h in history):
-                    tags.add(tag_of[iid])
-            held[k] = tags
+                if success_at[iid] <= sent:
+                    continue
+                before = [h for h in history if h.timestamp < settled]
+                last = before[-1] if before else None
+                if tag_of[iid] in started or (
+                    last is not None
+                    and last.status_record.status in holding
+                    and pid_of(last.runner_context_id) == d.pgid
+                ):
+                    ids.add(iid)
+            held[k] = ids
+
+        # Re-runs only for work a disrupted runner held: each disruption explains at
+        # most one more execution of what it held.
         reruns = 0
         unexplained = []
-        for tag, groups in starts.items():
+        for iid, tag in tag_of.items():
+            groups = starts[tag]
             if len(groups) == 1:
                 continue
             reruns += len(groups) - 1
-            holders = sum(1 for tags in held.values() if tag in tags)
+            holders = sum(1 for ids in held.values() if iid in ids)
             if len(groups) > 1 + holders:
                 unexplained.append((tag, groups))
         allowed = outage_reruns or 0
@@ -407,31 +457,24 @@ class Chaos:
             + self.describe([iid for iid, t in tag_of.items() if t in dict(unexplained[:3])])
         )
 
-        # Recovery time: from the signal until every invocation the runner owned then
-        # (PENDING once claimed, RUNNING) and had not finished is SUCCESS elsewhere.
+        # Recovery time: from the signal until every invocation the runner held is
+        # SUCCESS on another runner (a thawed runner finishing its own is not recovery).
         recovery = []
-        for d in self.disruptions:
-            if d.pgid is None:
-                continue
-            at = datetime.fromtimestamp(d.at, UTC)
-            finals = [
-                success_at[iid]
-                for iid, history in histories.items()
-                if success_at[iid] > at
-                and any(h.timestamp < at and pid_of(h.runner_context_id) == d.pgid for h in history)
+        for k, ids in held.items():
+            d = self.disruptions[k]
+            sent = datetime.fromtimestamp(d.at, UTC)
+            elsewhere = [
+                h.timestamp
+                for iid in ids
+                for h in histories[iid]
+                if h.status_record.status == InvocationStatus.SUCCESS
+                and pid_of(h.runner_context_id) != d.pgid
             ]
-            if finals:
-                recovery.append((max(finals) - at).total_seconds())
-        held_unfinished = [
-            sum(1 for iid, t in tag_of.items() if t in tags and success_at[iid] > at)
-            for tags, at in (
-                (held[k], datetime.fromtimestamp(d.at, UTC))
-                for k, d in enumerate(self.disruptions)
-                if d.pgid is not None
-            )
-        ]
+            if elsewhere:
+                recovery.append((max(elsewhere) - sent).total_seconds())
+        self.held, self.histories, self.pid_of = held, histories, pid_of
         return Outcome(
-            extra={"held": held_unfinished} if held_unfinished else {},
+            extra={"held": [len(ids) for ids in held.values()]} if held else {},
             scenario=self.scenario,
             backend=self.backend,
             mode=self.mode,

@@ -58,12 +58,7 @@ SLICE_MODE = {"mem": "native", "sqlite": "native", "redis": "mixed"}
 
 def backend_modes() -> list[tuple[str, str]]:
     """The (backend, mode) pairs every suite runs on."""
-    return [
-        (b, m)
-        for b in BACKENDS
-        for m in MODES
-        if CONFORMANCE == "full" or SLICE_MODE[b] == m
-    ]
+    return [(b, m) for b in BACKENDS for m in MODES if CONFORMANCE == "full" or SLICE_MODE[b] == m]
 
 
 def build_app(backend: str, db_path: str, redis_url: str = "", native: bool = True) -> Pynenc:
