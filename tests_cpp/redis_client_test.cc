@@ -5,8 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include <chrono>
 #include <csignal>
@@ -191,6 +197,121 @@ TEST(RedisClient, ACommandThatTimedOutIsNeverSentAgain) {
   EXPECT_EQ(admin.value()->Command({"GET", "n"}).value().str, "1");
   // The client still works afterwards.
   EXPECT_EQ(client.Command({"INCR", "n"}).value().integer, 2);
+}
+
+// A TCP proxy in front of a server that, once armed, lets the next command
+// through, takes the server's reply and closes the client's connection instead of
+// passing it on: a reply lost after the server applied the command, as when the
+// server is killed between an fsync and its reply.
+class ReplyDroppingProxy {
+ public:
+  explicit ReplyDroppingProxy(int server_port) : server_port_(server_port) {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    const int one = 1;
+    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    EXPECT_EQ(bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(listen(listen_fd_, 4), 0);
+    socklen_t len = sizeof addr;
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~ReplyDroppingProxy() {
+    stop_ = true;
+    shutdown(listen_fd_, SHUT_RDWR);
+    thread_.join();
+    close(listen_fd_);
+  }
+  int port() const { return port_; }
+  void DropNextReply() { drop_next_ = true; }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      pollfd p{listen_fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      const int client = accept(listen_fd_, nullptr, nullptr);
+      if (client < 0) continue;
+      const int upstream = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      addr.sin_port = htons(static_cast<uint16_t>(server_port_));
+      if (connect(upstream, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) Pump(client, upstream);
+      close(upstream);
+      close(client);
+    }
+  }
+  // Forwards both ways until either side closes or a reply is to be dropped.
+  void Pump(int client, int upstream) {
+    char buf[4096];
+    while (!stop_) {
+      pollfd p[2] = {{client, POLLIN, 0}, {upstream, POLLIN, 0}};
+      if (poll(p, 2, 50) <= 0) continue;
+      if (p[0].revents != 0) {
+        const ssize_t n = read(client, buf, sizeof buf);
+        if (n <= 0) return;
+        if (write(upstream, buf, static_cast<size_t>(n)) != n) return;
+      }
+      if (p[1].revents != 0) {
+        const ssize_t n = read(upstream, buf, sizeof buf);
+        if (n <= 0) return;
+        if (drop_next_.exchange(false)) return;  // the reply is lost with the connection
+        if (write(client, buf, static_cast<size_t>(n)) != n) return;
+      }
+    }
+  }
+
+  int server_port_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> drop_next_{false};
+  std::thread thread_;
+};
+
+// The server applied the command and the reply was lost with the connection (it
+// looks just like a connection the server closed while idle): the command is not
+// sent again, and the error says it may have been applied.
+TEST(RedisClient, ACommandWhoseReplyWasLostIsNeverSentAgain) {
+  RedisServer server;
+  ReplyDroppingProxy proxy(server.port());
+  auto c = Client::Open(Local(proxy.port()));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Client& client = *c.value();
+  ASSERT_EQ(client.Command({"SET", "n", "0"}).value().str, "OK");  // pools a connection
+  proxy.DropNextReply();
+  auto r = client.Command({"INCR", "n"});
+  ASSERT_FALSE(r.ok()) << "the reply never came";
+  EXPECT_TRUE(r.status().connection_lost());
+  EXPECT_TRUE(r.status().maybe_applied());
+  EXPECT_NE(r.status().message().find("may or may not have been applied"), std::string::npos)
+      << r.status().message();
+  auto admin = Client::Open(Local(server.port()));
+  ASSERT_TRUE(admin.ok());
+  EXPECT_EQ(admin.value()->Command({"GET", "n"}).value().str, "1");  // ran once
+  EXPECT_EQ(client.Command({"INCR", "n"}).value().integer, 2);  // and the client goes on
+}
+
+// A pooled connection the server closed while it sat idle is found before a
+// command is sent on it: the command goes out on a fresh connection, no error.
+TEST(RedisClient, APooledConnectionClosedWhileIdleIsReplacedBeforeSending) {
+  RedisServer server;
+  auto c = Client::Open(Local(server.port()));
+  ASSERT_TRUE(c.ok());
+  Client& client = *c.value();
+  ASSERT_EQ(client.Command({"CLIENT", "SETNAME", "pooled"}).value().str, "OK");
+  auto admin = Client::Open(Local(server.port()));
+  ASSERT_TRUE(admin.ok());
+  ASSERT_EQ(admin.value()->Command({"CLIENT", "KILL", "SKIPME", "yes"}).value().integer, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the FIN arrives
+  auto r = client.Command({"INCR", "k"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r.value().integer, 1);
 }
 
 // A server with requirepass and an ACL user: URIs with a password and with a

@@ -35,7 +35,7 @@ from pynenc_cpp._convert import (
     status_from_value,
     to_us,
 )
-from pynenc_cpp._outage import Settled
+from pynenc_cpp._outage import Settled, ride_out
 from pynenc_cpp.errors import (
     IllegalTransition,
     InvocationNotFound,
@@ -121,7 +121,16 @@ class CppBlockingControl(BaseBlockingControl):
         self._engine.waiting_for_results(caller_invocation_id, list(result_invocation_ids))
 
     def release_waiters(self, waited_invocation_id: InvocationId) -> None:
-        self._engine.release_waiters(waited_invocation_id)
+        """Drops the waits on a final invocation; idempotent, so a storage outage is
+        ridden out (pynenc calls it between a final status and its history row)."""
+        engine = self._engine
+        orchestrator = self.app.orchestrator
+        budget = orchestrator.outage_budget_sec if isinstance(orchestrator, CppOrchestrator) else 0
+        ride_out(
+            lambda: engine.release_waiters(waited_invocation_id),
+            budget_sec=budget,
+            what=f"invocation:{waited_invocation_id} release waiters",
+        )
 
     def get_blocking_invocations(self, max_num_invocations: int) -> Iterator[InvocationId]:
         """Invocations waited on, not waiting, available to run; oldest first."""
@@ -266,7 +275,13 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
             return 0
 
     def set_up_invocation_auto_purge(self, invocation_id: InvocationId) -> None:
-        self._engine.schedule_auto_purge(invocation_id)
+        """Marks a final invocation for auto-purge; idempotent, so a storage outage is
+        ridden out (pynenc calls it between a final status and its history row)."""
+        engine = self._engine
+        self._retried(
+            lambda: engine.schedule_auto_purge(invocation_id),
+            f"invocation:{invocation_id} auto-purge mark",
+        )
 
     def auto_purge(self) -> None:
         """Forget final invocations marked ``auto_final_invocation_purge_hours`` ago.

@@ -17,6 +17,7 @@ from pynenc.app_info import AppInfo
 from pynenc.identifiers.call_id import CallId
 from pynenc.identifiers.invocation_id import InvocationId
 from pynenc.identifiers.task_id import TaskId
+from pynenc.invocation.status import InvocationStatus
 from pynenc.models.call_dto import CallDTO
 from pynenc.models.invocation_dto import InvocationDTO
 from pynenc.runner.runner_context import RunnerContext
@@ -152,11 +153,32 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
     def _add_histories(
         self, invocation_ids: list[InvocationId], invocation_history: InvocationHistory
     ) -> None:
-        self._engine.add_histories(
-            list(invocation_ids),
-            to_us(invocation_history.timestamp),
-            invocation_history.status_record.status,
-            invocation_history.to_json(),
+        """Appends one history row to each invocation, riding out a storage outage.
+
+        A row is not idempotent (sent twice, it is there twice), so after a lost
+        connection the rows already stored are looked for first and only the missing
+        ones are sent again (``_outage``); mixed mode writes every status change's
+        row this way, after the change itself."""
+        engine = self._engine
+        row = invocation_history.to_json()
+        wanted = json.loads(row)
+        timestamp_us = to_us(invocation_history.timestamp)
+        status = invocation_history.status_record.status
+        missing = list(invocation_ids)
+
+        def settled() -> bool:
+            nonlocal missing
+            missing = [
+                i
+                for i in missing
+                if not any(json.loads(j) == wanted for j in engine.get_history(i))
+            ]
+            return not missing
+
+        self._ride_out(
+            lambda: engine.add_histories(missing, timestamp_us, status, row),
+            f"history of {len(missing)} invocation(s) ({InvocationStatus(status).value})",
+            settled=settled,
         )
 
     def _get_history(self, invocation_id: InvocationId) -> list[InvocationHistory]:

@@ -140,12 +140,6 @@ def test_runner_sigstopped_past_dead_after(
 @ROUND
 @MODES
 @pytest.mark.parametrize("backend", ["redis"])
-@pytest.mark.xfail(
-    strict=False,
-    reason="known open bug (docs/reliability.md): a runner's retrieval whose reply the "
-    "restart cut may have claimed an invocation as RUNNING that no worker runs; it stays "
-    "RUNNING under the live runner (seen in about 1 of 4 runs)",
-)
 def test_redis_sigkilled_and_restarted_on_its_aof(
     chaos: Chaos, backend: str, mode: str, round_: int
 ) -> None:

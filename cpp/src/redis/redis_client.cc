@@ -4,6 +4,7 @@
 
 #include <hiredis/hiredis.h>
 #include <openssl/sha.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -76,13 +77,16 @@ class Connection {
 
   redisContext* ctx() { return ctx_; }
   bool broken() const { return ctx_ == nullptr || ctx_->err != 0; }
-  // True when the last failure was the server closing the connection (EOF,
-  // ECONNRESET, EPIPE), the signature of a pooled connection the server
-  // dropped while idle. A timeout is not: the command may be running.
-  bool closed_by_peer() const {
-    if (ctx_ == nullptr) return false;
-    if (ctx_->err == REDIS_ERR_EOF) return true;
-    return ctx_->err == REDIS_ERR_IO && (io_errno_ == ECONNRESET || io_errno_ == EPIPE);
+  // Whether the server closed this idle connection (or wrote to it unasked):
+  // peeks at the socket without blocking. Nothing pending (EAGAIN) means it is
+  // still open, as far as the kernel knows.
+  bool PeerClosedWhileIdle() const {
+    if (broken()) return true;
+    char byte;
+    const ssize_t n = recv(ctx_->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) return true;                                 // EOF: closed by the server
+    if (n > 0) return true;                                  // an unasked reply: out of step
+    return !(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);  // reset, ...
   }
   std::string error() const { return ctx_ == nullptr ? "no connection" : ctx_->errstr; }
   void Abandon() { ctx_ = nullptr; }
@@ -104,10 +108,7 @@ class Connection {
   bool Read(Value* out) {
     void* raw = nullptr;
     errno = 0;
-    if (redisGetReply(ctx_, &raw) != REDIS_OK) {
-      io_errno_ = errno;
-      return false;
-    }
+    if (redisGetReply(ctx_, &raw) != REDIS_OK) return false;
     *out = Convert(static_cast<redisReply*>(raw));
     freeReplyObject(raw);
     return true;
@@ -115,7 +116,6 @@ class Connection {
 
  private:
   redisContext* ctx_;
-  int io_errno_ = 0;  // errno of the last failed Read
 };
 
 namespace {
@@ -368,22 +368,23 @@ Result<std::unique_ptr<Connection>> Client::Connect() {
                                 /*maybe_applied=*/false);
 }
 
-Result<std::unique_ptr<Connection>> Client::Acquire(bool* reused) {
-  {
-    MutexLock lock(mu_);
-    if (pid_ != getpid()) {  // forked: pooled sockets belong to the parent
-      for (auto& c : idle_) c->Abandon();
-      idle_.clear();
-      pid_ = getpid();
-    }
-    if (!idle_.empty()) {
-      auto conn = std::move(idle_.back());
+Result<std::unique_ptr<Connection>> Client::Acquire() {
+  while (true) {
+    std::unique_ptr<Connection> conn;
+    {
+      MutexLock lock(mu_);
+      if (pid_ != getpid()) {  // forked: pooled sockets belong to the parent
+        for (auto& c : idle_) c->Abandon();
+        idle_.clear();
+        pid_ = getpid();
+      }
+      if (idle_.empty()) break;
+      conn = std::move(idle_.back());
       idle_.pop_back();
-      *reused = true;
-      return conn;
     }
+    if (!conn->PeerClosedWhileIdle()) return conn;
+    metrics::OnRedisConnectionLost();  // dropped; the next one is checked the same way
   }
-  *reused = false;
   return Connect();
 }
 
@@ -402,26 +403,21 @@ void Client::Release(std::unique_ptr<Connection> conn) {
 
 template <typename T, typename Fn>
 Result<T> Client::WithConnection(Fn&& send) {
-  for (int attempt = 0;; ++attempt) {
-    bool reused = false;
-    Result<std::unique_ptr<Connection>> acquired = Acquire(&reused);
-    if (!acquired.ok()) return acquired.status();
-    std::unique_ptr<Connection> conn = std::move(acquired).value();
-    std::optional<T> out = send(*conn);
-    if (out) {
-      Release(std::move(conn));
-      return std::move(*out);
-    }
-    const std::string cause = conn->error();
-    // A pooled connection the server closed while idle: the command never ran,
-    // try once on a fresh one. Never after a timeout or any other failure: the
-    // command may have been applied, and a script (a pop, a route) run twice
-    // would not be the same as once.
-    if (reused && attempt == 0 && conn->closed_by_peer()) continue;
-    return Status::ConnectionLost("connection to redis at " + Describe() + " failed: " + cause +
-                                      " (the command may or may not have been applied)",
-                                  /*maybe_applied=*/true);
+  Result<std::unique_ptr<Connection>> acquired = Acquire();
+  if (!acquired.ok()) return acquired.status();
+  std::unique_ptr<Connection> conn = std::move(acquired).value();
+  std::optional<T> out = send(*conn);
+  if (out) {
+    Release(std::move(conn));
+    return std::move(*out);
   }
+  const std::string cause = conn->error();
+  // Sent on a connection that was open: whether it ran cannot be known here (a
+  // server killed between applying it and replying looks like one that closed
+  // the connection first). Never sent again; the caller decides.
+  return Status::ConnectionLost("connection to redis at " + Describe() + " failed: " + cause +
+                                    " (the command may or may not have been applied)",
+                                /*maybe_applied=*/true);
 }
 
 namespace {

@@ -106,13 +106,16 @@ class Client {
 
  private:
   explicit Client(RedisOptions options);
-  Result<std::unique_ptr<Connection>> Acquire(bool* reused);
+  // A pooled connection the server has not closed, or a fresh one. Pooled
+  // connections the server closed while idle (a restart, a timeout, CLIENT KILL)
+  // are found before anything is sent on them and dropped.
+  Result<std::unique_ptr<Connection>> Acquire();
   Result<std::unique_ptr<Connection>> Connect();
   void Release(std::unique_ptr<Connection> conn);
-  // Runs `send` on a pooled connection; an I/O failure on a connection reused
-  // from the pool (likely dropped while idle, e.g. by a server restart) is
-  // retried once on a fresh connection. A failure on a fresh connection is
-  // reported: the command may or may not have been applied.
+  // Runs `send` on a connection from Acquire. An I/O failure once the command was
+  // sent is reported, never retried: the server may have applied it and lost only
+  // the reply (killed after an fsync, say), and a script (a pop, a status change)
+  // run twice is not the same as once.
   template <typename T, typename Fn>
   Result<T> WithConnection(Fn&& send);
   // Repeats `attempt` while the server answers LOADING (it is reading its data
