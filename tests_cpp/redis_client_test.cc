@@ -309,7 +309,9 @@ TEST(RedisClient, APooledConnectionClosedWhileIdleIsReplacedBeforeSending) {
   // The server closes the connection after this reply (a client killing itself);
   // the connection goes back to the pool first.
   const long long id = client.Command({"CLIENT", "ID"}).value().integer;
-  ASSERT_EQ(client.Command({"CLIENT", "KILL", "ID", std::to_string(id), "SKIPME", "no"}).value().integer, 1);
+  ASSERT_EQ(
+      client.Command({"CLIENT", "KILL", "ID", std::to_string(id), "SKIPME", "no"}).value().integer,
+      1);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the FIN arrives
   auto r = client.Command({"INCR", "k"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
