@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <thread>
 
@@ -256,6 +258,36 @@ TEST(SqliteDatabase, ANestedWriteThroughAnotherDatabaseOfTheFileJoinsIt) {
   });
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(CountRows(*outer.value(), "t"), 2);
+}
+
+// A write that waits past the busy timeout for a lock another writer keeps (a
+// process frozen inside a transaction) is a lost connection that applied
+// nothing: the adapters ride it out like a storage server's outage.
+TEST(SqliteDatabase, ALockHeldPastTheBusyTimeoutIsAnOutageThatAppliedNothing) {
+  SqliteBackend b;
+  auto holder = Database::Open(SqliteOptions{b.Path(), false, 5000});
+  ASSERT_TRUE(holder.ok());
+  ASSERT_TRUE(holder.value()->EnsureSchema("t", 1, "CREATE TABLE t (x INTEGER)").ok());
+  auto waiter = Database::Open(SqliteOptions{b.Path(), true, 100});  // another object
+  ASSERT_TRUE(waiter.ok());
+  ASSERT_NE(waiter.value().get(), holder.value().get());
+  std::atomic<bool> locked{false};
+  std::thread t([&] {
+    (void)holder.value()->Write([&](Conn& c) -> Status {
+      Status e = c.Exec("INSERT INTO t VALUES (1)");
+      locked = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+      return e;
+    });
+  });
+  while (!locked) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Status s = waiter.value()->Write([](Conn& c) -> Status { return c.Exec("INSERT INTO t VALUES (2)"); });
+  t.join();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("stayed locked"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(s.connection_lost());
+  EXPECT_FALSE(s.maybe_applied());
+  EXPECT_EQ(CountRows(*holder.value(), "t"), 1);  // only the holder's row
 }
 
 }  // namespace

@@ -658,6 +658,10 @@ class CppRunner(BaseRunner):
             self._heartbeats_steady_since = now - dead_after  # a fresh start: no stall seen
         elif now - last >= stall:
             self._heartbeats_steady_since = now
+            self.logger.warning(
+                f"CppRunner:{self.runner_id} its own heartbeats stalled for {now - last:.1f} s: "
+                f"declaring no runner dead for the next {dead_after:g} s"
+            )
         return now - self._heartbeats_steady_since >= dead_after
 
     def _recover_dead_runners(self) -> None:
