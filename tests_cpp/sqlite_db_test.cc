@@ -281,7 +281,8 @@ TEST(SqliteDatabase, ALockHeldPastTheBusyTimeoutIsAnOutageThatAppliedNothing) {
     });
   });
   while (!locked) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  Status s = waiter.value()->Write([](Conn& c) -> Status { return c.Exec("INSERT INTO t VALUES (2)"); });
+  Status s =
+      waiter.value()->Write([](Conn& c) -> Status { return c.Exec("INSERT INTO t VALUES (2)"); });
   t.join();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("stayed locked"), std::string::npos) << s.ToString();

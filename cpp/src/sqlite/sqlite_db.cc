@@ -362,11 +362,11 @@ Status Database::Transaction(const char* begin, const std::function<Status(Conn&
       // does not let go (another process frozen inside a transaction, say): the
       // storage is unavailable, as when a server is unreachable, and callers
       // that ride out outages try again later (_outage.py).
-      return Status::ConnectionLost("sqlite " + Quoted(options_.path) +
-                                        ": database stayed locked for longer than busy_timeout_ms=" +
-                                        std::to_string(options_.busy_timeout_ms) + " (" +
-                                        s.message() + ")",
-                                    /*maybe_applied=*/false);
+      return Status::ConnectionLost(
+          "sqlite " + Quoted(options_.path) +
+              ": database stayed locked for longer than busy_timeout_ms=" +
+              std::to_string(options_.busy_timeout_ms) + " (" + s.message() + ")",
+          /*maybe_applied=*/false);
     }
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(50));
