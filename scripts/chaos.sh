@@ -35,18 +35,30 @@ fi
 suffix=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 core=build/asan-py/bindings/_core$suffix
 asan=$("${CXX:-c++}" -print-file-name=libasan.so)
-if [ ! -f "$core" ] || [ "${asan#/}" = "$asan" ]; then
-  echo "chaos-asan: no $core, or no libasan.so for ${CXX:-c++} (got: $asan)"
+# libstdc++ preloaded too: the interpreter does not link it, and ASan's
+# __cxa_throw interceptor must find it at start-up, not at the extension's dlopen
+# (else the first C++ exception aborts: "CHECK failed ... real___cxa_throw").
+stdcxx=$("${CXX:-c++}" -print-file-name=libstdc++.so)
+if [ ! -f "$core" ] || [ "${asan#/}" = "$asan" ] || [ "${stdcxx#/}" = "$stdcxx" ]; then
+  echo "chaos-asan: no $core, or no libasan.so / libstdc++.so for ${CXX:-c++} (got: $asan, $stdcxx)"
   exit 1
 fi
+# Reports go to files as well (pytest captures the test process's stderr).
+reports=build/chaos-asan-reports
+rm -rf "$reports" && mkdir -p "$reports"
 rm -f build/chaos-asan-report.jsonl
 # Python itself is not instrumented: its allocations are not leaks of ours.
-LD_PRELOAD="$asan" PYNENC_CPP_CORE="$PWD/$core" \
+LD_PRELOAD="$asan:$stdcxx" PYNENC_CPP_CORE="$PWD/$core" \
   PYTHONPATH="$PWD/tests_py/chaos/asan${PYTHONPATH:+:$PYTHONPATH}" \
-  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
-  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:log_path="$PWD/$reports/asan" \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path="$PWD/$reports/ubsan" \
   PYNENC_CPP_CHAOS_ROUNDS=${CHAOS_ASAN_ROUNDS:-1} \
   PYNENC_CPP_CHAOS_REPORT=build/chaos-asan-report.jsonl \
   .venv/bin/python -m pytest tests_py/chaos -q -p no:cacheprovider -rs ${PYTEST_ARGS:-} || overall=1
 [ -s build/chaos-asan-report.jsonl ] && .venv/bin/python tests_py/chaos/report.py build/chaos-asan-report.jsonl
+if [ -n "$(ls -A "$reports")" ]; then
+  echo "chaos-asan: sanitizer reports in $reports:"
+  head -n 30 "$reports"/*
+  overall=1
+fi
 exit $overall
