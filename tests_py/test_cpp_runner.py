@@ -311,12 +311,19 @@ def start_runner(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
+            # A group of its own: stop() kills the worker processes pynenc's
+            # runners fork along with it (killing the leader alone orphaned them).
+            start_new_session=True,
         )
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Kills the runner and every process of its group, whatever state it is in."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
     if proc.poll() is None:
-        proc.kill()
         proc.wait(10)
 
 
