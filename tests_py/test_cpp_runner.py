@@ -318,12 +318,14 @@ def start_runner(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Kills the runner and every process of its group, whatever state it is in."""
+    """Kills the process and, for one started by start_runner (a group leader), every
+    process of its group, whatever state it is in."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)  # no such group: not a group leader
     except ProcessLookupError:
         pass
     if proc.poll() is None:
+        proc.kill()
         proc.wait(10)
 
 
