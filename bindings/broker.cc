@@ -45,7 +45,7 @@ void InitBroker(py::module_& m) {
       .def(
           "interrupt",
           [](Broker& b) {
-            py::gil_scoped_release release;
+            GilRelease release;
             b.Interrupt();
           },
           "Wakes every retrieve() currently waiting; each returns None.");

@@ -109,7 +109,7 @@ cluster::ActorFactory MakeFactory(py::object factory) {
 // Waits for a node future with the GIL released; raises its error.
 template <typename T>
 T Await(std::future<T> f) {
-  py::gil_scoped_release release;
+  GilRelease release;
   return f.get();
 }
 
@@ -163,20 +163,20 @@ class PyClusterNode {
       new std::shared_ptr<ClusterNode>(std::move(node_));  // leaked on purpose
       return;
     }
-    py::gil_scoped_release release;
+    GilRelease release;
     node_.reset();
   }
 
   void Stop() {
-    py::gil_scoped_release release;
+    GilRelease release;
     node_->Stop();
   }
   NodeStatus Status() const {
-    py::gil_scoped_release release;
+    GilRelease release;
     return node_->Status();
   }
   std::vector<Member> Members() const {
-    py::gil_scoped_release release;
+    GilRelease release;
     return node_->Members();
   }
 
@@ -223,7 +223,7 @@ class PyClusterNode {
   py::list DrainInbox(std::size_t max) {
     std::vector<cluster::InboxItem> items;
     {
-      py::gil_scoped_release release;
+      GilRelease release;
       items = node_->DrainInbox(max);
     }
     py::list out;

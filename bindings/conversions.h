@@ -56,7 +56,7 @@ T Unwrap(Result<T> r) {
 template <typename Fn>
 auto WithoutGil(Fn&& fn) {
   auto result = [&] {
-    py::gil_scoped_release release;
+    GilRelease release;
     return fn();
   }();
   return Unwrap(std::move(result));

@@ -14,7 +14,7 @@ void InitPythonGate(py::module_& m) {
   constexpr std::chrono::milliseconds kExitWait{2000};
   py::cpp_function hook(
       [] {
-        py::gil_scoped_release release;
+        GilRelease release;
         PythonGate::Get().RunExitHooksAndClose(kExitWait);
       },
       py::name("_close_python_gate"),

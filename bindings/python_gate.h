@@ -114,6 +114,28 @@ class PythonEntry {
   bool entered_;
 };
 
+// Releases the GIL for its scope, like py::gil_scoped_release, for every
+// binding that calls the engine. The difference is the destructor, which takes
+// the GIL back: it is noexcept(false). A Python thread (a daemon thread, say)
+// that comes back from the engine while the interpreter finalizes is ended by
+// CPython 3.12 inside PyEval_RestoreThread with pthread_exit; that forced
+// unwinding must pass this frame (pybind11's dispatcher rethrows it), and a
+// noexcept destructor would turn it into std::terminate: "terminate called
+// without an active exception" at exit. REQUIRES: the GIL is held.
+class GilRelease {
+ public:
+  GilRelease() {
+    (void)pybind11::detail::get_internals();  // as gil_scoped_release: set up before release
+    tstate_ = PyEval_SaveThread();
+  }
+  ~GilRelease() noexcept(false) { PyEval_RestoreThread(tstate_); }
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+
+ private:
+  PyThreadState* tstate_ = nullptr;
+};
+
 // Registers the atexit hook that closes the gate. Called once by the module,
 // before any other pynenc_cpp module registers its own hooks.
 void InitPythonGate(pybind11::module_& m);

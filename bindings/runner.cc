@@ -213,7 +213,7 @@ class PyRunnerEngine {
   ~PyRunnerEngine() {
     // Joining threads that need the GIL: drop it while the engine stops.
     if (PyGILState_Check()) {
-      py::gil_scoped_release release;
+      GilRelease release;
       engine_.reset();
     } else {
       engine_.reset();
@@ -222,13 +222,13 @@ class PyRunnerEngine {
 
   void Start() { WithoutGil([&] { return engine_->Start(); }); }
   void Stop() {
-    py::gil_scoped_release release;
+    GilRelease release;
     engine_->Stop();
   }
   py::list Abort() {
     std::vector<runner::RunningTask> running;
     {
-      py::gil_scoped_release release;
+      GilRelease release;
       running = engine_->Abort();
     }
     return Describe(running);
@@ -255,7 +255,7 @@ class PyRunnerEngine {
           deadline - std::chrono::steady_clock::now());
       bool done;
       {
-        py::gil_scoped_release release;
+        GilRelease release;
         done = engine_->Wait(std::max(std::chrono::milliseconds(0), std::min(left, slice)));
       }
       if (done) return true;
