@@ -11,6 +11,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests_py.procs import die_with_parent
+
 _SANITIZER_ENV = {"LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS"}
 
 #: PIDs of servers owned by test fixtures; the conformance harness's reaper of
@@ -66,6 +68,7 @@ class RedisServer:
             ],
             # Not the sanitizer runtime a chaos run preloads into its Python processes.
             env={k: v for k, v in os.environ.items() if k not in _SANITIZER_ENV},
+            preexec_fn=die_with_parent,
         )
         FIXTURE_PIDS.add(self.proc.pid)
         deadline = time.monotonic() + 10

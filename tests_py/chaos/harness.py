@@ -46,6 +46,7 @@ from pynenc import Pynenc, PynencBuilder
 from pynenc.invocation import InvocationStatus
 
 from tests_py import runner_tasks as rt
+from tests_py.procs import die_with_parent
 from tests_py.redis_server import RedisServer
 from tests_py.test_cpp_runner import FAST, ROOT, runner_env
 
@@ -225,6 +226,7 @@ class Chaos:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=die_with_parent,
             )
         runner = Runner(runner_cls, proc, log)
         self.runners.append(runner)

@@ -1,0 +1,25 @@
+"""Child processes of the test process that do not outlive it.
+
+Runners, clients and redis-servers are started in sessions of their own (so a
+test can signal a whole group), which also means nothing kills them when the
+test process itself dies (a CI timeout, a SIGKILLed pytest). Each is started
+with ``preexec_fn=die_with_parent``: Linux sends it SIGKILL when the test
+process's thread that started it exits.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+import sys
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """A ``preexec_fn``: the child gets SIGKILL when its parent dies (Linux only;
+    a no-op elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
