@@ -14,12 +14,13 @@ import signal
 import sys
 
 _PR_SET_PDEATHSIG = 1
+# Looked up here, in the parent: the child of a multithreaded process must not
+# dlopen (another thread may have held the loader's lock at fork time).
+_prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
 
 
 def die_with_parent() -> None:
     """A ``preexec_fn``: the child gets SIGKILL when its parent dies (Linux only;
     a no-op elsewhere)."""
-    if not sys.platform.startswith("linux"):
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
