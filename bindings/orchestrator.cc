@@ -237,6 +237,14 @@ void InitOrchestrator(py::module_& m) {
           },
           py::arg("timeout_us"),
           "RUNNING invocations whose owner has no heartbeat within timeout_us.")
+      .def(
+          "pending_of_dead_runners",
+          [](Orchestrator& o, std::int64_t timeout_us) {
+            return WithoutGil([&] { return o.PendingOfDeadRunners(timeout_us); });
+          },
+          py::arg("timeout_us"),
+          "PENDING invocations claimed by a runner whose last heartbeat is older than\n"
+          "timeout_us (an owner that never heartbeated is left to pending_for_recovery).")
       // ---- atomic-service executions ----
       .def(
           "record_atomic_service_start",

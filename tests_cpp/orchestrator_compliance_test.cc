@@ -362,6 +362,23 @@ TYPED_TEST(OrchestratorCompliance, RunningRecoveryFindsOwnersWithoutRecentHeartb
   EXPECT_EQ(this->orch_->RunningForRecovery(120 * kSecond).value(), Ids({"g"}));
 }
 
+TYPED_TEST(OrchestratorCompliance, PendingOfDeadRunnersNeedsAStaleHeartbeatNotAnOldStatus) {
+  ASSERT_TRUE(this->orch_->RegisterHeartbeats({"alive", "stale"}, false, std::nullopt).ok());
+  for (const char* id : {"a", "s1", "g", "run", "s2"}) this->Register(id);
+  this->Move("a", S::kPending, "alive");
+  this->Move("s1", S::kPending, "stale");
+  this->Move("g", S::kPending, "ghost");  // never heartbeated: left to the age limit
+  this->Move("run", S::kPending, "stale");
+  this->Move("run", S::kRunning, "stale");  // RUNNING: RunningForRecovery's
+  this->clock_->Advance(60 * kSecond);
+  ASSERT_TRUE(this->orch_->RegisterHeartbeats({"alive"}, false, std::nullopt).ok());
+  this->Move("s2", S::kPending, "stale");  // a fresh claim of the dead runner counts too
+  EXPECT_EQ(this->orch_->PendingOfDeadRunners(30 * kSecond).value(), Ids({"s1", "s2"}));
+  EXPECT_TRUE(this->orch_->PendingOfDeadRunners(120 * kSecond).value().empty());
+  // The age limit still sees every old PENDING one, whoever claimed it.
+  EXPECT_EQ(this->orch_->PendingForRecovery(30 * kSecond).value(), Ids({"a", "s1", "g"}));
+}
+
 TYPED_TEST(OrchestratorCompliance, AutoPurgeForgetsMarkedInvocationsAfterTheDelay) {
   this->Register("a", "t");
   this->Register("b", "t");

@@ -20,10 +20,12 @@ from pathlib import Path
 import pytest
 from pynenc import Pynenc, PynencBuilder
 from pynenc.invocation import InvocationStatus
+from pynenc.runner.runner_context import RunnerContext
 
 from pynenc_cpp import CppRunner
 from tests_py import runner_tasks as rt
 from tests_py.test_cpp_runner import FAST, runner_env, start_runner, stop, wait_until
+from tests_py.test_cpp_runner import build_app as build_runner_app
 
 DEAD_AFTER_MINUTES = "0.05"  # 3 s without a heartbeat: the runner is dead
 SLOW_SEC = 4.0
@@ -194,3 +196,42 @@ def test_native_recovery_waits_a_dead_after_time_once_its_own_heartbeats_stalled
     assert runner._steady_heartbeats(now=109.0)  # steady for 3 s again
     assert runner._steady_heartbeats(now=110.5)  # 1.5 s: within three ticks of 0.75 s
     assert not runner._steady_heartbeats(now=113.0)  # 2.5 s: more than three ticks
+
+
+@pytest.mark.parametrize("backend", ["mem", "sqlite", "redis"])
+def test_native_recovery_takes_a_dead_runners_pending_claims_at_dead_after_time(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A runner killed between claiming an invocation (PENDING) and running it:
+    its claim is recovered once the runner counts as dead (here 0.6 s), not after
+    ``max_pending_seconds`` (an hour here). The PENDING claims of a live runner,
+    and of an owner that never heartbeated (pynenc's own runners claim under such
+    ids), are left to the age limit."""
+    app = build_runner_app(
+        backend,
+        tmp_path,
+        request,
+        config={"runner_considered_dead_after_minutes": 0.01, "max_pending_seconds": 3600},
+    )
+    owners = ["dead-runner", "live-runner", "never-heartbeated"]
+    app.orchestrator.register_runner_heartbeats(owners[:2])
+    invs = {owner: rt.add(1, n) for n, owner in enumerate(owners)}
+    for owner, inv in invs.items():
+        ctx = RunnerContext(runner_cls="TestRunner", runner_id=owner, pid=1, hostname="h")
+        app.orchestrator.set_invocation_status(inv.invocation_id, InvocationStatus.PENDING, ctx)
+    runner = CppRunner(app)
+    runner._recover_dead_runners()
+    assert all(i.status == InvocationStatus.PENDING for i in invs.values())  # nobody dead yet
+    time.sleep(0.8)
+    app.orchestrator.register_runner_heartbeats(["live-runner"])
+    queued = app.broker.count_invocations()
+    runner._recover_dead_runners()
+    assert app.broker.count_invocations() == queued + 1  # the recovered one, routed again
+
+    def statuses(inv) -> list[InvocationStatus]:  # noqa: ANN001
+        return [h.status_record.status for h in app.state_backend.get_history(inv.invocation_id)]
+
+    recovered = statuses(invs["dead-runner"])
+    assert recovered[-2:] == [InvocationStatus.PENDING_RECOVERY, InvocationStatus.REROUTED]
+    assert invs["live-runner"].status == InvocationStatus.PENDING
+    assert invs["never-heartbeated"].status == InvocationStatus.PENDING

@@ -299,6 +299,13 @@ class Orchestrator:
         """
         PENDING invocations older than max_pending_us.
         """
+    def pending_of_dead_runners(
+        self, timeout_us: typing.SupportsInt | typing.SupportsIndex
+    ) -> list[str]:
+        """
+        PENDING invocations claimed by a runner whose last heartbeat is older than
+        timeout_us (an owner that never heartbeated is left to pending_for_recovery).
+        """
     def purge(self) -> None:
         """
         Forgets every invocation, wait edge, runner and execution.

@@ -331,6 +331,14 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
             as_invocation_ids(self._engine.running_for_recovery(_seconds_to_us(timeout_seconds)))
         )
 
+    def get_pending_invocations_of_dead_runners(self) -> Iterator[InvocationId]:
+        """PENDING invocations claimed by a runner that heartbeated but has not for
+        ``runner_considered_dead_after_minutes``: a dead runner's claims, recovered
+        at dead-after time instead of after ``max_pending_seconds``. Not part of
+        pynenc's ABC (``CppRunner``'s native recovery uses it)."""
+        timeout_us = _seconds_to_us(self.app.conf.runner_considered_dead_after_minutes * 60)
+        return iter(as_invocation_ids(self._engine.pending_of_dead_runners(timeout_us)))
+
     # ---- atomic-service executions ----------------------------------------
 
     def record_atomic_service_execution_start(

@@ -49,6 +49,8 @@ from pynenc_cpp.errors import BackendConnectionError
 _RECOVERY_TICK_SEC = 1.0
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
     from pynenc.app import Pynenc
     from pynenc.invocation.dist_invocation import DistributedInvocation
     from pynenc.runner.runner_context import RunnerContext
@@ -666,19 +668,25 @@ class CppRunner(BaseRunner):
 
     def _recover_dead_runners(self) -> None:
         """Native recovery, on every heartbeat tick (at most a second apart): the
-        RUNNING invocations of runners with no heartbeat for
-        ``runner_considered_dead_after_minutes``, and the PENDING ones past their
-        allowed time, move to RUNNING_RECOVERY / PENDING_RECOVERY and are routed
-        again, as pynenc's recovery core tasks do (those stay as a backstop on
-        their cron). Several runners may look at once: each transition is a
-        compare-and-set, so exactly one of them recovers a given invocation and
-        only that one routes it again."""
+        RUNNING and PENDING invocations of runners with no heartbeat for
+        ``runner_considered_dead_after_minutes``, and any PENDING one past its
+        allowed time (``max_pending_seconds``), move to RUNNING_RECOVERY /
+        PENDING_RECOVERY and are routed again, as pynenc's recovery core tasks do
+        (those stay as a backstop on their cron). Several runners may look at once:
+        each transition is a compare-and-set, so exactly one of them recovers a
+        given invocation and only that one routes it again."""
         orchestrator = self.app.orchestrator
         ctx = self.runner_context
-        for find, status in (
+        finds: list[tuple[Callable[[], Iterable[InvocationId]], InvocationStatus]] = [
             (orchestrator.get_running_invocations_for_recovery, InvocationStatus.RUNNING_RECOVERY),
-            (orchestrator.get_pending_invocations_for_recovery, InvocationStatus.PENDING_RECOVERY),
-        ):
+        ]
+        of_dead = getattr(orchestrator, "get_pending_invocations_of_dead_runners", None)
+        if of_dead is not None:  # an engine orchestrator: a dead runner's claims at once
+            finds.append((of_dead, InvocationStatus.PENDING_RECOVERY))
+        finds.append(
+            (orchestrator.get_pending_invocations_for_recovery, InvocationStatus.PENDING_RECOVERY)
+        )
+        for find, status in finds:
             recovered = 0
             for invocation_id in list(find()):
                 try:

@@ -71,6 +71,21 @@ Result<std::vector<InvocationId>> MemOrchestrator::RunningForRecovery(
   return out;
 }
 
+Result<std::vector<InvocationId>> MemOrchestrator::PendingOfDeadRunners(
+    TimestampUs heartbeat_timeout_us) {
+  MutexLock lock(mu_);
+  const TimestampUs cutoff = clock_->NowMicros() - heartbeat_timeout_us;
+  std::vector<InvocationId> out;
+  for (Seq seq : by_status_[static_cast<std::size_t>(InvocationStatus::kPending)]) {
+    const InvocationId& id = by_seq_.at(seq);
+    const std::optional<std::string>& owner = rows_.at(id).status.runner_id;
+    if (!owner || owner->empty()) continue;
+    auto runner = runners_.find(*owner);
+    if (runner != runners_.end() && runner->second.last_heartbeat_us < cutoff) out.push_back(id);
+  }
+  return out;
+}
+
 std::vector<const ExecutionRow*> MemOrchestrator::ExecutionsNewestFirstLocked() const {
   std::vector<const ExecutionRow*> rows;
   rows.reserve(executions_.size());

@@ -58,7 +58,7 @@ const redis::Script& BlockingScript();
 const redis::Script& HeartbeatScript();
 const redis::Script& RunnersScript();
 const redis::Script& PendingRecoveryScript();
-const redis::Script& RunningRecoveryScript();
+const redis::Script& OwnerDeadScript();
 const redis::Script& ExecutionStartScript();
 const redis::Script& ExecutionFinalizeScript();
 const redis::Script& ExecutionsScript();
@@ -122,6 +122,7 @@ class RedisOrchestrator final : public Orchestrator {
       TimestampUs timeout_us, std::optional<bool> can_run_atomic_service) override;
   Result<std::vector<InvocationId>> PendingForRecovery(TimestampUs max_pending_us) override;
   Result<std::vector<InvocationId>> RunningForRecovery(TimestampUs heartbeat_timeout_us) override;
+  Result<std::vector<InvocationId>> PendingOfDeadRunners(TimestampUs heartbeat_timeout_us) override;
   Result<AtomicServiceStart> RecordAtomicServiceStart(const std::string& runner_id,
                                                       const std::string& run_id,
                                                       std::optional<TimestampUs> started_at_us,

@@ -88,7 +88,15 @@ Result<std::vector<InvocationId>> RedisOrchestrator::PendingForRecovery(
 Result<std::vector<InvocationId>> RedisOrchestrator::RunningForRecovery(
     TimestampUs heartbeat_timeout_us) {
   const TimestampUs cutoff = clock_->NowMicros() - heartbeat_timeout_us;
-  return RunIds(RunningRecoveryScript(), {std::to_string(cutoff)}, "running for recovery");
+  return RunIds(OwnerDeadScript(), {std::to_string(cutoff), "running", "1"},
+                "running for recovery");
+}
+
+Result<std::vector<InvocationId>> RedisOrchestrator::PendingOfDeadRunners(
+    TimestampUs heartbeat_timeout_us) {
+  const TimestampUs cutoff = clock_->NowMicros() - heartbeat_timeout_us;
+  return RunIds(OwnerDeadScript(), {std::to_string(cutoff), "pending", "0"},
+                "pending of dead runners");
 }
 
 Result<AtomicServiceStart> RedisOrchestrator::RecordAtomicServiceStart(

@@ -417,16 +417,18 @@ return out
   return s;
 }
 
-// ARGV: P, cutoff. RUNNING invocations whose owner's heartbeat is missing or < cutoff.
-const Script& RunningRecoveryScript() {
+// ARGV: P, cutoff, status, missing ('1': an owner with no heartbeat counts as
+// dead). Invocations in `status` whose owner's heartbeat is < cutoff (or
+// missing), registration order: RUNNING for recovery, PENDING of dead runners.
+const Script& OwnerDeadScript() {
   static const Script s = Make(R"lua(
-local cutoff = tonumber(ARGV[2])
+local cutoff, missing_dead = tonumber(ARGV[2]), ARGV[4] == '1'
 local out = {}
-for _, id in ipairs(redis.call('ZRANGE', P .. 'status:running', 0, -1)) do
+for _, id in ipairs(redis.call('ZRANGE', P .. 'status:' .. ARGV[3], 0, -1)) do
   local own = redis.call('HGET', P .. 'inv:' .. id, 'own')
   if own and own ~= '' then
     local hb = redis.call('HGET', P .. 'runner:' .. own, 'hb')
-    if not hb or tonumber(hb) < cutoff then out[#out + 1] = id end
+    if (not hb and missing_dead) or (hb and tonumber(hb) < cutoff) then out[#out + 1] = id end
   end
 end
 return out

@@ -93,6 +93,7 @@ class SqliteOrchestrator final : public Orchestrator {
       TimestampUs timeout_us, std::optional<bool> can_run_atomic_service) override;
   Result<std::vector<InvocationId>> PendingForRecovery(TimestampUs max_pending_us) override;
   Result<std::vector<InvocationId>> RunningForRecovery(TimestampUs heartbeat_timeout_us) override;
+  Result<std::vector<InvocationId>> PendingOfDeadRunners(TimestampUs heartbeat_timeout_us) override;
   Result<AtomicServiceStart> RecordAtomicServiceStart(const std::string& runner_id,
                                                       const std::string& run_id,
                                                       std::optional<TimestampUs> started_at_us,

@@ -147,6 +147,17 @@ Result<std::vector<InvocationId>> SqliteOrchestrator::RunningForRecovery(
       [&](sqlite::Stmt& q) { q.Bind(2, cutoff); });
 }
 
+Result<std::vector<InvocationId>> SqliteOrchestrator::PendingOfDeadRunners(
+    TimestampUs heartbeat_timeout_us) {
+  const TimestampUs cutoff = clock_->NowMicros() - heartbeat_timeout_us;
+  return SelectIds(
+      "SELECT i.id FROM orch_invocations i JOIN orch_runners r"
+      " ON r.app_id = i.app_id AND r.runner_id = i.runner_id"
+      " WHERE i.app_id = ? AND i.status = 'pending' AND r.last_heartbeat_us < ?"
+      " ORDER BY i.seq",
+      [&](sqlite::Stmt& q) { q.Bind(2, cutoff); });
+}
+
 Result<AtomicServiceStart> SqliteOrchestrator::RecordAtomicServiceStart(
     const std::string& runner_id, const std::string& run_id,
     std::optional<TimestampUs> started_at_us, AtomicServiceStatus status,

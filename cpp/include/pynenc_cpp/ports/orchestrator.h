@@ -220,6 +220,15 @@ class Orchestrator {
   virtual Result<std::vector<InvocationId>> RunningForRecovery(
       TimestampUs heartbeat_timeout_us) = 0;
 
+  // PENDING invocations claimed by a runner that did heartbeat but whose last
+  // heartbeat is before now - `heartbeat_timeout_us` (a dead runner's claims,
+  // recovered without waiting for max_pending_seconds); registration order. An
+  // owner with no heartbeat at all is left to PendingForRecovery's age limit:
+  // pynenc's own runners claim under ids that need not heartbeat. Not in
+  // pynenc's ABC; CppRunner's native recovery uses it.
+  virtual Result<std::vector<InvocationId>> PendingOfDeadRunners(
+      TimestampUs heartbeat_timeout_us) = 0;
+
   // ---- atomic-service executions ------------------------------------------
   // Inserts the execution `run_id` (replacing a stored one with that id) started
   // at `started_at_us` (nullopt: now).
