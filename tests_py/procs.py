@@ -12,6 +12,8 @@ from __future__ import annotations
 import ctypes
 import signal
 import sys
+import threading
+from collections.abc import Callable
 
 _PR_SET_PDEATHSIG = 1
 # Looked up here, in the parent: the child of a multithreaded process must not
@@ -24,3 +26,9 @@ def die_with_parent() -> None:
     a no-op elsewhere)."""
     if _prctl is not None:
         _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+
+def orphan_guard() -> Callable[[], None] | None:
+    """The ``preexec_fn`` for a child of this thread: ``die_with_parent`` on the
+    main thread, None elsewhere (see the module docstring)."""
+    return die_with_parent if threading.current_thread() is threading.main_thread() else None

@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests_py.procs import die_with_parent
+from tests_py.procs import orphan_guard
 
 _SANITIZER_ENV = {"LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS"}
 
@@ -68,7 +68,7 @@ class RedisServer:
             ],
             # Not the sanitizer runtime a chaos run preloads into its Python processes.
             env={k: v for k, v in os.environ.items() if k not in _SANITIZER_ENV},
-            preexec_fn=die_with_parent,
+            preexec_fn=orphan_guard(),
         )
         FIXTURE_PIDS.add(self.proc.pid)
         deadline = time.monotonic() + 10

@@ -27,7 +27,7 @@ from pynenc.invocation import InvocationStatus
 
 from pynenc_cpp import CppRunner, TaskAbortedError, TaskTimeoutError
 from tests_py import runner_tasks as rt
-from tests_py.procs import die_with_parent
+from tests_py.procs import orphan_guard
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = {"runner_loop_sleep_time_sec": 0.01, "invocation_wait_results_sleep_time_sec": 0.01}
@@ -315,7 +315,7 @@ def start_runner(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
             # A group of its own: stop() kills the worker processes pynenc's
             # runners fork along with it (killing the leader alone orphaned them).
             start_new_session=True,
-            preexec_fn=die_with_parent,
+            preexec_fn=orphan_guard(),
         )
 
 

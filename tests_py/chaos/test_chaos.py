@@ -30,7 +30,7 @@ from tests_py.chaos.harness import (
     N,
     parse_ledger,
 )
-from tests_py.procs import die_with_parent
+from tests_py.procs import orphan_guard
 from tests_py.redis_server import RedisServer
 from tests_py.test_cpp_runner import ROOT
 
@@ -237,7 +237,7 @@ def test_client_sigkilled_mid_submit(chaos: Chaos, backend: str, mode: str, roun
             env={**chaos.env(), "PYNENC__LOGGING_LEVEL": "warning"},
             stdout=out,
             stderr=subprocess.STDOUT,
-            preexec_fn=die_with_parent,
+            preexec_fn=orphan_guard(),
         )
     try:
         deadline = time.monotonic() + 120
