@@ -84,11 +84,14 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
         )
 
     def get_condition(self, condition_id: str) -> TriggerCondition | None:
-        json_str = self._engine.get_condition(condition_id)
+        json_str = self._retried(
+            lambda: self._engine.get_condition(condition_id), "trigger condition read"
+        )
         return None if json_str is None else TriggerCondition.from_json(json_str, self.app)
 
     def _get_all_conditions(self) -> list[TriggerCondition]:
-        return [TriggerCondition.from_json(j, self.app) for j in self._engine.all_conditions()]
+        rows = self._retried(self._engine.all_conditions, "trigger conditions read")
+        return [TriggerCondition.from_json(j, self.app) for j in rows]
 
     def _register_source_task_condition(self, task_id: TaskId, condition_id: ConditionId) -> None:
         self._engine.register_source_task_condition(task_id.key, condition_id)
@@ -96,11 +99,14 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
     def get_conditions_sourced_from_task(
         self, task_id: TaskId, context_type: type[ConditionContext] | None = None
     ) -> list[TriggerCondition]:
+        # Read on every status change and result pynenc reports (mixed mode): an
+        # outage here must not turn the invocation into a failure.
         name = None if context_type is None else _context_type_name(context_type)
-        return [
-            TriggerCondition.from_json(j, self.app)
-            for j in self._engine.conditions_sourced_from_task(task_id.key, name)
-        ]
+        rows = self._retried(
+            lambda: self._engine.conditions_sourced_from_task(task_id.key, name),
+            f"trigger conditions of task {task_id.key}",
+        )
+        return [TriggerCondition.from_json(j, self.app) for j in rows]
 
     def register_trigger(self, trigger: TriggerDefinitionDTO) -> None:
         self._engine.register_trigger(
@@ -112,11 +118,14 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
         )
 
     def _get_trigger(self, trigger_id: str) -> TriggerDefinitionDTO | None:
-        row = self._engine.get_trigger(trigger_id)
+        row = self._retried(lambda: self._engine.get_trigger(trigger_id), "trigger read")
         return None if row is None else _to_dto(row)
 
     def get_triggers_for_condition(self, condition_id: str) -> list[TriggerDefinitionDTO]:
-        return [_to_dto(row) for row in self._engine.triggers_for_condition(condition_id)]
+        rows = self._retried(
+            lambda: self._engine.triggers_for_condition(condition_id), "triggers read"
+        )
+        return [_to_dto(row) for row in rows]
 
     def clean_task_trigger_definitions(self, task_id: TaskId) -> None:
         self._engine.clean_task_triggers(task_id.key)
