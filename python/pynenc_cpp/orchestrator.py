@@ -216,8 +216,11 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
     ) -> list[InvocationId]:
         if not invocation_ids or status_filter is None:
             return []
+        ids, statuses = list(invocation_ids), list(status_filter)
         return as_invocation_ids(
-            self._engine.filter_by_status(list(invocation_ids), list(status_filter))
+            self._retried(
+                lambda: self._engine.filter_by_status(ids, statuses), "status filter read"
+            )
         )
 
     def index_arguments_for_concurrency_control(
@@ -233,8 +236,14 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
         key_serialized_arguments: dict[str, str] | None = None,
         statuses: list[InvocationStatus] | None = None,
     ) -> Iterator[InvocationId]:
-        found = self._engine.existing_invocations(
-            task.task_id.key, dict(key_serialized_arguments or {}), _statuses(statuses)
+        key, args, wanted = (
+            task.task_id.key,
+            dict(key_serialized_arguments or {}),
+            _statuses(statuses),
+        )
+        found = self._retried(
+            lambda: self._engine.existing_invocations(key, args, wanted),
+            f"existing invocations of task {key}",
         )
         return iter(as_invocation_ids(found))
 
@@ -270,7 +279,7 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
     def get_invocation_retries(self, invocation_id: InvocationId) -> int:
         """Retries of the invocation; 0 for an unknown one, as pynenc's backends do."""
         try:
-            return self._engine.retries(invocation_id)
+            return self._retried(lambda: self._engine.retries(invocation_id), "retries read")
         except InvocationNotFound:
             return 0
 

@@ -182,7 +182,8 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
         )
 
     def _get_history(self, invocation_id: InvocationId) -> list[InvocationHistory]:
-        return [InvocationHistory.from_json(j) for j in self._engine.get_history(invocation_id)]
+        rows = self._retried(lambda: self._engine.get_history(invocation_id), "history read")
+        return [InvocationHistory.from_json(j) for j in rows]
 
     def iter_history_in_timerange(
         self,
@@ -277,13 +278,19 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
 
     def _get_runner_context(self, runner_id: str) -> RunnerContext | None:
         try:
-            record = self._engine.get_runner_context(runner_id)
+            record = self._retried(
+                lambda: self._engine.get_runner_context(runner_id), "runner context read"
+            )
         except InvocationNotFound:
             return None
         return self._runner_context(record)
 
     def _get_runner_contexts(self, runner_ids: list[str]) -> list[RunnerContext]:
-        return [self._runner_context(r) for r in self._engine.get_runner_contexts(list(runner_ids))]
+        ids = list(runner_ids)
+        records = self._retried(
+            lambda: self._engine.get_runner_contexts(ids), "runner contexts read"
+        )
+        return [self._runner_context(r) for r in records]
 
     def get_matching_runner_contexts(self, partial_id: str) -> Iterator[RunnerContext]:
         records = self._engine.match_runner_contexts(partial_id)
