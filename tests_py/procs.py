@@ -3,8 +3,10 @@
 Runners, clients and redis-servers are started in sessions of their own (so a
 test can signal a whole group), which also means nothing kills them when the
 test process itself dies (a CI timeout, a SIGKILLed pytest). Each is started
-with ``preexec_fn=die_with_parent``: Linux sends it SIGKILL when the test
-process's thread that started it exits.
+with ``preexec_fn=orphan_guard()``: Linux sends it SIGKILL when the test
+process's thread that started it exits. As the signal is tied to that thread,
+only a child started on the main thread gets it: one started from a short-lived
+thread (a ``threading.Timer`` restarting a server) would die with the thread.
 """
 
 from __future__ import annotations
