@@ -130,6 +130,12 @@ class MemOrchestrator final : public Orchestrator {
   // Every execution, newest start first (ties: newest insertion first).
   // REQUIRES: mu_ held.
   std::vector<const ExecutionRow*> ExecutionsNewestFirstLocked() const PYNENC_REQUIRES(mu_);
+  // Invocations in `status` whose owner's last heartbeat is older than the
+  // timeout (an owner with no heartbeat counts as dead if `missing_is_dead`),
+  // registration order: RunningForRecovery and PendingOfDeadRunners.
+  std::vector<InvocationId> OwnerDeadLocked(InvocationStatus status,
+                                            TimestampUs heartbeat_timeout_us,
+                                            bool missing_is_dead) const PYNENC_REQUIRES(mu_);
 
   const std::shared_ptr<Clock> clock_;
 

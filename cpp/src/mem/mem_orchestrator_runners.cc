@@ -56,34 +56,33 @@ Result<std::vector<InvocationId>> MemOrchestrator::PendingForRecovery(TimestampU
   return out;
 }
 
-Result<std::vector<InvocationId>> MemOrchestrator::RunningForRecovery(
-    TimestampUs heartbeat_timeout_us) {
-  MutexLock lock(mu_);
+std::vector<InvocationId> MemOrchestrator::OwnerDeadLocked(InvocationStatus status,
+                                                           TimestampUs heartbeat_timeout_us,
+                                                           bool missing_is_dead) const {
   const TimestampUs cutoff = clock_->NowMicros() - heartbeat_timeout_us;
   std::vector<InvocationId> out;
-  for (Seq seq : by_status_[static_cast<std::size_t>(InvocationStatus::kRunning)]) {
+  for (Seq seq : by_status_[static_cast<std::size_t>(status)]) {
     const InvocationId& id = by_seq_.at(seq);
     const std::optional<std::string>& owner = rows_.at(id).status.runner_id;
     if (!owner || owner->empty()) continue;
     auto runner = runners_.find(*owner);
-    if (runner == runners_.end() || runner->second.last_heartbeat_us < cutoff) out.push_back(id);
+    const bool dead = runner == runners_.end() ? missing_is_dead
+                                               : runner->second.last_heartbeat_us < cutoff;
+    if (dead) out.push_back(id);
   }
   return out;
+}
+
+Result<std::vector<InvocationId>> MemOrchestrator::RunningForRecovery(
+    TimestampUs heartbeat_timeout_us) {
+  MutexLock lock(mu_);
+  return OwnerDeadLocked(InvocationStatus::kRunning, heartbeat_timeout_us, true);
 }
 
 Result<std::vector<InvocationId>> MemOrchestrator::PendingOfDeadRunners(
     TimestampUs heartbeat_timeout_us) {
   MutexLock lock(mu_);
-  const TimestampUs cutoff = clock_->NowMicros() - heartbeat_timeout_us;
-  std::vector<InvocationId> out;
-  for (Seq seq : by_status_[static_cast<std::size_t>(InvocationStatus::kPending)]) {
-    const InvocationId& id = by_seq_.at(seq);
-    const std::optional<std::string>& owner = rows_.at(id).status.runner_id;
-    if (!owner || owner->empty()) continue;
-    auto runner = runners_.find(*owner);
-    if (runner != runners_.end() && runner->second.last_heartbeat_us < cutoff) out.push_back(id);
-  }
-  return out;
+  return OwnerDeadLocked(InvocationStatus::kPending, heartbeat_timeout_us, false);
 }
 
 std::vector<const ExecutionRow*> MemOrchestrator::ExecutionsNewestFirstLocked() const {

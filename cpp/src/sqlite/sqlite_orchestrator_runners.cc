@@ -135,27 +135,29 @@ Result<std::vector<InvocationId>> SqliteOrchestrator::PendingForRecovery(
       [&](sqlite::Stmt& q) { q.Bind(2, cutoff); });
 }
 
+// Invocations in `status` whose owner's last heartbeat is before the cutoff;
+// an owner with no runner row counts as dead when ?4 is 1. Registration order.
+constexpr const char* kOwnerDeadSql =
+    "SELECT i.id FROM orch_invocations i LEFT JOIN orch_runners r"
+    " ON r.app_id = i.app_id AND r.runner_id = i.runner_id"
+    " WHERE i.app_id = ? AND i.status = ? AND i.runner_id IS NOT NULL AND i.runner_id <> ''"
+    " AND ((r.runner_id IS NULL AND ? = 1) OR r.last_heartbeat_us < ?)"
+    " ORDER BY i.seq";
+
 Result<std::vector<InvocationId>> SqliteOrchestrator::RunningForRecovery(
     TimestampUs heartbeat_timeout_us) {
   const TimestampUs cutoff = clock_->NowMicros() - heartbeat_timeout_us;
-  return SelectIds(
-      "SELECT i.id FROM orch_invocations i LEFT JOIN orch_runners r"
-      " ON r.app_id = i.app_id AND r.runner_id = i.runner_id"
-      " WHERE i.app_id = ? AND i.status = 'running' AND i.runner_id IS NOT NULL"
-      " AND i.runner_id <> '' AND (r.runner_id IS NULL OR r.last_heartbeat_us < ?)"
-      " ORDER BY i.seq",
-      [&](sqlite::Stmt& q) { q.Bind(2, cutoff); });
+  return SelectIds(kOwnerDeadSql, [&](sqlite::Stmt& q) {
+    q.Bind(2, "running").Bind(3, std::int64_t{1}).Bind(4, cutoff);
+  });
 }
 
 Result<std::vector<InvocationId>> SqliteOrchestrator::PendingOfDeadRunners(
     TimestampUs heartbeat_timeout_us) {
   const TimestampUs cutoff = clock_->NowMicros() - heartbeat_timeout_us;
-  return SelectIds(
-      "SELECT i.id FROM orch_invocations i JOIN orch_runners r"
-      " ON r.app_id = i.app_id AND r.runner_id = i.runner_id"
-      " WHERE i.app_id = ? AND i.status = 'pending' AND r.last_heartbeat_us < ?"
-      " ORDER BY i.seq",
-      [&](sqlite::Stmt& q) { q.Bind(2, cutoff); });
+  return SelectIds(kOwnerDeadSql, [&](sqlite::Stmt& q) {
+    q.Bind(2, "pending").Bind(3, std::int64_t{0}).Bind(4, cutoff);
+  });
 }
 
 Result<AtomicServiceStart> SqliteOrchestrator::RecordAtomicServiceStart(
