@@ -1,5 +1,5 @@
 # Developer and CI entry points. Each target installs what it needs.
-.PHONY: setup test demo wheel conformance chaos bench bench-peers bench-cluster bench-actors clean
+.PHONY: setup test demo wheel conformance chaos bench bench-peers profile bench-cluster bench-actors clean
 
 setup:
 	bash scripts/setup.sh
@@ -31,6 +31,15 @@ bench: setup
 bench-peers: setup
 	bash scripts/bench_setup.sh
 	.venv/bin/python bench/peers.py $(ARGS)
+
+# Where a burst's time goes: py-spy on the client and the runner, perf on the runner,
+# Redis round trips and GIL acquisitions per task (docs/performance.md).
+# ARGS="--stack cpp-sqlite --mode mixed" etc.
+profile: setup
+	.venv/bin/python -c 'import psutil' 2>/dev/null || .venv/bin/python -m pip -q install "psutil>=5.9"
+	[ -x .venv/bin/py-spy ] || .venv/bin/python -m pip -q install "py-spy>=0.4"
+	command -v perf >/dev/null || { apt-get update -qq && apt-get install -y -qq linux-perf; }
+	.venv/bin/python bench/profile_burst.py --perf $(ARGS)
 
 # Cluster failover with real processes on loopback (docs/cluster/python.md).
 # ARGS="--quick" for a smoke run.

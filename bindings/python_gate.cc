@@ -20,6 +20,18 @@ void InitPythonGate(py::module_& m) {
       py::name("_close_python_gate"),
       py::doc("Stops the native threads that call Python, before the interpreter finalizes."));
   m.attr("_close_python_gate") = hook;
+  m.def(
+      "gil_handovers",
+      [] {
+        py::dict d;
+        d["engine_calls"] = GilCounters().engine_calls.load(std::memory_order_relaxed);
+        d["thread_entries"] = GilCounters().thread_entries.load(std::memory_order_relaxed);
+        return d;
+      },
+      "How often this process handed the GIL over so far: ``engine_calls`` (binding calls\n"
+      "that released it and took it back) and ``thread_entries`` (engine threads that took\n"
+      "it to run Python: a runner worker running an invocation, a callback). Each is one\n"
+      "GIL acquisition. For profiling (bench/profile_burst.py); never reset.");
   py::module_::import("atexit").attr("register")(hook);
 }
 

@@ -20,14 +20,30 @@
 
 #include <pybind11/pybind11.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <utility>
 #include <vector>
 
 namespace pynenc_cpp::bindings {
+
+// How often the bindings hand the GIL over, process-wide (bench/profile_burst.py
+// reports them per task): engine calls that released the GIL and took it back
+// (GilRelease), and passages of engine threads into Python (PythonEntry: a runner
+// worker running an invocation, a callback). Relaxed counters: figures, not
+// synchronization. Thread-safe.
+struct GilCounts {
+  std::atomic<std::uint64_t> engine_calls{0};
+  std::atomic<std::uint64_t> thread_entries{0};
+};
+inline GilCounts& GilCounters() {
+  static GilCounts counts;
+  return counts;
+}
 
 class PythonGate {
  public:
@@ -102,7 +118,9 @@ class PythonGate {
 // One passage through the gate: `if (PythonEntry entry; entry) { ...take the GIL... }`.
 class PythonEntry {
  public:
-  PythonEntry() : entered_(PythonGate::Get().Enter()) {}
+  PythonEntry() : entered_(PythonGate::Get().Enter()) {
+    if (entered_) GilCounters().thread_entries.fetch_add(1, std::memory_order_relaxed);
+  }
   ~PythonEntry() {
     if (entered_) PythonGate::Get().Leave();
   }
@@ -126,6 +144,7 @@ class GilRelease {
  public:
   GilRelease() {
     (void)pybind11::detail::get_internals();  // as gil_scoped_release: set up before release
+    GilCounters().engine_calls.fetch_add(1, std::memory_order_relaxed);
     tstate_ = PyEval_SaveThread();
   }
   ~GilRelease() noexcept(false) { PyEval_RestoreThread(tstate_); }

@@ -50,6 +50,7 @@ __all__: list[str] = [
     "apply_transition",
     "describe_backend",
     "engine_metrics",
+    "gil_handovers",
     "history_json",
     "set_engine_metrics_enabled",
     "status_names",
@@ -2028,6 +2029,14 @@ def engine_metrics() -> dict:
     backend_errors_connection, redis_connections_opened, redis_connections_lost, and the
     queue_wait / run_time histograms (bounds_us, per-bucket counts with +Inf last, count,
     sum_us).
+    """
+
+def gil_handovers() -> dict:
+    """
+    How often this process handed the GIL over so far: ``engine_calls`` (binding calls
+    that released it and took it back) and ``thread_entries`` (engine threads that took
+    it to run Python: a runner worker running an invocation, a callback). Each is one
+    GIL acquisition. For profiling (bench/profile_burst.py); never reset.
     """
 
 def history_json(
