@@ -33,6 +33,8 @@ const char* ClaimKindName(ClaimKind kind) {
       return "not_available";
     case ClaimKind::kNeedsCheck:
       return "needs_check";
+    case ClaimKind::kStarted:
+      return "started";
   }
   return "not_available";
 }
@@ -112,18 +114,22 @@ void InitLifecycle(py::module_& m) {
       .def(
           "claim",
           [](Lifecycle& l, InvocationId id, std::optional<std::string> runner_id,
-             std::string runner_context_id) {
+             std::string runner_context_id, bool start) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
-            ClaimOutcome out = WithoutGil([&] { return l.Claim(id, actor); });
+            ClaimOutcome out = WithoutGil(
+                [&] { return start ? l.ClaimAndStart(id, actor) : l.Claim(id, actor); });
             py::object inv = out.invocation ? py::object(InvocationToDict(*out.invocation))
                                             : py::object(py::none());
             return py::make_tuple(ClaimKindName(out.kind), RecordTuple(out.record), inv,
                                   out.status_watched);
           },
           py::arg("invocation_id"), py::arg("runner_id"), py::arg("runner_context_id"),
+          py::arg("start") = false,
           "Claims one id taken from the broker: returns (kind, record, invocation dict | None,\n"
           "status_watched); kind is 'claimed' (now PENDING), 'not_available' or 'needs_check'\n"
-          "(its task may have running concurrency control: nothing changed).")
+          "(its task may have running concurrency control: nothing changed). With start=True\n"
+          "a claimed invocation moves on to RUNNING in the same operation (both history\n"
+          "rows; one script on Redis, one transaction on SQLite): kind 'started' instead.")
       .def(
           "set_task_runs_freely",
           [](Lifecycle& l, const std::string& task_key) { l.SetTaskRunsFreely(TaskId(task_key)); },

@@ -230,6 +230,105 @@ TYPED_TEST(LifecycleCompliance, ClaimChecksStatusAndConcurrencyKnowledge) {
   EXPECT_EQ(again.value().record.runner_id, std::optional<std::string>("runner-1"));
 }
 
+TYPED_TEST(LifecycleCompliance, ClaimAndStartMovesAFreeTaskOnToRunning) {
+  auto unknown = this->life_->ClaimAndStart(InvocationId("nope"), kRunner);
+  EXPECT_EQ(unknown.status().code(), ErrorCode::kNotFound);
+
+  this->Register("a");
+  auto first = this->life_->ClaimAndStart(InvocationId("a"), kRunner);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first.value().kind, ClaimKind::kNeedsCheck);  // not known to run freely: untouched
+  EXPECT_EQ(this->StatusOf("a"), S::kRegistered);
+  EXPECT_EQ(this->HistoryOf("a"), std::vector<S>{S::kRegistered});
+
+  this->life_->SetTaskRunsFreely(TaskId("mod.task"));
+  auto started = this->life_->ClaimAndStart(InvocationId("a"), kRunner);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  EXPECT_EQ(started.value().kind, ClaimKind::kStarted);
+  EXPECT_EQ(started.value().record.status, S::kRunning);
+  EXPECT_EQ(started.value().record.runner_id, std::optional<std::string>("runner-1"));
+  ASSERT_TRUE(started.value().invocation.has_value());
+  EXPECT_EQ(started.value().invocation->task_id, TaskId("mod.task"));
+  EXPECT_FALSE(started.value().status_watched);  // no condition watches mod.task
+  const StatusRecord stored = this->orch_->GetStatusRecord(InvocationId("a")).value();
+  EXPECT_EQ(stored.status, S::kRunning);
+  EXPECT_EQ(stored.runner_id, std::optional<std::string>("runner-1"));
+  EXPECT_EQ(stored.timestamp_us, started.value().record.timestamp_us);
+  // Both rows, in order, the RUNNING one not before the PENDING one.
+  const std::vector<HistoryRecord> rows = this->state_->GetHistory(InvocationId("a")).value();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1].status, S::kPending);
+  EXPECT_EQ(rows[2].status, S::kRunning);
+  EXPECT_LE(rows[1].timestamp_us, rows[2].timestamp_us);
+  EXPECT_EQ(rows[2].timestamp_us, started.value().record.timestamp_us);
+
+  // Another runner finds it taken; the owner finishes it as after ChangeStatus(RUNNING).
+  auto again =
+      this->life_->ClaimAndStart(InvocationId("a"), Actor{std::string("runner-2"), "runner-2"});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.value().kind, ClaimKind::kNotAvailable);
+  EXPECT_EQ(this->StatusOf("a"), S::kRunning);
+  this->clock_->Advance(kSecond);  // the task's body
+  auto done = this->life_->FinishSuccess(InvocationId("a"), "1", kRunner, TaskId("mod.task"), true);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(this->HistoryOf("a"),
+            (std::vector<S>{S::kRegistered, S::kPending, S::kRunning, S::kSuccess}));
+}
+
+TYPED_TEST(LifecycleCompliance, ClaimAndStartReportsWatchingAndCountsBothChanges) {
+  ASSERT_TRUE(this->trigger_->RegisterCondition("c-status", "{}", "StatusContext").ok());
+  ASSERT_TRUE(this->trigger_->RegisterSourceTaskCondition("mod.watched", "c-status").ok());
+  this->life_->SetTaskRunsFreely(TaskId("mod.watched"));
+  ASSERT_TRUE(this->life_->RegisterAndRoute({this->New("w", "mod.watched")}, kRunner).ok());
+  const metrics::Snapshot before = metrics::Take();
+  this->clock_->Advance(3 * kSecond);
+  auto started = this->life_->ClaimAndStart(InvocationId("w"), kRunner);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  EXPECT_EQ(started.value().kind, ClaimKind::kStarted);
+  EXPECT_TRUE(started.value().status_watched);
+  const metrics::Snapshot after = metrics::Take();
+  const auto entered = [&](S s) {
+    const auto i = static_cast<std::size_t>(s);
+    return after.entered[i] - before.entered[i];
+  };
+  EXPECT_EQ(entered(S::kPending), 1u);
+  EXPECT_EQ(entered(S::kRunning), 1u);
+  EXPECT_EQ(after.queue_wait.count - before.queue_wait.count, 1u);
+  EXPECT_EQ(after.queue_wait.sum_us - before.queue_wait.sum_us, 3 * kSecond);
+}
+
+TYPED_TEST(LifecycleCompliance, RacingClaimAndStartsHaveExactlyOneWinner) {
+  this->life_->SetTaskRunsFreely(TaskId("mod.task"));
+  constexpr int kInvocations = 20;
+  constexpr int kThreads = 4;
+  for (int i = 0; i < kInvocations; ++i) this->Register("s" + std::to_string(i));
+  std::atomic<int> started{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const Actor me{"runner-" + std::to_string(t), "runner-" + std::to_string(t)};
+      for (int i = 0; i < kInvocations; ++i) {
+        auto r = this->life_->ClaimAndStart(InvocationId("s" + std::to_string(i)), me);
+        if (r.ok() && r.value().kind == ClaimKind::kStarted) {
+          ++started;
+        } else if (!r.ok() && r.status().code() != ErrorCode::kIllegalTransition &&
+                   r.status().code() != ErrorCode::kOwnershipViolation) {
+          ++failed;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(started.load(), kInvocations);
+  EXPECT_EQ(failed.load(), 0);
+  for (int i = 0; i < kInvocations; ++i) {
+    const std::string id = "s" + std::to_string(i);
+    EXPECT_EQ(this->StatusOf(id), S::kRunning);
+    EXPECT_EQ(this->HistoryOf(id), (std::vector<S>{S::kRegistered, S::kPending, S::kRunning}));
+  }
+}
+
 TYPED_TEST(LifecycleCompliance, FinishSuccessAndFailureStorePayloadAndStatus) {
   this->Running("ok");
   auto s = this->life_->FinishSuccess(InvocationId("ok"), "\"result\"", kRunner,

@@ -399,9 +399,10 @@ def test_native_claim_for_run_is_used_when_the_orchestrator_has_it(
     runner = app.runner
     claimed: list[str] = []
 
-    def claim_for_run(invocation_id: str, runner_ctx: Any) -> Any:
+    def claim_for_run(invocation_id: str, runner_ctx: Any, start: bool = False) -> Any:
         claimed.append(invocation_id)
         assert runner_ctx is runner.runner_context
+        assert start  # the runner runs what it claims at once, on the same thread
         invocation = app.state_backend.get_invocation(invocation_id)
         if invocation.arguments.kwargs == {"x": 2, "y": 2}:
             return None  # "not to be run now": the runner leaves it alone

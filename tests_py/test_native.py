@@ -268,6 +268,55 @@ def test_claim_for_run_returns_none_when_not_available(app: Pynenc) -> None:
     assert app.orchestrator.get_invocation_status_record(inv.invocation_id).runner_id == "a"
 
 
+def test_claim_for_run_with_start_makes_the_runs_running_step(
+    app: Pynenc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``start=True`` (CppRunner's claim): a free task's invocation is RUNNING when the
+    claim returns, both history rows written; pynenc's ``run`` then only logs and
+    reports its RUNNING step (no second change: it would be refused)."""
+    orch = app.orchestrator
+    runner = ctx("runner-a")
+    first = add(1, 1)
+    claimed = orch.claim_for_run(app.broker.retrieve_invocation(), runner, start=True)
+    assert claimed is not None
+    # A task seen for the first time is checked for concurrency control: PENDING only.
+    assert orch.get_invocation_status(first.invocation_id) == S.PENDING
+    claimed.run(runner)
+    assert first.result == 2
+
+    reported: list[tuple[list, object]] = []
+    original = app.trigger.report_tasks_status
+
+    def spy(ids: list, status: object = None) -> None:
+        reported.append((list(ids), status))
+        original(ids, status)
+
+    monkeypatch.setattr(app.trigger, "report_tasks_status", spy)
+    app.trigger.register_task_triggers(
+        watcher, TriggerBuilder().on_status(add, statuses=[S.RUNNING])
+    )
+    second = add(2, 2)
+    started = orch.claim_for_run(app.broker.retrieve_invocation(), runner, start=True)
+    assert started is not None
+    record = orch.get_invocation_status_record(second.invocation_id)
+    assert (record.status, record.runner_id) == (S.RUNNING, "runner-a")
+    assert statuses(app, second) == [S.REGISTERED, S.PENDING, S.RUNNING]
+    assert ([second.invocation_id], S.PENDING) in reported
+    assert ([second.invocation_id], S.RUNNING) not in reported  # the run reports it
+    started.run(runner)
+    assert second.result == 4
+    assert statuses(app, second) == [S.REGISTERED, S.PENDING, S.RUNNING, S.SUCCESS]
+    assert reported.count(([second.invocation_id], S.RUNNING)) == 1
+
+    # A note the run never used is dropped: RUNNING again is then the ordinary change.
+    third = add(3, 3)
+    assert orch.claim_for_run(app.broker.retrieve_invocation(), runner, start=True) is not None
+    orch.forget_started()
+    with pytest.raises(InvocationStatusTransitionError):
+        orch.set_invocation_status(third.invocation_id, S.RUNNING, runner)
+    assert statuses(app, third) == [S.REGISTERED, S.PENDING, S.RUNNING]
+
+
 def test_status_errors_are_pynencs(app: Pynenc) -> None:
     orch = app.orchestrator
     inv = add(1, 2)

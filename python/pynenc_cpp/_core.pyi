@@ -866,12 +866,14 @@ class Lifecycle:
         Raises InvocationNotFound, IllegalTransition or OwnershipViolation.
         """
     def claim(
-        self, invocation_id: str, runner_id: str | None, runner_context_id: str
+        self, invocation_id: str, runner_id: str | None, runner_context_id: str, start: bool = False
     ) -> tuple[str, tuple, typing.Any, bool]:
         """
         Claims one id taken from the broker: returns (kind, record, invocation dict | None,
         status_watched); kind is 'claimed' (now PENDING), 'not_available' or 'needs_check'
-        (its task may have running concurrency control: nothing changed).
+        (its task may have running concurrency control: nothing changed). With start=True
+        a claimed invocation moves on to RUNNING in the same operation (both history
+        rows; one script on Redis, one transaction on SQLite): kind 'started' instead.
         """
     def finish_failure(
         self,

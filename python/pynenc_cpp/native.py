@@ -14,7 +14,15 @@ get_additional_invocations_to_run    per id: status check + lookup + PENDING + h
 set_invocation_result / _exception   store + SUCCESS / FAILED (as above)
 set_invocation_retry                 RETRY + history + retries + 1 + route
 reroute_invocations                  per id: REROUTED + history + route
+claim_for_run (CppRunner)            status check + lookup + PENDING + RUNNING + history
 =================================== ==========================================
+
+``claim_for_run(..., start=True)`` (what ``CppRunner`` asks) also makes the first
+storage step of pynenc's ``DistributedInvocation.run``, the move to RUNNING, in the
+claim's own engine call, for a task that runs freely (the only kind the claim moves
+by itself). ``run`` still calls ``set_invocation_status(RUNNING)``; on the same
+thread, for that invocation, the call then does only what is left of it: the log
+line and the trigger report.
 
 Every side effect of pynenc's implementation is kept: the same history rows,
 waiter release, auto-purge marks, routing, log lines, and trigger reporting.
@@ -32,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +104,10 @@ class CppNativeOrchestrator(CppOrchestrator):
         self._lifecycle_key: tuple[int, int, int] | None = None
         self._lifecycle_obj: _core.Lifecycle | None = None
         self._external_ctx: tuple[int, RunnerContext] | None = None
+        # Per thread: (invocation id, runner id, status watched) of the invocation this
+        # thread claimed and started (``claim_for_run(start=True)``) and whose
+        # ``set_invocation_status(RUNNING)`` from pynenc's ``run`` has not come yet.
+        self._started = threading.local()
 
     # ---- plumbing ------------------------------------------------------------
 
@@ -281,6 +294,8 @@ class CppNativeOrchestrator(CppOrchestrator):
         if lifecycle is None:
             super().set_invocation_status(invocation_id, status, runner_ctx)
             return
+        if status == InvocationStatus.RUNNING and self._started_already(invocation_id, runner_ctx):
+            return
         runner_id, ctx_id = self._actor(runner_ctx)
         blocking = bool(self.conf.blocking_control)
         try:
@@ -295,6 +310,24 @@ class CppNativeOrchestrator(CppOrchestrator):
             raise self._status_error(exc, invocation_id, status) from exc
         watched = True if isinstance(outcome, Settled) else outcome[1]
         self._after_change(invocation_id, InvocationStatus(status), watched)
+
+    def _started_already(self, invocation_id: InvocationId, runner_ctx: RunnerContext) -> bool:
+        """True if this thread's claim already moved ``invocation_id`` to RUNNING for
+        ``runner_ctx`` (``claim_for_run(start=True)``): then what is left of the status
+        change (log line, trigger report) is done here, once."""
+        started = getattr(self._started, "slot", None)
+        if started is None or started[0] != invocation_id:
+            return False
+        self._started.slot = None
+        if started[1] != runner_ctx.runner_id:
+            return False  # not the claimer: the ordinary change (and its errors)
+        self._after_change(invocation_id, InvocationStatus.RUNNING, started[2])
+        return True
+
+    def forget_started(self) -> None:
+        """Drops this thread's note of an invocation its claim started
+        (``claim_for_run(start=True)``) whose run never reached its RUNNING step."""
+        self._started.slot = None
 
     def _settled_as(
         self, invocation_id: InvocationId, status: InvocationStatus, runner_id: str
@@ -462,16 +495,18 @@ class CppNativeOrchestrator(CppOrchestrator):
         invocation_id: InvocationId,
         runner_ctx: RunnerContext,
         invocations_to_reroute: set[InvocationId],
+        start: bool = False,
     ) -> DistributedInvocation | None:
         """The per-id body of ``get_additional_invocations_to_run``.
 
-        Returns the invocation now PENDING for this runner, or None when it is
-        not to be run now (not available, deferred by concurrency control, or
-        taken by another runner first: logged as pynenc logs it).
+        Returns the invocation now PENDING for this runner (with ``start``, possibly
+        RUNNING already: see ``claim_for_run``), or None when it is not to be run now
+        (not available, deferred by concurrency control, or taken by another runner
+        first: logged as pynenc logs it).
         """
         runner_id, ctx_id = self._actor(runner_ctx)
         try:
-            kind, _raw, record, watched = lifecycle.claim(invocation_id, runner_id, ctx_id)
+            kind, _raw, record, watched = lifecycle.claim(invocation_id, runner_id, ctx_id, start)
         except (IllegalTransition, OwnershipViolation) as exc:
             ex = to_pynenc_status_error(exc)
             self.app.logger.warning(
@@ -483,6 +518,10 @@ class CppNativeOrchestrator(CppOrchestrator):
         invocation = self._invocation(record)
         if kind == "claimed":
             self._after_change(invocation_id, InvocationStatus.PENDING, watched)
+            return invocation
+        if kind == "started":
+            self._after_change(invocation_id, InvocationStatus.PENDING, watched)
+            self._started.slot = (invocation_id, runner_id, watched)
             return invocation
         # needs_check: the task's running concurrency control is not known yet.
         task = invocation.task
@@ -531,7 +570,7 @@ class CppNativeOrchestrator(CppOrchestrator):
                 break
 
     def claim_for_run(
-        self, invocation_id: InvocationId, runner_ctx: RunnerContext
+        self, invocation_id: InvocationId, runner_ctx: RunnerContext, start: bool = False
     ) -> DistributedInvocation | None:
         """Claim one id already taken from the broker for ``runner_ctx``.
 
@@ -540,13 +579,19 @@ class CppNativeOrchestrator(CppOrchestrator):
         history row and trigger report); an invocation deferred by concurrency
         control with ``reroute_on_concurrency_control`` is rerouted at once.
         Returns None when the invocation is not to be run now.
+
+        ``start``: the caller runs the returned invocation at once, on this thread,
+        with ``DistributedInvocation.run(runner_ctx)``. For a task that runs freely
+        the claim then also moves it to RUNNING (history row included) in the same
+        engine call, and ``run``'s own ``set_invocation_status(RUNNING)`` only logs
+        and reports to the trigger, so the storage sees one operation fewer.
         """
         to_reroute: set[InvocationId] = set()
         lifecycle = self._lifecycle()
         if lifecycle is None:
             invocation = self._claim_mixed(invocation_id, runner_ctx, to_reroute)
         else:
-            invocation = self._claim(lifecycle, invocation_id, runner_ctx, to_reroute)
+            invocation = self._claim(lifecycle, invocation_id, runner_ctx, to_reroute, start)
         if to_reroute:
             self.reroute_invocations(to_reroute, runner_ctx)
         return invocation

@@ -442,8 +442,8 @@ class CppRunner(BaseRunner):
         """pynenc's ``get_additional_invocations_to_run`` for one retrieved id."""
         orchestrator = self.app.orchestrator
         native = getattr(orchestrator, "claim_for_run", None)
-        if native is not None:
-            return native(invocation_id, self.runner_context)
+        if native is not None:  # claimed and, for a free task, RUNNING already
+            return native(invocation_id, self.runner_context, start=True)
         to_reroute: set[InvocationId] = set()
         try:
             invocation = claim_one(orchestrator, invocation_id, self.runner_context, to_reroute)
@@ -484,6 +484,10 @@ class CppRunner(BaseRunner):
         except BaseException as exc:  # SystemExit, KeyboardInterrupt, other BaseExceptions
             if invocation is not None:
                 self._fail(invocation, exc)
+        finally:
+            forget = getattr(self.app.orchestrator, "forget_started", None)
+            if forget is not None:
+                forget()  # a run that ended before its RUNNING step leaves no note behind
 
     def _fail_if_still_ours(self, invocation: DistributedInvocation, exc: Exception) -> None:
         """Set FAILED an invocation that ``run`` left PENDING or RUNNING after ``exc``."""

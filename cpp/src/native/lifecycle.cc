@@ -159,32 +159,47 @@ std::vector<std::string> PortLifecycle::FreeTasks() {
   return {free_tasks_.begin(), free_tasks_.end()};
 }
 
+Status PortLifecycle::ClaimSteps(const InvocationId& id, const Actor& actor, bool start,
+                                 ClaimOutcome* out) {
+  *out = ClaimOutcome{};
+  Result<StatusRecord> current = parts_.orchestrator->GetStatusRecord(id);
+  if (!current.ok()) return current.status();
+  out->record = current.value();
+  if (!IsAvailableForRun(current.value().status)) {
+    out->kind = ClaimKind::kNotAvailable;
+    return Status::Ok();
+  }
+  Result<InvocationRecord> inv = parts_.state_backend->GetInvocation(id);
+  if (!inv.ok()) return inv.status();
+  out->invocation = inv.value();
+  if (!RunsFreely(inv.value().task_id)) {
+    out->kind = ClaimKind::kNeedsCheck;
+    return Status::Ok();
+  }
+  Result<ChangeOutcome> changed =
+      ChangeSteps(id, InvocationStatus::kPending, actor, inv.value().task_id, false);
+  if (!changed.ok()) return changed.status();
+  out->kind = ClaimKind::kClaimed;
+  out->record = changed.value().record;
+  out->status_watched = changed.value().status_watched;
+  if (!start) return Status::Ok();
+  changed = ChangeSteps(id, InvocationStatus::kRunning, actor, inv.value().task_id, false);
+  if (!changed.ok()) return changed.status();
+  out->kind = ClaimKind::kStarted;
+  out->record = changed.value().record;
+  return Status::Ok();
+}
+
 Result<ClaimOutcome> PortLifecycle::Claim(const InvocationId& id, const Actor& actor) {
   ClaimOutcome out;
-  Status s = Atomically([&]() -> Status {
-    out = ClaimOutcome{};
-    Result<StatusRecord> current = parts_.orchestrator->GetStatusRecord(id);
-    if (!current.ok()) return current.status();
-    out.record = current.value();
-    if (!IsAvailableForRun(current.value().status)) {
-      out.kind = ClaimKind::kNotAvailable;
-      return Status::Ok();
-    }
-    Result<InvocationRecord> inv = parts_.state_backend->GetInvocation(id);
-    if (!inv.ok()) return inv.status();
-    out.invocation = inv.value();
-    if (!RunsFreely(inv.value().task_id)) {
-      out.kind = ClaimKind::kNeedsCheck;
-      return Status::Ok();
-    }
-    Result<ChangeOutcome> changed =
-        ChangeSteps(id, InvocationStatus::kPending, actor, inv.value().task_id, false);
-    if (!changed.ok()) return changed.status();
-    out.kind = ClaimKind::kClaimed;
-    out.record = changed.value().record;
-    out.status_watched = changed.value().status_watched;
-    return Status::Ok();
-  });
+  Status s = Atomically([&] { return ClaimSteps(id, actor, false, &out); });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Result<ClaimOutcome> PortLifecycle::ClaimAndStart(const InvocationId& id, const Actor& actor) {
+  ClaimOutcome out;
+  Status s = Atomically([&] { return ClaimSteps(id, actor, true, &out); });
   if (!s.ok()) return s;
   return out;
 }

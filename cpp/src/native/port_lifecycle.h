@@ -23,6 +23,7 @@ class PortLifecycle : public Lifecycle {
                                      const Actor& actor, const std::optional<TaskId>& task,
                                      bool release_waiters) override;
   Result<ClaimOutcome> Claim(const InvocationId& id, const Actor& actor) override;
+  Result<ClaimOutcome> ClaimAndStart(const InvocationId& id, const Actor& actor) override;
   void SetTaskRunsFreely(const TaskId& task) override;
   Result<FinishOutcome> FinishSuccess(const InvocationId& id, const std::string& result,
                                       const Actor& actor, const TaskId& task,
@@ -61,6 +62,8 @@ class PortLifecycle : public Lifecycle {
   Result<ChangeOutcome> ChangeSteps(const InvocationId& id, InvocationStatus to,
                                     const Actor& actor, const std::optional<TaskId>& task,
                                     bool release_waiters);
+  // Claim (and, if `start`, ClaimAndStart) with no scope.
+  Status ClaimSteps(const InvocationId& id, const Actor& actor, bool start, ClaimOutcome* out);
   Result<FinishOutcome> Finish(const InvocationId& id, const std::string& payload, bool success,
                                const Actor& actor, const TaskId& task, bool release_waiters);
   Result<ChangeOutcome> ChangeAndRoute(const InvocationId& id, InvocationStatus to,

@@ -1,6 +1,7 @@
 // Redis Lifecycle: the two hottest operations in one round trip each.
 //
-// Claim and FinishSuccess / FinishFailure run as ONE Lua script that reads and
+// Claim, ClaimAndStart and FinishSuccess / FinishFailure run as ONE Lua script
+// each that reads and
 // writes the orchestrator's, the state backend's and the trigger store's keys
 // of the app (they share one Cluster slot through the {app} hash tag; layouts in
 // redis_orchestrator_impl.h, redis_state_backend.h, redis_trigger_store_impl.h).
@@ -138,25 +139,28 @@ return {1, watched(ARGV[16], f[4], ARGV[13]), watched(ARGV[16], f[4], ARGV[14]),
   return s;
 }
 
+// Claim, and ClaimAndStart when ARGV[12] is '1' (then the move on to RUNNING
+// follows the move to PENDING, with its own timestamp and history row).
 // ARGV: P, Ps, Pt, id, runner, ts, history pos prefix, history key, history
-// value, status context, watch, n, n available-for-run status names, m, m
-// status names that may move to PENDING with no ownership check, free tasks...
-// Returns {-1} (not the common case), {0, st, own|false, ts} (not available),
-// {1, st, own|false, ts, rec} (needs check) or {2, rec, status_watched, the
-// replaced st, its ts}.
+// value, status context, watch, start ('1'/'0'), RUNNING ts, its history pos
+// prefix, key and value ('' unless start), n, n available-for-run status names,
+// m, m status names that may move to PENDING with no ownership check, free
+// tasks... Returns {-1} (not the common case), {0, st, own|false, ts} (not
+// available), {1, st, own|false, ts, rec} (needs check) or {2, rec,
+// status_watched, the replaced st, its ts}.
 const Script& ClaimScript() {
   static const Script s(LifecycleSource(R"lua(
 local runner, ts = ARGV[5], ARGV[6]
 local k = P .. 'inv:' .. id
 local f = redis.call('HMGET', k, 'seq', 'st', 'own', 'task', 'ts')
 if not f[1] then return {-1} end
-local n = tonumber(ARGV[12])
+local n = tonumber(ARGV[17])
 local available = false
-for i = 13, 12 + n do if ARGV[i] == f[2] then available = true end end
+for i = 18, 17 + n do if ARGV[i] == f[2] then available = true end end
 if not available then return {0, f[2], f[3], f[5]} end
 local rec = redis.call('HGET', Ps .. 'inv:' .. id, 'rec')
 if not rec then return {-1} end
-local at = 13 + n
+local at = 18 + n
 local m = tonumber(ARGV[at])
 local claimable = false
 for i = at + 1, at + m do if ARGV[i] == f[2] then claimable = true end end
@@ -166,6 +170,10 @@ if not free then return {1, f[2], f[3], f[5], rec} end
 if not claimable then return {-1} end
 set_status(k, f, 'pending', ts, runner)
 add_history(ARGV[7], ARGV[8], ARGV[9])
+if ARGV[12] == '1' then
+  set_status(k, {f[1], 'pending', runner, f[4], ts}, 'running', ARGV[13], runner)
+  add_history(ARGV[14], ARGV[15], ARGV[16])
+end
 return {2, rec, watched(ARGV[11], f[4], ARGV[10]), f[2], f[5]}
 )lua"));
   return s;
@@ -242,49 +250,12 @@ class RedisLifecycle final : public PortLifecycle {
   }
 
   Result<ClaimOutcome> Claim(const InvocationId& id, const Actor& actor) override {
-    if (!actor.runner_id || actor.runner_id->empty()) return PortLifecycle::Claim(id, actor);
-    const StatusRecord next{InvocationStatus::kPending, actor.runner_id, clock_->NowMicros()};
-    std::vector<std::string> args = {po_, ps_, pt_, id.str(), *actor.runner_id,
-                                     std::to_string(next.timestamp_us)};
-    AppendHistory(id, next, actor, &args);
-    args.push_back(names().status);
-    args.push_back(parts().trigger ? "1" : "0");
-    args.push_back(std::to_string(available_.size()));
-    args.insert(args.end(), available_.begin(), available_.end());
-    args.push_back(std::to_string(claimable_.size()));
-    args.insert(args.end(), claimable_.begin(), claimable_.end());
-    for (std::string& task : FreeTasks()) args.push_back(std::move(task));
-    Result<Value> r = client_->Eval(ClaimScript(), {po_ + "seq"}, args);
-    if (!r.ok()) return r.status();
-    const Value& v = r.value();
-    if (v.is_error()) return ReplyError(v, "claim");
-    if (v.elements.empty()) return Status::BackendFailure("redis claim script: empty reply");
-    const std::int64_t kind = v.elements[0].integer;
-    if (kind == -1) return PortLifecycle::Claim(id, actor);
-    ClaimOutcome out;
-    if (kind == 2) {
-      out.kind = ClaimKind::kClaimed;
-      out.record = next;
-      Result<InvocationRecord> inv = Invocation(v.elements[1], id);
-      if (!inv.ok()) return inv.status();
-      out.invocation = std::move(inv).value();
-      out.status_watched = v.elements[2].integer != 0;
-      CountReplaced(v, 3, next);
-      return out;
-    }
-    std::optional<InvocationStatus> st = ParseStatus(v.elements[1].str);
-    Result<std::int64_t> ts = ToInt(v.elements[3].str);
-    if (!st || !ts.ok()) return Status::BackendFailure("redis: corrupt status of " + id.str());
-    out.record.status = *st;
-    out.record.timestamp_us = ts.value();
-    if (v.elements[2].type == Value::Type::kString) out.record.runner_id = v.elements[2].str;
-    out.kind = kind == 0 ? ClaimKind::kNotAvailable : ClaimKind::kNeedsCheck;
-    if (kind == 1) {
-      Result<InvocationRecord> inv = Invocation(v.elements[4], id);
-      if (!inv.ok()) return inv.status();
-      out.invocation = std::move(inv).value();
-    }
-    return out;
+    return ClaimScripted(id, actor, false);
+  }
+
+  Result<ClaimOutcome> ClaimAndStart(const InvocationId& id, const Actor& actor) override {
+    if (!pending_runs_) return PortLifecycle::ClaimAndStart(id, actor);
+    return ClaimScripted(id, actor, true);
   }
 
   Result<ChangeOutcome> RegisterAndRoute(const std::vector<NewRoutedInvocation>& batch,
@@ -453,6 +424,72 @@ class RedisLifecycle final : public PortLifecycle {
     return *std::move(r);
   }
 
+  // Claim (start: ClaimAndStart) in one script in the common case; the port
+  // path otherwise.
+  Result<ClaimOutcome> ClaimScripted(const InvocationId& id, const Actor& actor, bool start) {
+    auto fallback = [&] {
+      return start ? PortLifecycle::ClaimAndStart(id, actor) : PortLifecycle::Claim(id, actor);
+    };
+    if (!actor.runner_id || actor.runner_id->empty()) return fallback();
+    const StatusRecord next{InvocationStatus::kPending, actor.runner_id, clock_->NowMicros()};
+    // RUNNING strictly after PENDING, so the history rows keep their order.
+    const StatusRecord running{InvocationStatus::kRunning, actor.runner_id,
+                               std::max(clock_->NowMicros(), next.timestamp_us + 1)};
+    std::vector<std::string> args = {po_, ps_, pt_, id.str(), *actor.runner_id,
+                                     std::to_string(next.timestamp_us)};
+    AppendHistory(id, next, actor, &args);
+    args.push_back(names().status);
+    args.push_back(parts().trigger ? "1" : "0");
+    args.push_back(start ? "1" : "0");
+    if (start) {
+      args.push_back(std::to_string(running.timestamp_us));
+      AppendHistory(id, running, actor, &args);
+    } else {
+      args.insert(args.end(), 4, std::string());
+    }
+    args.push_back(std::to_string(available_.size()));
+    args.insert(args.end(), available_.begin(), available_.end());
+    args.push_back(std::to_string(claimable_.size()));
+    args.insert(args.end(), claimable_.begin(), claimable_.end());
+    for (std::string& task : FreeTasks()) args.push_back(std::move(task));
+    Result<Value> r = client_->Eval(ClaimScript(), {po_ + "seq"}, args);
+    if (!r.ok()) return r.status();
+    const Value& v = r.value();
+    if (v.is_error()) return ReplyError(v, "claim");
+    if (v.elements.empty()) return Status::BackendFailure("redis claim script: empty reply");
+    const std::int64_t kind = v.elements[0].integer;
+    if (kind == -1) return fallback();
+    ClaimOutcome out;
+    if (kind == 2) {
+      out.kind = ClaimKind::kClaimed;
+      out.record = next;
+      Result<InvocationRecord> inv = Invocation(v.elements[1], id);
+      if (!inv.ok()) return inv.status();
+      out.invocation = std::move(inv).value();
+      out.status_watched = v.elements[2].integer != 0;
+      CountReplaced(v, 3, next);
+      if (start) {
+        out.kind = ClaimKind::kStarted;
+        out.record = running;
+        metrics::OnTransition(next, running);
+      }
+      return out;
+    }
+    std::optional<InvocationStatus> st = ParseStatus(v.elements[1].str);
+    Result<std::int64_t> ts = ToInt(v.elements[3].str);
+    if (!st || !ts.ok()) return Status::BackendFailure("redis: corrupt status of " + id.str());
+    out.record.status = *st;
+    out.record.timestamp_us = ts.value();
+    if (v.elements[2].type == Value::Type::kString) out.record.runner_id = v.elements[2].str;
+    out.kind = kind == 0 ? ClaimKind::kNotAvailable : ClaimKind::kNeedsCheck;
+    if (kind == 1) {
+      Result<InvocationRecord> inv = Invocation(v.elements[4], id);
+      if (!inv.ok()) return inv.status();
+      out.invocation = std::move(inv).value();
+    }
+    return out;
+  }
+
   // The one-script finish; nullopt when it was not the common case.
   Result<std::optional<FinishOutcome>> Finish(const InvocationId& id, InvocationStatus to,
                                               const char* hash, const std::string& payload,
@@ -494,6 +531,9 @@ class RedisLifecycle final : public PortLifecycle {
   const std::int64_t wake_token_bound_ = redis::RedisBrokerOptions{}.wake_token_bound;
   std::vector<std::string> available_;  // statuses available for run
   std::vector<std::string> claimable_;  // of those, the ones that may move to PENDING freely
+  // The claim's owner may move PENDING on to RUNNING (ClaimAndStart's script).
+  const bool pending_runs_ =
+      Definition(InvocationStatus::kPending).Allows(InvocationStatus::kRunning);
 };
 
 }  // namespace

@@ -16,7 +16,7 @@
 //                one operation are not atomic together (another thread may see
 //                the transition before the history row). Same as pynenc's
 //                MemOrchestrator + MemStateBackend.
-//   * redis://   Claim and FinishSuccess / FinishFailure are ONE Lua script
+//   * redis://   Claim, ClaimAndStart and FinishSuccess / FinishFailure are ONE Lua script
 //                (one round trip) in their common case (native/redis_lifecycle.cc);
 //                otherwise, and for every other operation, each step is atomic
 //                and one round trip (the transition is a read plus a Lua
@@ -94,13 +94,17 @@ enum class ClaimKind : unsigned char {
   kNotAvailable,  // its status is not available for run: left untouched
   kNeedsCheck,    // available, but its task may have running concurrency control:
                   // left untouched; the caller checks and calls ChangeStatus
+  kStarted,       // ClaimAndStart only: moved to PENDING, then on to RUNNING, by the
+                  // actor (both history rows)
 };
 
 struct ClaimOutcome {
   ClaimKind kind = ClaimKind::kNotAvailable;
-  StatusRecord record;  // the new record (kClaimed) or the current one
+  StatusRecord record;  // the new record (kClaimed: PENDING, kStarted: RUNNING) or
+                        // the current one
   std::optional<InvocationRecord> invocation;  // set unless kNotAvailable
-  bool status_watched = false;                 // kClaimed only
+  bool status_watched = false;  // kClaimed, kStarted: a StatusContext condition watches
+                                // the task (the same answer for PENDING and RUNNING)
 };
 
 enum class RecoveryKind : unsigned char {
@@ -143,6 +147,16 @@ class Lifecycle {
   // with its history row. kNotFound for an unknown id; transition errors
   // (another runner won the race) are returned unchanged.
   virtual Result<ClaimOutcome> Claim(const InvocationId& id, const Actor& actor) = 0;
+
+  // Claim, and for an invocation it claims (kClaimed), the move on to RUNNING
+  // with its history row in the same operation: kStarted instead. This is
+  // pynenc's claim followed by the first storage step of its
+  // DistributedInvocation.run, for a task that runs freely (the only kind Claim
+  // moves by itself, and one pynenc's run-time concurrency check always
+  // authorizes). The RUNNING row's timestamp is after the PENDING row's. One
+  // transaction on sqlite://, one script on redis:// in the common case. Every
+  // other outcome and error as Claim.
+  virtual Result<ClaimOutcome> ClaimAndStart(const InvocationId& id, const Actor& actor) = 0;
 
   // Declares that `task` has running concurrency control disabled, so Claim may
   // move its invocations to PENDING without asking the caller.
