@@ -11,6 +11,8 @@ SQLite file). Measured over the burst only (after a warm-up):
 * **Round trips per task** on Redis, in a first burst with no sampler: a MONITOR
   connection counts the commands clients send (a script call is one) apart from
   the commands scripts run inside Redis.
+* **CPU per task** of the client, the runner and redis-server, same burst (psutil:
+  user + system time over the burst, divided by N): what a 2-core machine pays.
 * **GIL acquisitions per task** in each process, same burst:
   ``_core.gil_handovers()`` before and after (engine calls that released the GIL
   and took it back, and engine threads that took it to run Python).
@@ -229,12 +231,20 @@ def burst(args: argparse.Namespace, how: str, out_dir: Path) -> dict[str, Any]:
         time.sleep(1.5)  # samplers attached, warm-up traffic over
         if monitor is not None:
             monitor.counting = True
+        procs = {"client": client.pid, "runner": worker.pid}
+        if args.stack == "cpp-redis" and redis.proc is not None:
+            procs["redis-server"] = redis.proc.pid
+        cpu0 = _cpu(procs)
         client.stdin.write("GO\n")
         client.stdin.flush()
         for line in client.stdout:
             if line.startswith("RESULT "):
                 result = json.loads(line[len("RESULT ") :])
                 break
+        cpu1 = _cpu(procs)
+        result["cpu_us_per_task"] = {
+            k: 1e6 * (cpu1[k] - cpu0[k]) / args.n for k in procs if k in cpu0 and k in cpu1
+        }
         time.sleep(0.2)  # the MONITOR stream catches up
         if monitor is not None:
             monitor.counting = False
@@ -259,6 +269,20 @@ def burst(args: argparse.Namespace, how: str, out_dir: Path) -> dict[str, Any]:
         if line.startswith("GIL "):
             result["runner_gil"] = json.loads(line[4:])
     return result
+
+
+def _cpu(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by each named process."""
+    import psutil
+
+    out: dict[str, float] = {}
+    for name, pid in pids.items():
+        try:
+            t = psutil.Process(pid).cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        out[name] = t.user + t.system
+    return out
 
 
 def _per_task(counts: dict[str, int], n: int) -> str:
@@ -325,6 +349,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{counted.get('completed')} of {n} correct"
         + (" (MONITOR attached: slower than bench/peers.py)" if args.stack == "cpp-redis" else ""),
     ]
+    cpu = counted.get("cpu_us_per_task", {})
+    report.append(
+        "CPU per task (user + system, unsampled burst): "
+        + ", ".join(f"{k} {v:.0f} us" for k, v in cpu.items())
+    )
     if "client_commands" in counted:
         report.append(
             "redis round trips per task, both processes: "
