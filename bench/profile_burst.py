@@ -16,9 +16,10 @@ SQLite file). Measured over the burst only (after a warm-up):
 * **GIL acquisitions per task** in each process, same burst:
   ``_core.gil_handovers()`` before and after (engine calls that released the GIL
   and took it back, and engine threads that took it to run Python).
-* **py-spy** on both processes, second burst (``--native``: C++ frames of the
-  engine too; py-spy leaves idle threads out, but counts a thread blocked in
-  ``read()`` on a Redis reply as busy): the top entries by own and by inclusive
+* **py-spy** on both processes, second burst (``--gil --native``: only the thread
+  holding the GIL is sampled, C++ frames included, so the profile is where the
+  GIL's time goes, the one resource a process's threads share; engine calls made
+  with the GIL released do not appear): the top entries by own and by inclusive
   samples, per process.
 * **perf** (``--perf``), third burst, both processes: the top symbols by own
   on-CPU time.
@@ -135,7 +136,7 @@ def _render_top(title: str, path: Path) -> str:
     if not path.exists() or path.stat().st_size == 0:
         return f"{title}: no profile ({path.name} missing)\n"
     total, own, incl = _top_from_collapsed(path)
-    lines = [f"{title}: {total} samples (busy threads only)", "  own:"]
+    lines = [f"{title}: {total} samples", "  own:"]
     lines += [f"    {100 * c / total:5.1f}%  {name}" for name, c in own]
     lines.append("  inclusive:")
     lines += [f"    {100 * c / total:5.1f}%  {name}" for name, c in incl]
@@ -216,7 +217,7 @@ def burst(args: argparse.Namespace, how: str, out_dir: Path) -> dict[str, Any]:
             raise RuntimeError(f"client did not warm up; see {worker_log.name}")
         if how == "py-spy":
             for name, pid in (("client", client.pid), ("runner", worker.pid)):
-                cmd = [args.py_spy, "record", "--native", "--rate", str(args.rate), "--format", "raw",
+                cmd = [args.py_spy, "record", "--native", "--gil", "--rate", str(args.rate), "--format", "raw",
                        "-o", str(out_dir / f"{name}.pyspy.txt"), "--pid", str(pid)]  # fmt: skip
                 samplers.append(
                     subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -374,11 +375,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_py_spy:
         sampled = burst(args, "py-spy", out_dir)
         report.append(
-            f"py-spy burst ({args.rate} Hz, --native): done {sampled.get('done_per_s', 0):,.0f}/s"
+            f"py-spy burst ({args.rate} Hz, --gil --native): done {sampled.get('done_per_s', 0):,.0f}/s"
         )
-        report.append(
-            "(a thread blocked in read() on a Redis reply counts as busy for py-spy --native)"
-        )
+        report.append("(--gil: only the thread holding the GIL is sampled)")
         report.append(_render_top("client (py-spy)", out_dir / "client.pyspy.txt"))
         report.append(_render_top("runner (py-spy)", out_dir / "runner.pyspy.txt"))
     if args.perf_bin is not None:

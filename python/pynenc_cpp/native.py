@@ -290,11 +290,12 @@ class CppNativeOrchestrator(CppOrchestrator):
         status: InvocationStatus,
         runner_ctx: RunnerContext,
     ) -> None:
+        # First: a note exists only if this thread's claim ran natively.
+        if status == InvocationStatus.RUNNING and self._started_already(invocation_id, runner_ctx):
+            return
         lifecycle = self._lifecycle()
         if lifecycle is None:
             super().set_invocation_status(invocation_id, status, runner_ctx)
-            return
-        if status == InvocationStatus.RUNNING and self._started_already(invocation_id, runner_ctx):
             return
         runner_id, ctx_id = self._actor(runner_ctx)
         blocking = bool(self.conf.blocking_control)
