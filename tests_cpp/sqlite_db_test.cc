@@ -291,5 +291,45 @@ TEST(SqliteDatabase, ALockHeldPastTheBusyTimeoutIsAnOutageThatAppliedNothing) {
   EXPECT_EQ(CountRows(*holder.value(), "t"), 1);  // only the holder's row
 }
 
+// The busy handler retries a locked statement until the busy timeout has passed
+// since the lock event began (a new event starts its own clock), then gives up.
+TEST(SqliteConn, BusyHandlerRetriesUntilTheTimeoutThenGivesUp) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &raw), SQLITE_OK);
+  Conn conn(raw, ":memory:");
+  conn.SetBusyTimeout(30);
+  EXPECT_TRUE(conn.OnBusy(0));
+  EXPECT_TRUE(conn.OnBusy(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  EXPECT_FALSE(conn.OnBusy(2));  // 30 ms since the event's first call
+  EXPECT_TRUE(conn.OnBusy(0));   // the next lock event
+}
+
+// A write that finds the lock taken waits for it and then applies.
+TEST(SqliteDatabase, AWriteWaitsForALockReleasedWithinTheBusyTimeout) {
+  SqliteBackend b;
+  auto holder = Database::Open(SqliteOptions{b.Path(), false, 5000});
+  ASSERT_TRUE(holder.ok());
+  ASSERT_TRUE(holder.value()->EnsureSchema("t", 1, "CREATE TABLE t (x INTEGER)").ok());
+  auto waiter = Database::Open(SqliteOptions{b.Path(), true, 5000});  // another object
+  ASSERT_TRUE(waiter.ok());
+  ASSERT_NE(waiter.value().get(), holder.value().get());
+  std::atomic<bool> locked{false};
+  std::thread t([&] {
+    (void)holder.value()->Write([&](Conn& c) -> Status {
+      Status e = c.Exec("INSERT INTO t VALUES (1)");
+      locked = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      return e;
+    });
+  });
+  while (!locked) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Status s =
+      waiter.value()->Write([](Conn& c) -> Status { return c.Exec("INSERT INTO t VALUES (2)"); });
+  t.join();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(CountRows(*holder.value(), "t"), 2);
+}
+
 }  // namespace
 }  // namespace pynenc_cpp::sqlite

@@ -15,6 +15,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -119,6 +120,14 @@ class Conn {
     busy_ = false;
     return b;
   }
+  // Installs the busy handler (BusyWait in sqlite_db.cc): a statement that finds
+  // the database locked retries after 50 us, doubling to at most 1 ms, until
+  // `timeout_ms` have passed since it first found it locked.
+  void SetBusyTimeout(int timeout_ms);
+  // One call of the busy handler: pauses and returns true to retry, or false
+  // once the timeout has passed. `count`: SQLite's count of earlier calls for
+  // this lock event (0 on the first).
+  bool OnBusy(int count);
   // Marks a WakeBoard slot to bump once the enclosing transaction commits
   // (sqlite_wake.h); a rollback forgets it.
   void Notify(int slot) { notify_ |= std::uint64_t{1} << slot; }
@@ -147,6 +156,8 @@ class Conn {
   sqlite3* db_;
   std::string path_;
   bool busy_ = false;
+  std::chrono::milliseconds busy_timeout_{0};
+  std::chrono::steady_clock::time_point busy_since_;
   std::uint64_t notify_ = 0;
   std::uint64_t registered_ = 0;
   std::vector<std::pair<StatusRecord, StatusRecord>> transitions_;
