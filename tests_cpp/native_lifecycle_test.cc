@@ -72,6 +72,44 @@ class LifecycleCompliance : public testing::BackendTest<B> {
   S StatusOf(const std::string& id) {
     return orch_->GetStatusRecord(InvocationId(id)).value().status;
   }
+  // 4 runners race to claim (start: ClaimAndStart) each of 20 invocations of a
+  // free task: each is won exactly once, a lost race is reported as such (never
+  // as a failure), and the winner's rows alone are written.
+  void RaceForClaims(bool start) {
+    life_->SetTaskRunsFreely(TaskId("mod.task"));
+    constexpr int kInvocations = 20;
+    constexpr int kThreads = 4;
+    for (int i = 0; i < kInvocations; ++i) Register("r" + std::to_string(i));
+    const ClaimKind won = start ? ClaimKind::kStarted : ClaimKind::kClaimed;
+    std::atomic<int> claimed{0};
+    std::atomic<int> failed{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        const Actor me{"runner-" + std::to_string(t), "runner-" + std::to_string(t)};
+        for (int i = 0; i < kInvocations; ++i) {
+          const InvocationId id("r" + std::to_string(i));
+          auto r = start ? life_->ClaimAndStart(id, me) : life_->Claim(id, me);
+          if (r.ok() && r.value().kind == won) {
+            ++claimed;
+          } else if (!r.ok() && r.status().code() != ErrorCode::kIllegalTransition &&
+                     r.status().code() != ErrorCode::kOwnershipViolation) {
+            ++failed;
+          }
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    EXPECT_EQ(claimed.load(), kInvocations);
+    EXPECT_EQ(failed.load(), 0);
+    const std::vector<S> rows = start ? std::vector<S>{S::kRegistered, S::kPending, S::kRunning}
+                                      : std::vector<S>{S::kRegistered, S::kPending};
+    for (int i = 0; i < kInvocations; ++i) {
+      const std::string id = "r" + std::to_string(i);
+      EXPECT_EQ(StatusOf(id), rows.back());
+      EXPECT_EQ(HistoryOf(id), rows);
+    }
+  }
   std::vector<S> HistoryOf(const std::string& id) {
     std::vector<S> out;
     for (const HistoryRecord& h : state_->GetHistory(InvocationId(id)).value()) {
@@ -297,38 +335,6 @@ TYPED_TEST(LifecycleCompliance, ClaimAndStartReportsWatchingAndCountsBothChanges
   EXPECT_EQ(after.queue_wait.sum_us - before.queue_wait.sum_us, 3 * kSecond);
 }
 
-TYPED_TEST(LifecycleCompliance, RacingClaimAndStartsHaveExactlyOneWinner) {
-  this->life_->SetTaskRunsFreely(TaskId("mod.task"));
-  constexpr int kInvocations = 20;
-  constexpr int kThreads = 4;
-  for (int i = 0; i < kInvocations; ++i) this->Register("s" + std::to_string(i));
-  std::atomic<int> started{0};
-  std::atomic<int> failed{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      const Actor me{"runner-" + std::to_string(t), "runner-" + std::to_string(t)};
-      for (int i = 0; i < kInvocations; ++i) {
-        auto r = this->life_->ClaimAndStart(InvocationId("s" + std::to_string(i)), me);
-        if (r.ok() && r.value().kind == ClaimKind::kStarted) {
-          ++started;
-        } else if (!r.ok() && r.status().code() != ErrorCode::kIllegalTransition &&
-                   r.status().code() != ErrorCode::kOwnershipViolation) {
-          ++failed;
-        }
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  EXPECT_EQ(started.load(), kInvocations);
-  EXPECT_EQ(failed.load(), 0);
-  for (int i = 0; i < kInvocations; ++i) {
-    const std::string id = "s" + std::to_string(i);
-    EXPECT_EQ(this->StatusOf(id), S::kRunning);
-    EXPECT_EQ(this->HistoryOf(id), (std::vector<S>{S::kRegistered, S::kPending, S::kRunning}));
-  }
-}
-
 TYPED_TEST(LifecycleCompliance, FinishSuccessAndFailureStorePayloadAndStatus) {
   this->Running("ok");
   auto s = this->life_->FinishSuccess(InvocationId("ok"), "\"result\"", kRunner,
@@ -466,35 +472,11 @@ TYPED_TEST(LifecycleCompliance, MetricsCountAppliedChangesAndTheirDurations) {
 }
 
 TYPED_TEST(LifecycleCompliance, RacingClaimsHaveExactlyOneWinner) {
-  this->life_->SetTaskRunsFreely(TaskId("mod.task"));
-  constexpr int kInvocations = 20;
-  constexpr int kThreads = 4;
-  for (int i = 0; i < kInvocations; ++i) this->Register("r" + std::to_string(i));
-  std::atomic<int> claimed{0};
-  std::atomic<int> failed{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      const Actor me{"runner-" + std::to_string(t), "runner-" + std::to_string(t)};
-      for (int i = 0; i < kInvocations; ++i) {
-        auto r = this->life_->Claim(InvocationId("r" + std::to_string(i)), me);
-        if (r.ok() && r.value().kind == ClaimKind::kClaimed) {
-          ++claimed;
-        } else if (!r.ok() && r.status().code() != ErrorCode::kIllegalTransition &&
-                   r.status().code() != ErrorCode::kOwnershipViolation) {
-          ++failed;  // a lost race must be reported as such, never as a failure
-        }
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  EXPECT_EQ(claimed.load(), kInvocations);
-  EXPECT_EQ(failed.load(), 0);
-  for (int i = 0; i < kInvocations; ++i) {
-    const std::string id = "r" + std::to_string(i);
-    EXPECT_EQ(this->StatusOf(id), S::kPending);
-    EXPECT_EQ(this->HistoryOf(id), (std::vector<S>{S::kRegistered, S::kPending}));
-  }
+  this->RaceForClaims(false);
+}
+
+TYPED_TEST(LifecycleCompliance, RacingClaimAndStartsHaveExactlyOneWinner) {
+  this->RaceForClaims(true);
 }
 
 // SQLite: every operation is one transaction, so a failing step undoes the ones

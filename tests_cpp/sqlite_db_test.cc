@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "backend_fixture.h"
@@ -260,6 +261,26 @@ TEST(SqliteDatabase, ANestedWriteThroughAnotherDatabaseOfTheFileJoinsIt) {
   EXPECT_EQ(CountRows(*outer.value(), "t"), 2);
 }
 
+// Runs `fn` while another Database object of the same file holds the write
+// lock for `hold` (a writer frozen inside a transaction, or merely slow); the
+// holder inserts 1, `fn` its own rows.
+Status WriteWhileLocked(Database& holder, Database& waiter, std::chrono::milliseconds hold,
+                        const std::function<Status(Conn&)>& fn) {
+  std::atomic<bool> locked{false};
+  std::thread t([&] {
+    (void)holder.Write([&](Conn& c) -> Status {
+      Status e = c.Exec("INSERT INTO t VALUES (1)");
+      locked = true;
+      std::this_thread::sleep_for(hold);
+      return e;
+    });
+  });
+  while (!locked) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Status s = waiter.Write(fn);
+  t.join();
+  return s;
+}
+
 // A write that waits past the busy timeout for a lock another writer keeps (a
 // process frozen inside a transaction) is a lost connection that applied
 // nothing: the adapters ride it out like a storage server's outage.
@@ -271,19 +292,8 @@ TEST(SqliteDatabase, ALockHeldPastTheBusyTimeoutIsAnOutageThatAppliedNothing) {
   auto waiter = Database::Open(SqliteOptions{b.Path(), true, 100});  // another object
   ASSERT_TRUE(waiter.ok());
   ASSERT_NE(waiter.value().get(), holder.value().get());
-  std::atomic<bool> locked{false};
-  std::thread t([&] {
-    (void)holder.value()->Write([&](Conn& c) -> Status {
-      Status e = c.Exec("INSERT INTO t VALUES (1)");
-      locked = true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(600));
-      return e;
-    });
-  });
-  while (!locked) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  Status s =
-      waiter.value()->Write([](Conn& c) -> Status { return c.Exec("INSERT INTO t VALUES (2)"); });
-  t.join();
+  Status s = WriteWhileLocked(*holder.value(), *waiter.value(), std::chrono::milliseconds(600),
+                              [](Conn& c) -> Status { return c.Exec("INSERT INTO t VALUES (2)"); });
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("stayed locked"), std::string::npos) << s.ToString();
   EXPECT_TRUE(s.connection_lost());
@@ -314,19 +324,8 @@ TEST(SqliteDatabase, AWriteWaitsForALockReleasedWithinTheBusyTimeout) {
   auto waiter = Database::Open(SqliteOptions{b.Path(), true, 5000});  // another object
   ASSERT_TRUE(waiter.ok());
   ASSERT_NE(waiter.value().get(), holder.value().get());
-  std::atomic<bool> locked{false};
-  std::thread t([&] {
-    (void)holder.value()->Write([&](Conn& c) -> Status {
-      Status e = c.Exec("INSERT INTO t VALUES (1)");
-      locked = true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(150));
-      return e;
-    });
-  });
-  while (!locked) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  Status s =
-      waiter.value()->Write([](Conn& c) -> Status { return c.Exec("INSERT INTO t VALUES (2)"); });
-  t.join();
+  Status s = WriteWhileLocked(*holder.value(), *waiter.value(), std::chrono::milliseconds(150),
+                              [](Conn& c) -> Status { return c.Exec("INSERT INTO t VALUES (2)"); });
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(CountRows(*holder.value(), "t"), 2);
 }

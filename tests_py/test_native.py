@@ -268,6 +268,19 @@ def test_claim_for_run_returns_none_when_not_available(app: Pynenc) -> None:
     assert app.orchestrator.get_invocation_status_record(inv.invocation_id).runner_id == "a"
 
 
+def spy_status_reports(app: Pynenc, monkeypatch: pytest.MonkeyPatch) -> list[tuple[list, object]]:
+    """The (ids, status) of every ``report_tasks_status`` call from now on (still made)."""
+    reported: list[tuple[list, object]] = []
+    original = app.trigger.report_tasks_status
+
+    def spy(ids: list, status: object = None) -> None:
+        reported.append((list(ids), status))
+        original(ids, status)
+
+    monkeypatch.setattr(app.trigger, "report_tasks_status", spy)
+    return reported
+
+
 def test_claim_for_run_with_start_makes_the_runs_running_step(
     app: Pynenc, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -284,14 +297,7 @@ def test_claim_for_run_with_start_makes_the_runs_running_step(
     claimed.run(runner)
     assert first.result == 2
 
-    reported: list[tuple[list, object]] = []
-    original = app.trigger.report_tasks_status
-
-    def spy(ids: list, status: object = None) -> None:
-        reported.append((list(ids), status))
-        original(ids, status)
-
-    monkeypatch.setattr(app.trigger, "report_tasks_status", spy)
+    reported = spy_status_reports(app, monkeypatch)
     app.trigger.register_task_triggers(
         watcher, TriggerBuilder().on_status(add, statuses=[S.RUNNING])
     )
@@ -333,14 +339,7 @@ def test_status_errors_are_pynencs(app: Pynenc) -> None:
 def test_trigger_reporting_skipped_only_when_nothing_watches(
     app: Pynenc, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reported: list[tuple[list, object]] = []
-    original = app.trigger.report_tasks_status
-
-    def spy(ids: list, status: object = None) -> None:
-        reported.append((list(ids), status))
-        original(ids, status)
-
-    monkeypatch.setattr(app.trigger, "report_tasks_status", spy)
+    reported = spy_status_reports(app, monkeypatch)
     add(1, 2)
     assert reported == []  # no condition watches add: pynenc's report would do nothing
     app.trigger.register_task_triggers(
