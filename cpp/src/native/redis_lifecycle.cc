@@ -1,17 +1,17 @@
-// Redis Lifecycle: the two hottest operations in one round trip each.
+// Redis Lifecycle: the hottest operations in one round trip each.
 //
-// Claim, ClaimAndStart and FinishSuccess / FinishFailure run as ONE Lua script
-// each that reads and
-// writes the orchestrator's, the state backend's and the trigger store's keys
-// of the app (they share one Cluster slot through the {app} hash tag; layouts in
-// redis_orchestrator_impl.h, redis_state_backend.h, redis_trigger_store_impl.h).
-// The script takes the common case only and is a compare-and-set: Claim of an
-// invocation whose status may move to PENDING without an ownership check, of a
-// task known to run freely; Finish of an invocation RUNNING and owned by the
-// caller. Anything else (unknown id, illegal transition, foreign owner, a task
-// not known yet) writes nothing and falls back to the port-by-port operation,
-// which then returns exactly the port's result or error. Every other operation
-// is the port-by-port sequence (one round trip per step).
+// Claim, ClaimAndStart and FinishSuccess / FinishFailure each run as ONE Lua
+// script that reads and writes the orchestrator's, the state backend's and the
+// trigger store's keys of the app (they share one Cluster slot through the {app}
+// hash tag; layouts in redis_orchestrator_impl.h, redis_state_backend.h,
+// redis_trigger_store_impl.h). The script takes the common case only and is a
+// compare-and-set: Claim (and ClaimAndStart) of an invocation whose status may
+// move to PENDING without an ownership check, of a task known to run freely;
+// Finish of an invocation RUNNING and owned by the caller. Anything else
+// (unknown id, illegal transition, foreign owner, a task not known yet) writes
+// nothing and falls back to the port-by-port operation, which then returns
+// exactly the port's result or error. Every other operation is the port-by-port
+// sequence (one round trip per step).
 #include <algorithm>
 #include <map>
 #include <string>

@@ -153,9 +153,9 @@ class Lifecycle {
   // pynenc's claim followed by the first storage step of its
   // DistributedInvocation.run, for a task that runs freely (the only kind Claim
   // moves by itself, and one pynenc's run-time concurrency check always
-  // authorizes). The RUNNING row's timestamp is after the PENDING row's. One
-  // transaction on sqlite://, one script on redis:// in the common case. Every
-  // other outcome and error as Claim.
+  // authorizes). The RUNNING row's timestamp is not before the PENDING row's
+  // (strictly after on redis://). One transaction on sqlite://, one script on
+  // redis:// in the common case. Every other outcome and error as Claim.
   virtual Result<ClaimOutcome> ClaimAndStart(const InvocationId& id, const Actor& actor) = 0;
 
   // Declares that `task` has running concurrency control disabled, so Claim may
