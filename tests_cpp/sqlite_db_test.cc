@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <thread>
@@ -328,6 +329,86 @@ TEST(SqliteDatabase, AWriteWaitsForALockReleasedWithinTheBusyTimeout) {
                               [](Conn& c) -> Status { return c.Exec("INSERT INTO t VALUES (2)"); });
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(CountRows(*holder.value(), "t"), 2);
+}
+
+// Commits `rows` rows of 8000 bytes each, one transaction per row: about two
+// WAL pages a row. False on the first failure.
+bool WriteBlobs(Database& db, int rows) {
+  for (int i = 0; i < rows; ++i) {
+    Status s = db.Write([](Conn& c) -> Status { return c.Exec("INSERT INTO t VALUES (zeroblob(8000))"); });
+    if (!s.ok()) return false;
+  }
+  return true;
+}
+
+// Polls `db.checkpoints_run()` until it reaches `n` or 10 s pass.
+bool WaitForCheckpoints(const Database& db, std::uint64_t n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (db.checkpoints_run() < n) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// No commit checkpoints on its own thread (SQLite's automatic checkpoint is off
+// on every connection: the WAL hook replaced it); once the WAL passes the
+// threshold, this process's checkpointer copies it into the database file.
+TEST(SqliteDatabase, CheckpointsRunInTheBackgroundNotInTheCommit) {
+  SqliteBackend b;
+  auto db = OpenOk(b.Path());
+  ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (x BLOB)").ok());
+  std::int64_t autocheckpoint = -1;
+  ASSERT_TRUE(db->Read([&](Conn& c) -> Status {
+                  auto q = c.Prepare("PRAGMA wal_autocheckpoint");
+                  if (!q.ok()) return q.status();
+                  auto row = q.value()->Step();
+                  if (!row.ok()) return row.status();
+                  autocheckpoint = q.value()->Int(0);
+                  return Status::Ok();
+                }).ok());
+  EXPECT_EQ(autocheckpoint, 0) << "SQLite would checkpoint inside commits";
+  const auto before = std::filesystem::file_size(b.Path());
+  ASSERT_TRUE(WriteBlobs(*db, 100));  // ~200 pages: below the threshold
+  EXPECT_EQ(db->checkpoints_run(), 0u);
+  ASSERT_TRUE(WriteBlobs(*db, 500));  // past it
+  ASSERT_TRUE(WaitForCheckpoints(*db, 1));
+  // The first checkpoint alone copied at least kCheckpointPages pages of 4 KiB.
+  EXPECT_GE(std::filesystem::file_size(b.Path()),
+            before + static_cast<std::uintmax_t>(Database::kCheckpointPages) * 4096 / 2);
+  EXPECT_EQ(CountRows(*db, "t"), 600);
+}
+
+// A forked child that writes through its parent's Database gets a checkpointer
+// of its own (the parent's thread is not in the child), and the parent's keeps
+// working.
+TEST(SqliteDatabase, AForkedChildCheckpointsThroughItsOwnThread) {
+  SqliteBackend b;
+  auto db = OpenOk(b.Path());
+  ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (x BLOB)").ok());
+  ASSERT_TRUE(WriteBlobs(*db, 600));
+  ASSERT_TRUE(WaitForCheckpoints(*db, 1));  // the parent's checkpointer exists
+  // Fork while it is idle: a thread inside SQLite or the pool at fork time
+  // leaves the child its locks held (as any engine thread would).
+  std::uint64_t parent_runs = db->checkpoints_run();
+  do {
+    parent_runs = db->checkpoints_run();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  } while (db->checkpoints_run() != parent_runs);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (db->checkpoints_run() != 0) _exit(2);  // the parent's count is not the child's
+    if (!WriteBlobs(*db, 600)) _exit(3);
+    _exit(WaitForCheckpoints(*db, 1) ? 0 : 4);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: count shared, 3: write failed, 4: no checkpoint";
+  ASSERT_TRUE(WriteBlobs(*db, 600));
+  EXPECT_TRUE(WaitForCheckpoints(*db, parent_runs + 1));
+  EXPECT_EQ(CountRows(*db, "t"), 1800);
 }
 
 }  // namespace

@@ -219,6 +219,10 @@ Status OpenError(const std::string& path, int rc, sqlite3* db) {
 Database::Database(SqliteOptions options) : options_(std::move(options)), pid_(getpid()) {}
 
 Database::~Database() {
+  // First, while the pool still takes back the connection of a running checkpoint.
+  Checkpointer* checkpointer = checkpointer_.exchange(nullptr);
+  if (checkpointer != nullptr && checkpointer->pid() == getpid()) delete checkpointer;
+  // else: made by the process this one forked from; its thread is not here.
   MutexLock lock(mu_);
   if (pid_ != getpid()) {
     for (auto& conn : idle_) conn->Abandon();
@@ -305,7 +309,43 @@ Result<std::unique_ptr<Conn>> Database::Acquire() {
     }
     return s;
   }
+  // Replaces SQLite's automatic checkpoint on this connection (sqlite_checkpointer.h).
+  sqlite3_wal_hook(raw, &Database::OnWalCommit, this);
   return conn;
+}
+
+int Database::OnWalCommit(void* self, sqlite3* /*db*/, const char* /*schema*/, int pages) {
+  if (pages >= kCheckpointPages) static_cast<Database*>(self)->RequestCheckpoint();
+  return SQLITE_OK;
+}
+
+void Database::RequestCheckpoint() {
+  Checkpointer* current = checkpointer_.load(std::memory_order_acquire);
+  if (current == nullptr || current->pid() != getpid()) {
+    auto* fresh = new Checkpointer([this] { RunCheckpoint(); });
+    if (checkpointer_.compare_exchange_strong(current, fresh, std::memory_order_acq_rel)) {
+      current = fresh;  // a parent's `current`, if any, is left alone (see ~Database)
+    } else {
+      delete fresh;  // another thread of this process made one first: `current` is it
+    }
+  }
+  current->Request();
+}
+
+void Database::RunCheckpoint() {
+  Result<std::unique_ptr<Conn>> acquired = Acquire();
+  if (!acquired.ok()) return;
+  std::unique_ptr<Conn> conn = std::move(acquired).value();
+  // PASSIVE: copies what no reader still needs and never waits for a lock, so
+  // writers and readers of every process go on meanwhile.
+  (void)sqlite3_wal_checkpoint_v2(conn->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                                  nullptr);
+  Release(std::move(conn));
+}
+
+std::uint64_t Database::checkpoints_run() const {
+  Checkpointer* current = checkpointer_.load(std::memory_order_acquire);
+  return current != nullptr && current->pid() == getpid() ? current->completed() : 0;
 }
 
 void Database::Release(std::unique_ptr<Conn> conn) {

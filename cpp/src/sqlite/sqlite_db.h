@@ -15,6 +15,7 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -30,6 +31,7 @@
 #include "pynenc_cpp/core/error.h"
 #include "pynenc_cpp/core/metrics.h"
 #include "pynenc_cpp/core/thread_annotations.h"
+#include "sqlite/sqlite_checkpointer.h"
 #include "sqlite/sqlite_wake.h"
 
 namespace pynenc_cpp::sqlite {
@@ -200,17 +202,36 @@ class Database {
   // Cross-process wake-ups of this file (routes, final statuses).
   WakeBoard& wake() const { return *wake_; }
 
+  // WAL pages past which a commit asks for a checkpoint (SQLite's default
+  // wal_autocheckpoint). The checkpoint runs on this process's Checkpointer
+  // thread (sqlite_checkpointer.h), never inside the commit.
+  static constexpr int kCheckpointPages = 1000;
+  // Checkpoints this process's checkpointer ran for this Database (tests, reports).
+  std::uint64_t checkpoints_run() const;
+
  private:
   explicit Database(SqliteOptions options);
   Result<std::unique_ptr<Conn>> Acquire();
   void Release(std::unique_ptr<Conn> conn);
   Status Transaction(const char* begin, const std::function<Status(Conn&)>& fn);
+  // SQLite's WAL hook (sqlite3_wal_hook), after every commit of a connection of
+  // this Database: `pages` is the WAL's length in pages.
+  static int OnWalCommit(void* self, sqlite3* db, const char* schema, int pages);
+  // Hands a checkpoint to this process's Checkpointer, making it on first use
+  // (and again in a forked child: the parent's thread is not there).
+  void RequestCheckpoint();
+  // One PASSIVE checkpoint on a pooled connection (the Checkpointer's thread).
+  // A failure (another process checkpointing, say) is left for the next request.
+  void RunCheckpoint();
 
   const SqliteOptions options_;
   std::unique_ptr<WakeBoard> wake_;  // set by Open, before the Database is shared
   Mutex mu_;
   std::vector<std::unique_ptr<Conn>> idle_ PYNENC_GUARDED_BY(mu_);
   long pid_ PYNENC_GUARDED_BY(mu_);  // the process that opened idle_
+  // Made by the first RequestCheckpoint of each process; a forked child's
+  // replaces (and leaks) its parent's, whose thread it does not have.
+  std::atomic<Checkpointer*> checkpointer_{nullptr};
 };
 
 // Builds "<what>: <message>" errors for an sqlite3* that failed to open.
