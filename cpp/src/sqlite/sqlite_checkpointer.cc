@@ -35,7 +35,7 @@ std::uint64_t Checkpointer::completed() const {
 void Checkpointer::Loop() {
   UniqueLock lock(mu_);
   while (true) {
-    cv_.wait(lock.native(), [this]() PYNENC_NO_THREAD_SAFETY_ANALYSIS {
+    cv_.wait(lock.native(), [this]() PYNENC_REQUIRES(mu_) {
       return requested_ || stopping_;
     });
     if (stopping_) return;
