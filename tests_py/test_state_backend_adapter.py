@@ -222,6 +222,26 @@ def test_runner_context_parent_chain_is_rebuilt(backend: CppMemStateBackend) -> 
     assert list(backend.get_matching_runner_contexts("zzz")) == []
 
 
+def test_runner_context_stored_only_for_the_stored_objects(backend: CppMemStateBackend) -> None:
+    """The hot path skips store_runner_context only when it would change nothing."""
+    root = RunnerContext(runner_cls="Root", runner_id="stored-root")
+    child = root.new_child_context("Worker", "stored-child")
+    assert not backend.runner_context_stored(child)
+    backend.store_runner_context(root)
+    assert backend.runner_context_stored(root)
+    assert not backend.runner_context_stored(child)  # the child itself is not stored
+    backend.store_runner_context(child)
+    assert backend.runner_context_stored(child)
+    # Another object for a stored id: pynenc's store would cache it, so not "stored".
+    twin = RunnerContext(runner_cls="Worker", runner_id="stored-child", parent_ctx=root)
+    assert not backend.runner_context_stored(twin)
+    # A stored child whose parent object is not the cached one.
+    other_root = RunnerContext(runner_cls="Root", runner_id="stored-root")
+    orphan = RunnerContext(runner_cls="Worker", runner_id="stored-orphan", parent_ctx=other_root)
+    backend._runner_context_cache["stored-orphan"] = orphan
+    assert not backend.runner_context_stored(orphan)
+
+
 def test_app_info_and_discovery(app: Pynenc, backend: CppMemStateBackend) -> None:
     # The app registered itself when it opened its state backend.
     assert backend.get_app_info().app_id == app.app_id

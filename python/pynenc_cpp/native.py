@@ -42,6 +42,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from pynenc import context
@@ -116,7 +117,7 @@ class CppNativeOrchestrator(CppOrchestrator):
 
         Rebuilt when the app's components are swapped (tests do that).
         """
-        if not self.cpp_conf.native_enabled:
+        if not self._native_enabled:
             return None
         app = self.app
         state_backend, broker, trigger = app.state_backend, app.broker, app.trigger
@@ -139,6 +140,11 @@ class CppNativeOrchestrator(CppOrchestrator):
         self._lifecycle_key, self._lifecycle_obj = key, lifecycle
         return lifecycle
 
+    @cached_property
+    def _native_enabled(self) -> bool:
+        """``cpp_conf.native_enabled``, read once (``cpp_conf`` is fixed at first use)."""
+        return self.cpp_conf.native_enabled
+
     def _same_backend(self, component: object) -> bool:
         """True if ``component`` is a pynenc-cpp component on this orchestrator's storage."""
         if not isinstance(component, CppStateBackend | CppBroker | CppTrigger):
@@ -150,6 +156,11 @@ class CppNativeOrchestrator(CppOrchestrator):
 
     def _actor(self, runner_ctx: RunnerContext) -> tuple[str, str]:
         """(owner id, runner-context id) of ``runner_ctx``, its context stored as pynenc does."""
+        state_backend = self.app.state_backend
+        if isinstance(state_backend, CppStateBackend) and state_backend.runner_context_stored(
+            runner_ctx
+        ):
+            return runner_ctx.runner_id, runner_ctx.runner_id  # storing it again is a no-op
         self._ride_out(
             lambda: self.app.state_backend.store_runner_context(runner_ctx),
             f"runner context {runner_ctx.runner_id}",

@@ -248,6 +248,22 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
 
     # --- runner contexts ------------------------------------------------------
 
+    def runner_context_stored(self, runner_context: RunnerContext) -> bool:
+        """True when ``store_runner_context(runner_context)`` would change nothing.
+
+        That is when this very context object, and each of its parents, is the one
+        this backend's cache holds for its id (pynenc's ``store_runner_context``
+        writes a context only once per id, and caches the object it was given).
+        Lets the hot path skip that call for the runner's own context.
+        """
+        cache = self._runner_context_cache
+        ctx: RunnerContext | None = runner_context
+        while ctx is not None:
+            if cache.get(ctx.runner_id) is not ctx:
+                return False
+            ctx = ctx.parent_ctx
+        return True
+
     def _store_runner_context(self, runner_context: RunnerContext) -> None:
         parent = runner_context.parent_ctx
         self._engine.store_runner_context(
