@@ -26,10 +26,11 @@ std::shared_ptr<Database> OpenOk(const std::string& path) {
   return db.ok() ? db.value() : nullptr;
 }
 
-std::int64_t CountRows(Database& db, const std::string& table) {
+// The integer in the first column of the first row of `sql` (-1 on failure).
+std::int64_t ReadInt(Database& db, const std::string& sql) {
   std::int64_t n = -1;
   EXPECT_TRUE(db.Read([&](Conn& c) -> Status {
-                  auto q = c.Prepare("SELECT count(*) FROM " + table);
+                  auto q = c.Prepare(sql);
                   if (!q.ok()) return q.status();
                   auto row = q.value()->Step();
                   if (!row.ok()) return row.status();
@@ -37,6 +38,10 @@ std::int64_t CountRows(Database& db, const std::string& table) {
                   return Status::Ok();
                 }).ok());
   return n;
+}
+
+std::int64_t CountRows(Database& db, const std::string& table) {
+  return ReadInt(db, "SELECT count(*) FROM " + table);
 }
 
 TEST(SqliteOptions, ParsesPathAndOptions) {
@@ -335,7 +340,8 @@ TEST(SqliteDatabase, AWriteWaitsForALockReleasedWithinTheBusyTimeout) {
 // WAL pages a row. False on the first failure.
 bool WriteBlobs(Database& db, int rows) {
   for (int i = 0; i < rows; ++i) {
-    Status s = db.Write([](Conn& c) -> Status { return c.Exec("INSERT INTO t VALUES (zeroblob(8000))"); });
+    Status s = db.Write(
+        [](Conn& c) -> Status { return c.Exec("INSERT INTO t VALUES (zeroblob(8000))"); });
     if (!s.ok()) return false;
   }
   return true;
@@ -358,16 +364,7 @@ TEST(SqliteDatabase, CheckpointsRunInTheBackgroundNotInTheCommit) {
   SqliteBackend b;
   auto db = OpenOk(b.Path());
   ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (x BLOB)").ok());
-  std::int64_t autocheckpoint = -1;
-  ASSERT_TRUE(db->Read([&](Conn& c) -> Status {
-                  auto q = c.Prepare("PRAGMA wal_autocheckpoint");
-                  if (!q.ok()) return q.status();
-                  auto row = q.value()->Step();
-                  if (!row.ok()) return row.status();
-                  autocheckpoint = q.value()->Int(0);
-                  return Status::Ok();
-                }).ok());
-  EXPECT_EQ(autocheckpoint, 0) << "SQLite would checkpoint inside commits";
+  EXPECT_EQ(ReadInt(*db, "PRAGMA wal_autocheckpoint"), 0) << "SQLite would checkpoint in commits";
   const auto before = std::filesystem::file_size(b.Path());
   ASSERT_TRUE(WriteBlobs(*db, 100));  // ~200 pages: below the threshold
   EXPECT_EQ(db->checkpoints_run(), 0u);
