@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# Regenerates python/pynenc_cpp/_core.pyi from the built extension (or writes it
-# to the path given as the first argument: tests_py/test_typing.py compares that
-# with the committed stub). pybind11-stubgen cannot see attributes set on
+# Regenerates the stubs of the extension, python/pynenc_cpp/_core/ (one .pyi per
+# subsystem submodule, bindings/module.cc; __init__.pyi holds the errors, the core
+# types and the re-exports), from the built extension, or writes them to the
+# directory given as the first argument (tests_py/test_typing.py compares that
+# with the committed stubs). pybind11-stubgen cannot see attributes set on
 # exception instances, so those fields are added afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dst=${1:-python/pynenc_cpp/_core.pyi}
+dst=${1:-python/pynenc_cpp/_core}
 # Both tools are test extras (scripts/setup.sh installs them).
 [ -x .venv/bin/pybind11-stubgen ] || .venv/bin/python -m pip install -q "pybind11-stubgen>=2.5"
 [ -x .venv/bin/ruff ] || .venv/bin/python -m pip install -q "ruff>=0.6"
 out=$(mktemp -d)
 .venv/bin/pybind11-stubgen pynenc_cpp._core -o "$out"
-.venv/bin/python - "$out/pynenc_cpp/_core.pyi" "$dst" <<'PY'
+.venv/bin/python - "$out/pynenc_cpp/_core/__init__.pyi" <<'PY'
 import sys
-src, dst = sys.argv[1], sys.argv[2]
-text = open(src).read()
+path = sys.argv[1]
+text = open(path).read()
 fields = {
     "IllegalTransition": ["from_status: str | None", "to_status: str", "allowed: list[str]",
                           "reason: str"],
@@ -27,10 +29,17 @@ for cls, attrs in fields.items():
     i = text.index("\n", i) + 1
     j = text.index('    """\n', text.index('    """\n', i) + 1) + len('    """\n')
     text = text[:j] + "".join(f"    {a}\n" for a in attrs) + text[j:]
-open(dst, "w").write(text)
+open(path, "w").write(text)
 PY
-rm -rf "$out"
 # The repository's formatting.
-.venv/bin/ruff check -q --fix --select I "$dst"
-.venv/bin/ruff format -q "$dst"
+.venv/bin/ruff check -q --fix --select I "$out/pynenc_cpp/_core"
+.venv/bin/ruff format -q "$out/pynenc_cpp/_core"
+if [ -e "$dst" ] && [ -n "$(find "$dst" ! -type d ! -name '*.pyi' -print -quit)" ]; then
+  echo "refusing to replace $dst: it holds files other than stubs" >&2
+  exit 1
+fi
+rm -rf "$dst"
+mkdir -p "$(dirname "$dst")"
+mv "$out/pynenc_cpp/_core" "$dst"
+rm -rf "$out"
 echo "wrote $dst"

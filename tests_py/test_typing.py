@@ -1,5 +1,5 @@
 """The package's types are checked: ``mypy --strict`` over ``python/pynenc_cpp``
-(settings in pyproject.toml's ``[tool.mypy]``), and the committed ``_core.pyi`` is
+(settings in pyproject.toml's ``[tool.mypy]``), and the committed ``_core/*.pyi`` stubs are
 what ``scripts/gen_stubs.sh`` generates from the built extension, so the stub a
 user's type checker reads cannot drift from the bindings."""
 
@@ -52,8 +52,8 @@ def test_a_user_program_is_checked_against_the_stub(tmp_path: Path) -> None:
     assert 'Argument 3 to "route" of "Broker"' in out.stdout, out.stdout
 
 
-def test_the_committed_stub_is_what_the_extension_generates() -> None:
-    generated = ROOT / "build" / "stub-check" / "_core.pyi"
+def test_the_committed_stubs_are_what_the_extension_generates() -> None:
+    generated = ROOT / "build" / "stub-check" / "_core"
     generated.parent.mkdir(parents=True, exist_ok=True)
     out = subprocess.run(
         ["bash", "scripts/gen_stubs.sh", str(generated)],
@@ -63,7 +63,13 @@ def test_the_committed_stub_is_what_the_extension_generates() -> None:
         timeout=600,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    committed = (ROOT / "python" / "pynenc_cpp" / "_core.pyi").read_text()
-    assert generated.read_text() == committed, (
-        "python/pynenc_cpp/_core.pyi is stale: run `bash scripts/gen_stubs.sh` and commit it"
+    committed = ROOT / "python" / "pynenc_cpp" / "_core"
+    names = sorted(p.name for p in committed.glob("*.pyi"))
+    assert sorted(p.name for p in generated.glob("*.pyi")) == names, (
+        "python/pynenc_cpp/_core/ has other stub files than the extension's submodules: "
+        "run `bash scripts/gen_stubs.sh` and commit the result"
+    )
+    stale = [n for n in names if (generated / n).read_text() != (committed / n).read_text()]
+    assert not stale, (
+        f"python/pynenc_cpp/_core/{stale} stale: run `bash scripts/gen_stubs.sh` and commit it"
     )

@@ -1,0 +1,238 @@
+"""
+pynenc-cpp engine bindings (private; use the pynenc_cpp package).
+"""
+
+from __future__ import annotations
+
+import typing
+
+from pynenc_cpp._core.broker import Broker
+from pynenc_cpp._core.client_data_store import ClientDataStore
+from pynenc_cpp._core.cluster import (
+    ClusterActivation,
+    ClusterHostedInstance,
+    ClusterMember,
+    ClusterMemberEvent,
+    ClusterNode,
+    ClusterNodeStatus,
+    ClusterOptions,
+)
+from pynenc_cpp._core.coordinator import (
+    ActorSpec,
+    AgentFamily,
+    CoordinatorClusterView,
+    CoordinatorNodeView,
+    FencedStore,
+    Generation,
+    GenerationSource,
+    InstanceContext,
+    Journal,
+    LabelPlacement,
+    SingletonSpec,
+    SpecStatus,
+)
+from pynenc_cpp._core.lifecycle import Lifecycle, history_json
+from pynenc_cpp._core.orchestrator import Orchestrator
+from pynenc_cpp._core.report import describe_backend
+from pynenc_cpp._core.runner import RunnerEngine
+from pynenc_cpp._core.state_backend import StateBackend
+from pynenc_cpp._core.trigger import TriggerStore
+
+from . import (
+    broker,
+    client_data_store,
+    cluster,
+    coordinator,
+    lifecycle,
+    orchestrator,
+    report,
+    runner,
+    state_backend,
+    trigger,
+)
+
+__all__: list[str] = [
+    "ActorSpec",
+    "AgentFamily",
+    "BackendConnectionError",
+    "BackendError",
+    "BadConfig",
+    "Broker",
+    "BufferFull",
+    "ClientDataStore",
+    "ClusterActivation",
+    "ClusterHostedInstance",
+    "ClusterMember",
+    "ClusterMemberEvent",
+    "ClusterNode",
+    "ClusterNodeStatus",
+    "ClusterOptions",
+    "Conflict",
+    "CoordinatorClusterView",
+    "CoordinatorNodeView",
+    "EngineError",
+    "FencedStore",
+    "Generation",
+    "GenerationSource",
+    "IllegalTransition",
+    "InstanceContext",
+    "InvalidArgument",
+    "InvocationNotFound",
+    "Journal",
+    "LabelPlacement",
+    "Lifecycle",
+    "Orchestrator",
+    "OwnershipViolation",
+    "RunnerEngine",
+    "SingletonSpec",
+    "SpecStatus",
+    "StaleGeneration",
+    "StateBackend",
+    "Timeout",
+    "TriggerStore",
+    "Unavailable",
+    "apply_transition",
+    "broker",
+    "client_data_store",
+    "cluster",
+    "coordinator",
+    "describe_backend",
+    "engine_metrics",
+    "gil_handovers",
+    "history_json",
+    "lifecycle",
+    "orchestrator",
+    "report",
+    "runner",
+    "set_engine_metrics_enabled",
+    "state_backend",
+    "status_names",
+    "status_table",
+    "trigger",
+]
+
+class EngineError(Exception):
+    """
+    Base class of every error raised by the pynenc-cpp engine.
+    """
+
+class InvocationNotFound(EngineError, KeyError):
+    """
+    An invocation, key or record named by the caller does not exist.
+    """
+
+class IllegalTransition(EngineError):
+    """
+    The invocation status machine forbids this transition.
+    """
+
+    from_status: str | None
+    to_status: str
+    allowed: list[str]
+    reason: str
+
+class OwnershipViolation(EngineError):
+    """
+    The status machine's runner-ownership rules forbid this change.
+    """
+
+    from_status: str
+    to_status: str
+    current_owner: str | None
+    attempted_owner: str | None
+    reason: str
+
+class BackendError(EngineError, RuntimeError):
+    """
+    The storage backend failed (I/O, server, corrupt data).
+    """
+
+class BackendConnectionError(BackendError):
+    """
+    The connection to the storage server failed (refused, reset, timed out, still loading): the server may come back. maybe_applied: the command was sent on the lost connection, so it may or may not have been applied.
+    """
+
+    maybe_applied: bool
+
+class BadConfig(EngineError, ValueError):
+    """
+    A configuration value is missing, malformed or unsupported.
+    """
+
+class InvalidArgument(EngineError, ValueError):
+    """
+    An argument is out of range or malformed.
+    """
+
+class Conflict(EngineError):
+    """
+    A compare-and-set lost: the stored value is not the expected one.
+    """
+
+class StaleGeneration(Conflict):
+    """
+    A write or command carries a generation below the one already stored.
+    """
+
+class Unavailable(EngineError, ConnectionError):
+    """
+    The cluster cannot serve the request now (no leader, no quorum).
+    """
+
+class Timeout(EngineError, TimeoutError):
+    """
+    No answer within the deadline.
+    """
+
+class BufferFull(EngineError):
+    """
+    A bounded buffer is full: the message was not queued.
+    """
+
+def _close_python_gate() -> None:
+    """
+    Stops the native threads that call Python, before the interpreter finalizes.
+    """
+
+def apply_transition(
+    current: str | None, current_owner: str | None, to: str, runner_id: str | None
+) -> tuple[typing.Any, typing.Any]:
+    """
+    Applies the status machine to one transition without storing anything.
+    Returns (new_status, new_owner); raises IllegalTransition or OwnershipViolation.
+    """
+
+def engine_metrics() -> dict:
+    """
+    A snapshot of this process's task-engine metrics (pynenc_cpp.metrics renders it):
+    entered (status -> changes applied into it, registrations included), backend_errors,
+    backend_errors_connection, redis_connections_opened, redis_connections_lost, and the
+    queue_wait / run_time histograms (bounds_us, per-bucket counts with +Inf last, count,
+    sum_us).
+    """
+
+def gil_handovers() -> dict:
+    """
+    How often this process handed the GIL over so far: ``engine_calls`` (binding calls
+    that released it and took it back) and ``thread_entries`` (engine threads that took
+    it to run Python: a runner worker running an invocation, a callback). Each is one
+    GIL acquisition. For profiling (bench/profile_burst.py); never reset.
+    """
+
+def set_engine_metrics_enabled(enabled: bool) -> None:
+    """
+    Turns the engine's metric counting on or off (on by default).
+    """
+
+def status_names() -> list:
+    """
+    Every invocation status the engine knows, as pynenc's string values.
+    """
+
+def status_table() -> dict:
+    """
+    The status machine as a dict: status (None = not registered yet) -> definition dict
+    with allowed_transitions and the ownership flags, shaped like pynenc's StatusDefinition.
+    """
+
+__version__: str = "0.1.0"

@@ -1,0 +1,154 @@
+"""
+Native mode's composite operations.
+"""
+
+from __future__ import annotations
+
+import typing
+
+import pynenc_cpp._core.broker
+import pynenc_cpp._core.orchestrator
+import pynenc_cpp._core.state_backend
+import pynenc_cpp._core.trigger
+
+__all__: list[str] = ["Lifecycle", "history_json"]
+
+class Lifecycle:
+    """
+    Native mode's composite operations over one app's components (thread-safe). On
+    sqlite:// each operation is one transaction; on redis:// claim and finish are one
+    Lua script in their common case; otherwise a sequence of atomic steps (see
+    docs/native.md).
+    """
+    def __init__(
+        self,
+        uri: str,
+        app_id: str,
+        orchestrator: pynenc_cpp._core.orchestrator.Orchestrator,
+        state_backend: pynenc_cpp._core.state_backend.StateBackend,
+        broker: pynenc_cpp._core.broker.Broker,
+        trigger: pynenc_cpp._core.trigger.TriggerStore,
+        status_context: str,
+        result_context: str,
+        exception_context: str,
+    ) -> None:
+        """
+        Builds the composite operations over the given component objects, opened on
+        `uri` for `app_id`. `trigger` may be None (every watched flag is then True).
+        The *_context names are the context types trigger conditions are registered
+        under. Raises ValueError (InvalidArgument) for a missing component.
+        """
+    def change_status(
+        self,
+        invocation_id: str,
+        status: str,
+        runner_id: str | None,
+        runner_context_id: str,
+        task_key: str | None = None,
+        release_waiters: bool = True,
+    ) -> tuple[tuple, bool]:
+        """
+        pynenc's set_invocation_status in one call: transition, waiter release and
+        auto-purge mark for a final status, history row. Returns (record, status_watched).
+        Raises InvocationNotFound, IllegalTransition or OwnershipViolation.
+        """
+    def claim(
+        self, invocation_id: str, runner_id: str | None, runner_context_id: str, start: bool = False
+    ) -> tuple[str, tuple, typing.Any, bool]:
+        """
+        Claims one id taken from the broker: returns (kind, record, invocation dict | None,
+        status_watched); kind is 'claimed' (now PENDING), 'not_available' or 'needs_check'
+        (its task may have running concurrency control: nothing changed). With start=True
+        a claimed invocation moves on to RUNNING in the same operation (both history
+        rows; one script on Redis, one transaction on SQLite): kind 'started' instead.
+        """
+    def finish_failure(
+        self,
+        invocation_id: str,
+        serialized_exception: str,
+        runner_id: str | None,
+        runner_context_id: str,
+        task_key: str,
+        release_waiters: bool = True,
+    ) -> tuple[tuple, bool, bool]:
+        """
+        pynenc's set_invocation_exception in one call: store the exception, then FAILED as
+        change_status. Returns (record, status_watched, exception_watched).
+        """
+    def finish_success(
+        self,
+        invocation_id: str,
+        serialized_result: str,
+        runner_id: str | None,
+        runner_context_id: str,
+        task_key: str,
+        release_waiters: bool = True,
+    ) -> tuple[tuple, bool, bool]:
+        """
+        pynenc's set_invocation_result in one call: store the result, then SUCCESS as
+        change_status. Returns (record, status_watched, result_watched).
+        """
+    def recover_stale(
+        self,
+        kind: str,
+        limit_us: typing.SupportsInt | typing.SupportsIndex,
+        runner_id: str | None,
+        runner_context_id: str,
+    ) -> list:
+        """
+        The recovery sweep: kind 'pending' moves invocations PENDING for longer than
+        `limit_us` to PENDING_RECOVERY, 'running' moves RUNNING ones whose owner's last
+        heartbeat is older than `limit_us` to RUNNING_RECOVERY (history rows written).
+        Returns [(invocation_id, record, status_watched)].
+        """
+    def register_and_route(
+        self, items: list, runner_id: str | None, runner_context_id: str
+    ) -> tuple[tuple, bool]:
+        """
+        pynenc's register_new_invocations in one call: upsert the (record, queue, priority)
+        items, register them, one REGISTERED history row each, route them. Returns
+        (status record, status_watched).
+        """
+    def reroute(
+        self,
+        invocation_id: str,
+        queue: str,
+        priority: typing.SupportsFloat | typing.SupportsIndex,
+        runner_id: str | None,
+        runner_context_id: str,
+        task_key: str,
+    ) -> tuple[tuple, bool]:
+        """
+        One invocation of pynenc's reroute_invocations in one call: REROUTED (history),
+        route to `queue` at `priority`. Returns (record, status_watched).
+        """
+    def retry(
+        self,
+        invocation_id: str,
+        queue: str,
+        priority: typing.SupportsFloat | typing.SupportsIndex,
+        runner_id: str | None,
+        runner_context_id: str,
+        task_key: str,
+    ) -> tuple[tuple, bool]:
+        """
+        pynenc's set_invocation_retry in one call: RETRY (history), retries + 1, route to
+        `queue` at `priority`. Returns (record, status_watched).
+        """
+    def set_task_runs_freely(self, task_key: str) -> None:
+        """
+        Declares that the task has running concurrency control disabled, so claim moves
+        its invocations to PENDING directly.
+        """
+
+def history_json(
+    invocation_id: str,
+    status: str,
+    runner_id: str | None,
+    timestamp_us: typing.SupportsInt | typing.SupportsIndex,
+    runner_context_id: str,
+    registered_by: str | None = None,
+) -> str:
+    """
+    The history JSON the Lifecycle writes (pynenc's InvocationHistory.to_json layout).
+    """

@@ -1,0 +1,101 @@
+"""
+The C++ runner loop.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import typing
+
+__all__: list[str] = ["RunnerEngine"]
+
+class RunnerEngine:
+    """
+    The C++ loop of CppRunner: worker threads (one persistent Python thread state each)
+    retrieving from an engine broker with the GIL released, a timer thread for
+    heartbeats, management duties and the task-timeout watchdog. Thread-safe.
+    """
+    def __init__(
+        self,
+        broker: typing.Any,
+        queues: collections.abc.Sequence[str],
+        workers: typing.SupportsInt | typing.SupportsIndex,
+        task_timeout_sec: typing.SupportsFloat | typing.SupportsIndex,
+        heartbeat_interval_sec: typing.SupportsFloat | typing.SupportsIndex,
+        management_interval_sec: typing.SupportsFloat | typing.SupportsIndex,
+        execute: typing.Any,
+        retrieve_wait_sec: typing.SupportsFloat | typing.SupportsIndex = 0.5,
+        idle_backoff_sec: typing.SupportsFloat | typing.SupportsIndex = 0.01,
+        fallback_next: typing.Any = None,
+        next_blocking: typing.Any = None,
+        heartbeat: typing.Any = None,
+        management: typing.Any = None,
+        timed_out: typing.Any = None,
+        thread_started: typing.Any = None,
+        report_error: typing.Any = None,
+    ) -> None:
+        """
+        Builds a stopped engine. `broker`: an engine Broker to block on over `queues`, or
+        None to poll `fallback_next() -> str | None` (GIL held, `idle_backoff_sec` between
+        empty answers). Hooks run on engine threads with the GIL: execute(id, claimed),
+        next_blocking() -> str | None, heartbeat(), management(), timed_out(id, thread_ident),
+        thread_started(worker_index), report_error(message). 0 disables an interval.
+        """
+    def abort(self) -> list:
+        """
+        Immediate stop: returns [(invocation_id, thread_ident)] of what was running.
+        """
+    def mark_waiting(self) -> bool:
+        """
+        From a task on one of this engine's workers: its worker waits for results and
+        stops counting as a slot until the task returns. False off a worker thread.
+        """
+    def on_worker_thread(self) -> bool:
+        """
+        True when called from one of this engine's worker threads.
+        """
+    def running(self) -> list:
+        """
+        [(invocation_id, thread_ident)] being executed (timed-out ones excluded).
+        """
+    def start(self) -> None:
+        """
+        Starts the workers and the timer thread.
+        """
+    def stop(self) -> None:
+        """
+        Graceful stop: no more retrieval; running invocations finish.
+        """
+    def take_orphans(self) -> list[str]:
+        """
+        Invocation ids retrieved after abort() and not run; the caller routes them again.
+        """
+    def wait(
+        self,
+        timeout_sec: typing.SupportsFloat | typing.SupportsIndex,
+        slice_sec: typing.SupportsFloat | typing.SupportsIndex = 0.1,
+    ) -> bool:
+        """
+        Waits (GIL released, signal handlers run between slices) until every worker and
+        the timer exited after stop()/abort(). True if they did within `timeout_sec`.
+        """
+    @property
+    def executed(self) -> int:
+        """
+        Invocations handed to execute() so far.
+        """
+    @property
+    def live_workers(self) -> int:
+        """
+        Workers alive and not abandoned.
+        """
+    @property
+    def state(self) -> str:
+        """
+        created, running, draining, stopped or aborted.
+        """
+    @property
+    def waiting(self) -> int:
+        """
+        Workers whose task waits for results.
+        """
