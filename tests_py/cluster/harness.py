@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -122,6 +124,56 @@ class NodeProc:
         elif sig == signal.SIGCONT:
             self.paused = False
         return t
+
+
+def all_threads_stopped(pid: int) -> bool:
+    """True once every thread of ``pid`` is stopped (state T in /proc): a SIGSTOP
+    has taken effect, not merely been sent."""
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            if state not in ("T", "t"):
+                return False
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return True
+
+
+def sqlite_write_locked(path: Path) -> bool:
+    """True if a connection holds the write lock of the SQLite file ``path`` now
+    (a ``BEGIN IMMEDIATE`` with no busy wait fails)."""
+    con = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        con.execute("ROLLBACK")
+        return False
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            return True
+        raise
+    finally:
+        con.close()
+
+
+def pause_outside_sqlite_writes(node: NodeProc, dbs: list[Path], attempts: int = 200) -> float:
+    """SIGSTOPs ``node`` at a moment it holds none of ``dbs``' write locks; returns the
+    time of the stop that stuck, as ``NodeProc.signal`` does.
+
+    A process frozen inside a write transaction keeps the file's write lock, and every
+    other process's writes to that file wait for it until SIGCONT (SQLite's locking;
+    the engine reports it as an outage once the busy timeout has passed): the store is
+    then down for everyone, which is not what a paused-owner test is about. So a stop
+    that lands inside a write (or while another node writes: the check cannot tell)
+    is undone with SIGCONT and tried again a moment later."""
+    for _ in range(attempts):
+        stopped_at = node.signal(signal.SIGSTOP)
+        wait_for(lambda: all_threads_stopped(node.proc.pid), 5.0, 0.001, what="the stop")
+        if not any(p.exists() and sqlite_write_locked(p) for p in dbs):
+            return stopped_at
+        node.signal(signal.SIGCONT)
+        time.sleep(random.uniform(0.001, 0.01))
+    raise AssertionError(f"{node.name}: every stop landed while one of {dbs} was write-locked")
 
 
 @dataclass

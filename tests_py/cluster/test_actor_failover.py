@@ -28,6 +28,7 @@ from tests_py.cluster.harness import (
     instance_lifetimes,
     node_stderr,
     overlaps,
+    pause_outside_sqlite_writes,
     read_jsonl,
     wait_for,
 )
@@ -151,7 +152,8 @@ def run_with_fault(actors: ActorNodes, fault: signal.Signals) -> None:
     elif fault == signal.SIGTERM:
         os.kill(first.proc.pid, signal.SIGTERM)
     else:  # SIGSTOP past failover, then SIGCONT: the stale instance must not write
-        first.signal(signal.SIGSTOP)
+        # (frozen inside a journal append, n0 would hold the file's lock: see the helper)
+        pause_outside_sqlite_writes(first, sorted(actors.root.glob("*.db")))
         wait_for(lambda: owner_of(others) is not None, WAIT, what="a successor")
         n_before = len(confirmed(others))
         wait_for(lambda: len(confirmed(others)) >= n_before + 20, WAIT, what="the successor serves")

@@ -23,6 +23,7 @@ from tests_py.cluster.harness import (
     NodeProc,
     instance_lifetimes,
     overlaps,
+    pause_outside_sqlite_writes,
     wait_for,
 )
 
@@ -140,7 +141,8 @@ def test_stale_owner_paused_past_failover_is_fenced_by_storage_and_stopped(
     assert old_gen is not None
     wait_for(lambda: writes(stale, "write_ok"), WAIT, what="the owner writes")
 
-    paused_at = stale.signal(signal.SIGSTOP)
+    # (frozen inside a fenced write, it would hold the file's lock: see the helper)
+    paused_at = pause_outside_sqlite_writes(stale, sorted(cluster.root.glob("*.db")))
     successor = owner(cluster, exclude=stale)
     new_gen = active_on(successor)
     assert new_gen is not None and new_gen.term > old_gen.term
