@@ -4,6 +4,9 @@
 #include "init.h"
 #include "python_gate.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace {
 
 namespace py = pybind11;
@@ -19,7 +22,12 @@ void Submodule(py::module_& m, const char* name, const char* doc,
   py::module_::import("sys").attr("modules")[sub.attr("__name__")] = sub;
   for (auto item : py::reinterpret_borrow<py::dict>(sub.attr("__dict__"))) {
     const std::string key = py::str(item.first);
-    if (key.rfind("__", 0) != 0) m.attr(item.first) = item.second;
+    if (key.rfind("__", 0) == 0) continue;
+    if (py::hasattr(m, item.first)) {  // a build error, caught by the first import
+      throw std::runtime_error("pynenc_cpp._core: '" + key + "' of submodule '" + name +
+                               "' is already defined");
+    }
+    m.attr(item.first) = item.second;
   }
 }
 

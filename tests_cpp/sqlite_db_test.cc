@@ -11,9 +11,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <stdexcept>
 #include <thread>
 
 #include "backend_fixture.h"
+#include "sqlite/sqlite_checkpointer.h"
 
 namespace pynenc_cpp::sqlite {
 namespace {
@@ -336,8 +338,9 @@ TEST(SqliteDatabase, AWriteWaitsForALockReleasedWithinTheBusyTimeout) {
   EXPECT_EQ(CountRows(*holder.value(), "t"), 2);
 }
 
-// Commits `rows` rows of 8000 bytes each, one transaction per row: about two
-// WAL pages a row. False on the first failure.
+// Commits `rows` rows of 8000 bytes each, one transaction per row: two pages
+// of the database file a row, and four or five WAL frames (the leaf, the two
+// overflow pages, an interior page, page 1). False on the first failure.
 bool WriteBlobs(Database& db, int rows) {
   for (int i = 0; i < rows; ++i) {
     Status s = db.Write(
@@ -366,13 +369,13 @@ TEST(SqliteDatabase, CheckpointsRunInTheBackgroundNotInTheCommit) {
   ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (x BLOB)").ok());
   EXPECT_EQ(ReadInt(*db, "PRAGMA wal_autocheckpoint"), 0) << "SQLite would checkpoint in commits";
   const auto before = std::filesystem::file_size(b.Path());
-  ASSERT_TRUE(WriteBlobs(*db, 100));  // ~200 pages: below the threshold
-  EXPECT_EQ(db->checkpoints_run(), 0u);
+  ASSERT_TRUE(WriteBlobs(*db, 100));  // ~450 WAL frames: below the threshold
+  EXPECT_EQ(db->checkpoints_run() + db->checkpoints_failed(), 0u);
   ASSERT_TRUE(WriteBlobs(*db, 500));  // past it
   ASSERT_TRUE(WaitForCheckpoints(*db, 1));
-  // The first checkpoint alone copied at least kCheckpointPages pages of 4 KiB.
-  EXPECT_GE(std::filesystem::file_size(b.Path()),
-            before + static_cast<std::uintmax_t>(Database::kCheckpointPages) * 4096 / 2);
+  // A checkpoint at 1,000 frames copied the ~220 rows written by then, 2 pages
+  // of 4 KiB each, into the database file, which held none of them.
+  EXPECT_GE(std::filesystem::file_size(b.Path()), before + (std::uintmax_t{1} << 20));
   EXPECT_EQ(CountRows(*db, "t"), 600);
 }
 
@@ -402,16 +405,80 @@ TEST(SqliteDatabase, AForkedChildCheckpointsThroughItsOwnThread) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     if (db->checkpoints_run() != 0) _exit(2);  // the parent's count is not the child's
+    const auto at_fork = std::filesystem::file_size(b.Path());
     if (!WriteBlobs(*db, 600)) _exit(3);
-    _exit(WaitForCheckpoints(*db, 1) ? 0 : 4);
+    if (!WaitForCheckpoints(*db, 1)) _exit(4);
+    // Its checkpoint copied its own rows into the file.
+    _exit(std::filesystem::file_size(b.Path()) >= at_fork + (std::uintmax_t{1} << 20) ? 0 : 5);
   }
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: count shared, 3: write failed, 4: no checkpoint";
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "2: count shared, 3: write failed, 4: no checkpoint, 5: nothing copied";
   ASSERT_TRUE(WriteBlobs(*db, 600));
   EXPECT_TRUE(WaitForCheckpoints(*db, parent_runs + 1));
   EXPECT_EQ(CountRows(*db, "t"), 1800);
+}
+
+// fork() waits for a running checkpoint to end (a pthread_atfork handler), so
+// a child never inherits locks that the checkpointer's thread held at the fork.
+TEST(SqliteCheckpointer, AForkWaitsForTheRunningCheckpoint) {
+  std::atomic<bool> started{false};
+  std::atomic<bool> finished{false};
+  Checkpointer checkpointer([&] {
+    started = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    finished = true;
+    return true;
+  });
+  checkpointer.Request();
+  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) _exit(finished ? 0 : 1);  // the memory as it was at the fork
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child was forked in the middle of a checkpoint";
+}
+
+// Requests made while a checkpoint runs fold into one more run; a failed or
+// throwing checkpoint is counted as failed, not completed.
+TEST(SqliteCheckpointer, FoldsRequestsAndCountsFailures) {
+  std::atomic<int> calls{0};
+  std::atomic<bool> release{false};
+  Checkpointer checkpointer([&]() -> bool {
+    const int n = ++calls;
+    while (n == 1 && !release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (n == 2) return false;
+    if (n == 3) throw std::runtime_error("no connection");
+    return true;
+  });
+  checkpointer.Request();
+  while (calls == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 5; ++i) checkpointer.Request();  // while the first runs
+  release = true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (checkpointer.completed() + checkpointer.failed() < 2 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(calls, 2) << "five requests during a run are one more run";
+  EXPECT_EQ(checkpointer.completed(), 1u);
+  EXPECT_EQ(checkpointer.failed(), 1u);
+  checkpointer.Request();  // throws: a failure, and the thread goes on
+  while (checkpointer.failed() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(checkpointer.failed(), 2u);
+  checkpointer.Request();
+  while (checkpointer.completed() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(checkpointer.completed(), 2u);
+  EXPECT_EQ(calls, 4);
 }
 
 }  // namespace

@@ -75,6 +75,21 @@ def test_typing_files_ship_with_the_package() -> None:
     assert not unexported, f"_core/__init__.pyi does not export {unexported}"
 
 
+def test_a_source_tree_without_the_extension_says_so(tmp_path: Path) -> None:
+    """``python/`` on the path without a build: the stubs' directory ``_core/`` would
+    import as an empty namespace package; the package says what is missing instead."""
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", "import pynenc_cpp"],
+        env={"PYTHONPATH": str(ROOT / "python"), "PATH": os.environ.get("PATH", "")},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "ImportError: pynenc_cpp._core, the compiled engine, is missing" in out.stderr
+
+
 @pytest.mark.timeout(1800)  # compiles the engine if scripts/setup.sh has not
 def test_wheel_installs_and_imports_in_a_fresh_virtualenv(tmp_path: Path) -> None:
     """`pip wheel .` -> fresh Python 3.12 venv -> `import pynenc_cpp` and run a task.

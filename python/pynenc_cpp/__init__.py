@@ -10,6 +10,13 @@ own ABCs and delegate every call to the native engine in ``pynenc_cpp._core``.
 """
 
 from pynenc_cpp import _core
+
+if getattr(_core, "__file__", None) is None:  # only the stubs' directory was found
+    raise ImportError(
+        "pynenc_cpp._core, the compiled engine, is missing: install the package "
+        "(pip install pynenc-cpp, or scripts/setup.sh in a checkout) rather than "
+        "importing the source tree"
+    )
 from pynenc_cpp.broker import CppBroker, CppMemBroker, CppRedisBroker, CppSqliteBroker
 from pynenc_cpp.client_data_store import (
     CppClientDataStore,

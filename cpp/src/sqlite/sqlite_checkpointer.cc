@@ -1,13 +1,35 @@
 #include "sqlite/sqlite_checkpointer.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
+#include <mutex>
 #include <utility>
 
 namespace pynenc_cpp::sqlite {
+namespace {
 
-Checkpointer::Checkpointer(std::function<void()> checkpoint)
-    : checkpoint_(std::move(checkpoint)), pid_(getpid()), thread_([this] { Loop(); }) {}
+// Held by every checkpoint, and by fork() from its prepare handler until the
+// child and the parent are both running again (see the header's "Fork").
+std::mutex& ForkGate() {
+  static std::mutex gate;
+  return gate;
+}
+
+void LockGate() { ForkGate().lock(); }
+void UnlockGate() { ForkGate().unlock(); }  // in the child: the forking thread's lock
+
+void InstallForkGate() {
+  static std::once_flag once;  // a child inherits the handlers, and the flag
+  std::call_once(once, [] { pthread_atfork(&LockGate, &UnlockGate, &UnlockGate); });
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(std::function<bool()> checkpoint)
+    : checkpoint_((InstallForkGate(), std::move(checkpoint))),
+      pid_(getpid()),
+      thread_([this] { Loop(); }) {}
 
 Checkpointer::~Checkpointer() {
   {
@@ -32,6 +54,11 @@ std::uint64_t Checkpointer::completed() const {
   return completed_;
 }
 
+std::uint64_t Checkpointer::failed() const {
+  MutexLock lock(mu_);
+  return failed_;
+}
+
 void Checkpointer::Loop() {
   UniqueLock lock(mu_);
   while (true) {
@@ -41,9 +68,17 @@ void Checkpointer::Loop() {
     if (stopping_) return;
     requested_ = false;
     lock.Unlock();
-    checkpoint_();
+    bool ok = false;
+    {
+      std::lock_guard<std::mutex> gate(ForkGate());
+      try {
+        ok = checkpoint_();
+      } catch (...) {  // no memory for a connection, say: the next request tries again
+        ok = false;
+      }
+    }
     lock.Lock();
-    ++completed_;
+    ++(ok ? completed_ : failed_);
   }
 }
 

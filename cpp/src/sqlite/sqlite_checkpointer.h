@@ -11,9 +11,12 @@
 //
 // Thread safety: thread-safe. Request() never waits for a checkpoint; requests
 // made while one runs are folded into one more run.
-// Fork: a Checkpointer belongs to the process that made it (pid()). Its thread
-// does not exist in a forked child, which must neither use nor destroy it
-// (Database makes the child its own and leaves the parent's alone).
+// Fork: a checkpoint never overlaps a fork(): a pthread_atfork handler makes
+// fork() wait for a running checkpoint to end, so a child never inherits the
+// pool's or SQLite's locks held by this thread. A Checkpointer belongs to the
+// process that made it (pid()); its thread does not exist in a forked child,
+// which must neither use nor destroy it (Database makes the child its own and
+// leaves the parent's alone).
 #pragma once
 
 #include <sys/types.h>
@@ -29,9 +32,11 @@ namespace pynenc_cpp::sqlite {
 
 class Checkpointer {
  public:
-  // Starts the thread. `checkpoint` runs one checkpoint; it is called on that
-  // thread only, never concurrently with itself, and must not throw.
-  explicit Checkpointer(std::function<void()> checkpoint);
+  // Starts the thread (std::system_error if it cannot). `checkpoint` runs one
+  // checkpoint and says whether it succeeded; it is called on that thread only,
+  // never concurrently with itself nor with a fork(). An exception from it
+  // counts as a failure.
+  explicit Checkpointer(std::function<bool()> checkpoint);
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
   // Lets a running checkpoint finish, drops pending requests, joins the thread.
@@ -40,20 +45,22 @@ class Checkpointer {
 
   // Asks for a checkpoint soon (one run covers every request made before it starts).
   void Request() PYNENC_EXCLUDES(mu_);
-  // Checkpoints run to the end so far.
+  // Checkpoints that succeeded, and that failed, so far.
   std::uint64_t completed() const PYNENC_EXCLUDES(mu_);
+  std::uint64_t failed() const PYNENC_EXCLUDES(mu_);
   pid_t pid() const { return pid_; }
 
  private:
   void Loop() PYNENC_EXCLUDES(mu_);
 
-  const std::function<void()> checkpoint_;
+  const std::function<bool()> checkpoint_;
   const pid_t pid_;
   mutable Mutex mu_;
   std::condition_variable cv_;
   bool requested_ PYNENC_GUARDED_BY(mu_) = false;
   bool stopping_ PYNENC_GUARDED_BY(mu_) = false;
   std::uint64_t completed_ PYNENC_GUARDED_BY(mu_) = 0;
+  std::uint64_t failed_ PYNENC_GUARDED_BY(mu_) = 0;
   std::thread thread_;  // last: starts once the fields above exist
 };
 

@@ -314,15 +314,20 @@ Result<std::unique_ptr<Conn>> Database::Acquire() {
   return conn;
 }
 
-int Database::OnWalCommit(void* self, sqlite3* /*db*/, const char* /*schema*/, int pages) {
-  if (pages >= kCheckpointPages) static_cast<Database*>(self)->RequestCheckpoint();
+int Database::OnWalCommit(void* self, sqlite3* db, const char* schema, int pages) noexcept {
+  if (pages < kCheckpointPages) return SQLITE_OK;
+  try {
+    static_cast<Database*>(self)->RequestCheckpoint();
+  } catch (...) {  // no thread (process limits) or no memory: keep the WAL bounded here
+    (void)sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  }
   return SQLITE_OK;
 }
 
 void Database::RequestCheckpoint() {
   Checkpointer* current = checkpointer_.load(std::memory_order_acquire);
   if (current == nullptr || current->pid() != getpid()) {
-    auto* fresh = new Checkpointer([this] { RunCheckpoint(); });
+    auto* fresh = new Checkpointer([this] { return RunCheckpoint(); });
     if (checkpointer_.compare_exchange_strong(current, fresh, std::memory_order_acq_rel)) {
       current = fresh;  // a parent's `current`, if any, is left alone (see ~Database)
     } else {
@@ -332,20 +337,26 @@ void Database::RequestCheckpoint() {
   current->Request();
 }
 
-void Database::RunCheckpoint() {
+bool Database::RunCheckpoint() {
   Result<std::unique_ptr<Conn>> acquired = Acquire();
-  if (!acquired.ok()) return;
+  if (!acquired.ok()) return false;
   std::unique_ptr<Conn> conn = std::move(acquired).value();
   // PASSIVE: copies what no reader still needs and never waits for a lock, so
   // writers and readers of every process go on meanwhile.
-  (void)sqlite3_wal_checkpoint_v2(conn->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
-                                  nullptr);
+  const int rc = sqlite3_wal_checkpoint_v2(conn->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
+                                           nullptr, nullptr);
   Release(std::move(conn));
+  return rc == SQLITE_OK;
 }
 
 std::uint64_t Database::checkpoints_run() const {
   Checkpointer* current = checkpointer_.load(std::memory_order_acquire);
   return current != nullptr && current->pid() == getpid() ? current->completed() : 0;
+}
+
+std::uint64_t Database::checkpoints_failed() const {
+  Checkpointer* current = checkpointer_.load(std::memory_order_acquire);
+  return current != nullptr && current->pid() == getpid() ? current->failed() : 0;
 }
 
 void Database::Release(std::unique_ptr<Conn> conn) {

@@ -206,8 +206,10 @@ class Database {
   // wal_autocheckpoint). The checkpoint runs on this process's Checkpointer
   // thread (sqlite_checkpointer.h), never inside the commit.
   static constexpr int kCheckpointPages = 1000;
-  // Checkpoints this process's checkpointer ran for this Database (tests, reports).
+  // Checkpoints this process's checkpointer ran to success for this Database,
+  // and the ones that failed (another process was checkpointing, say).
   std::uint64_t checkpoints_run() const;
+  std::uint64_t checkpoints_failed() const;
 
  private:
   explicit Database(SqliteOptions options);
@@ -215,14 +217,17 @@ class Database {
   void Release(std::unique_ptr<Conn> conn);
   Status Transaction(const char* begin, const std::function<Status(Conn&)>& fn);
   // SQLite's WAL hook (sqlite3_wal_hook), after every commit of a connection of
-  // this Database: `pages` is the WAL's length in pages.
-  static int OnWalCommit(void* self, sqlite3* db, const char* schema, int pages);
+  // this Database: `pages` is the WAL's length in pages. Never throws (it runs
+  // inside sqlite3_step): when no checkpointer thread can be had, it checkpoints
+  // on `db` itself, as SQLite's own hook does.
+  static int OnWalCommit(void* self, sqlite3* db, const char* schema, int pages) noexcept;
   // Hands a checkpoint to this process's Checkpointer, making it on first use
   // (and again in a forked child: the parent's thread is not there).
   void RequestCheckpoint();
-  // One PASSIVE checkpoint on a pooled connection (the Checkpointer's thread).
-  // A failure (another process checkpointing, say) is left for the next request.
-  void RunCheckpoint();
+  // One PASSIVE checkpoint on a pooled connection (the Checkpointer's thread);
+  // true if it succeeded. A failure (another process checkpointing, say) is left
+  // for the next request.
+  bool RunCheckpoint();
 
   const SqliteOptions options_;
   std::unique_ptr<WakeBoard> wake_;  // set by Open, before the Database is shared
