@@ -11,7 +11,6 @@ take over its work, and killing that process kills the storage with it.
 from __future__ import annotations
 
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -32,6 +31,7 @@ from tests_py.chaos.harness import (
 )
 from tests_py.procs import orphan_guard
 from tests_py.redis_server import RedisServer
+from tests_py.sqlite_locks import sqlite_write_locked
 from tests_py.test_cpp_runner import ROOT
 
 pytestmark = pytest.mark.timeout(600)
@@ -43,21 +43,6 @@ ROUND = pytest.mark.parametrize("round_", range(ROUNDS))
 MODES = pytest.mark.parametrize("mode", ["native", "mixed"])
 DEAD_AFTER_SEC = DEAD_AFTER_MINUTES * 60
 STOP_SEC = max(DEAD_AFTER_SEC, 5.0) + 3.0
-
-
-def sqlite_locked(path: Path) -> bool:
-    """Whether another process holds the file's write lock (for 2 s at least)."""
-    conn = sqlite3.connect(path, timeout=2.0, isolation_level=None)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("ROLLBACK")
-        return False
-    except sqlite3.OperationalError as exc:
-        if "locked" not in str(exc):
-            raise
-        return True
-    finally:
-        conn.close()
 
 
 @pytest.fixture
@@ -143,7 +128,9 @@ def test_runner_sigstopped_past_dead_after(
     chaos.signal(frozen, signal.SIGSTOP)
     # On SQLite a process frozen inside a write transaction keeps the file's lock:
     # nobody can write (nor recover) until it thaws, and everyone rides it out.
-    holds_lock = backend == "sqlite" and sqlite_locked(chaos.tmp_path / "chaos.db")
+    holds_lock = backend == "sqlite" and sqlite_write_locked(
+        chaos.tmp_path / "chaos.db", wait_sec=2.0
+    )
     # Past dead-after (3 s) and the PENDING timeout (max_pending_seconds, 5 s), plus
     # a heartbeat tick: everything it held is recovered before it thaws.
     time.sleep(STOP_SEC)

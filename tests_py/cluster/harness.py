@@ -14,7 +14,6 @@ import math
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests_py.sqlite_locks import sqlite_write_locked
 
 NODE_PROC = Path(__file__).with_name("node_proc.py")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -138,22 +139,6 @@ def all_threads_stopped(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return False
     return True
-
-
-def sqlite_write_locked(path: Path) -> bool:
-    """True if a connection holds the write lock of the SQLite file ``path`` now
-    (a ``BEGIN IMMEDIATE`` with no busy wait fails)."""
-    con = sqlite3.connect(path, timeout=0, isolation_level=None)
-    try:
-        con.execute("BEGIN IMMEDIATE")
-        con.execute("ROLLBACK")
-        return False
-    except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
-            return True
-        raise
-    finally:
-        con.close()
 
 
 def pause_outside_sqlite_writes(node: NodeProc, dbs: list[Path], attempts: int = 200) -> float:
