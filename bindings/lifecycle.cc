@@ -131,6 +131,18 @@ void InitLifecycle(py::module_& m) {
           "a claimed invocation moves on to RUNNING in the same operation (both history\n"
           "rows; one script on Redis, one transaction on SQLite): kind 'started' instead.")
       .def(
+          "read_final",
+          [](Lifecycle& l, InvocationId id, std::size_t max_result_bytes) {
+            FinalRead out = WithoutGil([&] { return l.ReadFinal(id, max_result_bytes); });
+            py::object result =
+                out.result ? py::object(py::cast(*out.result)) : py::object(py::none());
+            return py::make_tuple(RecordTuple(out.record), result);
+          },
+          py::arg("invocation_id"), py::arg("max_result_bytes"),
+          "(status record, serialized result | None): the result is there when the status\n"
+          "is SUCCESS and the stored result is at most max_result_bytes long (one script on\n"
+          "Redis). Raises InvocationNotFound for an unknown id.")
+      .def(
           "set_task_runs_freely",
           [](Lifecycle& l, const std::string& task_key) { l.SetTaskRunsFreely(TaskId(task_key)); },
           py::arg("task_key"),

@@ -362,6 +362,45 @@ TYPED_TEST(LifecycleCompliance, FinishSuccessAndFailureStorePayloadAndStatus) {
   EXPECT_EQ(this->StatusOf("other"), S::kRunning);
 }
 
+// ReadFinal: the status record as GetStatusRecord reads it, with the result
+// only for a SUCCESS whose result fits the size asked for.
+TYPED_TEST(LifecycleCompliance, ReadFinalReadsTheResultOfASuccessOnly) {
+  auto unknown = this->life_->ReadFinal(InvocationId("nope"), 1024);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), ErrorCode::kNotFound);
+
+  this->Running("run");
+  auto running = this->life_->ReadFinal(InvocationId("run"), 1024);
+  ASSERT_TRUE(running.ok()) << running.status().ToString();
+  EXPECT_EQ(running.value().record, this->orch_->GetStatusRecord(InvocationId("run")).value());
+  EXPECT_EQ(running.value().record.runner_id, kRunner.runner_id);
+  EXPECT_EQ(running.value().result, std::nullopt);
+
+  const std::string result = "\"" + std::string(100, 'r') + "\"";  // 102 bytes
+  ASSERT_TRUE(this->life_->FinishSuccess(InvocationId("run"), result, kRunner,
+                                         TaskId("mod.task"), true).ok());
+  auto done = this->life_->ReadFinal(InvocationId("run"), result.size());
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(done.value().record, this->orch_->GetStatusRecord(InvocationId("run")).value());
+  EXPECT_EQ(done.value().record.status, S::kSuccess);
+  EXPECT_EQ(done.value().result, std::optional<std::string>(result));
+  auto too_long = this->life_->ReadFinal(InvocationId("run"), result.size() - 1);
+  ASSERT_TRUE(too_long.ok());
+  EXPECT_EQ(too_long.value().record.status, S::kSuccess);
+  EXPECT_EQ(too_long.value().result, std::nullopt);
+  auto not_asked = this->life_->ReadFinal(InvocationId("run"), 0);
+  ASSERT_TRUE(not_asked.ok());
+  EXPECT_EQ(not_asked.value().result, std::nullopt);
+
+  this->Running("bad");
+  ASSERT_TRUE(this->life_->FinishFailure(InvocationId("bad"), "{}", kRunner, TaskId("mod.task"),
+                                         true).ok());
+  auto failed = this->life_->ReadFinal(InvocationId("bad"), 1024);
+  ASSERT_TRUE(failed.ok());
+  EXPECT_EQ(failed.value().record.status, S::kFailed);
+  EXPECT_EQ(failed.value().result, std::nullopt);  // an exception is not a result
+}
+
 // A client blocked in WaitAnyFinal wakes for the composite finishes too (on
 // Redis the Finish script pushes the notification, on SQLite its commit bumps
 // the wake board). On Redis one BLPOP covers the whole 5 s timeout, so without
@@ -529,6 +568,7 @@ TYPED_TEST(LifecycleRoundTrips, ClaimAndFinishAreOneRoundTripEach) {
                                         true).ok());
   ASSERT_TRUE(this->life_->FinishSuccess(InvocationId("warm"), "0", kRunner, TaskId("mod.task"),
                                          true).ok());
+  ASSERT_TRUE(this->life_->ReadFinal(InvocationId("warm"), 1024).ok());
   std::int64_t before = this->Scripts();
   auto submitted = this->life_->RegisterAndRoute(
       {this->New("a"), this->New("x", "mod.other", "q9", 2.0, "a")}, kRunner);
@@ -561,6 +601,12 @@ TYPED_TEST(LifecycleRoundTrips, ClaimAndFinishAreOneRoundTripEach) {
   auto rows = this->state_->GetHistory(InvocationId("a")).value();
   EXPECT_EQ(rows.back().history_json,
             HistoryJson(InvocationId("a"), done.value().change.record, "runner-1", std::nullopt));
+
+  before = this->Scripts();
+  auto read = this->life_->ReadFinal(InvocationId("a"), 1024);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(this->Scripts() - before, 1) << "status and result in one script";
+  EXPECT_EQ(read.value().result, std::optional<std::string>("7"));
 
   // Uncommon case: finishing an invocation that is not RUNNING falls back and
   // reports the port's error.

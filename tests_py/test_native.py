@@ -431,3 +431,129 @@ def test_result_and_exception_reports_follow_their_conditions(
     finish(False)
     assert calls == ["report_invocation_result", "report_invocation_failure"]
     assert len(app.trigger.get_valid_conditions()) == 2  # pynenc's evaluation matched both
+
+
+# ---- a final status read with its result --------------------------------------
+
+
+def _finished(app: Pynenc, x: int = 1, y: int = 2) -> DistributedInvocation:
+    """An ``add(x, y)`` invocation run to SUCCESS through the composite path."""
+    runner = ctx("runner-a")
+    inv = add(x, y)
+    claimed = app.orchestrator.claim_for_run(app.broker.retrieve_invocation(), runner)
+    assert claimed is not None
+    app.orchestrator.set_invocation_status(inv.invocation_id, S.RUNNING, runner)
+    app.orchestrator.set_invocation_result(claimed, x + y, runner)
+    return inv
+
+
+def _drop_stored_results(app: Pynenc) -> None:
+    """Empty the storage behind the adapter's back (the adapter's ``purge`` would
+    also forget what it keeps)."""
+    app.state_backend._engine.purge()
+
+
+def test_status_read_brings_the_result_for_the_next_result_read(app: Pynenc) -> None:
+    inv = _finished(app)
+    orch, state_backend = app.orchestrator, app.state_backend
+    record = orch.get_invocation_status_record(inv.invocation_id)
+    assert record.status == S.SUCCESS and record.runner_id is None
+    _drop_stored_results(app)
+    # Served from what the status read brought, with no storage read ...
+    assert state_backend.get_result(inv.invocation_id) == 3
+    # ... and only once: the next read goes to the (now empty) storage.
+    with pytest.raises(KeyError):
+        state_backend.get_result(inv.invocation_id)
+
+
+def test_a_prefetched_result_is_not_served_after_a_purge_a_ttl_or_on_another_thread(
+    app: Pynenc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from pynenc_cpp import state_backend as sb_module
+
+    inv = _finished(app)
+    orch, state_backend = app.orchestrator, app.state_backend
+    orch.get_invocation_status_record(inv.invocation_id)
+    seen: list[object] = []
+
+    def other_thread() -> None:
+        try:
+            seen.append(state_backend.get_result(inv.invocation_id))
+        except KeyError as exc:
+            seen.append(exc)
+
+    _drop_stored_results(app)
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    worker.join()
+    assert isinstance(seen[0], KeyError)  # only the reading thread's next read is served
+
+    inv = _finished(app, 2, 2)
+    orch.get_invocation_status_record(inv.invocation_id)
+    state_backend.purge()
+    with pytest.raises(KeyError):
+        state_backend.get_result(inv.invocation_id)
+
+    inv = _finished(app, 3, 3)
+    monkeypatch.setattr(sb_module, "_PREFETCH_TTL_SEC", -1.0)  # every entry is too old
+    orch.get_invocation_status_record(inv.invocation_id)
+    _drop_stored_results(app)
+    with pytest.raises(KeyError):
+        state_backend.get_result(inv.invocation_id)
+
+
+def test_a_large_result_is_left_to_its_own_read(
+    app: Pynenc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pynenc_cpp import native as native_module
+
+    monkeypatch.setattr(native_module, "_PREFETCH_RESULT_BYTES", 1)  # "3" is 1 byte: fits
+    inv = _finished(app)
+    app.orchestrator.get_invocation_status_record(inv.invocation_id)
+    inv_big = _finished(app, 10, 20)  # "30": 2 bytes
+    app.orchestrator.get_invocation_status_record(inv_big.invocation_id)
+    _drop_stored_results(app)
+    assert app.state_backend.get_result(inv.invocation_id) == 3
+    with pytest.raises(KeyError):
+        app.state_backend.get_result(inv_big.invocation_id)
+
+
+def _redis_commands(redis_url: str) -> dict[str, int]:
+    """Calls per command the server has run (INFO commandstats: a script's own commands
+    are counted under their names too), INFO itself left out."""
+    import re
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(redis_url)
+    with socket.create_connection((url.hostname, url.port or 6379), timeout=5) as sock:
+        sock.sendall(b"INFO commandstats\r\n")
+        header = b""
+        while not header.endswith(b"\r\n"):
+            header += sock.recv(1)
+        size = int(header[1:-2])
+        body = b""
+        while len(body) < size + 2:
+            body += sock.recv(size + 2 - len(body))
+    calls = re.findall(r"cmdstat_(\w+):calls=(\d+)", body.decode())
+    return {name: int(n) for name, n in calls if name != "info"}
+
+
+def test_invocation_result_is_one_round_trip_on_redis(redis_url: str) -> None:
+    app = PynencBuilder().app_id(f"native-{uuid.uuid4().hex[:8]}").cpp_redis(redis_url).build()
+    add.app = app
+    try:
+        inv = _finished(app)
+        fresh = DistributedInvocation.from_dto(inv.to_dto(), call=inv.call)  # no cached status
+        assert fresh.result == 3  # loads the script once
+        fresh = DistributedInvocation.from_dto(inv.to_dto(), call=inv.call)
+        before = _redis_commands(redis_url)
+        assert fresh.result == 3
+        after = _redis_commands(redis_url)
+        ran = {name: n - before.get(name, 0) for name, n in after.items() if n != before.get(name)}
+        # One script call (the client's only round trip) running the three reads.
+        assert ran == {"evalsha": 1, "hmget": 1, "hstrlen": 1, "hget": 1}
+    finally:
+        app.purge()

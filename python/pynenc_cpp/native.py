@@ -15,6 +15,7 @@ set_invocation_result / _exception   store + SUCCESS / FAILED (as above)
 set_invocation_retry                 RETRY + history + retries + 1 + route
 reroute_invocations                  per id: REROUTED + history + route
 claim_for_run (CppRunner)            status check + lookup + PENDING + RUNNING + history
+get_invocation_status_record         status record + (SUCCESS) result, kept for get_result
 =================================== ==========================================
 
 ``claim_for_run(..., start=True)`` (what ``CppRunner`` asks) also makes the first
@@ -55,7 +56,7 @@ from pynenc.invocation.dist_invocation import (
     TaskInvocation,
     WorkflowInvocation,
 )
-from pynenc.invocation.status import InvocationStatus
+from pynenc.invocation.status import InvocationStatus, InvocationStatusRecord
 from pynenc.runner.base_runner import ExternalRunner
 from pynenc.runner.runner_context import RunnerContext
 from pynenc.trigger.conditions import ExceptionContext, ResultContext, StatusContext
@@ -85,6 +86,10 @@ if TYPE_CHECKING:
     from pynenc.call import Call, PreSerializedCall
     from pynenc.identifiers.invocation_id import InvocationId
     from pynenc.types import Params, Result
+
+#: The largest result read together with its SUCCESS status (a larger one is read
+#: on its own when asked for).
+_PREFETCH_RESULT_BYTES = 64 * 1024
 
 _CONTEXT_NAMES = (
     _context_type_name(StatusContext),
@@ -292,6 +297,27 @@ class CppNativeOrchestrator(CppOrchestrator):
         invocations = [_new_invocation(call, parent_invocation, None) for call in calls]
         self.register_new_invocations(invocations)
         return invocations
+
+    # ---- status reads ------------------------------------------------------
+
+    def get_invocation_status_record(self, invocation_id: InvocationId) -> InvocationStatusRecord:
+        """The status record, read in one engine call with the result when the status
+        is SUCCESS (results up to ``_PREFETCH_RESULT_BYTES``; one Redis script).
+
+        The result is handed to the state backend for this thread's next
+        ``get_result`` of the id: pynenc's ``invocation.result`` reads the status, then
+        the result, so it makes one round trip instead of two.
+        """
+        lifecycle = self._lifecycle()
+        if lifecycle is None:
+            return super().get_invocation_status_record(invocation_id)
+        raw, result = self._retried(
+            lambda: lifecycle.read_final(invocation_id, _PREFETCH_RESULT_BYTES),
+            f"invocation:{invocation_id}",
+        )
+        if result is not None:
+            self.app.state_backend.remember_result(invocation_id, result)
+        return _record(raw)
 
     # ---- status changes ----------------------------------------------------
 

@@ -9,6 +9,8 @@ as integer microseconds since the epoch (``pynenc_cpp._convert``).
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -39,6 +41,13 @@ from pynenc_cpp.errors import InvocationNotFound
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
+
+#: A result read together with its final status (``CppNativeOrchestrator``'s status
+#: read) is kept for the reading thread's next ``get_result`` of that id for at most
+#: this long, so that ``invocation.result`` makes one storage read instead of two.
+_PREFETCH_TTL_SEC = 1.0
+#: Results kept per thread (the oldest is dropped first).
+_PREFETCH_MAX = 8
 
 
 def _invocation_record(inv_dto: InvocationDTO, call_dto: CallDTO) -> dict[str, str | None]:
@@ -110,10 +119,39 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
     def __init__(self, app: Pynenc) -> None:
         super().__init__(app)
         self._engine = _core.StateBackend(self.engine_uri, app.app_id)
+        self._prefetched = threading.local()
+        self._purges = 0  # prefetched results older than the last purge are not served
 
     def purge(self) -> None:
         """Drop every record of this app; the app info registration is kept."""
+        self._purges += 1
         self._engine.purge()
+
+    # --- results read with their status ---------------------------------------
+
+    def remember_result(self, invocation_id: str, serialized_result: str) -> None:
+        """Keep a serialized result just read with its SUCCESS status for this thread's
+        next ``get_result`` of the same id (served once; dropped after
+        ``_PREFETCH_TTL_SEC``, on a purge, or when the thread keeps more than
+        ``_PREFETCH_MAX``). A final status never changes, so neither does its result."""
+        memo: dict[str, tuple[str, float, int]] | None = getattr(self._prefetched, "memo", None)
+        if memo is None:
+            memo = self._prefetched.memo = {}
+        elif len(memo) >= _PREFETCH_MAX:
+            del memo[next(iter(memo))]
+        memo[invocation_id] = (serialized_result, time.monotonic(), self._purges)
+
+    def _take_prefetched(self, invocation_id: str) -> str | None:
+        memo: dict[str, tuple[str, float, int]] | None = getattr(self._prefetched, "memo", None)
+        if not memo:
+            return None
+        hit = memo.pop(invocation_id, None)
+        if hit is None:
+            return None
+        serialized, at, purges = hit
+        if purges != self._purges or time.monotonic() - at > _PREFETCH_TTL_SEC:
+            return None
+        return serialized
 
     # --- invocations --------------------------------------------------------
 
@@ -219,6 +257,7 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
     # --- results and exceptions ------------------------------------------------
 
     def _set_result(self, invocation_id: InvocationId, serialized_result: str) -> None:
+        self._take_prefetched(invocation_id)  # never serve the value it replaces
         engine = self._engine
         self._retried(
             lambda: engine.set_result(invocation_id, serialized_result),
@@ -226,6 +265,9 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
         )
 
     def _get_result(self, invocation_id: InvocationId) -> str:
+        prefetched = self._take_prefetched(invocation_id)
+        if prefetched is not None:
+            return prefetched
         # A missing result raises _core.InvocationNotFound, a KeyError as pynenc expects.
         engine = self._engine
         return self._retried(

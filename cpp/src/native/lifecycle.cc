@@ -144,6 +144,21 @@ Result<ChangeOutcome> PortLifecycle::ChangeStatus(const InvocationId& id, Invoca
   return *out;
 }
 
+Result<FinalRead> PortLifecycle::ReadFinal(const InvocationId& id,
+                                           std::size_t max_result_bytes) {
+  Result<StatusRecord> record = parts_.orchestrator->GetStatusRecord(id);
+  if (!record.ok()) return record.status();
+  FinalRead out{record.value(), std::nullopt};
+  if (out.record.status != InvocationStatus::kSuccess || max_result_bytes == 0) return out;
+  // A final status never changes, so the two reads need no common scope. A result
+  // that cannot be read here is read (and its error reported) on its own later.
+  Result<std::string> result = parts_.state_backend->GetResult(id);
+  if (result.ok() && result.value().size() <= max_result_bytes) {
+    out.result = std::move(result).value();
+  }
+  return out;
+}
+
 void PortLifecycle::SetTaskRunsFreely(const TaskId& task) {
   MutexLock lock(mu_);
   free_tasks_.insert(task.str());

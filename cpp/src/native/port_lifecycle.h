@@ -24,6 +24,7 @@ class PortLifecycle : public Lifecycle {
                                      bool release_waiters) override;
   Result<ClaimOutcome> Claim(const InvocationId& id, const Actor& actor) override;
   Result<ClaimOutcome> ClaimAndStart(const InvocationId& id, const Actor& actor) override;
+  Result<FinalRead> ReadFinal(const InvocationId& id, std::size_t max_result_bytes) override;
   void SetTaskRunsFreely(const TaskId& task) override;
   Result<FinishOutcome> FinishSuccess(const InvocationId& id, const std::string& result,
                                       const Actor& actor, const TaskId& task,

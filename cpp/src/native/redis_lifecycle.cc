@@ -139,6 +139,24 @@ return {1, watched(ARGV[16], f[4], ARGV[13]), watched(ARGV[16], f[4], ARGV[14]),
   return s;
 }
 
+// ReadFinal. KEYS: the orchestrator's seq (the app's slot). ARGV: P, Ps, id, the
+// SUCCESS status name, the longest result to return. Returns false (unknown id)
+// or {st, ts, own|false} with, for a SUCCESS whose stored result is at most that
+// long, the result as a fourth element.
+const Script& ReadFinalScript() {
+  static const Script s(R"lua(
+local f = redis.call('HMGET', ARGV[1] .. 'inv:' .. ARGV[3], 'st', 'ts', 'own')
+if not f[1] then return false end
+if f[1] == ARGV[4] and tonumber(ARGV[5]) > 0 then
+  local results = ARGV[2] .. 'results'
+  local n = redis.call('HSTRLEN', results, ARGV[3])
+  if n > 0 and n <= tonumber(ARGV[5]) then f[4] = redis.call('HGET', results, ARGV[3]) end
+end
+return f
+)lua");
+  return s;
+}
+
 // Claim, and ClaimAndStart when ARGV[12] is '1' (then the move on to RUNNING
 // follows the move to PENDING, with its own timestamp and history row).
 // ARGV: P, Ps, Pt, id, runner, ts, history pos prefix, history key, history
@@ -256,6 +274,32 @@ class RedisLifecycle final : public PortLifecycle {
   Result<ClaimOutcome> ClaimAndStart(const InvocationId& id, const Actor& actor) override {
     if (!pending_runs_) return PortLifecycle::ClaimAndStart(id, actor);
     return ClaimScripted(id, actor, true);
+  }
+
+  Result<FinalRead> ReadFinal(const InvocationId& id, std::size_t max_result_bytes) override {
+    const std::vector<std::string> args = {po_, ps_, id.str(),
+                                           std::string(StatusName(InvocationStatus::kSuccess)),
+                                           std::to_string(max_result_bytes)};
+    Result<Value> r = client_->Eval(ReadFinalScript(), {po_ + "seq"}, args);
+    if (!r.ok()) return r.status();
+    const Value& v = r.value();
+    if (v.is_error()) return ReplyError(v, "read final");
+    // An unknown id: the port's read reports it with the port's error.
+    if (v.is_nil()) return PortLifecycle::ReadFinal(id, max_result_bytes);
+    if (v.type != Value::Type::kArray || v.elements.size() < 3) {
+      return Status::BackendFailure("redis read final: bad reply");
+    }
+    std::optional<InvocationStatus> st = ParseStatus(v.elements[0].str);
+    Result<std::int64_t> ts = ToInt(v.elements[1].str);
+    if (!st || !ts.ok()) return Status::BackendFailure("redis: corrupt status of " + id.str());
+    FinalRead out;
+    out.record.status = *st;
+    out.record.timestamp_us = ts.value();
+    if (v.elements[2].type == Value::Type::kString) out.record.runner_id = v.elements[2].str;
+    if (v.elements.size() > 3 && v.elements[3].type == Value::Type::kString) {
+      out.result = v.elements[3].str;
+    }
+    return out;
   }
 
   Result<ChangeOutcome> RegisterAndRoute(const std::vector<NewRoutedInvocation>& batch,

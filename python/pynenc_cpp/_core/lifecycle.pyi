@@ -88,6 +88,14 @@ class Lifecycle:
         pynenc's set_invocation_result in one call: store the result, then SUCCESS as
         change_status. Returns (record, status_watched, result_watched).
         """
+    def read_final(
+        self, invocation_id: str, max_result_bytes: typing.SupportsInt | typing.SupportsIndex
+    ) -> tuple[tuple, typing.Any]:
+        """
+        (status record, serialized result | None): the result is there when the status
+        is SUCCESS and the stored result is at most max_result_bytes long (one script on
+        Redis). Raises InvocationNotFound for an unknown id.
+        """
     def recover_stale(
         self,
         kind: str,

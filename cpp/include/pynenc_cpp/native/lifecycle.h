@@ -31,6 +31,7 @@
 // Thread safety: thread-safe (the ports are); SetTaskRunsFreely is guarded.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -107,6 +108,13 @@ struct ClaimOutcome {
                                 // the task (the same answer for PENDING and RUNNING)
 };
 
+// What ReadFinal read: the status record and, for a SUCCESS invocation whose
+// stored result is at most the size asked for, that result.
+struct FinalRead {
+  StatusRecord record;
+  std::optional<std::string> result;
+};
+
 enum class RecoveryKind : unsigned char {
   kPending,  // PENDING for longer than the limit -> PENDING_RECOVERY
   kRunning,  // RUNNING owned by a runner without a recent heartbeat -> RUNNING_RECOVERY
@@ -157,6 +165,14 @@ class Lifecycle {
   // (strictly after on redis://). One transaction on sqlite://, one script on
   // redis:// in the common case. Every other outcome and error as Claim.
   virtual Result<ClaimOutcome> ClaimAndStart(const InvocationId& id, const Actor& actor) = 0;
+
+  // The status record (kNotFound for an unknown id, as
+  // Orchestrator::GetStatusRecord) and, when the status is SUCCESS and the stored
+  // result is at most `max_result_bytes` long, the serialized result: what a
+  // client reading a finished invocation's result needs, in one round trip on
+  // redis://. A SUCCESS whose result is missing or longer reads as no result
+  // (the caller reads it on its own). Writes nothing.
+  virtual Result<FinalRead> ReadFinal(const InvocationId& id, std::size_t max_result_bytes) = 0;
 
   // Declares that `task` has running concurrency control disabled, so Claim may
   // move its invocations to PENDING without asking the caller.
