@@ -496,6 +496,13 @@ def test_a_prefetched_result_is_not_served_after_a_purge_a_ttl_or_on_another_thr
     with pytest.raises(KeyError):
         state_backend.get_result(inv.invocation_id)
 
+    inv = _finished(app, 4, 4)
+    orch.get_invocation_status_record(inv.invocation_id)
+    _drop_stored_results(app)
+    orch.auto_purge()
+    with pytest.raises(KeyError):
+        state_backend.get_result(inv.invocation_id)
+
     inv = _finished(app, 3, 3)
     monkeypatch.setattr(sb_module, "_PREFETCH_TTL_SEC", -1.0)  # every entry is too old
     orch.get_invocation_status_record(inv.invocation_id)

@@ -298,6 +298,9 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
         Their wait-graph edges go with them (pynenc's ``release_waiters``).
         """
         hours = self.conf.auto_final_invocation_purge_hours
+        forget = getattr(self.app.state_backend, "forget_prefetched", None)
+        if forget is not None:  # results read with their status may be purged now
+            forget()
         self._engine.auto_purge(_seconds_to_us(hours * 3600))
 
     def purge(self) -> None:

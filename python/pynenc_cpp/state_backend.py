@@ -124,8 +124,12 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
 
     def purge(self) -> None:
         """Drop every record of this app; the app info registration is kept."""
-        self._purges += 1
+        self.forget_prefetched()
         self._engine.purge()
+
+    def forget_prefetched(self) -> None:
+        """Serve none of the results kept so far (``remember_result``), on any thread."""
+        self._purges += 1
 
     # --- results read with their status ---------------------------------------
 
