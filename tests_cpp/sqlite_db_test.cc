@@ -13,6 +13,7 @@
 #include <functional>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "backend_fixture.h"
 #include "sqlite/sqlite_checkpointer.h"
@@ -377,6 +378,45 @@ TEST(SqliteDatabase, CheckpointsRunInTheBackgroundNotInTheCommit) {
   // of 4 KiB each, into the database file, which held none of them.
   EXPECT_GE(std::filesystem::file_size(b.Path()), before + (std::uintmax_t{1} << 20));
   EXPECT_EQ(CountRows(*db, "t"), 600);
+}
+
+// Under steady writes from two threads the WAL is never quiet, so a writer
+// never finds it fully copied and SQLite never rewinds it: the checkpointer
+// empties it itself past kTruncatePages, and asks for a checkpoint per
+// kCheckpointPages of growth, not on every commit past the threshold.
+TEST(SqliteDatabase, SteadyWritesKeepTheWalBoundedWithFewCheckpoints) {
+  SqliteBackend b;
+  auto db = OpenOk(b.Path());
+  ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (x BLOB)").ok());
+  const std::string wal = b.Path() + "-wal";
+  constexpr int kRowsPerThread = 3000;  // ~4.5 WAL pages a row: ~27,000 pages in all
+  std::atomic<std::uintmax_t> largest_wal{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 2; ++t) {
+    writers.emplace_back([&] {
+      for (int i = 0; i < kRowsPerThread; ++i) {
+        if (!WriteBlobs(*db, 1)) ++failed;
+        std::error_code ec;
+        const std::uintmax_t size = std::filesystem::file_size(wal, ec);
+        std::uintmax_t seen = largest_wal.load();
+        while (!ec && size > seen && !largest_wal.compare_exchange_weak(seen, size)) {
+        }
+      }
+    });
+  }
+  for (std::thread& w : writers) w.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(CountRows(*db, "t"), 2 * kRowsPerThread);
+  // A rewound WAL stays under kTruncatePages plus what is written while one
+  // checkpoint runs; never rewound, it would hold all ~27,000 pages (~110 MB).
+  const std::uintmax_t page = 4096 + 24;  // a WAL frame: header + page
+  EXPECT_LE(largest_wal.load(), (Database::kTruncatePages + 4 * Database::kCheckpointPages) * page)
+      << "the WAL grew without being emptied";
+  // One request per kCheckpointPages of growth: ~27 here (asked on every commit
+  // past the threshold, the checkpointer ran back to back: hundreds).
+  EXPECT_LE(db->checkpoints_run() + db->checkpoints_failed(), 60u);
+  EXPECT_GE(db->checkpoints_run(), 2u);
 }
 
 // A forked child that writes through its parent's Database gets a checkpointer

@@ -315,9 +315,21 @@ Result<std::unique_ptr<Conn>> Database::Acquire() {
 }
 
 int Database::OnWalCommit(void* self, sqlite3* db, const char* schema, int pages) noexcept {
-  if (pages < kCheckpointPages) return SQLITE_OK;
+  auto* database = static_cast<Database*>(self);
+  std::atomic<int>& requested_at = database->requested_at_pages_;
+  if (pages < kCheckpointPages) {
+    if (requested_at.load(std::memory_order_relaxed) != 0) {
+      requested_at.store(0, std::memory_order_relaxed);  // the WAL was rewound
+    }
+    return SQLITE_OK;
+  }
+  int last = requested_at.load(std::memory_order_relaxed);
+  if (last != 0 && pages >= last && pages < last + kCheckpointPages) return SQLITE_OK;
+  if (!requested_at.compare_exchange_strong(last, pages, std::memory_order_relaxed)) {
+    return SQLITE_OK;  // another commit of this process asked just now
+  }
   try {
-    static_cast<Database*>(self)->RequestCheckpoint();
+    database->RequestCheckpoint();
   } catch (...) {  // no thread (process limits) or no memory: keep the WAL bounded here
     (void)sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
   }
@@ -343,8 +355,16 @@ bool Database::RunCheckpoint() {
   std::unique_ptr<Conn> conn = std::move(acquired).value();
   // PASSIVE: copies what no reader still needs and never waits for a lock, so
   // writers and readers of every process go on meanwhile.
-  const int rc = sqlite3_wal_checkpoint_v2(conn->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
-                                           nullptr, nullptr);
+  int wal_pages = 0;
+  int rc = sqlite3_wal_checkpoint_v2(conn->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
+                                     &wal_pages, nullptr);
+  if (rc == SQLITE_OK && wal_pages >= kTruncatePages) {
+    // Only the pages written since the PASSIVE pass are left to copy, so writers
+    // wait for one short copy and the truncation (kTruncatePages).
+    rc = sqlite3_wal_checkpoint_v2(conn->raw(), nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr,
+                                   nullptr);
+  }
+  (void)conn->TakeBusy();  // the busy handler's mark is this call's, not a transaction's
   Release(std::move(conn));
   return rc == SQLITE_OK;
 }

@@ -206,6 +206,12 @@ class Database {
   // wal_autocheckpoint). The checkpoint runs on this process's Checkpointer
   // thread (sqlite_checkpointer.h), never inside the commit.
   static constexpr int kCheckpointPages = 1000;
+  // WAL pages past which the checkpoint, after its PASSIVE pass, also empties the
+  // WAL (TRUNCATE: it takes the write lock and waits for readers in the busy
+  // handler). A WAL is otherwise rewound only by a writer that begins when every
+  // frame is copied, which under steady writes never happens once checkpoints run
+  // off the commit: the WAL would grow without end. 10,000 pages of 4 KiB: 40 MiB.
+  static constexpr int kTruncatePages = 10 * kCheckpointPages;
   // Checkpoints this process's checkpointer ran to success for this Database,
   // and the ones that failed (another process was checkpointing, say).
   std::uint64_t checkpoints_run() const;
@@ -224,9 +230,10 @@ class Database {
   // Hands a checkpoint to this process's Checkpointer, making it on first use
   // (and again in a forked child: the parent's thread is not there).
   void RequestCheckpoint();
-  // One PASSIVE checkpoint on a pooled connection (the Checkpointer's thread);
-  // true if it succeeded. A failure (another process checkpointing, say) is left
-  // for the next request.
+  // One PASSIVE checkpoint on a pooled connection (the Checkpointer's thread),
+  // then, for a WAL of kTruncatePages or more, a TRUNCATE one; true if they
+  // succeeded. A failure (another process checkpointing, say) is left for the
+  // next request.
   bool RunCheckpoint();
 
   const SqliteOptions options_;
@@ -237,6 +244,10 @@ class Database {
   // Made by the first RequestCheckpoint of each process; a forked child's
   // replaces (and leaks) its parent's, whose thread it does not have.
   std::atomic<Checkpointer*> checkpointer_{nullptr};
+  // The WAL length (pages) at this process's last checkpoint request; 0 after the
+  // WAL was rewound. A request is made per kCheckpointPages of growth, not on every
+  // commit past the threshold.
+  std::atomic<int> requested_at_pages_{0};
 };
 
 // Builds "<what>: <message>" errors for an sqlite3* that failed to open.
