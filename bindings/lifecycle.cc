@@ -134,8 +134,17 @@ void InitLifecycle(py::module_& m) {
           "read_final",
           [](Lifecycle& l, InvocationId id, std::size_t max_result_bytes) {
             FinalRead out = WithoutGil([&] { return l.ReadFinal(id, max_result_bytes); });
-            py::object result =
-                out.result ? py::object(py::cast(*out.result)) : py::object(py::none());
+            py::object result = py::none();
+            if (out.result) {
+              // Not UTF-8 (a damaged store): no result here; get_result reports it.
+              PyObject* text = PyUnicode_DecodeUTF8(
+                  out.result->data(), static_cast<Py_ssize_t>(out.result->size()), nullptr);
+              if (text != nullptr) {
+                result = py::reinterpret_steal<py::object>(text);
+              } else {
+                PyErr_Clear();
+              }
+            }
             return py::make_tuple(RecordTuple(out.record), result);
           },
           py::arg("invocation_id"), py::arg("max_result_bytes"),

@@ -24,6 +24,7 @@ from pynenc_cpp import _core
 from pynenc_cpp.builder import components
 from pynenc_cpp.native import CppNativeOrchestrator
 from pynenc_cpp.orchestrator import CppOrchestrator
+from tests_py.redis_server import RedisServer
 
 S = InvocationStatus
 
@@ -496,6 +497,14 @@ def test_a_prefetched_result_is_not_served_after_a_purge_a_ttl_or_on_another_thr
     with pytest.raises(KeyError):
         state_backend.get_result(inv.invocation_id)
 
+    # A purge that ran while a status read was on its way: what it read is not served.
+    inv = _finished(app, 5, 5)
+    generation = state_backend.prefetch_generation()
+    state_backend.purge()
+    state_backend.remember_result(inv.invocation_id, "10", generation)
+    with pytest.raises(KeyError):
+        state_backend.get_result(inv.invocation_id)
+
     inv = _finished(app, 4, 4)
     orch.get_invocation_status_record(inv.invocation_id)
     _drop_stored_results(app)
@@ -548,7 +557,10 @@ def _redis_commands(redis_url: str) -> dict[str, int]:
     return {name: int(n) for name, n in calls if name != "info"}
 
 
-def test_invocation_result_is_one_round_trip_on_redis(redis_url: str) -> None:
+def test_invocation_result_is_one_round_trip_on_redis(redis_server: RedisServer) -> None:
+    # A server of its own: the count is the server's, and no other test's threads
+    # may send it commands meanwhile.
+    redis_url = redis_server.url
     app = PynencBuilder().app_id(f"native-{uuid.uuid4().hex[:8]}").cpp_redis(redis_url).build()
     add.app = app
     try:

@@ -311,12 +311,14 @@ class CppNativeOrchestrator(CppOrchestrator):
         lifecycle = self._lifecycle()
         if lifecycle is None:
             return super().get_invocation_status_record(invocation_id)
+        state_backend = self.app.state_backend
+        generation = state_backend.prefetch_generation()  # before the read: a purge may follow
         raw, result = self._retried(
             lambda: lifecycle.read_final(invocation_id, _PREFETCH_RESULT_BYTES),
             f"invocation:{invocation_id}",
         )
         if result is not None:
-            self.app.state_backend.remember_result(invocation_id, result)
+            state_backend.remember_result(invocation_id, result, generation)
         return _record(raw)
 
     # ---- status changes ----------------------------------------------------

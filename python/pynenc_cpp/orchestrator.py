@@ -301,7 +301,11 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
         forget = getattr(self.app.state_backend, "forget_prefetched", None)
         if forget is not None:  # results read with their status may be purged now
             forget()
-        self._engine.auto_purge(_seconds_to_us(hours * 3600))
+        try:
+            self._engine.auto_purge(_seconds_to_us(hours * 3600))
+        finally:
+            if forget is not None:  # and none read while the purge ran
+                forget()
 
     def purge(self) -> None:
         self._engine.purge()

@@ -125,25 +125,34 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
     def purge(self) -> None:
         """Drop every record of this app; the app info registration is kept."""
         self.forget_prefetched()
-        self._engine.purge()
+        try:
+            self._engine.purge()
+        finally:
+            self.forget_prefetched()  # and none read while the purge ran
 
     def forget_prefetched(self) -> None:
         """Serve none of the results kept so far (``remember_result``), on any thread."""
         self._purges += 1
 
+    def prefetch_generation(self) -> int:
+        """What ``remember_result`` is given: read it before reading the result."""
+        return self._purges
+
     # --- results read with their status ---------------------------------------
 
-    def remember_result(self, invocation_id: str, serialized_result: str) -> None:
+    def remember_result(self, invocation_id: str, serialized_result: str, generation: int) -> None:
         """Keep a serialized result just read with its SUCCESS status for this thread's
         next ``get_result`` of the same id (served once; dropped after
-        ``_PREFETCH_TTL_SEC``, on a purge, or when the thread keeps more than
-        ``_PREFETCH_MAX``). A final status never changes, so neither does its result."""
+        ``_PREFETCH_TTL_SEC``, after a purge that began after ``generation``
+        (``prefetch_generation()`` read before the storage read), or when the thread
+        keeps more than ``_PREFETCH_MAX``). A final status never changes, so neither
+        does its result."""
         memo: dict[str, tuple[str, float, int]] | None = getattr(self._prefetched, "memo", None)
         if memo is None:
             memo = self._prefetched.memo = {}
-        elif len(memo) >= _PREFETCH_MAX:
+        elif invocation_id not in memo and len(memo) >= _PREFETCH_MAX:
             del memo[next(iter(memo))]
-        memo[invocation_id] = (serialized_result, time.monotonic(), self._purges)
+        memo[invocation_id] = (serialized_result, time.monotonic(), generation)
 
     def _take_prefetched(self, invocation_id: str) -> str | None:
         memo: dict[str, tuple[str, float, int]] | None = getattr(self._prefetched, "memo", None)

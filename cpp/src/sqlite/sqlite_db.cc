@@ -360,11 +360,16 @@ bool Database::RunCheckpoint() {
                                      &wal_pages, nullptr);
   if (rc == SQLITE_OK && wal_pages >= kTruncatePages) {
     // Only the pages written since the PASSIVE pass are left to copy, so writers
-    // wait for one short copy and the truncation (kTruncatePages).
-    rc = sqlite3_wal_checkpoint_v2(conn->raw(), nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr,
-                                   nullptr);
+    // wait for one short copy and the truncation (kTruncatePages). It holds the
+    // write lock while it waits for readers, so it waits kTruncateWaitMs at most
+    // (not the busy timeout writers have): a WAL still in use is left for the
+    // next request.
+    conn->SetBusyTimeout(kTruncateWaitMs);
+    const int truncated = sqlite3_wal_checkpoint_v2(conn->raw(), nullptr,
+                                                    SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+    conn->SetBusyTimeout(options_.busy_timeout_ms);
+    if ((truncated & 0xff) != SQLITE_BUSY) rc = truncated;
   }
-  (void)conn->TakeBusy();  // the busy handler's mark is this call's, not a transaction's
   Release(std::move(conn));
   return rc == SQLITE_OK;
 }

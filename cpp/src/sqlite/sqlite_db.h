@@ -212,6 +212,9 @@ class Database {
   // frame is copied, which under steady writes never happens once checkpoints run
   // off the commit: the WAL would grow without end. 10,000 pages of 4 KiB: 40 MiB.
   static constexpr int kTruncatePages = 10 * kCheckpointPages;
+  // The longest the TRUNCATE step waits for writers and readers to leave the WAL
+  // (it holds the write lock meanwhile).
+  static constexpr int kTruncateWaitMs = 10;
   // Checkpoints this process's checkpointer ran to success for this Database,
   // and the ones that failed (another process was checkpointing, say).
   std::uint64_t checkpoints_run() const;
