@@ -75,6 +75,24 @@ def test_a_zero_budget_never_retries() -> None:
     assert call.calls == 1
 
 
+def test_the_runners_management_duties_do_not_ride_out_an_outage() -> None:
+    """They run on the timer thread with the task-timeout watchdog: an outage fails
+    them at once (logged; the next tick runs them again) instead of holding the
+    watchdog for the ride-out budget (seen in CI: a timeout not recorded for 60 s)."""
+    app = PynencBuilder().app_id(f"mgmt-{uuid.uuid4().hex[:8]}").cpp_mem().build()
+    runner = CppRunner(app)
+    call = Flaky(10**6, lost())
+    sleeps: list[float] = []
+
+    def duties() -> None:
+        ride_out(call, budget_sec=60, what="duties", sleep=sleeps.append)
+
+    runner._check_atomic_services = duties  # type: ignore[method-assign]
+    runner._management()  # the error is logged, not raised
+    assert call.calls == 1
+    assert sleeps == []
+
+
 def test_other_backend_errors_are_not_retried() -> None:
     call = Flaky(1, BackendError("redis at h:1: WRONGTYPE"))
     with pytest.raises(BackendError, match="WRONGTYPE"):

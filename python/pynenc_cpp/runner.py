@@ -721,7 +721,11 @@ class CppRunner(BaseRunner):
         # The C++ timer decides when; pynenc's own interval check must not skip it.
         self._last_atomic_service_check_time = 0.0
         try:
-            self._check_atomic_services()
+            # On the timer thread, which also runs the task-timeout watchdog: an
+            # outage fails the duties at once (the next tick runs them again) rather
+            # than holding the watchdog for the ride-out budget.
+            with no_ride_out():
+                self._check_atomic_services()
         except Exception:
             self.logger.exception(f"CppRunner:{self.runner_id} management duties failed")
 
