@@ -382,25 +382,33 @@ TEST(SqliteDatabase, CheckpointsRunInTheBackgroundNotInTheCommit) {
 
 // Under steady writes from two threads the WAL is never quiet, so a writer
 // never finds it fully copied and SQLite never rewinds it: the checkpointer
-// empties it itself past kTruncatePages, and asks for a checkpoint per
-// kCheckpointPages of growth, not on every commit past the threshold.
+// rewinds it itself past kRestartPages (RESTART, so the file is reused, never
+// truncated), and asks for a checkpoint per kCheckpointPages of growth, not on
+// every commit past the threshold.
 TEST(SqliteDatabase, SteadyWritesKeepTheWalBoundedWithFewCheckpoints) {
   SqliteBackend b;
   auto db = OpenOk(b.Path());
   ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (x BLOB)").ok());
   const std::string wal = b.Path() + "-wal";
   constexpr int kRowsPerThread = 3000;  // ~4.5 WAL pages a row: ~27,000 pages in all
+  const std::uintmax_t page = 4096 + 24;  // a WAL frame: header + page
+  const std::uintmax_t restart_size = std::uintmax_t{Database::kRestartPages} * page;
   std::atomic<std::uintmax_t> largest_wal{0};
+  std::atomic<bool> shrank{false};  // below restart_size after having reached it
   std::atomic<int> failed{0};
   std::vector<std::thread> writers;
   for (int t = 0; t < 2; ++t) {
     writers.emplace_back([&] {
       for (int i = 0; i < kRowsPerThread; ++i) {
         if (!WriteBlobs(*db, 1)) ++failed;
+        // The largest size seen before this one's is read first: a size read
+        // earlier by this thread is not compared with a later peak.
+        std::uintmax_t seen = largest_wal.load();
         std::error_code ec;
         const std::uintmax_t size = std::filesystem::file_size(wal, ec);
-        std::uintmax_t seen = largest_wal.load();
-        while (!ec && size > seen && !largest_wal.compare_exchange_weak(seen, size)) {
+        if (ec) continue;
+        if (seen >= restart_size && size < restart_size) shrank = true;
+        while (size > seen && !largest_wal.compare_exchange_weak(seen, size)) {
         }
       }
     });
@@ -408,16 +416,55 @@ TEST(SqliteDatabase, SteadyWritesKeepTheWalBoundedWithFewCheckpoints) {
   for (std::thread& w : writers) w.join();
   EXPECT_EQ(failed.load(), 0);
   EXPECT_EQ(CountRows(*db, "t"), 2 * kRowsPerThread);
-  // A rewound WAL stays under kTruncatePages plus what is written while the
-  // checkpoints run (a TRUNCATE that found the WAL busy is tried again 1,000 pages
+  // A rewound WAL stays under kRestartPages plus what is written while the
+  // checkpoints run (a RESTART that found the WAL busy is tried again 1,000 pages
   // later); never rewound, it holds all ~24,000-27,000 pages (~100-110 MB).
-  const std::uintmax_t page = 4096 + 24;  // a WAL frame: header + page
-  EXPECT_LE(largest_wal.load(), std::uintmax_t{2} * Database::kTruncatePages * page)
-      << "the WAL grew without being emptied";
+  EXPECT_GE(largest_wal.load(), restart_size) << "the WAL never reached kRestartPages";
+  EXPECT_LE(largest_wal.load(), 2 * restart_size) << "the WAL grew without being rewound";
+  // Rewound in place: the file keeps its size, so later frames overwrite pages
+  // the OS has cached instead of pages it must allocate again.
+  EXPECT_FALSE(shrank.load()) << "the WAL file was truncated instead of reused";
   // One request per kCheckpointPages of growth: ~27 here (asked on every commit
   // past the threshold, the checkpointer ran back to back: hundreds).
   EXPECT_LE(db->checkpoints_run() + db->checkpoints_failed(), 60u);
   EXPECT_GE(db->checkpoints_run(), 2u);
+}
+
+// A reader that keeps its snapshot keeps the WAL from being rewound, so it grows
+// past kRestartPages; once the reader is gone, the next rewind cuts the file
+// back to kWalSizeLimitBytes (PRAGMA journal_size_limit) instead of keeping it
+// at its largest while the database is open.
+TEST(SqliteDatabase, AWalGrownPastTheLimitIsCutBackWhenRewound) {
+  SqliteBackend b;
+  auto db = OpenOk(b.Path());
+  ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (x BLOB)").ok());
+  ASSERT_TRUE(WriteBlobs(*db, 1));
+  const std::string wal = b.Path() + "-wal";
+  const auto wal_size = [&] {
+    std::error_code ec;
+    const std::uintmax_t size = std::filesystem::file_size(wal, ec);
+    return ec ? std::uintmax_t{0} : size;
+  };
+  const std::uintmax_t limit = static_cast<std::uintmax_t>(Database::kWalSizeLimitBytes);
+  sqlite3* reader = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(b.Path().c_str(), &reader, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM t;", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  int rows = 0;
+  while (wal_size() <= limit + (std::uintmax_t{4} << 20) && rows < 20000) {
+    ASSERT_TRUE(WriteBlobs(*db, 50));
+    rows += 50;
+  }
+  const std::uintmax_t grown = wal_size();
+  EXPECT_GT(grown, limit) << "the reader did not keep the WAL from being rewound";
+  ASSERT_EQ(sqlite3_exec(reader, "COMMIT;", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close_v2(reader);
+  // The next checkpoint request (per kCheckpointPages of growth) rewinds it.
+  for (int i = 0; i < 200 && wal_size() > limit; ++i) {
+    ASSERT_TRUE(WriteBlobs(*db, 50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_LE(wal_size(), limit) << "grown to " << grown << " bytes, never cut back";
 }
 
 // A forked child that writes through its parent's Database gets a checkpointer

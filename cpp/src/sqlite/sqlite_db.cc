@@ -289,7 +289,8 @@ Result<std::unique_ptr<Conn>> Database::Acquire() {
   // journal_mode=WAL reads the header first, so a non-database file fails here.
   const std::string pragmas = std::string("PRAGMA journal_mode=WAL; PRAGMA synchronous=") +
                               (options_.synchronous_full ? "FULL" : "NORMAL") +
-                              "; PRAGMA foreign_keys=OFF;";
+                              "; PRAGMA foreign_keys=OFF; PRAGMA journal_size_limit=" +
+                              std::to_string(kWalSizeLimitBytes) + ";";
   // Switching a new file to WAL needs a moment of exclusive access, and SQLite
   // does not call the busy handler for it: several processes creating the same
   // file at once get SQLITE_BUSY here. Retry within the busy timeout.
@@ -358,17 +359,17 @@ bool Database::RunCheckpoint() {
   int wal_pages = 0;
   int rc = sqlite3_wal_checkpoint_v2(conn->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
                                      &wal_pages, nullptr);
-  if (rc == SQLITE_OK && wal_pages >= kTruncatePages) {
+  if (rc == SQLITE_OK && wal_pages >= kRestartPages) {
     // Only the pages written since the PASSIVE pass are left to copy, so writers
-    // wait for one short copy and the truncation (kTruncatePages). It holds the
-    // write lock while it waits for readers, so it waits kTruncateWaitMs at most
-    // (not the busy timeout writers have): a WAL still in use is left for the
-    // next request.
-    conn->SetBusyTimeout(kTruncateWaitMs);
-    const int truncated = sqlite3_wal_checkpoint_v2(conn->raw(), nullptr,
-                                                    SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+    // wait for one short copy and the rewind. It holds the write
+    // lock while it waits for readers, so it waits kRestartWaitMs at most (not
+    // the busy timeout writers have): a WAL still in use is left for the next
+    // request.
+    conn->SetBusyTimeout(kRestartWaitMs);
+    const int restarted = sqlite3_wal_checkpoint_v2(conn->raw(), nullptr,
+                                                    SQLITE_CHECKPOINT_RESTART, nullptr, nullptr);
     conn->SetBusyTimeout(options_.busy_timeout_ms);
-    if ((truncated & 0xff) != SQLITE_BUSY) rc = truncated;
+    if ((restarted & 0xff) != SQLITE_BUSY) rc = restarted;
   }
   Release(std::move(conn));
   return rc == SQLITE_OK;

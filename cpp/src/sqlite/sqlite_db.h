@@ -206,15 +206,24 @@ class Database {
   // wal_autocheckpoint). The checkpoint runs on this process's Checkpointer
   // thread (sqlite_checkpointer.h), never inside the commit.
   static constexpr int kCheckpointPages = 1000;
-  // WAL pages past which the checkpoint, after its PASSIVE pass, also empties the
-  // WAL (TRUNCATE: it takes the write lock and waits for readers in the busy
-  // handler). A WAL is otherwise rewound only by a writer that begins when every
-  // frame is copied, which under steady writes never happens once checkpoints run
-  // off the commit: the WAL would grow without end. 10,000 pages of 4 KiB: 40 MiB.
-  static constexpr int kTruncatePages = 10 * kCheckpointPages;
-  // The longest the TRUNCATE step waits for writers and readers to leave the WAL
+  // WAL pages past which the checkpoint, after its PASSIVE pass, also rewinds the
+  // WAL (RESTART: it takes the write lock and waits for readers in the busy
+  // handler, so the next writer starts the WAL over from its first frame). A WAL
+  // is otherwise rewound only by a writer that begins when every frame is
+  // copied, which under steady writes never happens once checkpoints run off the
+  // commit: the WAL would grow without end. 10,000 pages of 4 KiB: 40 MiB.
+  // RESTART, not TRUNCATE: the file keeps its size, so the frames that follow
+  // overwrite pages the OS has cached; a truncated WAL makes every later frame
+  // a page the kernel must allocate and zero (measured in docs/performance.md:
+  // ~20% of a task's run path on SQLite).
+  static constexpr int kRestartPages = 10 * kCheckpointPages;
+  // The longest the RESTART step waits for writers and readers to leave the WAL
   // (it holds the write lock meanwhile).
-  static constexpr int kTruncateWaitMs = 10;
+  static constexpr int kRestartWaitMs = 10;
+  // PRAGMA journal_size_limit: a WAL file larger than this (one that grew past
+  // kRestartPages while readers kept it from being rewound) is cut back to it
+  // when it is rewound. Above kRestartPages frames, so a normal cycle keeps its file.
+  static constexpr std::int64_t kWalSizeLimitBytes = std::int64_t{48} << 20;
   // Checkpoints this process's checkpointer ran to success for this Database,
   // and the ones that failed (another process was checkpointing, say).
   std::uint64_t checkpoints_run() const;
@@ -234,7 +243,7 @@ class Database {
   // (and again in a forked child: the parent's thread is not there).
   void RequestCheckpoint();
   // One PASSIVE checkpoint on a pooled connection (the Checkpointer's thread),
-  // then, for a WAL of kTruncatePages or more, a TRUNCATE one; true if they
+  // then, for a WAL of kRestartPages or more, a RESTART one; true if they
   // succeeded. A failure (another process checkpointing, say) is left for the
   // next request.
   bool RunCheckpoint();
