@@ -361,10 +361,9 @@ bool Database::RunCheckpoint() {
                                      &wal_pages, nullptr);
   if (rc == SQLITE_OK && wal_pages >= kRestartPages) {
     // Only the pages written since the PASSIVE pass are left to copy, so writers
-    // wait for one short copy and the rewind. It holds the write
-    // lock while it waits for readers, so it waits kRestartWaitMs at most (not
-    // the busy timeout writers have): a WAL still in use is left for the next
-    // request.
+    // wait for one short copy and the rewind. It holds the write lock while it
+    // waits for readers, so it waits kRestartWaitMs at most (not the busy
+    // timeout writers have): a WAL still in use is left for the next request.
     conn->SetBusyTimeout(kRestartWaitMs);
     const int restarted = sqlite3_wal_checkpoint_v2(conn->raw(), nullptr,
                                                     SQLITE_CHECKPOINT_RESTART, nullptr, nullptr);
