@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pynenc.client_data_store.base_client_data_store import BaseClientDataStore
+from pynenc.serializer.json_pickle_serializer import JsonPickleSerializer
 
-from pynenc_cpp import _core
+from pynenc_cpp import _core, _scalars
 from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
 
 if TYPE_CHECKING:
@@ -23,6 +24,40 @@ class CppClientDataStore(CppComponentMixin, BaseClientDataStore):
     def __init__(self, app: Pynenc) -> None:
         super().__init__(app)
         self._engine = _core.ClientDataStore(self.engine_uri, app.app_id)
+
+    def _scalar_text(self, obj: Any) -> str | None:
+        """The serializer's text for a plain scalar, without the serializer (see
+        ``_scalars``); None for other values or when the app's serializer is not
+        exactly pynenc's ``JsonPickleSerializer``."""
+        if type(self.app.serializer) is not JsonPickleSerializer:
+            return None
+        return _scalars.encode(obj)
+
+    def serialize(self, obj: Any, disable_cache: bool = False) -> str:
+        """pynenc's ``serialize`` (inline text, or a reference key for a value of
+        at least ``min_size_to_cache`` characters), same text, same storage; a
+        plain scalar's text is written without jsonpickle."""
+        text = self._scalar_text(obj)
+        if text is None:
+            serialized: str = super().serialize(obj, disable_cache)
+            return serialized
+        # pynenc 0.4.0's BaseClientDataStore.serialize, with `text` for the serializer's.
+        if self.conf.disable_client_data_store or disable_cache:
+            return text
+        if isinstance(obj, str) and self.is_reference(obj):
+            return obj
+        key: str = self._maybe_store(text)
+        if self.is_reference(key):
+            self._cache_deserialized(key, obj)
+        return key
+
+    def resolve(self, data: str) -> Any:
+        """pynenc's ``resolve``; a plain scalar's text is read without jsonpickle."""
+        if type(self.app.serializer) is JsonPickleSerializer:
+            value = _scalars.decode(data)
+            if value is not _scalars.MISS:
+                return value
+        return super().resolve(data)
 
     def _store(self, key: str, value: str) -> None:
         self._engine.store(key, value)
