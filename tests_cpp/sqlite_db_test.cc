@@ -113,6 +113,69 @@ TEST(SqliteDatabase, SchemaVersionsAreChecked) {
   EXPECT_NE(older.message().find("no migration"), std::string::npos);
 }
 
+// How many indexes named `name` the file has.
+std::int64_t CountIndex(Database& db, const std::string& name) {
+  return ReadInt(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = '" +
+                         name + "'");
+}
+
+std::int64_t StoredVersion(Database& db, const std::string& component) {
+  return ReadInt(db, "SELECT version FROM pynenc_cpp_schema WHERE component = '" + component +
+                         "'");
+}
+
+const char* kWidgetV1 = "CREATE TABLE t (x INTEGER); CREATE INDEX t_x ON t (x);";
+
+// A version-1 widget file holding one row.
+std::shared_ptr<Database> WidgetV1(const std::string& path) {
+  auto db = OpenOk(path);
+  EXPECT_TRUE(db->EnsureSchema("widget", 1, kWidgetV1).ok());
+  EXPECT_TRUE(db->Write([](Conn& c) { return c.Exec("INSERT INTO t (x) VALUES (7)"); }).ok());
+  return db;
+}
+
+TEST(SqliteDatabase, MigrationsRunInOrderAndRecordTheNewVersion) {
+  SqliteBackend b;
+  auto db = WidgetV1(b.Path());
+  const std::vector<SchemaMigration> steps = {
+      // Listed out of order; step 2 needs the table step 1 makes.
+      {2, "ALTER TABLE u ADD COLUMN b INTEGER; ALTER TABLE t ADD COLUMN y INTEGER NOT NULL DEFAULT 0"},
+      {1, "DROP INDEX t_x; CREATE TABLE u (a INTEGER)"},
+  };
+  ASSERT_TRUE(db->EnsureSchema("widget", 3, "unused: the tables exist", steps).ok());
+  EXPECT_EQ(StoredVersion(*db, "widget"), 3);
+  EXPECT_EQ(CountIndex(*db, "t_x"), 0);
+  EXPECT_EQ(ReadInt(*db, "SELECT x + y FROM t"), 7);  // the row is kept, the column added
+  EXPECT_EQ(ReadInt(*db, "SELECT count(*) FROM pragma_table_info('u')"), 2);
+  ASSERT_TRUE(db->EnsureSchema("widget", 3, "unused", steps).ok());  // nothing left to run
+  EXPECT_EQ(db->EnsureSchema("widget", 1, kWidgetV1).code(), ErrorCode::kBadConfig);  // newer
+}
+
+TEST(SqliteDatabase, AMissingMigrationStepRefusesTheFileUntouched) {
+  SqliteBackend b;
+  auto db = WidgetV1(b.Path());
+  Status s = db->EnsureSchema("widget", 3, "unused", {{1, "DROP INDEX t_x"}});  // no 2 -> 3
+  EXPECT_EQ(s.code(), ErrorCode::kBadConfig);
+  EXPECT_NE(s.message().find("no migration"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("widget"), std::string::npos);
+  EXPECT_EQ(StoredVersion(*db, "widget"), 1);
+  EXPECT_EQ(CountIndex(*db, "t_x"), 1);
+}
+
+TEST(SqliteDatabase, AFailingMigrationStepRollsEveryStepBack) {
+  SqliteBackend b;
+  auto db = WidgetV1(b.Path());
+  Status s = db->EnsureSchema("widget", 3, "unused",
+                              {{1, "DROP INDEX t_x"}, {2, "ALTER TABLE nowhere ADD COLUMN z"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("migrating the widget schema from version 2"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find(b.Path()), std::string::npos) << s.message();
+  EXPECT_EQ(StoredVersion(*db, "widget"), 1);
+  EXPECT_EQ(CountIndex(*db, "t_x"), 1);  // step 1 was undone with step 2
+  EXPECT_EQ(CountRows(*db, "t"), 1);
+}
+
 TEST(SqliteDatabase, FailedWriteRollsBack) {
   SqliteBackend b;
   auto db = OpenOk(b.Path());

@@ -481,7 +481,8 @@ Status Database::Read(const std::function<Status(Conn&)>& fn) {
   return Transaction("BEGIN DEFERRED", fn);
 }
 
-Status Database::EnsureSchema(const std::string& component, int version, const std::string& ddl) {
+Status Database::EnsureSchema(const std::string& component, int version, const std::string& ddl,
+                              const std::vector<SchemaMigration>& migrations) {
   return Write([&](Conn& conn) -> Status {
     Result<Stmt*> get = conn.Prepare("SELECT version FROM pynenc_cpp_schema WHERE component = ?");
     if (!get.ok()) return get.status();
@@ -489,22 +490,44 @@ Status Database::EnsureSchema(const std::string& component, int version, const s
     q.Bind(1, component);
     Result<bool> row = q.Step();
     if (!row.ok()) return row.status();
-    if (row.value()) {
-      const std::int64_t stored = q.Int(0);
+    if (!row.value()) {
       q.Reset();
-      if (stored == version) return Status::Ok();
+      if (Status s = conn.Exec(ddl); !s.ok()) return s;
+      Result<Stmt*> put =
+          conn.Prepare("INSERT INTO pynenc_cpp_schema (component, version) VALUES (?, ?)");
+      if (!put.ok()) return put.status();
+      return put.value()->Bind(1, component).Bind(2, static_cast<std::int64_t>(version)).Run();
+    }
+    const std::int64_t stored = q.Int(0);
+    q.Reset();
+    if (stored == version) return Status::Ok();
+    auto refused = [&](const char* why) {
       return Status::BadConfig("sqlite " + Quoted(options_.path) + ": the " + component +
                                " schema is version " + std::to_string(stored) +
                                " but this pynenc-cpp knows version " + std::to_string(version) +
-                               (stored > version ? " (the file was written by a newer pynenc-cpp)"
-                                                 : " (no migration from that version exists)"));
+                               why);
+    };
+    if (stored > version) return refused(" (the file was written by a newer pynenc-cpp)");
+    // Every step first, so a gap refuses the file before anything is changed.
+    std::vector<const SchemaMigration*> steps;
+    for (std::int64_t from = stored; from < version; ++from) {
+      auto step = std::find_if(migrations.begin(), migrations.end(),
+                               [&](const SchemaMigration& m) { return m.from_version == from; });
+      if (step == migrations.end()) return refused(" (no migration from that version exists)");
+      steps.push_back(&*step);
     }
-    q.Reset();
-    if (Status s = conn.Exec(ddl); !s.ok()) return s;
-    Result<Stmt*> put =
-        conn.Prepare("INSERT INTO pynenc_cpp_schema (component, version) VALUES (?, ?)");
-    if (!put.ok()) return put.status();
-    return put.value()->Bind(1, component).Bind(2, static_cast<std::int64_t>(version)).Run();
+    for (const SchemaMigration* step : steps) {
+      if (Status s = conn.Exec(step->sql); !s.ok()) {
+        return Status::FromCode(s.code(), "sqlite " + Quoted(options_.path) + ": migrating the " +
+                                              component + " schema from version " +
+                                              std::to_string(step->from_version) + ": " +
+                                              s.message());
+      }
+    }
+    Result<Stmt*> set =
+        conn.Prepare("UPDATE pynenc_cpp_schema SET version = ? WHERE component = ?");
+    if (!set.ok()) return set.status();
+    return set.value()->Bind(1, static_cast<std::int64_t>(version)).Bind(2, component).Run();
   });
 }
 

@@ -42,6 +42,13 @@ struct SqliteOptions {
   int busy_timeout_ms = 5000;     // how long a writer waits for the lock
 };
 
+// One step of a component's schema: SQL that takes a file recorded at
+// `from_version` to `from_version + 1` (Database::EnsureSchema).
+struct SchemaMigration {
+  int from_version;
+  std::string sql;
+};
+
 // Parses the location part of "sqlite://<location>": "/abs/path.db" optionally
 // followed by "?synchronous=normal|full&busy_timeout_ms=N". kBadConfig on error.
 Result<SqliteOptions> ParseSqliteLocation(const std::string& location);
@@ -193,10 +200,15 @@ class Database {
   Status Read(const std::function<Status(Conn&)>& fn);
 
   // Creates `component`'s tables with `ddl` the first time, and records
-  // `version`. A file whose recorded version differs is refused with
-  // kBadConfig naming the file, the component and both versions: never
-  // silently used with a schema this build does not know.
-  Status EnsureSchema(const std::string& component, int version, const std::string& ddl);
+  // `version`. A file at an older version is brought to `version` by running,
+  // in order, the `migrations` whose `from_version` it passes through, all in
+  // the same write transaction as the version update (a failing step leaves
+  // the file as it was). A file at a newer version, or at an older one with a
+  // step missing, is refused with kBadConfig naming the file, the component
+  // and both versions: never silently used with a schema this build does not
+  // know.
+  Status EnsureSchema(const std::string& component, int version, const std::string& ddl,
+                      const std::vector<SchemaMigration>& migrations = {});
 
   const SqliteOptions& options() const { return options_; }
   // Cross-process wake-ups of this file (routes, final statuses).

@@ -15,7 +15,8 @@
 
 namespace pynenc_cpp::sqlite {
 
-// Creates the state_backend schema (version 1) in `db` if missing and returns a
+// Creates the state_backend schema (version 2) in `db` if missing, migrates a
+// version-1 file, and returns a
 // backend for `config.app_id`. kBadConfig if the file holds another schema
 // version; kBackendFailure if the file cannot be written.
 // Thread-safe: every call is one SQLite transaction on a pooled connection, and
