@@ -16,9 +16,9 @@
 namespace pynenc_cpp::sqlite {
 
 // Creates the state_backend schema (version 2) in `db` if missing, migrates a
-// version-1 file, and returns a
-// backend for `config.app_id`. kBadConfig if the file holds another schema
-// version; kBackendFailure if the file cannot be written.
+// version-1 file, and returns a backend for `config.app_id`. kBadConfig if the
+// file holds a newer schema version; kBackendFailure if the file cannot be
+// written.
 // Thread-safe: every call is one SQLite transaction on a pooled connection, and
 // every read-modify-write (upsert, history replace) runs inside one BEGIN
 // IMMEDIATE transaction, so it is atomic across threads and processes.
