@@ -17,30 +17,18 @@
 
 #include "backend_fixture.h"
 #include "sqlite/sqlite_checkpointer.h"
+#include "sqlite_test_util.h"
 
 namespace pynenc_cpp::sqlite {
 namespace {
 
+using pynenc_cpp::testing::ReadInt;
 using pynenc_cpp::testing::SqliteBackend;
 
 std::shared_ptr<Database> OpenOk(const std::string& path) {
   auto db = Database::Open(SqliteOptions{path});
   EXPECT_TRUE(db.ok()) << db.status().ToString();
   return db.ok() ? db.value() : nullptr;
-}
-
-// The integer in the first column of the first row of `sql` (-1 on failure).
-std::int64_t ReadInt(Database& db, const std::string& sql) {
-  std::int64_t n = -1;
-  EXPECT_TRUE(db.Read([&](Conn& c) -> Status {
-                  auto q = c.Prepare(sql);
-                  if (!q.ok()) return q.status();
-                  auto row = q.value()->Step();
-                  if (!row.ok()) return row.status();
-                  n = q.value()->Int(0);
-                  return Status::Ok();
-                }).ok());
-  return n;
 }
 
 std::int64_t CountRows(Database& db, const std::string& table) {

@@ -9,24 +9,13 @@
 #include "backend_fixture.h"
 #include "sqlite/sqlite_db.h"
 #include "sqlite/sqlite_state_backend.h"
+#include "sqlite_test_util.h"
 
 namespace pynenc_cpp::sqlite {
 namespace {
 
+using pynenc_cpp::testing::ReadInt;
 using pynenc_cpp::testing::SqliteBackend;
-
-std::int64_t ReadInt(Database& db, const std::string& sql) {
-  std::int64_t n = -1;
-  EXPECT_TRUE(db.Read([&](Conn& c) -> Status {
-                  auto q = c.Prepare(sql);
-                  if (!q.ok()) return q.status();
-                  auto row = q.value()->Step();
-                  if (!row.ok()) return row.status();
-                  n = q.value()->Int(0);
-                  return Status::Ok();
-                }).ok());
-  return n;
-}
 
 std::int64_t HistoryIndexes(Database& db) {
   return ReadInt(db,
