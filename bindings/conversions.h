@@ -25,6 +25,10 @@ namespace pynenc_cpp::bindings {
 namespace py = pybind11;
 
 // A C++ exception carrying an engine Status; translated once, in errors.cc.
+// The Python exception object (not raised) for a failed `status`: the class the
+// translator raises for it, with the same attributes (bindings/errors.cc).
+py::object StatusError(const Status& status);
+
 class EngineException : public std::exception {
  public:
   explicit EngineException(Status status) : status_(std::move(status)), what_(status_.ToString()) {

@@ -49,7 +49,7 @@ py::object StatusOrNone(const std::optional<InvocationStatus>& s) {
   return py::cast(*s);
 }
 
-void RaiseStatus(const Status& status) {
+PyObject* StatusClass(const Status& status) {
   PyObject* cls = g_engine_error;
   switch (status.code()) {
     case ErrorCode::kNotFound:
@@ -88,6 +88,18 @@ void RaiseStatus(const Status& status) {
     case ErrorCode::kOk:
       break;
   }
+  return cls;
+}
+
+void RaiseStatus(const Status& status) {
+  py::object exc = StatusError(status);
+  PyErr_SetObject(StatusClass(status), exc.ptr());
+}
+
+}  // namespace
+
+py::object StatusError(const Status& status) {
+  PyObject* cls = StatusClass(status);
   py::object exc =
       py::reinterpret_steal<py::object>(PyObject_CallFunction(cls, "s", status.message().c_str()));
   if (!exc) throw py::error_already_set();
@@ -100,10 +112,8 @@ void RaiseStatus(const Status& status) {
     exc.attr("attempted_owner") = py::cast(info->attempted_owner);
     exc.attr("reason") = py::str(status.message());
   }
-  PyErr_SetObject(cls, exc.ptr());
+  return exc;
 }
-
-}  // namespace
 
 void InitErrors(py::module_& m) {
   g_engine_error = NewClass(m, "EngineError", PyExc_Exception,

@@ -48,6 +48,13 @@ RecoveryKind ParseRecoveryKind(const std::string& kind) {
 
 }  // namespace
 
+py::tuple ClaimTuple(const ClaimOutcome& out) {
+  py::object inv =
+      out.invocation ? py::object(InvocationToDict(*out.invocation)) : py::object(py::none());
+  return py::make_tuple(ClaimKindName(out.kind), RecordTuple(out.record), inv,
+                        out.status_watched);
+}
+
 void InitLifecycle(py::module_& m) {
   py::class_<Lifecycle>(
       m, "Lifecycle",
@@ -118,10 +125,7 @@ void InitLifecycle(py::module_& m) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
             ClaimOutcome out = WithoutGil(
                 [&] { return start ? l.ClaimAndStart(id, actor) : l.Claim(id, actor); });
-            py::object inv = out.invocation ? py::object(InvocationToDict(*out.invocation))
-                                            : py::object(py::none());
-            return py::make_tuple(ClaimKindName(out.kind), RecordTuple(out.record), inv,
-                                  out.status_watched);
+            return ClaimTuple(out);
           },
           py::arg("invocation_id"), py::arg("runner_id"), py::arg("runner_context_id"),
           py::arg("start") = false,
@@ -130,6 +134,29 @@ void InitLifecycle(py::module_& m) {
           "(its task may have running concurrency control: nothing changed). With start=True\n"
           "a claimed invocation moves on to RUNNING in the same operation (both history\n"
           "rows; one script on Redis, one transaction on SQLite): kind 'started' instead.")
+      .def(
+          "take_and_start",
+          [](Lifecycle& l, const std::string& queue, double timeout_sec,
+             std::optional<std::string> runner_id, std::string runner_context_id) -> py::object {
+            if (!(timeout_sec >= 0) || timeout_sec > 1e6) {
+              throw py::value_error("timeout_sec must be a number of seconds in [0, 1e6]");
+            }
+            Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
+            std::optional<TakenClaim> taken = WithoutGil([&] {
+              return l.TakeAndStart(queue, static_cast<std::int64_t>(timeout_sec * 1000.0), actor);
+            });
+            if (!taken) return py::none();
+            py::object claim = taken->claim_status.ok() ? py::object(ClaimTuple(taken->claim))
+                                                        : StatusError(taken->claim_status);
+            return py::make_tuple(taken->id.str(), claim);
+          },
+          py::arg("queue"), py::arg("timeout_sec"), py::arg("runner_id"),
+          py::arg("runner_context_id"),
+          "The broker's retrieve from `queue` (waiting up to `timeout_sec`), then claim(...,\n"
+          "start=True) of the id taken: one Lua script on Redis when the queue has an id.\n"
+          "Returns None (nothing arrived) or (invocation_id, claim), claim being claim()'s\n"
+          "tuple or, when the claim failed, the exception it raised (not raised: the id has\n"
+          "left the queue, the caller routes it back). Raises when the retrieval failed.")
       .def(
           "read_final",
           [](Lifecycle& l, InvocationId id, std::size_t max_result_bytes) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "conversions.h"
+#include "pynenc_cpp/native/lifecycle.h"
 #include "pynenc_cpp/ports/state_backend.h"
 
 namespace pynenc_cpp::bindings {
@@ -12,5 +13,9 @@ namespace pynenc_cpp::bindings {
 // parent_workflow_id). KeyError / TypeError for a missing or mistyped field.
 InvocationRecord InvocationFromDict(const py::dict& d);
 py::dict InvocationToDict(const InvocationRecord& r);
+
+// A claim's outcome as Lifecycle.claim returns it: (kind, (status, runner_id |
+// None, timestamp_us), invocation dict | None, status_watched).
+py::tuple ClaimTuple(const ClaimOutcome& out);
 
 }  // namespace pynenc_cpp::bindings

@@ -18,7 +18,9 @@
 
 #include "conversions.h"
 #include "init.h"
+#include "pynenc_cpp/native/lifecycle.h"
 #include "pynenc_cpp/ports/broker.h"
+#include "records.h"
 #include "pynenc_cpp/runner/runner_engine.h"
 
 namespace pynenc_cpp::bindings {
@@ -34,21 +36,26 @@ using runner::RunnerState;
 thread_local PyThreadState* tls_tstate = nullptr;
 thread_local const void* tls_engine = nullptr;
 thread_local int tls_worker = INT_MIN;
+// What this worker's source last took and claimed (Lifecycle::TakeAndStart), for
+// the execute hook that follows on the same thread.
+thread_local std::optional<TakenClaim> tls_taken;
 
 // The Python callables of one engine. Destroyed by whichever thread drops the
 // engine's shared state last: with the GIL when possible, else leaked (the
 // process is exiting).
 struct PyCallbacks {
-  py::object broker;  // keeps the engine broker (a BrokerSource's target) alive
-  py::object execute, fallback_next, next_blocking, heartbeat, management, timed_out;
+  py::object broker;     // keeps the engine broker (a BrokerSource's target) alive
+  py::object lifecycle;  // keeps the Lifecycle of a claiming source alive
+  py::object execute, execute_taken, fallback_next, next_blocking, heartbeat, management,
+      timed_out;
   py::object thread_started, report_error;
   PyInterpreterState* interp = nullptr;
   std::mutex mu;
   std::map<int, unsigned long> idents;  // worker index -> Python thread ident
 
   ~PyCallbacks() {
-    DropPyObjects({&broker, &execute, &fallback_next, &next_blocking, &heartbeat, &management,
-                   &timed_out, &thread_started, &report_error});
+    DropPyObjects({&broker, &lifecycle, &execute, &execute_taken, &fallback_next, &next_blocking,
+                   &heartbeat, &management, &timed_out, &thread_started, &report_error});
   }
 
   unsigned long Ident(int worker) {
@@ -116,9 +123,21 @@ RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine
     tls_tstate = nullptr;
     tls_engine = nullptr;
     tls_worker = INT_MIN;
+    tls_taken.reset();
   };
   h.execute = [cb](int, const std::string& id, bool claimed) {
-    const bool ok = WithGil("CppRunner worker", [&] { cb->execute(py::str(id), claimed); });
+    std::optional<TakenClaim> taken;
+    if (tls_taken && tls_taken->id.str() == id) taken.swap(tls_taken);
+    tls_taken.reset();
+    const bool ok = WithGil("CppRunner worker", [&] {
+      if (!taken) {
+        cb->execute(py::str(id), claimed);
+        return;
+      }
+      py::object claim = taken->claim_status.ok() ? py::object(ClaimTuple(taken->claim))
+                                                  : StatusError(taken->claim_status);
+      cb->execute_taken(py::str(id), claim);
+    });
     return ok ? ExecOutcome::kDone : ExecOutcome::kReplaceWorker;
   };
   if (!cb->next_blocking.is_none()) {
@@ -157,7 +176,9 @@ class PyRunnerEngine {
                  double management_interval_sec, py::object execute, double retrieve_wait_sec,
                  double idle_backoff_sec, py::object fallback_next, py::object next_blocking,
                  py::object heartbeat, py::object management, py::object timed_out,
-                 py::object thread_started, py::object report_error) {
+                 py::object thread_started, py::object report_error, py::object lifecycle,
+                 std::optional<std::string> runner_id, std::string runner_context_id,
+                 py::object execute_taken) {
     auto ms = [](double sec, const char* name) {
       if (!(sec >= 0) || sec > 1e9) {
         throw py::value_error(std::string(name) + " must be a number of seconds >= 0");
@@ -191,7 +212,30 @@ class PyRunnerEngine {
     cb->thread_started = std::move(thread_started);
     cb->report_error = std::move(report_error);
     std::unique_ptr<runner::InvocationSource> source;
-    if (!broker.is_none()) {
+    if (!lifecycle.is_none()) {
+      if (broker.is_none()) throw py::value_error("a lifecycle needs its engine broker");
+      if (queues.empty()) throw py::value_error("queues must not be empty");
+      if (execute_taken.is_none() || !PyCallable_Check(execute_taken.ptr())) {
+        throw py::type_error("execute_taken must be callable when a lifecycle is given");
+      }
+      auto* engine_lifecycle = lifecycle.cast<Lifecycle*>();
+      auto* engine_broker = broker.cast<Broker*>();
+      cb->lifecycle = lifecycle;
+      cb->execute_taken = std::move(execute_taken);
+      auto take = [engine_lifecycle, actor = Actor{std::move(runner_id), runner_context_id}](
+                      const std::string& queue,
+                      std::int64_t timeout_ms) -> Result<std::optional<std::string>> {
+        Result<std::optional<TakenClaim>> r =
+            engine_lifecycle->TakeAndStart(queue, timeout_ms, actor);
+        if (!r.ok()) return r.status();
+        if (!r.value()) return std::optional<std::string>();
+        tls_taken = std::move(*r.value());
+        return std::optional<std::string>(tls_taken->id.str());
+      };
+      source = runner::MakeQueueSource(std::move(take),
+                                       [engine_broker] { engine_broker->Interrupt(); },
+                                       std::move(queues));
+    } else if (!broker.is_none()) {
       if (queues.empty()) throw py::value_error("queues must not be empty");
       auto* engine_broker = broker.cast<Broker*>();
       source = runner::MakeBrokerSource(engine_broker, std::move(queues));
@@ -298,7 +342,8 @@ void InitRunner(py::module_& m) {
       "heartbeats, management duties and the task-timeout watchdog. Thread-safe.")
       .def(py::init<py::object, std::vector<std::string>, int, double, double, double, py::object,
                     double, double, py::object, py::object, py::object, py::object, py::object,
-                    py::object, py::object>(),
+                    py::object, py::object, py::object, std::optional<std::string>, std::string,
+                    py::object>(),
            py::arg("broker"), py::arg("queues"), py::arg("workers"), py::arg("task_timeout_sec"),
            py::arg("heartbeat_interval_sec"), py::arg("management_interval_sec"),
            py::arg("execute"), py::arg("retrieve_wait_sec") = 0.5,
@@ -306,11 +351,16 @@ void InitRunner(py::module_& m) {
            py::arg("next_blocking") = py::none(), py::arg("heartbeat") = py::none(),
            py::arg("management") = py::none(), py::arg("timed_out") = py::none(),
            py::arg("thread_started") = py::none(), py::arg("report_error") = py::none(),
+           py::arg("lifecycle") = py::none(), py::arg("runner_id") = py::none(),
+           py::arg("runner_context_id") = "", py::arg("execute_taken") = py::none(),
            "Builds a stopped engine. `broker`: an engine Broker to block on over `queues`, or\n"
            "None to poll `fallback_next() -> str | None` (GIL held, `idle_backoff_sec` between\n"
            "empty answers). Hooks run on engine threads with the GIL: execute(id, claimed),\n"
            "next_blocking() -> str | None, heartbeat(), management(), timed_out(id, thread_ident),\n"
-           "thread_started(worker_index), report_error(message). 0 disables an interval.")
+           "thread_started(worker_index), report_error(message). 0 disables an interval.\n"
+           "With `lifecycle` (a native Lifecycle over `broker`), workers take and claim in one\n"
+           "step (Lifecycle.take_and_start for runner_id / runner_context_id) and call\n"
+           "execute_taken(id, claim) instead, claim as take_and_start returns it.")
       .def("start", &PyRunnerEngine::Start, "Starts the workers and the timer thread.")
       .def("stop", &PyRunnerEngine::Stop,
            "Graceful stop: no more retrieval; running invocations finish.")

@@ -169,7 +169,7 @@ def test_failure_storing_the_outcome_is_reported_not_left_running(
     assert statuses(app, inv.invocation_id)[-1] == InvocationStatus.FAILED
 
 
-@pytest.mark.parametrize("backend", ["mem", "sqlite", "redis"])
+@pytest.mark.parametrize("backend", ALL)
 def test_task_past_timeout_is_failed_and_its_worker_replaced(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -394,6 +394,44 @@ def test_second_signal_is_immediate_and_reroutes(
     assert app.broker.count_invocations() >= 2
 
 
+@pytest.mark.parametrize("backend", ALL)
+def test_workers_take_and_claim_in_one_engine_call(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A native orchestrator over the engine broker: each worker's retrieve also
+    claims and starts (Lifecycle.take_and_start; one script on Redis), and Python
+    gets the claim's outcome (claimed_for_run) instead of claiming."""
+    app = build_app(backend, tmp_path, request, workers=2)
+    orchestrator: Any = app.orchestrator
+    taken: list[tuple[str, str]] = []
+    claimed_for_run = orchestrator.claimed_for_run
+
+    def spy(invocation_id: Any, runner_ctx: Any, claim: Any) -> Any:
+        taken.append((str(invocation_id), claim[0]))
+        return claimed_for_run(invocation_id, runner_ctx, claim)
+
+    def no_claim(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("claim_for_run called: the take path was not used")
+
+    orchestrator.claimed_for_run = spy
+    orchestrator.claim_for_run = no_claim
+    with running(app):
+        invocations = [rt.add(i, i) for i in range(20)]
+        assert [inv.result for inv in invocations] == [2 * i for i in range(20)]
+    ids = {str(inv.invocation_id) for inv in invocations}
+    assert {i for i, _ in taken} == ids
+    assert len(taken) == len(ids), "an id taken twice"
+    # The first of a task needs pynenc's concurrency check; later ones start at once.
+    assert sum(kind == "started" for _, kind in taken) >= len(ids) - 2
+    history = app.state_backend.get_history(invocations[-1].invocation_id)
+    assert [h.status_record.status for h in history] == [
+        InvocationStatus.REGISTERED,
+        InvocationStatus.PENDING,
+        InvocationStatus.RUNNING,
+        InvocationStatus.SUCCESS,
+    ]
+
+
 def test_native_claim_for_run_is_used_when_the_orchestrator_has_it(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -412,6 +450,8 @@ def test_native_claim_for_run_is_used_when_the_orchestrator_has_it(
         return invocation
 
     app.orchestrator.claim_for_run = claim_for_run  # type: ignore[attr-defined]
+    # Without the one-step take, the runner claims each id it retrieves.
+    app.orchestrator.take_for_runner = lambda runner_ctx: None  # type: ignore[attr-defined]
     with running(app):
         first = rt.add(1, 1)
         assert first.result == 2

@@ -546,14 +546,30 @@ class CppNativeOrchestrator(CppOrchestrator):
         """
         runner_id, ctx_id = self._actor(runner_ctx)
         try:
-            kind, _raw, record, watched = lifecycle.claim(invocation_id, runner_id, ctx_id, start)
+            claim = lifecycle.claim(invocation_id, runner_id, ctx_id, start)
         except (IllegalTransition, OwnershipViolation) as exc:
-            ex = to_pynenc_status_error(exc)
-            self.app.logger.warning(
-                f"Could not set invocation:{invocation_id} to status:pending: {ex}"
-            )
+            self._claim_refused(invocation_id, exc)
             return None
-        if kind == "not_available":
+        return self._claimed(lifecycle, invocation_id, runner_ctx, claim, invocations_to_reroute)
+
+    def _claim_refused(
+        self, invocation_id: InvocationId, exc: IllegalTransition | OwnershipViolation
+    ) -> None:
+        """Another runner moved the invocation first: logged as pynenc logs it."""
+        ex = to_pynenc_status_error(exc)
+        self.app.logger.warning(f"Could not set invocation:{invocation_id} to status:pending: {ex}")
+
+    def _claimed(
+        self,
+        lifecycle: _core.Lifecycle,
+        invocation_id: InvocationId,
+        runner_ctx: RunnerContext,
+        claim: tuple[str, Any, dict[str, Any] | None, bool],
+        invocations_to_reroute: set[InvocationId],
+    ) -> DistributedInvocation | None:
+        """What follows the engine's claim (``Lifecycle.claim``'s tuple) in ``_claim``."""
+        kind, _raw, record, watched = claim
+        if kind == "not_available" or record is None:  # a record unless not available
             return None
         invocation = self._invocation(record)
         if kind == "claimed":
@@ -561,7 +577,7 @@ class CppNativeOrchestrator(CppOrchestrator):
             return invocation
         if kind == "started":
             self._after_change(invocation_id, InvocationStatus.PENDING, watched)
-            self._started.slot = (invocation_id, runner_id, watched)
+            self._started.slot = (invocation_id, runner_ctx.runner_id, watched)
             return invocation
         # needs_check: the task's running concurrency control is not known yet.
         task = invocation.task
@@ -608,6 +624,42 @@ class CppNativeOrchestrator(CppOrchestrator):
                 break
             if not retrieved_invocation:
                 break
+
+    def take_for_runner(
+        self, runner_ctx: RunnerContext
+    ) -> tuple[_core.Lifecycle, _core.Broker, str, str] | None:
+        """What a runner's engine needs to take and claim in one step
+        (``Lifecycle.take_and_start``): (lifecycle, its broker, owner id, runner-context
+        id), the context stored; None in mixed mode. The runner then hands each
+        outcome to ``claimed_for_run``."""
+        lifecycle = self._lifecycle()
+        if lifecycle is None:
+            return None
+        runner_id, ctx_id = self._actor(runner_ctx)
+        return lifecycle, self.app.broker._engine, runner_id, ctx_id
+
+    def claimed_for_run(
+        self,
+        invocation_id: InvocationId,
+        runner_ctx: RunnerContext,
+        claim: tuple[str, Any, dict[str, Any] | None, bool] | BaseException,
+    ) -> DistributedInvocation | None:
+        """``claim_for_run(invocation_id, runner_ctx, start=True)`` for an id the
+        engine took and claimed already (``take_for_runner``): ``claim`` is the claim's
+        outcome, or the error it raised, raised here unless another runner won the
+        race (then logged as pynenc logs it, and None)."""
+        if isinstance(claim, IllegalTransition | OwnershipViolation):
+            self._claim_refused(invocation_id, claim)
+            return None
+        if isinstance(claim, BaseException):
+            raise claim
+        lifecycle = self._lifecycle()
+        assert lifecycle is not None  # take_for_runner gave it
+        to_reroute: set[InvocationId] = set()
+        invocation = self._claimed(lifecycle, invocation_id, runner_ctx, claim, to_reroute)
+        if to_reroute:
+            self.reroute_invocations(to_reroute, runner_ctx)
+        return invocation
 
     def claim_for_run(
         self, invocation_id: InvocationId, runner_ctx: RunnerContext, start: bool = False

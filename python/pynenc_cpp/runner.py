@@ -28,7 +28,7 @@ import threading
 import time
 import weakref
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pynenc
 from cistell import ConfigField
@@ -256,6 +256,19 @@ class CppRunner(BaseRunner):
 
     # ------------------------------------------------------------------ lifecycle
 
+    def _take_for_runner(self, broker: Any) -> tuple[Any, Any, str, str] | None:
+        """(lifecycle, broker, owner id, context id) when the workers can take and claim
+        in one engine call (a native orchestrator over this engine broker), else None."""
+        if broker is None or os.environ.get("PYNENC_CPP_AB_NO_TAKE"):
+            return None
+        take_for_runner = getattr(self.app.orchestrator, "take_for_runner", None)
+        if take_for_runner is None:
+            return None
+        take = take_for_runner(self.runner_context)
+        if take is None or take[1] is not broker:
+            return None
+        return cast(tuple[Any, Any, str, str], take)
+
     def _engine_broker(self) -> Any:
         """The engine broker to block on, or None for a non pynenc-cpp broker."""
         engine = getattr(self.app.broker, "_engine", None)
@@ -300,8 +313,9 @@ class CppRunner(BaseRunner):
         management: float,
     ) -> None:
         self._heartbeat()  # registered before any invocation is claimed
+        take = self._take_for_runner(broker)
         self._engine = _core.RunnerEngine(
-            broker,
+            take[1] if take is not None else broker,
             queues,
             self.workers,
             timeout,
@@ -317,6 +331,10 @@ class CppRunner(BaseRunner):
             timed_out=self._on_timeout,
             thread_started=self._on_thread_started,
             report_error=self._report_error,
+            lifecycle=take[0] if take is not None else None,
+            runner_id=take[2] if take is not None else None,
+            runner_context_id=take[3] if take is not None else "",
+            execute_taken=self._execute_taken if take is not None else None,
         )
         self._engine.start()
         _LIVE_RUNNERS.add(self)
@@ -454,21 +472,50 @@ class CppRunner(BaseRunner):
             orchestrator.reroute_invocations(to_reroute, self.runner_context)
         return invocation
 
+    def _execute_taken(self, invocation_id: str, claim: Any) -> None:
+        """``_execute`` of an id the engine took and claimed (``take_for_runner``):
+        ``claim`` is the claim's outcome or its error."""
+        inv_id = InvocationId(invocation_id)
+        claimed_for_run = self.app.orchestrator.claimed_for_run
+        self._run(
+            self._claimed(inv_id, lambda: claimed_for_run(inv_id, self.runner_context, claim))
+        )
+
     def _execute(self, invocation_id: str, claimed: bool) -> None:
         inv_id = InvocationId(invocation_id)
-        invocation: DistributedInvocation | None = None
-        try:
-            if claimed:
+        if claimed:  # from next_blocking: claimed by the orchestrator already
+            try:
                 invocation = self.app.state_backend.get_invocation(inv_id)
-            else:
-                try:
-                    invocation = self._claim(inv_id)
-                except Exception:
-                    self.logger.exception(
-                        f"invocation:{inv_id} could not be claimed; routing it back"
-                    )
-                    self._route_back(inv_id)
-                    return
+            except Exception:
+                self.logger.exception(f"invocation:{inv_id} unreadable; left to recovery")
+                return
+            self._run(invocation)
+        else:
+            self._run(self._claimed(inv_id, lambda: self._claim(inv_id)))
+
+    def _claimed(
+        self, inv_id: InvocationId, claim: Callable[[], DistributedInvocation | None]
+    ) -> DistributedInvocation | None:
+        """``claim()``, or None when it failed (the id is then routed back)."""
+        try:
+            return claim()
+        except _WorkerInterrupted:
+            self._forget_started()
+            return None  # timed out or killed: its status was set by whoever interrupted it
+        except Exception:
+            self.logger.exception(f"invocation:{inv_id} could not be claimed; routing it back")
+            self._route_back(inv_id)
+            self._forget_started()
+            return None
+
+    def _forget_started(self) -> None:
+        forget = getattr(self.app.orchestrator, "forget_started", None)
+        if forget is not None:
+            forget()  # a run that ended before its RUNNING step leaves no note behind
+
+    def _run(self, invocation: DistributedInvocation | None) -> None:
+        """Runs a claimed invocation on this worker (None: nothing to run)."""
+        try:
             if invocation is None:
                 return
             invocation.run(self.runner_context)
@@ -485,9 +532,7 @@ class CppRunner(BaseRunner):
             if invocation is not None:
                 self._fail(invocation, exc)
         finally:
-            forget = getattr(self.app.orchestrator, "forget_started", None)
-            if forget is not None:
-                forget()  # a run that ended before its RUNNING step leaves no note behind
+            self._forget_started()
 
     def _fail_if_still_ours(self, invocation: DistributedInvocation, exc: Exception) -> None:
         """Set FAILED an invocation that ``run`` left PENDING or RUNNING after ``exc``."""

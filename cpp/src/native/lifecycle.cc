@@ -219,6 +219,22 @@ Result<ClaimOutcome> PortLifecycle::ClaimAndStart(const InvocationId& id, const 
   return out;
 }
 
+TakenClaim PortLifecycle::Taken(const InvocationId& id, Result<ClaimOutcome> claim) {
+  TakenClaim out{id, claim.status(), ClaimOutcome{}};
+  if (claim.ok()) out.claim = std::move(claim).value();
+  return out;
+}
+
+Result<std::optional<TakenClaim>> PortLifecycle::TakeAndStart(const std::string& queue,
+                                                              std::int64_t timeout_ms,
+                                                              const Actor& actor) {
+  Result<std::optional<InvocationId>> got = parts_.broker->Retrieve(queue, timeout_ms);
+  if (!got.ok()) return got.status();
+  if (!got.value()) return std::optional<TakenClaim>();
+  const InvocationId& id = *got.value();
+  return std::optional<TakenClaim>(Taken(id, ClaimAndStart(id, actor)));
+}
+
 Result<FinishOutcome> PortLifecycle::Finish(const InvocationId& id, const std::string& payload,
                                             bool success, const Actor& actor, const TaskId& task,
                                             bool release_waiters) {

@@ -24,6 +24,9 @@ class PortLifecycle : public Lifecycle {
                                      bool release_waiters) override;
   Result<ClaimOutcome> Claim(const InvocationId& id, const Actor& actor) override;
   Result<ClaimOutcome> ClaimAndStart(const InvocationId& id, const Actor& actor) override;
+  Result<std::optional<TakenClaim>> TakeAndStart(const std::string& queue,
+                                                 std::int64_t timeout_ms,
+                                                 const Actor& actor) override;
   Result<FinalRead> ReadFinal(const InvocationId& id, std::size_t max_result_bytes) override;
   void SetTaskRunsFreely(const TaskId& task) override;
   Result<FinishOutcome> FinishSuccess(const InvocationId& id, const std::string& result,
@@ -41,6 +44,8 @@ class PortLifecycle : public Lifecycle {
 
  protected:
   bool RunsFreely(const TaskId& task);
+  // `id` taken from a queue, with ClaimAndStart's result.
+  static TakenClaim Taken(const InvocationId& id, Result<ClaimOutcome> claim);
   // Every task declared with SetTaskRunsFreely.
   std::vector<std::string> FreeTasks();
   const LifecycleParts& parts() const { return parts_; }

@@ -166,8 +166,9 @@ return f
 // tasks... Returns {-1} (not the common case), {0, st, own|false, ts} (not
 // available), {1, st, own|false, ts, rec} (needs check) or {2, rec,
 // status_watched, the replaced st, its ts}.
-const Script& ClaimScript() {
-  static const Script s(LifecycleSource(R"lua(
+// The PENDING timestamp must not be before the current status's (it is taken before
+// a TakeAndStart pop, which may take an id registered since): else {-1}.
+constexpr const char* kClaimBody = R"lua(
 local runner, ts = ARGV[5], ARGV[6]
 local k = P .. 'inv:' .. id
 local f = redis.call('HMGET', k, 'seq', 'st', 'own', 'task', 'ts')
@@ -185,7 +186,7 @@ for i = at + 1, at + m do if ARGV[i] == f[2] then claimable = true end end
 local free = false
 for i = at + m + 1, #ARGV do if ARGV[i] == f[4] then free = true end end
 if not free then return {1, f[2], f[3], f[5], rec} end
-if not claimable then return {-1} end
+if not claimable or tonumber(ts) < tonumber(f[5]) then return {-1} end
 set_status(k, f, 'pending', ts, runner)
 add_history(ARGV[7], ARGV[8], ARGV[9])
 if ARGV[12] == '1' then
@@ -193,7 +194,39 @@ if ARGV[12] == '1' then
   add_history(ARGV[14], ARGV[15], ARGV[16])
 end
 return {2, rec, watched(ARGV[11], f[4], ARGV[10]), f[2], f[5]}
-)lua"));
+)lua";
+
+const Script& ClaimScript() {
+  static const Script s(LifecycleSource(kClaimBody));
+  return s;
+}
+
+// TakeAndStart: the broker's pop (redis::RetrieveThen), then ClaimScript's body
+// with start for the id it took. The arguments are ClaimScript's, built before
+// the pop with an empty id (ARGV[4]) and history values naming an empty id, in
+// which the id taken is put. Marked '2' when it claimed. An id whose history
+// text would need JSON escapes is not claimed here ({-1}: the caller claims).
+const Script& TakeStartScript() {
+  static const Script s(LifecycleSource((redis::BrokerLuaPop() + R"lua(
+local function claim(ARGV)
+)lua" + kClaimBody + R"lua(
+end
+local function with_id(v)
+  local at = string.find(v, '"invocation_id": ""', 1, true)
+  if not at then return nil end
+  return string.sub(v, 1, at + 17) .. id .. string.sub(v, at + 18)
+end
+return broker_pop_then(function(taken, argv)
+  id = taken
+  if string.find(taken, '[%c"\\\128-\255]') then return {-1}, '-' end
+  argv[4] = taken
+  argv[9], argv[16] = with_id(argv[9]), with_id(argv[16])
+  if not argv[9] or not argv[16] then return {-1}, '-' end
+  local r = claim(argv)
+  if r[1] == 2 then return r, '2' end
+  return r, '-'
+end)
+)lua").c_str()));
   return s;
 }
 
@@ -274,6 +307,33 @@ class RedisLifecycle final : public PortLifecycle {
   Result<ClaimOutcome> ClaimAndStart(const InvocationId& id, const Actor& actor) override {
     if (!pending_runs_) return PortLifecycle::ClaimAndStart(id, actor);
     return ClaimScripted(id, actor, true);
+  }
+
+  Result<std::optional<TakenClaim>> TakeAndStart(const std::string& queue,
+                                                 std::int64_t timeout_ms,
+                                                 const Actor& actor) override {
+    if (!pending_runs_ || !actor.runner_id || actor.runner_id->empty()) {
+      return PortLifecycle::TakeAndStart(queue, timeout_ms, actor);
+    }
+    StatusRecord next, running;  // of the last attempt: the one that took an id
+    const redis::PopThen then{&TakeStartScript(), [&] {
+                                return ClaimArgs(InvocationId(), actor, true, &next, &running);
+                              }};
+    Result<std::optional<redis::PoppedThen>> got =
+        redis::RetrieveThen(*parts().broker, queue, timeout_ms, then);
+    if (!got.ok()) return got.status();
+    if (!got.value()) return std::optional<TakenClaim>();
+    const redis::PoppedThen& taken = *got.value();
+    if (!taken.reply) {  // the reply of the attempt that took it was lost
+      return std::optional<TakenClaim>(
+          Taken(taken.id, taken.mark == '2' ? ClaimedBefore(taken.id, actor)
+                                            : PortLifecycle::ClaimAndStart(taken.id, actor)));
+    }
+    if (taken.reply->is_error()) {
+      return std::optional<TakenClaim>(Taken(taken.id, ReplyError(*taken.reply, "claim")));
+    }
+    return std::optional<TakenClaim>(
+        Taken(taken.id, ClaimReply(*taken.reply, taken.id, actor, true, next, running)));
   }
 
   Result<FinalRead> ReadFinal(const InvocationId& id, std::size_t max_result_bytes) override {
@@ -468,26 +528,24 @@ class RedisLifecycle final : public PortLifecycle {
     return *std::move(r);
   }
 
-  // Claim (start: ClaimAndStart) in one script in the common case; the port
-  // path otherwise.
-  Result<ClaimOutcome> ClaimScripted(const InvocationId& id, const Actor& actor, bool start) {
-    auto fallback = [&] {
-      return start ? PortLifecycle::ClaimAndStart(id, actor) : PortLifecycle::Claim(id, actor);
-    };
-    if (!actor.runner_id || actor.runner_id->empty()) return fallback();
-    const StatusRecord next{InvocationStatus::kPending, actor.runner_id, clock_->NowMicros()};
+  // ClaimScript's arguments for `id` claimed by `actor`; fills in the PENDING
+  // (and, with `start`, RUNNING) record they write.
+  // REQUIRES: actor.runner_id is set.
+  std::vector<std::string> ClaimArgs(const InvocationId& id, const Actor& actor, bool start,
+                                     StatusRecord* next, StatusRecord* running) {
+    *next = StatusRecord{InvocationStatus::kPending, actor.runner_id, clock_->NowMicros()};
     // RUNNING strictly after PENDING, so the history rows keep their order.
-    const StatusRecord running{InvocationStatus::kRunning, actor.runner_id,
-                               std::max(clock_->NowMicros(), next.timestamp_us + 1)};
+    *running = StatusRecord{InvocationStatus::kRunning, actor.runner_id,
+                            std::max(clock_->NowMicros(), next->timestamp_us + 1)};
     std::vector<std::string> args = {po_, ps_, pt_, id.str(), *actor.runner_id,
-                                     std::to_string(next.timestamp_us)};
-    AppendHistory(id, next, actor, &args);
+                                     std::to_string(next->timestamp_us)};
+    AppendHistory(id, *next, actor, &args);
     args.push_back(names().status);
     args.push_back(parts().trigger ? "1" : "0");
     args.push_back(start ? "1" : "0");
     if (start) {
-      args.push_back(std::to_string(running.timestamp_us));
-      AppendHistory(id, running, actor, &args);
+      args.push_back(std::to_string(running->timestamp_us));
+      AppendHistory(id, *running, actor, &args);
     } else {
       args.insert(args.end(), 4, std::string());
     }
@@ -496,13 +554,32 @@ class RedisLifecycle final : public PortLifecycle {
     args.push_back(std::to_string(claimable_.size()));
     args.insert(args.end(), claimable_.begin(), claimable_.end());
     for (std::string& task : FreeTasks()) args.push_back(std::move(task));
+    return args;
+  }
+
+  // Claim (start: ClaimAndStart) in one script in the common case; the port
+  // path otherwise.
+  Result<ClaimOutcome> ClaimScripted(const InvocationId& id, const Actor& actor, bool start) {
+    if (!actor.runner_id || actor.runner_id->empty()) return PortClaim(id, actor, start);
+    StatusRecord next, running;
+    const std::vector<std::string> args = ClaimArgs(id, actor, start, &next, &running);
     Result<Value> r = client_->Eval(ClaimScript(), {po_ + "seq"}, args);
     if (!r.ok()) return r.status();
-    const Value& v = r.value();
-    if (v.is_error()) return ReplyError(v, "claim");
+    if (r.value().is_error()) return ReplyError(r.value(), "claim");
+    return ClaimReply(r.value(), id, actor, start, next, running);
+  }
+
+  Result<ClaimOutcome> PortClaim(const InvocationId& id, const Actor& actor, bool start) {
+    return start ? PortLifecycle::ClaimAndStart(id, actor) : PortLifecycle::Claim(id, actor);
+  }
+
+  // The outcome of ClaimScript's reply `v` (the port path for its {-1}).
+  Result<ClaimOutcome> ClaimReply(const Value& v, const InvocationId& id, const Actor& actor,
+                                  bool start, const StatusRecord& next,
+                                  const StatusRecord& running) {
     if (v.elements.empty()) return Status::BackendFailure("redis claim script: empty reply");
     const std::int64_t kind = v.elements[0].integer;
-    if (kind == -1) return fallback();
+    if (kind == -1) return PortClaim(id, actor, start);
     ClaimOutcome out;
     if (kind == 2) {
       out.kind = ClaimKind::kClaimed;
@@ -531,6 +608,24 @@ class RedisLifecycle final : public PortLifecycle {
       if (!inv.ok()) return inv.status();
       out.invocation = std::move(inv).value();
     }
+    return out;
+  }
+
+  // A TakeAndStart whose reply was lost after its script claimed `id`: the
+  // claim, read back. Started by `actor` unless someone moved it since.
+  Result<ClaimOutcome> ClaimedBefore(const InvocationId& id, const Actor& actor) {
+    Result<StatusRecord> st = parts().orchestrator->GetStatusRecord(id);
+    if (!st.ok()) return st.status();
+    ClaimOutcome out;
+    out.record = st.value();
+    if (st.value().status != InvocationStatus::kRunning || st.value().runner_id != actor.runner_id) {
+      return out;  // kNotAvailable: no longer this claim's
+    }
+    Result<InvocationRecord> inv = parts().state_backend->GetInvocation(id);
+    if (!inv.ok()) return inv.status();
+    out.kind = ClaimKind::kStarted;
+    out.invocation = std::move(inv).value();
+    out.status_watched = true;  // not known any more: reported (a no-op if unwatched)
     return out;
   }
 

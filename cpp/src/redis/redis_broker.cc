@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <thread>
 #include <unordered_map>
 
@@ -52,39 +54,70 @@ const Script kRouteScript(std::string(kRouteFragment) + R"lua(
 return broker_route(ARGV[1], ARGV[3], ARGV[2], tonumber(ARGV[4]), ARGV, 5, #ARGV)
 )lua");
 
-// KEYS: zset, wake, consumers, lease, proc, recovery guard.
-// ARGV: consumer id, lease ms, consume a wake token (1/0), queue, recovery ms,
-//       key prefix, entries to acknowledge...
-// Acknowledges, refreshes the lease, recovers dead consumers (at most once per
-// interval), then moves the next item into this consumer's processing list.
-// Returns nil or {id, processing entry}.
-const Script kPopScript(R"lua(
-for i = 7, #ARGV do redis.call('LREM', KEYS[5], 1, ARGV[i]) end
-redis.call('SET', KEYS[4], '1', 'PX', ARGV[2])
-redis.call('SADD', KEYS[3], ARGV[1])
-if redis.call('SET', KEYS[6], '1', 'NX', 'PX', ARGV[5]) then
-  local prefix = ARGV[6]
-  for _, cid in ipairs(redis.call('SMEMBERS', KEYS[3])) do
-    if cid ~= ARGV[1] and redis.call('EXISTS', prefix .. 'lease:' .. cid) == 0 then
-      local proc = prefix .. 'proc:' .. cid
-      for _, e in ipairs(redis.call('LRANGE', proc, 0, -1)) do
-        local d = cmsgpack.unpack(e)
-        redis.call('ZADD', prefix .. 'q:' .. d[1], d[2], d[3])
-        redis.call('RPUSH', prefix .. 'w:' .. d[1], '1')
-        redis.call('SADD', prefix .. 'queues', d[1])
+// broker_pop(K, A): K = {zset, wake, consumers, lease, proc, recovery guard};
+// A = {consumer id, lease ms, consume a wake token (1/0), queue, recovery ms,
+// key prefix, entries to acknowledge...}. Acknowledges, refreshes the lease,
+// recovers dead consumers (at most once per interval), then moves the next item
+// into this consumer's processing list. Returns nil or {id, processing entry}.
+// Shared with the scripts that pop and go on in the same round trip
+// (BrokerLuaPop, RetrieveThen).
+const char* kPopFragment = R"lua(
+local function broker_pop(K, A)
+  for i = 7, #A do redis.call('LREM', K[5], 1, A[i]) end
+  redis.call('SET', K[4], '1', 'PX', A[2])
+  redis.call('SADD', K[3], A[1])
+  if redis.call('SET', K[6], '1', 'NX', 'PX', A[5]) then
+    local prefix = A[6]
+    for _, cid in ipairs(redis.call('SMEMBERS', K[3])) do
+      if cid ~= A[1] and redis.call('EXISTS', prefix .. 'lease:' .. cid) == 0 then
+        local proc = prefix .. 'proc:' .. cid
+        for _, e in ipairs(redis.call('LRANGE', proc, 0, -1)) do
+          local d = cmsgpack.unpack(e)
+          redis.call('ZADD', prefix .. 'q:' .. d[1], d[2], d[3])
+          redis.call('RPUSH', prefix .. 'w:' .. d[1], '1')
+          redis.call('SADD', prefix .. 'queues', d[1])
+        end
+        redis.call('DEL', proc)
+        redis.call('SREM', K[3], cid)
       end
-      redis.call('DEL', proc)
-      redis.call('SREM', KEYS[3], cid)
     end
   end
+  local got = redis.call('ZPOPMIN', K[1])
+  if #got == 0 then return nil end
+  local entry = cmsgpack.pack({A[4], got[2], got[1]})
+  redis.call('RPUSH', K[5], entry)
+  if A[3] == '1' then redis.call('LPOP', K[2]) end
+  return {string.sub(got[1], 22), entry}
 end
-local got = redis.call('ZPOPMIN', KEYS[1])
-if #got == 0 then return false end
-local entry = cmsgpack.pack({ARGV[4], got[2], got[1]})
-redis.call('RPUSH', KEYS[5], entry)
-if ARGV[3] == '1' then redis.call('LPOP', KEYS[2]) end
-return {string.sub(got[1], 22), entry}
+)lua";
+
+// KEYS and ARGV: broker_pop's K and A. Returns nil or {id, processing entry}.
+const Script kPopScript(std::string(kPopFragment) + R"lua(
+local got = broker_pop(KEYS, ARGV)
+if not got then return false end
+return got
 )lua");
+
+// broker_pop_then(go): the body of a PopThen script (see redis_broker.h). Pops
+// with the arguments RetrieveThen put after the script's own, then calls
+// go(id, own ARGV), which returns its reply and a one-character mark, and
+// records the attempt under KEYS[7] (for 10 minutes) so a lost reply can be
+// resolved. Returns false (nothing popped) or {id, processing entry, reply}.
+const char* kPopThenFragment = R"lua(
+local function broker_pop_then(go)
+  local n = #ARGV
+  local np = tonumber(ARGV[n])
+  local A, own = {}, {}
+  for i = n - 1 - np, n - 2 do A[#A + 1] = ARGV[i] end
+  for i = 1, n - 2 - np do own[i] = ARGV[i] end
+  local got = broker_pop(KEYS, A)
+  if not got then return false end
+  local reply, mark = go(got[1], own)
+  redis.call('SET', KEYS[7], ARGV[n - 1] .. mark .. string.format('%08d', #got[1]) .. got[1] ..
+             got[2], 'PX', 600000)
+  return {got[1], got[2], reply}
+end
+)lua";
 
 // KEYS: queues, consumers. ARGV: key prefix. Drops every queued and
 // unacknowledged id of the app; consumers and the sequence stay.
@@ -171,17 +204,30 @@ class RedisBroker final : public Broker {
 
   Result<std::optional<InvocationId>> Retrieve(const std::string& queue,
                                                std::int64_t timeout_ms) override {
+    Result<std::optional<PoppedThen>> got = RetrieveWith(queue, timeout_ms, nullptr);
+    if (!got.ok()) return got.status();
+    if (!got.value()) return std::optional<InvocationId>();
+    return std::optional<InvocationId>(std::move(got.value()->id));
+  }
+
+  // Retrieve where every pop attempt is `then`'s script (nullptr: the plain pop).
+  Result<std::optional<PoppedThen>> RetrieveWith(const std::string& queue,
+                                                 std::int64_t timeout_ms, const PopThen* then) {
     const std::uint64_t epoch = interrupt_epoch_.load();
-    Result<std::optional<InvocationId>> got = PopOnce(queue, TakeAcks(), true);
+    if (then != nullptr) {
+      Result<std::optional<PoppedThen>> recovered = ResolveLostAttempt();
+      if (!recovered.ok() || recovered.value()) return recovered;
+    }
+    Result<std::optional<PoppedThen>> got = PopOnce(queue, TakeAcks(), true, then);
     if (!got.ok() || got.value() || timeout_ms <= 0) return got;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     const std::string wake = WakeKey(queue);
     while (true) {
-      if (interrupt_epoch_.load() != epoch) return std::optional<InvocationId>();
+      if (interrupt_epoch_.load() != epoch) return std::optional<PoppedThen>();
       const std::int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
                                     deadline - std::chrono::steady_clock::now())
                                     .count();
-      if (left <= 0) return std::optional<InvocationId>();
+      if (left <= 0) return std::optional<PoppedThen>();
       const std::int64_t slice = std::max<std::int64_t>(1, std::min(left, options_.wake_slice_ms));
       char seconds[32];
       std::snprintf(seconds, sizeof(seconds), "%.3f", static_cast<double>(slice) / 1000.0);
@@ -191,9 +237,9 @@ class RedisBroker final : public Broker {
       const bool took_token = !token.value().is_nil();
       if (interrupt_epoch_.load() != epoch) {
         if (took_token) (void)client_->Command({"RPUSH", wake, "1"});  // leave it for others
-        return std::optional<InvocationId>();
+        return std::optional<PoppedThen>();
       }
-      got = PopOnce(queue, {}, !took_token);
+      got = PopOnce(queue, {}, !took_token, then);
       if (!got.ok() || got.value()) return got;
     }
   }
@@ -247,9 +293,11 @@ class RedisBroker final : public Broker {
                 std::make_move_iterator(entries.end()));
   }
 
-  // Runs kRequeueScript with every delivery of this object still held by a caller.
-  Result<Value> RequeueUnknown() {
+  // Runs kRequeueScript with every delivery of this object still held by a
+  // caller (`acks`: the calling thread's, being acknowledged).
+  Result<Value> RequeueUnknown(const std::vector<std::string>& acks = {}) {
     std::vector<std::string> args{prefix_};
+    args.insert(args.end(), acks.begin(), acks.end());
     {
       MutexLock lock(mu_);
       for (const auto& [thread, entries] : unacked_) {
@@ -259,14 +307,59 @@ class RedisBroker final : public Broker {
     return client_->Eval(kRequeueScript, {prefix_ + "proc:" + consumer_}, args);
   }
 
-  // One pop attempt (acknowledging `acks`, refreshing the lease, maybe recovering).
-  Result<std::optional<InvocationId>> PopOnce(const std::string& queue,
-                                              std::vector<std::string> acks, bool consume_token) {
+  // This thread's record of its last combined attempt (see PopOnce).
+  std::string TookKey() const {
+    std::ostringstream thread;
+    thread << std::this_thread::get_id();
+    return prefix_ + "took:" + consumer_ + ":" + thread.str();
+  }
+
+  // A combined attempt of this thread whose reply was lost: what its script
+  // recorded, read back. nullopt when there is none, or it never ran (its pop,
+  // if any, is requeued with the unknown entries). An error leaves it pending.
+  Result<std::optional<PoppedThen>> ResolveLostAttempt() {
+    std::string token;
+    {
+      MutexLock lock(mu_);
+      auto it = lost_.find(std::this_thread::get_id());
+      if (it == lost_.end()) return std::optional<PoppedThen>();
+      token = it->second;
+    }
+    Result<Value> r = client_->Command({"GET", TookKey()});
+    if (!r.ok()) return r.status();
+    if (r.value().is_error()) return ReplyError(*client_, "GET", r.value());
+    {
+      MutexLock lock(mu_);
+      lost_.erase(std::this_thread::get_id());
+    }
+    // <16 hex token><mark><8-digit id length><id><processing entry>
+    const std::string& v = r.value().str;
+    if (r.value().is_nil() || v.size() < 25 || v.compare(0, 16, token) != 0) {
+      return std::optional<PoppedThen>();
+    }
+    std::size_t n = 0;
+    const auto [end, ec] = std::from_chars(v.data() + 17, v.data() + 25, n);
+    if (ec != std::errc() || end != v.data() + 25 || v.size() < 25 + n) {
+      return Status::BackendFailure("redis at " + client_->Describe() +
+                                    ": malformed record of a retrieve");
+    }
+    Remember({v.substr(25 + n)});
+    PoppedThen out{InvocationId(v.substr(25, n)), std::nullopt, v[16]};
+    return std::optional<PoppedThen>(std::move(out));
+  }
+
+  // One pop attempt (acknowledging `acks`, refreshing the lease, maybe
+  // recovering). With `then`, the attempt is its script: the pop's arguments,
+  // a fresh attempt token and their count follow the script's own, and the
+  // script records what it did under TookKey() so a lost reply can be resolved.
+  Result<std::optional<PoppedThen>> PopOnce(const std::string& queue,
+                                            std::vector<std::string> acks, bool consume_token,
+                                            const PopThen* then) {
     if (suspect_.exchange(false)) {
       // A previous pop lost its connection: it may have moved an item that no
       // caller received. (A pop racing in another thread may be requeued too: a
       // duplicate delivery, which the orchestrator's status CAS refuses.)
-      Result<Value> requeued = RequeueUnknown();
+      Result<Value> requeued = RequeueUnknown(acks);
       if (!requeued.ok()) {
         suspect_.store(true);
         Remember(std::move(acks));
@@ -274,35 +367,52 @@ class RedisBroker final : public Broker {
       }
       if (requeued.value().is_error()) suspect_.store(true);
     }
-    std::vector<std::string> args{consumer_,
-                                  std::to_string(options_.lease_ms),
-                                  consume_token ? "1" : "0",
-                                  queue,
-                                  std::to_string(options_.recovery_interval_ms),
-                                  prefix_};
+    std::vector<std::string> args;
+    if (then != nullptr) args = then->args();
+    const std::size_t own = args.size();
+    args.insert(args.end(), {consumer_, std::to_string(options_.lease_ms),
+                             consume_token ? "1" : "0", queue,
+                             std::to_string(options_.recovery_interval_ms), prefix_});
     args.insert(args.end(), acks.begin(), acks.end());
-    Result<Value> r = client_->Eval(
-        kPopScript,
-        {QueueKey(queue), WakeKey(queue), prefix_ + "consumers", prefix_ + "lease:" + consumer_,
-         prefix_ + "proc:" + consumer_, prefix_ + "recovery"},
-        args);
+    std::vector<std::string> keys{QueueKey(queue), WakeKey(queue), prefix_ + "consumers",
+                                  prefix_ + "lease:" + consumer_, prefix_ + "proc:" + consumer_,
+                                  prefix_ + "recovery"};
+    std::string token;
+    if (then != nullptr) {
+      char buf[17];
+      std::snprintf(buf, sizeof(buf), "%016llx",
+                    static_cast<unsigned long long>(attempts_.fetch_add(1) + 1));
+      token = buf;
+      const std::size_t pop_args = args.size() - own;
+      args.push_back(token);
+      args.push_back(std::to_string(pop_args));
+      keys.push_back(TookKey());
+    }
+    Result<Value> r = client_->Eval(then != nullptr ? *then->script : kPopScript, keys, args);
     if (!r.ok() || r.value().is_error()) {
       Remember(std::move(acks));  // LREM is idempotent: retry them next time
       if (!r.ok()) {
         suspect_.store(true);
+        if (then != nullptr) {
+          MutexLock lock(mu_);
+          lost_[std::this_thread::get_id()] = token;
+        }
         return r.status();
       }
       return ReplyError(*client_, "retrieve from '" + queue + "'", r.value());
     }
     registered_.store(true);
     const Value& v = r.value();
-    if (v.is_nil()) return std::optional<InvocationId>();
-    if (v.type != Value::Type::kArray || v.elements.size() != 2) {
+    if (v.is_nil()) return std::optional<PoppedThen>();
+    const std::size_t want = then != nullptr ? 3 : 2;
+    if (v.type != Value::Type::kArray || v.elements.size() != want) {
       return Status::BackendFailure("redis at " + client_->Describe() +
                                     ": unexpected reply to a retrieve");
     }
     Remember({v.elements[1].str});
-    return std::optional<InvocationId>(InvocationId(v.elements[0].str));
+    PoppedThen out{InvocationId(v.elements[0].str), std::nullopt, 0};
+    if (then != nullptr) out.reply = v.elements[2];
+    return std::optional<PoppedThen>(std::move(out));
   }
 
   const std::shared_ptr<Client> client_;
@@ -312,7 +422,10 @@ class RedisBroker final : public Broker {
   std::atomic<std::uint64_t> interrupt_epoch_{0};
   std::atomic<bool> registered_{false};
   std::atomic<bool> suspect_{false};  // a pop's reply was lost: see RequeueUnknown
+  std::atomic<std::uint64_t> attempts_{0};  // tokens of combined attempts
   Mutex mu_;
+  // Per calling thread: the token of a combined attempt whose reply was lost.
+  std::unordered_map<std::thread::id, std::string> lost_ PYNENC_GUARDED_BY(mu_);
   // Per calling thread: processing entries delivered and not yet acknowledged.
   std::unordered_map<std::thread::id, std::vector<std::string>> unacked_
       PYNENC_GUARDED_BY(mu_);
@@ -353,6 +466,17 @@ class RedisClientDataStore final : public ClientDataStore {
 }  // namespace
 
 const char* BrokerLuaRoute() { return kRouteFragment; }
+
+std::string BrokerLuaPop() { return std::string(kPopFragment) + kPopThenFragment; }
+
+Result<std::optional<PoppedThen>> RetrieveThen(Broker& broker, const std::string& queue,
+                                               std::int64_t timeout_ms, const PopThen& then) {
+  auto* redis = dynamic_cast<RedisBroker*>(&broker);
+  if (redis == nullptr) {
+    return Status::InvalidArgument("RetrieveThen needs a redis broker (NewRedisBroker)");
+  }
+  return redis->RetrieveWith(queue, timeout_ms, &then);
+}
 
 std::string BrokerScore(double priority) {
   char buf[64];

@@ -12,6 +12,7 @@
 //                  member]); a Retrieve acknowledges the calling thread's previous
 //                  deliveries
 //   recovery       SET NX PX guard: at most one recovery pass per interval
+//   took:<cid>:<thread>  what the thread's last RetrieveThen attempt did (10 min TTL)
 // Recovery: a Retrieve that wins the guard moves every processing item of a
 // consumer whose lease expired back into its queue at its original position
 // (same priority, ahead of later routes) and forgets that consumer. A process
@@ -21,8 +22,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "pynenc_cpp/ports/broker.h"
 #include "pynenc_cpp/ports/client_data_store.h"
@@ -35,6 +39,36 @@ namespace pynenc_cpp::redis {
 // the stored score of a priority (the sorted set pops the lowest score first).
 const char* BrokerLuaRoute();
 std::string BrokerScore(double priority);
+
+// A script that pops as Retrieve does and goes on in the same round trip. Its
+// source holds BrokerLuaPop() and ends with `return broker_pop_then(go)`, where
+// go(id, argv) does the rest with the script's own arguments (argv) and returns
+// its reply and a one-character mark. KEYS are RetrieveThen's: the script names
+// no key of its own.
+struct PopThen {
+  const Script* script = nullptr;
+  // Called right before each attempt (a blocked retrieve may try several
+  // times): the script's own ARGV, built then (e.g. with fresh timestamps).
+  std::function<std::vector<std::string>()> args;
+};
+
+// What RetrieveThen took: the id and the script's reply, or, when the reply of
+// the attempt that took it was lost with the connection, no reply and the mark
+// the script recorded (the next RetrieveThen on the same thread reads it back).
+struct PoppedThen {
+  InvocationId id;
+  std::optional<Value> reply;
+  char mark = 0;
+};
+
+// The pop's Lua: broker_pop(K, A) and broker_pop_then(go).
+std::string BrokerLuaPop();
+
+// broker.Retrieve(queue, timeout_ms) where every pop attempt is `then`'s
+// script. The delivery is tracked (leases, acknowledgements, recovery) as
+// Retrieve's. kInvalidArgument if `broker` was not made by NewRedisBroker.
+Result<std::optional<PoppedThen>> RetrieveThen(Broker& broker, const std::string& queue,
+                                               std::int64_t timeout_ms, const PopThen& then);
 
 struct RedisBrokerOptions {
   std::int64_t lease_ms = 10'000;             // a consumer silent this long is presumed dead

@@ -9,10 +9,14 @@
 namespace pynenc_cpp::runner {
 namespace {
 
-class BrokerSource final : public InvocationSource {
+class QueueSource final : public InvocationSource {
  public:
-  BrokerSource(Broker* broker, std::vector<std::string> queues, std::chrono::milliseconds slice)
-      : broker_(broker), queues_(std::move(queues)), slice_(slice) {}
+  QueueSource(TakeFn take, std::function<void()> interrupt, std::vector<std::string> queues,
+              std::chrono::milliseconds slice)
+      : take_(std::move(take)),
+        interrupt_(std::move(interrupt)),
+        queues_(std::move(queues)),
+        slice_(slice) {}
 
   Result<std::optional<std::string>> Next(std::chrono::milliseconds timeout) override {
     const std::uint64_t epoch = interrupts_.load();
@@ -38,12 +42,12 @@ class BrokerSource final : public InvocationSource {
 
   void Interrupt() override {
     interrupts_.fetch_add(1);
-    broker_->Interrupt();
+    interrupt_();
   }
 
  private:
   Result<std::optional<std::string>> Pop(const std::string& queue, std::int64_t timeout_ms) {
-    Result<std::optional<InvocationId>> r = broker_->Retrieve(queue, timeout_ms);
+    Result<std::optional<std::string>> r = take_(queue, timeout_ms);
     if (!r.ok()) {
       // Never reaches Python (where the binding boundary counts): counted here.
       if (r.status().code() == ErrorCode::kBackendFailure) {
@@ -51,11 +55,11 @@ class BrokerSource final : public InvocationSource {
       }
       return r.status();
     }
-    if (!r.value()) return std::optional<std::string>();
-    return std::optional<std::string>(r.value()->str());
+    return r;
   }
 
-  Broker* broker_;
+  const TakeFn take_;
+  const std::function<void()> interrupt_;
   const std::vector<std::string> queues_;
   const std::chrono::milliseconds slice_;
   std::atomic<std::uint64_t> interrupts_{0};
@@ -79,7 +83,22 @@ class FunctionSource final : public InvocationSource {
 std::unique_ptr<InvocationSource> MakeBrokerSource(Broker* broker,
                                                    std::vector<std::string> queues,
                                                    std::chrono::milliseconds slice) {
-  return std::make_unique<BrokerSource>(broker, std::move(queues), slice);
+  auto take = [broker](const std::string& queue,
+                       std::int64_t timeout_ms) -> Result<std::optional<std::string>> {
+    Result<std::optional<InvocationId>> r = broker->Retrieve(queue, timeout_ms);
+    if (!r.ok()) return r.status();
+    if (!r.value()) return std::optional<std::string>();
+    return std::optional<std::string>(r.value()->str());
+  };
+  return MakeQueueSource(std::move(take), [broker] { broker->Interrupt(); }, std::move(queues),
+                         slice);
+}
+
+std::unique_ptr<InvocationSource> MakeQueueSource(TakeFn take, std::function<void()> interrupt,
+                                                  std::vector<std::string> queues,
+                                                  std::chrono::milliseconds slice) {
+  return std::make_unique<QueueSource>(std::move(take), std::move(interrupt), std::move(queues),
+                                       slice);
 }
 
 std::unique_ptr<InvocationSource> MakeFunctionSource(

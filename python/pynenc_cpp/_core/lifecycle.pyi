@@ -54,7 +54,7 @@ class Lifecycle:
         """
     def claim(
         self, invocation_id: str, runner_id: str | None, runner_context_id: str, start: bool = False
-    ) -> tuple[str, tuple, typing.Any, bool]:
+    ) -> tuple:
         """
         Claims one id taken from the broker: returns (kind, record, invocation dict | None,
         status_watched); kind is 'claimed' (now PENDING), 'not_available' or 'needs_check'
@@ -147,6 +147,20 @@ class Lifecycle:
         """
         Declares that the task has running concurrency control disabled, so claim moves
         its invocations to PENDING directly.
+        """
+    def take_and_start(
+        self,
+        queue: str,
+        timeout_sec: typing.SupportsFloat | typing.SupportsIndex,
+        runner_id: str | None,
+        runner_context_id: str,
+    ) -> typing.Any:
+        """
+        The broker's retrieve from `queue` (waiting up to `timeout_sec`), then claim(...,
+        start=True) of the id taken: one Lua script on Redis when the queue has an id.
+        Returns None (nothing arrived) or (invocation_id, claim), claim being claim()'s
+        tuple or, when the claim failed, the exception it raised (not raised: the id has
+        left the queue, the caller routes it back). Raises when the retrieval failed.
         """
 
 def history_json(

@@ -33,6 +33,10 @@ class RunnerEngine:
         timed_out: typing.Any = None,
         thread_started: typing.Any = None,
         report_error: typing.Any = None,
+        lifecycle: typing.Any = None,
+        runner_id: str | None = None,
+        runner_context_id: str = "",
+        execute_taken: typing.Any = None,
     ) -> None:
         """
         Builds a stopped engine. `broker`: an engine Broker to block on over `queues`, or
@@ -40,6 +44,9 @@ class RunnerEngine:
         empty answers). Hooks run on engine threads with the GIL: execute(id, claimed),
         next_blocking() -> str | None, heartbeat(), management(), timed_out(id, thread_ident),
         thread_started(worker_index), report_error(message). 0 disables an interval.
+        With `lifecycle` (a native Lifecycle over `broker`), workers take and claim in one
+        step (Lifecycle.take_and_start for runner_id / runner_context_id) and call
+        execute_taken(id, claim) instead, claim as take_and_start returns it.
         """
     def abort(self) -> list:
         """

@@ -108,6 +108,15 @@ struct ClaimOutcome {
                                 // the task (the same answer for PENDING and RUNNING)
 };
 
+// An id TakeAndStart took from a queue, and its claim: `claim` (as
+// ClaimAndStart's) when `claim_status` is Ok, else the claim's error. The id has
+// left the queue either way.
+struct TakenClaim {
+  InvocationId id;
+  Status claim_status;
+  ClaimOutcome claim;
+};
+
 // What ReadFinal read: the status record and, for a SUCCESS invocation whose
 // stored result is at most the size asked for, that result.
 struct FinalRead {
@@ -165,6 +174,16 @@ class Lifecycle {
   // (strictly after on redis://). One transaction on sqlite://, one script on
   // redis:// in the common case. Every other outcome and error as Claim.
   virtual Result<ClaimOutcome> ClaimAndStart(const InvocationId& id, const Actor& actor) = 0;
+
+  // The broker's Retrieve(queue, timeout_ms), then ClaimAndStart of the id it
+  // took, for a runner that runs what it takes at once. On redis:// the two are
+  // one Lua script whenever the queue has an id (the blocking wait stays the
+  // broker's); elsewhere the two operations. nullopt when nothing arrived in
+  // time (or the broker was interrupted); an error when the retrieval failed
+  // (nothing taken). The claim's own error comes back inside TakenClaim.
+  virtual Result<std::optional<TakenClaim>> TakeAndStart(const std::string& queue,
+                                                         std::int64_t timeout_ms,
+                                                         const Actor& actor) = 0;
 
   // The status record (kNotFound for an unknown id, as
   // Orchestrator::GetStatusRecord) and, when the status is SUCCESS and the stored

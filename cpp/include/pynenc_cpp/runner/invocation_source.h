@@ -48,6 +48,18 @@ std::unique_ptr<InvocationSource> MakeBrokerSource(
     Broker* broker, std::vector<std::string> queues,
     std::chrono::milliseconds slice = std::chrono::milliseconds(50));
 
+// Takes one id from `queue`, waiting up to `timeout_ms` (0: no wait); nullopt
+// when none arrived in time or the wait was interrupted.
+using TakeFn = std::function<Result<std::optional<std::string>>(const std::string& queue,
+                                                                std::int64_t timeout_ms)>;
+
+// MakeBrokerSource's retrieval over `queues` with `take` in place of the
+// broker's Retrieve (e.g. a take that also claims what it takes); `interrupt`
+// wakes every take waiting. REQUIRES: !queues.empty().
+std::unique_ptr<InvocationSource> MakeQueueSource(
+    TakeFn take, std::function<void()> interrupt, std::vector<std::string> queues,
+    std::chrono::milliseconds slice = std::chrono::milliseconds(50));
+
 // A source backed by `next` (non-blocking: the runner backs off between empty
 // answers). `next` is called with no engine lock held.
 std::unique_ptr<InvocationSource> MakeFunctionSource(
