@@ -757,7 +757,7 @@ TYPED_TEST(LifecycleRoundTrips, TakeAndStartIsOneRoundTrip) {
   EXPECT_EQ(a.value()->claim.kind, ClaimKind::kStarted);
   EXPECT_EQ(this->HistoryOf("a"), (std::vector<S>{S::kRegistered, S::kPending, S::kRunning}));
 
-  // An id whose history text needs JSON escapes is claimed by the port path.
+  // An id whose history text needs JSON escapes is claimed by the claim script.
   const std::string odd = "q\"x\\y\n\xc3\xa9";
   ASSERT_TRUE(this->life_->RegisterAndRoute({this->New(odd)}, kRunner).ok());
   auto escaped = this->life_->TakeAndStart("default", 0, kRunner);
@@ -771,8 +771,8 @@ TYPED_TEST(LifecycleRoundTrips, TakeAndStartIsOneRoundTrip) {
                                               "runner-1", std::nullopt));
 
   // A PENDING time before the current status's (the taker's clock behind, or an
-  // id registered after the arguments were built): the script writes nothing
-  // and the port path claims it.
+  // id registered after the arguments were built): the take script writes
+  // nothing; the claim script with fresh arguments, then the port path, claim it.
   this->clock_->Advance(kSecond);
   this->Register("early");
   this->clock_->Set(kStart);

@@ -187,11 +187,15 @@ local free = false
 for i = at + m + 1, #ARGV do if ARGV[i] == f[4] then free = true end end
 if not free then return {1, f[2], f[3], f[5], rec} end
 if not claimable or tonumber(ts) < tonumber(f[5]) then return {-1} end
-set_status(k, f, 'pending', ts, runner)
-add_history(ARGV[7], ARGV[8], ARGV[9])
 if ARGV[12] == '1' then
-  set_status(k, {f[1], 'pending', runner, f[4], ts}, 'running', ARGV[13], runner)
+  -- Straight on to RUNNING: no one sees the record between the two changes, so
+  -- the status and its indexes are written once; both history rows are kept.
+  set_status(k, f, 'running', ARGV[13], runner)
+  add_history(ARGV[7], ARGV[8], ARGV[9])
   add_history(ARGV[14], ARGV[15], ARGV[16])
+else
+  set_status(k, f, 'pending', ts, runner)
+  add_history(ARGV[7], ARGV[8], ARGV[9])
 end
 return {2, rec, watched(ARGV[11], f[4], ARGV[10]), f[2], f[5]}
 )lua";
@@ -331,6 +335,11 @@ class RedisLifecycle final : public PortLifecycle {
     }
     if (taken.reply->is_error()) {
       return std::optional<TakenClaim>(Taken(taken.id, ReplyError(*taken.reply, "claim")));
+    }
+    if (!taken.reply->elements.empty() && taken.reply->elements[0].integer == -1) {
+      // Not taken by the script (e.g. registered after the arguments were built):
+      // ClaimScript with fresh arguments, then, if need be, the port path.
+      return std::optional<TakenClaim>(Taken(taken.id, ClaimScripted(taken.id, actor, true)));
     }
     return std::optional<TakenClaim>(
         Taken(taken.id, ClaimReply(*taken.reply, taken.id, actor, true, next, running)));
