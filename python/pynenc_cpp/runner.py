@@ -259,7 +259,7 @@ class CppRunner(BaseRunner):
     def _take_for_runner(self, broker: Any) -> tuple[Any, Any, str, str] | None:
         """(lifecycle, broker, owner id, context id) when the workers can take and claim
         in one engine call (a native orchestrator over this engine broker), else None."""
-        if broker is None or os.environ.get("PYNENC_CPP_AB_NO_TAKE"):
+        if broker is None:
             return None
         take_for_runner = getattr(self.app.orchestrator, "take_for_runner", None)
         if take_for_runner is None:
