@@ -419,10 +419,11 @@ def test_workers_take_and_claim_in_one_engine_call(
         invocations = [rt.add(i, i) for i in range(20)]
         assert [inv.result for inv in invocations] == [2 * i for i in range(20)]
     ids = {str(inv.invocation_id) for inv in invocations}
-    assert {i for i, _ in taken} == ids
-    assert len(taken) == len(ids), "an id taken twice"
+    ours = [(i, kind) for i, kind in taken if i in ids]  # the runner's own core tasks aside
+    assert {i for i, _ in ours} == ids
+    assert len(ours) == len(ids), "an id taken twice"
     # The first of a task needs pynenc's concurrency check; later ones start at once.
-    assert sum(kind == "started" for _, kind in taken) >= len(ids) - 2
+    assert sum(kind == "started" for _, kind in ours) >= len(ids) - 2
     history = app.state_backend.get_history(invocations[-1].invocation_id)
     assert [h.status_record.status for h in history] == [
         InvocationStatus.REGISTERED,
