@@ -650,6 +650,25 @@ TYPED_TEST(LifecycleTransactional, RefusedFailureLeavesNoException) {
   EXPECT_EQ(this->state_->GetException(InvocationId("a")).status().code(), ErrorCode::kNotFound);
 }
 
+// SQLite: the take and the claim are one transaction; a claim that fails rolls
+// the take back, and the two-step path then takes the id and reports the claim's
+// own error (the id has left the queue).
+TYPED_TEST(LifecycleTransactional, TakeAndStartReportsAFailedClaimAndTakesTheId) {
+  this->life_->SetTaskRunsFreely(TaskId("mod.task"));
+  ASSERT_TRUE(this->broker_->Route({InvocationId("ghost")}, "default", 0.0).ok());
+  this->Register("a");
+  auto ghost = this->life_->TakeAndStart("default", 0, kRunner);
+  ASSERT_TRUE(ghost.ok()) << ghost.status().ToString();
+  ASSERT_TRUE(ghost.value().has_value());
+  EXPECT_EQ(ghost.value()->id, InvocationId("ghost"));
+  EXPECT_EQ(ghost.value()->claim_status.code(), ErrorCode::kNotFound);
+  auto a = this->life_->TakeAndStart("default", 0, kRunner);
+  ASSERT_TRUE(a.ok() && a.value().has_value());
+  EXPECT_EQ(a.value()->id, InvocationId("a"));
+  EXPECT_EQ(a.value()->claim.kind, ClaimKind::kStarted);
+  EXPECT_TRUE(this->Drain("default").empty());
+}
+
 // Redis: Claim and Finish are one script, one round trip, in their common case;
 // the uncommon case falls back to the port-by-port sequence with its exact error.
 template <typename B>

@@ -58,6 +58,8 @@ class PortLifecycle : public Lifecycle {
   // counts as maybe applied (earlier steps may have landed); SqliteLifecycle
   // overrides it with one write transaction.
   virtual Status Atomically(const std::function<Status()>& fn);
+  // Claim (and, if `start`, ClaimAndStart) with no scope.
+  Status ClaimSteps(const InvocationId& id, const Actor& actor, bool start, ClaimOutcome* out);
 
  private:
   Result<bool> Watched(const TaskId& task, const std::string& context_type);
@@ -68,8 +70,6 @@ class PortLifecycle : public Lifecycle {
   Result<ChangeOutcome> ChangeSteps(const InvocationId& id, InvocationStatus to,
                                     const Actor& actor, const std::optional<TaskId>& task,
                                     bool release_waiters);
-  // Claim (and, if `start`, ClaimAndStart) with no scope.
-  Status ClaimSteps(const InvocationId& id, const Actor& actor, bool start, ClaimOutcome* out);
   Result<FinishOutcome> Finish(const InvocationId& id, const std::string& payload, bool success,
                                const Actor& actor, const TaskId& task, bool release_waiters);
   Result<ChangeOutcome> ChangeAndRoute(const InvocationId& id, InvocationStatus to,

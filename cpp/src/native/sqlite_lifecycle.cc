@@ -16,6 +16,38 @@ class SqliteLifecycle final : public PortLifecycle {
                   std::shared_ptr<sqlite::Database> db)
       : PortLifecycle(std::move(parts), std::move(names)), db_(std::move(db)) {}
 
+  // When the queue has an id: the broker's pop and ClaimAndStart in ONE write
+  // transaction (the broker's Retrieve joins it). Otherwise, or when the claim
+  // fails (the transaction, pop included, is rolled back), the two operations:
+  // the blocking wait is the broker's, and the claim's result or error is
+  // exactly ClaimAndStart's. (A rolled-back pop also drops, from the broker's
+  // memory, the thread's earlier deliveries it was acknowledging: their rows
+  // stay until this consumer's lease lapses, then are redelivered and refused
+  // by the status check. Nothing is lost or run twice.)
+  Result<std::optional<TakenClaim>> TakeAndStart(const std::string& queue,
+                                                 std::int64_t timeout_ms,
+                                                 const Actor& actor) override {
+    std::optional<InvocationId> taken;
+    ClaimOutcome claim;
+    bool claim_failed = false;
+    Status s = db_->Write([&](sqlite::Conn&) -> Status {
+      taken.reset();
+      claim_failed = false;
+      Result<std::optional<InvocationId>> got = parts().broker->Retrieve(queue, 0);
+      if (!got.ok()) return got.status();
+      if (!got.value()) return Status::Ok();
+      taken = *got.value();
+      Status claimed = ClaimSteps(*taken, actor, true, &claim);
+      claim_failed = !claimed.ok();
+      return claimed;
+    });
+    if (claim_failed) return PortLifecycle::TakeAndStart(queue, 0, actor);
+    if (!s.ok()) return s;
+    if (taken) return std::optional<TakenClaim>(TakenClaim{*taken, Status::Ok(), claim});
+    if (timeout_ms <= 0) return std::optional<TakenClaim>();
+    return PortLifecycle::TakeAndStart(queue, timeout_ms, actor);
+  }
+
  protected:
   Status Atomically(const std::function<Status()>& fn) override {
     return db_->Write([&](sqlite::Conn&) { return fn(); });
