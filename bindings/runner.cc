@@ -20,8 +20,8 @@
 #include "init.h"
 #include "pynenc_cpp/native/lifecycle.h"
 #include "pynenc_cpp/ports/broker.h"
-#include "records.h"
 #include "pynenc_cpp/runner/runner_engine.h"
+#include "records.h"
 
 namespace pynenc_cpp::bindings {
 namespace {

@@ -486,6 +486,8 @@ class CppRunner(BaseRunner):
         if claimed:  # from next_blocking: claimed by the orchestrator already
             try:
                 invocation = self.app.state_backend.get_invocation(inv_id)
+            except _WorkerInterrupted:
+                return  # timed out or killed: its status was set by whoever interrupted it
             except Exception:
                 self.logger.exception(f"invocation:{inv_id} unreadable; left to recovery")
                 return
