@@ -28,6 +28,22 @@ constexpr TimestampUs kSecond = 1'000'000;
 const TriggerContextNames kNames{"StatusContext", "ResultContext", "ExceptionContext"};
 const Actor kRunner{std::string("runner-1"), "runner-1"};
 
+// One invocation of `task` to register and route.
+NewRoutedInvocation NewItem(const std::string& id, const std::string& task = "mod.task",
+                            const std::string& queue = "default", double priority = 0.0,
+                            std::optional<std::string> parent = std::nullopt) {
+  NewRoutedInvocation n;
+  n.record.invocation_id = InvocationId(id);
+  n.record.task_id = TaskId(task);
+  n.record.call_id = CallId(task + ":" + id);
+  n.record.arguments_id = id;
+  n.record.serialized_arguments = "{}";
+  if (parent) n.record.parent_invocation_id = InvocationId(*parent);
+  n.queue = queue;
+  n.priority = priority;
+  return n;
+}
+
 template <typename B>
 class LifecycleCompliance : public testing::BackendTest<B> {
  protected:
@@ -46,16 +62,7 @@ class LifecycleCompliance : public testing::BackendTest<B> {
   static NewRoutedInvocation New(const std::string& id, const std::string& task = "mod.task",
                                  const std::string& queue = "default", double priority = 0.0,
                                  std::optional<std::string> parent = std::nullopt) {
-    NewRoutedInvocation n;
-    n.record.invocation_id = InvocationId(id);
-    n.record.task_id = TaskId(task);
-    n.record.call_id = CallId(task + ":" + id);
-    n.record.arguments_id = id;
-    n.record.serialized_arguments = "{}";
-    if (parent) n.record.parent_invocation_id = InvocationId(*parent);
-    n.queue = queue;
-    n.priority = priority;
-    return n;
+    return NewItem(id, task, queue, priority, std::move(parent));
   }
   void Register(const std::string& id, const std::string& task = "mod.task") {
     auto r = life_->RegisterAndRoute({New(id, task)}, kRunner);
@@ -822,18 +829,7 @@ TEST(RedisTakeAndStart, AReplyLostWithTheConnectionIsReadBack) {
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   std::unique_ptr<Lifecycle> life = std::move(opened).value();
   life->SetTaskRunsFreely(TaskId("mod.task"));
-  auto item = [](const std::string& id, const std::string& task) {
-    NewRoutedInvocation n;
-    n.record.invocation_id = InvocationId(id);
-    n.record.task_id = TaskId(task);
-    n.record.call_id = CallId(task + ":" + id);
-    n.record.arguments_id = id;
-    n.record.serialized_arguments = "{}";
-    n.queue = "default";
-    return n;
-  };
-  ASSERT_TRUE(life->RegisterAndRoute({item("a", "mod.task"), item("b", "mod.task"),
-                                      item("c", "mod.other")},
+  ASSERT_TRUE(life->RegisterAndRoute({NewItem("a"), NewItem("b"), NewItem("c", "mod.other")},
                                      kRunner)
                   .ok());
   auto a = life->TakeAndStart("default", 0, kRunner);  // loads the script
