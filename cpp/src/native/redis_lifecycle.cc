@@ -37,8 +37,12 @@ using redis::Value;
 constexpr const char* kLifecycleHelpers = R"lua(
 local Ps, Pt, id = ARGV[2], ARGV[3], ARGV[4]
 local function set_status(k, f, new, ts, owner)
-  redis.call('HSET', k, 'st', new, 'ts', ts)
-  if owner then redis.call('HSET', k, 'own', owner) else redis.call('HDEL', k, 'own') end
+  if owner then
+    redis.call('HSET', k, 'st', new, 'ts', ts, 'own', owner)
+  else
+    redis.call('HSET', k, 'st', new, 'ts', ts)
+    redis.call('HDEL', k, 'own')
+  end
   redis.call('ZREM', P .. 'status:' .. f[2], id)
   redis.call('ZADD', P .. 'status:' .. new, f[1], id)
   local m = pad(f[1]) .. id

@@ -15,12 +15,16 @@ local function pad(seq) return string.format('%020d', tonumber(seq)) end
 local function argkey(k, v) return P .. 'arg:' .. #k .. ':' .. k .. '=' .. v end
 local function release(id)
   local wb = P .. 'wb:' .. id
+  local wf = P .. 'wf:' .. id
+  if redis.call('EXISTS', wb, wf) == 0 then  -- the common case: no one waits, nor does id
+    redis.call('SREM', P .. 'waited', id)
+    return
+  end
   for _, w in ipairs(redis.call('SMEMBERS', wb)) do
     redis.call('SREM', P .. 'wf:' .. w, id)
   end
   redis.call('DEL', wb)
   redis.call('SREM', P .. 'waited', id)
-  local wf = P .. 'wf:' .. id
   for _, w in ipairs(redis.call('SMEMBERS', wf)) do
     local k = P .. 'wb:' .. w
     redis.call('SREM', k, id)
@@ -53,8 +57,12 @@ local function orch_register(id, task, call, st, ts, owner)
   local k = P .. 'inv:' .. id
   if redis.call('EXISTS', k) == 1 then return 0 end
   local seq = redis.call('INCR', P .. 'seq')
-  redis.call('HSET', k, 'seq', seq, 'task', task, 'call', call, 'st', st, 'ts', ts, 'retries', 0)
-  if owner then redis.call('HSET', k, 'own', owner) end
+  if owner then
+    redis.call('HSET', k, 'seq', seq, 'task', task, 'call', call, 'st', st, 'ts', ts, 'retries', 0,
+               'own', owner)
+  else
+    redis.call('HSET', k, 'seq', seq, 'task', task, 'call', call, 'st', st, 'ts', ts, 'retries', 0)
+  end
   redis.call('ZADD', P .. 'all', seq, id)
   redis.call('ZADD', P .. 'task:' .. task, seq, id)
   redis.call('ZADD', P .. 'call:' .. call, seq, id)
@@ -128,8 +136,12 @@ local has_owner = f[4] and '1' or '0'
 if f[2] ~= ARGV[3] or f[3] ~= ARGV[4] or has_owner ~= ARGV[5] or (f[4] and f[4] ~= ARGV[6]) then
   return 0
 end
-redis.call('HSET', k, 'st', ARGV[7], 'ts', ARGV[8])
-if ARGV[9] == '1' then redis.call('HSET', k, 'own', ARGV[10]) else redis.call('HDEL', k, 'own') end
+if ARGV[9] == '1' then
+  redis.call('HSET', k, 'st', ARGV[7], 'ts', ARGV[8], 'own', ARGV[10])
+else
+  redis.call('HSET', k, 'st', ARGV[7], 'ts', ARGV[8])
+  redis.call('HDEL', k, 'own')
+end
 redis.call('ZREM', P .. 'status:' .. f[2], id)
 redis.call('ZADD', P .. 'status:' .. ARGV[7], f[1], id)
 local m = pad(f[1]) .. id
