@@ -513,6 +513,29 @@ TEST(HistoryJsonTest, MatchesPynencLayout) {
   EXPECT_EQ(IsoFormatUtc(1'700'000'000'000'000), "2023-11-14T22:13:20+00:00");
 }
 
+TEST(HistoryJsonTest, QuotesAsJsonDumps) {
+  // json.dumps (ensure_ascii): control characters, DEL, quotes, backslashes and
+  // non-ASCII are escaped; other printable ASCII is kept.
+  StatusRecord rec{InvocationStatus::kRunning, std::nullopt, 1'700'000'000'000'007};
+  EXPECT_EQ(HistoryJson(InvocationId("i\x7f"), rec, "a\tb\\c\x01" "caf\xc3\xa9", "p"),
+            "{\"invocation_id\": \"i\\u007f\", \"_timestamp\": "
+            "\"2023-11-14T22:13:20.000007+00:00\", \"status_record\": {\"status\": "
+            "\"running\", \"runner_id\": null, \"timestamp\": "
+            "\"2023-11-14T22:13:20.000007+00:00\"}, \"runner_context_id\": "
+            "\"a\\tb\\\\c\\u0001caf\\u00e9\", \"registered_by_inv_id\": \"p\"}");
+}
+
+TEST(HistoryJsonTest, EachSecondIsFormattedAfresh) {
+  // The date part is kept per thread between calls: moving between seconds, and
+  // back, must give each its own text.
+  EXPECT_EQ(IsoFormatUtc(1'700'000'000'000'001), "2023-11-14T22:13:20.000001+00:00");
+  EXPECT_EQ(IsoFormatUtc(1'700'000'001'500'000), "2023-11-14T22:13:21.500000+00:00");
+  EXPECT_EQ(IsoFormatUtc(1'700'000'000'999'999), "2023-11-14T22:13:20.999999+00:00");
+  EXPECT_EQ(IsoFormatUtc(0), "1970-01-01T00:00:00+00:00");
+  EXPECT_EQ(IsoFormatUtc(-1), "1969-12-31T23:59:59.999999+00:00");
+  EXPECT_EQ(IsoFormatUtc(-1'000'000), "1969-12-31T23:59:59+00:00");
+}
+
 // A broker whose Route finds the server gone before anything is sent (a refused
 // reconnect), for the port-by-port path's report of a cut operation.
 class RefusingBroker : public Broker {
