@@ -14,7 +14,11 @@ from pathlib import Path
 
 import pytest
 from pynenc import Pynenc, PynencBuilder, context
-from pynenc.exceptions import InvocationStatusOwnershipError, InvocationStatusTransitionError
+from pynenc.exceptions import (
+    ConfigError,
+    InvocationStatusOwnershipError,
+    InvocationStatusTransitionError,
+)
 from pynenc.invocation import DistributedInvocation, InvocationStatus, InvocationStatusRecord
 from pynenc.runner.runner_context import RunnerContext
 from pynenc.state_backend.base_state_backend import InvocationHistory
@@ -170,6 +174,29 @@ def test_submit_stores_the_invocation_in_the_register_call_only(
     assert app.broker.count_invocations() == 1
     record = app.orchestrator.get_invocation_status_record(inv.invocation_id)
     assert record.runner_id is not None and record.runner_id.startswith("ExternalRunner@")
+
+
+def test_a_route_is_checked_again_unless_it_passed_for_a_configured_queue() -> None:
+    app = (
+        PynencBuilder()
+        .app_id(f"native-routes-{uuid.uuid4().hex[:8]}")
+        .cpp_mem()
+        .custom_config(queues=("default", "q1"), raise_on_queue_mismatch=True)
+        .build()
+    )
+    orchestrator = app.orchestrator
+    assert isinstance(orchestrator, CppNativeOrchestrator)
+    orchestrator._validate_route("q1", 0.0)
+    assert ("q1", 0.0) in orchestrator._valid_routes  # passed: not checked again
+    for _ in range(2):  # refused each time, never kept
+        with pytest.raises(ConfigError, match="not configured in broker.queues: zz"):
+            orchestrator._validate_route("zz", 0.0)
+        with pytest.raises(ConfigError, match="Broker priority"):
+            orchestrator._validate_route("q1", float("nan"))
+    assert orchestrator._valid_routes == {("q1", 0.0)}
+    app.broker.conf.queues = ("default",)  # q1 no longer configured: its route is checked
+    with pytest.raises(ConfigError, match="not configured in broker.queues: q1"):
+        orchestrator._validate_route("q1", 0.0)
 
 
 def test_submit_inside_an_invocation_keeps_parent_and_workflow(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from pynenc import Pynenc, PynencBuilder
@@ -22,7 +24,12 @@ from pynenc.workflow.workflow_identity import WorkflowIdentity
 
 import pynenc_cpp
 from pynenc_cpp import _core
-from pynenc_cpp.state_backend import CppMemStateBackend
+from pynenc_cpp.state_backend import (
+    CppMemStateBackend,
+    _arguments_from_json,
+    _arguments_json,
+    _call_id,
+)
 
 BASE = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -341,3 +348,75 @@ def test_concurrent_threads(backend: CppMemStateBackend) -> None:
     ids = [i for batch in batches for i in batch]
     assert len(ids) == 600 and ids == sorted(ids)
     assert backend._get_result(InvocationId("t5-99")) == "t5-99"
+
+
+# ---- the hot path's record helpers -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {},
+        {"x": "5"},
+        {"a": '"quoted"', "b": "line\nbreak", "c": "caf\u00e9 \u2603", "d": "\\"},
+        {"k": '{"py/object": "builtins.complex"}'},
+    ],
+)
+def test_arguments_json_is_json_dumps(arguments: dict[str, str]) -> None:
+    assert _arguments_json(arguments) == json.dumps(arguments)
+
+
+def test_arguments_json_falls_back_for_other_values() -> None:
+    odd: dict[Any, Any] = {"x": 1, 2: "y"}
+    assert _arguments_json(odd) == json.dumps(odd)
+
+
+def test_call_id_from_the_task_and_arguments_columns() -> None:
+    record: dict[str, str | None] = {
+        "call_id": "pkg.mod.task:abc123",
+        "task_id": "pkg.mod.task",
+        "arguments_id": "abc123",
+    }
+    assert _call_id(record) == CallId.from_key("pkg.mod.task:abc123")
+    assert _call_id(record).task_id is _call_id(record).task_id  # read once, then kept
+
+
+@pytest.mark.parametrize(
+    "task_id, arguments_id",
+    [(None, None), ("pkg.mod.other", "abc123"), ("pkg.mod", "task:abc123")],
+)
+def test_call_id_is_parsed_when_the_columns_disagree(
+    task_id: str | None, arguments_id: str | None
+) -> None:
+    record: dict[str, str | None] = {
+        "call_id": "pkg.mod.task:abc123",
+        "task_id": task_id,
+        "arguments_id": arguments_id,
+    }
+    assert _call_id(record) == CallId.from_key("pkg.mod.task:abc123")
+
+
+def test_a_bad_task_key_is_pynencs_error() -> None:
+    record: dict[str, str | None] = {
+        "call_id": "nodot:a1",
+        "task_id": "nodot",
+        "arguments_id": "a1",
+    }
+    with pytest.raises(ValueError, match="Invalid TaskId key format"):
+        _call_id(record)
+
+
+@pytest.mark.parametrize(
+    "text", ['{"x": "5"}', "{}", ' {"x": "5"}', '{"x": "5"} ', '["a", 1]', '"s"', "12"]
+)
+def test_arguments_from_json_is_json_loads(text: str) -> None:
+    assert _arguments_from_json(text) == json.loads(text)
+
+
+@pytest.mark.parametrize("text", ["", "{", '{"x": "5"} junk', '{"x": "5"}{}', "nope"])
+def test_arguments_from_json_raises_json_loads_error(text: str) -> None:
+    with pytest.raises(json.JSONDecodeError) as ours:
+        _arguments_from_json(text)
+    with pytest.raises(json.JSONDecodeError) as theirs:
+        json.loads(text)
+    assert str(ours.value) == str(theirs.value)

@@ -81,6 +81,31 @@ def ride_out[T](
     ran late): not settled, that error is raised. A ``BackendConnectionError``
     from ``settled`` itself is ridden out like one from ``call``.
     """
+    try:  # the common case, kept cheap: every engine write of a task passes here
+        return call()
+    except BackendConnectionError as exc:
+        first_error = exc
+    # The loop below starts where that attempt left off: its first "attempt"
+    # re-raises the error just caught, so it is handled exactly like a later one.
+    pending: list[BackendConnectionError] = [first_error]
+
+    def again() -> T:
+        if pending:
+            raise pending.pop()
+        return call()
+
+    return _ride_out_loop(again, budget_sec, what, settled, logger, sleep)
+
+
+def _ride_out_loop[T](
+    call: Callable[[], T],
+    budget_sec: float,
+    what: str,
+    settled: Callable[[], bool] | None,
+    logger: logging.Logger | None,
+    sleep: Callable[[float], None],
+) -> T | Settled:
+    """``ride_out``'s retries, from the first attempt on (see ``ride_out``)."""
     log = logger or _logger
     if getattr(_local, "depth", 0):
         budget_sec = 0.0

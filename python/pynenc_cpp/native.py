@@ -114,6 +114,8 @@ class CppNativeOrchestrator(CppOrchestrator):
         # thread claimed and started (``claim_for_run(start=True)``) and whose
         # ``set_invocation_status(RUNNING)`` from pynenc's ``run`` has not come yet.
         self._started = threading.local()
+        # Routes (queue, priority) that passed ``_validate_route`` (a bounded cache).
+        self._valid_routes: set[tuple[str, float]] = set()
 
     # ---- plumbing ------------------------------------------------------------
 
@@ -191,9 +193,20 @@ class CppNativeOrchestrator(CppOrchestrator):
         return cached[1]
 
     def _validate_route(self, queue: str, priority: float) -> None:
-        """The broker's checks of ``route_invocation(s)``, made before anything is written."""
-        self.app.broker._validate_queue_names((queue,))
+        """The broker's checks of ``route_invocation(s)``, made before anything is written.
+
+        A route that passed them once to a queue the broker is configured with is
+        not checked again (every submit passes here): for such a queue the checks
+        depend on nothing but the route itself."""
+        broker = self.app.broker
+        route = (queue, priority)
+        cacheable = type(priority) is float and type(queue) is str
+        if cacheable and route in self._valid_routes and queue in broker.configured_queue_set:
+            return
+        broker._validate_queue_names((queue,))
         validate_priority(priority, label="Broker priority")
+        if cacheable and queue in broker.configured_queue_set and len(self._valid_routes) < 1024:
+            self._valid_routes.add(route)
 
     def _status_error(self, exc: Exception, invocation_id: InvocationId, status: Any) -> Exception:
         if isinstance(exc, IllegalTransition | OwnershipViolation):
