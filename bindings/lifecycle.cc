@@ -1,6 +1,7 @@
 // _core.Lifecycle: the composite operations of native mode (see
 // pynenc_cpp/native/lifecycle.h). Registrations and conversions only; every
-// operation is one engine call with the GIL released. Values cross as:
+// operation is one engine call with the GIL released, except the quick ones of an
+// in-process lifecycle (Quick below). Values cross as:
 //   status record   (status, runner_id | None, timestamp_us)
 //   invocation      the state backend's record dict (bindings/records.h)
 #include "pynenc_cpp/native/lifecycle.h"
@@ -44,6 +45,18 @@ RecoveryKind ParseRecoveryKind(const std::string& kind) {
   if (kind == "running") return RecoveryKind::kRunning;
   throw EngineException(
       Status::InvalidArgument("recovery kind must be 'pending' or 'running', got '" + kind + "'"));
+}
+
+// Runs `fn`, an operation of `l` that does not wait by design, as WithoutGil
+// does, but keeps the GIL when `l` is in-process (memory://): the call takes
+// microseconds, and releasing the GIL for it would hand the GIL to a waiting
+// thread and make this one wait to take it back (two thread switches; measured
+// in docs/performance.md). REQUIRES: GIL held; the engine never takes the GIL
+// while holding the locks `fn` takes.
+template <typename Fn>
+auto Quick(const Lifecycle& l, Fn&& fn) {
+  if (l.InProcess()) return Unwrap(fn());
+  return WithoutGil(std::forward<Fn>(fn));
 }
 
 }  // namespace
@@ -95,7 +108,7 @@ void InitLifecycle(py::module_& m) {
                                                   t[2].cast<double>()});
             }
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
-            ChangeOutcome out = WithoutGil([&] { return l.RegisterAndRoute(batch, actor); });
+            ChangeOutcome out = Quick(l, [&] { return l.RegisterAndRoute(batch, actor); });
             return py::make_tuple(RecordTuple(out.record), out.status_watched);
           },
           py::arg("items"), py::arg("runner_id"), py::arg("runner_context_id"),
@@ -108,8 +121,8 @@ void InitLifecycle(py::module_& m) {
              std::optional<std::string> runner_id, std::string runner_context_id,
              std::optional<std::string> task_key, bool release_waiters) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
-            ChangeOutcome out = WithoutGil(
-                [&] { return l.ChangeStatus(id, to, actor, OptTask(task_key), release_waiters); });
+            ChangeOutcome out = Quick(
+                l, [&] { return l.ChangeStatus(id, to, actor, OptTask(task_key), release_waiters); });
             return py::make_tuple(RecordTuple(out.record), out.status_watched);
           },
           py::arg("invocation_id"), py::arg("status"), py::arg("runner_id"),
@@ -123,8 +136,8 @@ void InitLifecycle(py::module_& m) {
           [](Lifecycle& l, InvocationId id, std::optional<std::string> runner_id,
              std::string runner_context_id, bool start) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
-            ClaimOutcome out = WithoutGil(
-                [&] { return start ? l.ClaimAndStart(id, actor) : l.Claim(id, actor); });
+            ClaimOutcome out = Quick(
+                l, [&] { return start ? l.ClaimAndStart(id, actor) : l.Claim(id, actor); });
             return ClaimTuple(out);
           },
           py::arg("invocation_id"), py::arg("runner_id"), py::arg("runner_context_id"),
@@ -160,7 +173,7 @@ void InitLifecycle(py::module_& m) {
       .def(
           "read_final",
           [](Lifecycle& l, InvocationId id, std::size_t max_result_bytes) {
-            FinalRead out = WithoutGil([&] { return l.ReadFinal(id, max_result_bytes); });
+            FinalRead out = Quick(l, [&] { return l.ReadFinal(id, max_result_bytes); });
             py::object result = py::none();
             if (out.result) {
               // Not UTF-8 (a damaged store): no result here; get_result reports it.
@@ -190,7 +203,7 @@ void InitLifecycle(py::module_& m) {
              std::optional<std::string> runner_id, std::string runner_context_id,
              std::string task_key, bool release_waiters) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
-            FinishOutcome out = WithoutGil([&] {
+            FinishOutcome out = Quick(l, [&] {
               return l.FinishSuccess(id, result, actor, TaskId(task_key), release_waiters);
             });
             return py::make_tuple(RecordTuple(out.change.record), out.change.status_watched,
@@ -206,7 +219,7 @@ void InitLifecycle(py::module_& m) {
              std::optional<std::string> runner_id, std::string runner_context_id,
              std::string task_key, bool release_waiters) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
-            FinishOutcome out = WithoutGil([&] {
+            FinishOutcome out = Quick(l, [&] {
               return l.FinishFailure(id, exception, actor, TaskId(task_key), release_waiters);
             });
             return py::make_tuple(RecordTuple(out.change.record), out.change.status_watched,

@@ -49,6 +49,12 @@ TYPED_TEST(LifecycleCompliance, RegisterAndRouteStoresRegistersHistoriesAndRoute
   EXPECT_EQ(this->Drain("q2"), (std::vector<std::string>{"b"}));
 }
 
+TYPED_TEST(LifecycleCompliance, OnlyTheInMemoryLifecycleIsInProcess) {
+  // The bindings keep the GIL around the quick operations of an in-process
+  // lifecycle only: SQLite and Redis operations wait on files and servers.
+  EXPECT_EQ(this->life_->InProcess(), std::string(TypeParam::kName) == "Mem");
+}
+
 TYPED_TEST(LifecycleCompliance, RegisterRejectsAnEmptyIdAndStoresNothing) {
   auto r = this->life_->RegisterAndRoute({this->New("a"), this->New("")}, kRunner);
   ASSERT_FALSE(r.ok());

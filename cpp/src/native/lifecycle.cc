@@ -347,8 +347,9 @@ Result<std::unique_ptr<Lifecycle>> OpenLifecycle(LifecycleParts parts, const Bac
   if (parsed.value().kind == BackendKind::kRedis) {
     return native::NewRedisLifecycle(std::move(parts), config, std::move(names));
   }
-  return std::unique_ptr<Lifecycle>(
-      new native::PortLifecycle(std::move(parts), std::move(names)));
+  auto in_process = std::make_unique<native::PortLifecycle>(std::move(parts), std::move(names));
+  in_process->MarkInProcess();
+  return std::unique_ptr<Lifecycle>(std::move(in_process));
 }
 
 }  // namespace pynenc_cpp

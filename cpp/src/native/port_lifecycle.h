@@ -17,6 +17,11 @@ class PortLifecycle : public Lifecycle {
  public:
   PortLifecycle(LifecycleParts parts, TriggerContextNames names);
 
+  // Marks this lifecycle as one over in-process (memory://) components only
+  // (see Lifecycle::InProcess). REQUIRES: before the object is shared.
+  void MarkInProcess() { in_process_ = true; }
+  bool InProcess() const override { return in_process_; }
+
   Result<ChangeOutcome> RegisterAndRoute(const std::vector<NewRoutedInvocation>& batch,
                                          const Actor& actor) override;
   Result<ChangeOutcome> ChangeStatus(const InvocationId& id, InvocationStatus to,
@@ -80,6 +85,7 @@ class PortLifecycle : public Lifecycle {
   const TriggerContextNames names_;
   Mutex mu_;
   std::set<std::string> free_tasks_ PYNENC_GUARDED_BY(mu_);
+  bool in_process_ = false;  // set before sharing, read-only after
 };
 
 // The SQLite Lifecycle: every operation is one BEGIN IMMEDIATE transaction on

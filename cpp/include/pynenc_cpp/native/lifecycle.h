@@ -141,6 +141,14 @@ class Lifecycle {
   Lifecycle& operator=(const Lifecycle&) = delete;
   virtual ~Lifecycle() = default;
 
+  // True when no operation waits on I/O, a server or another process: storage in
+  // this process's memory (memory://). A caller may then keep its own lock around
+  // an operation that does not wait by design (the bindings keep the GIL for
+  // those: a release would hand the GIL to another thread and make this one wait
+  // to take it back, for a call that takes microseconds). TakeAndStart with a
+  // timeout and the waits for a final status still wait.
+  virtual bool InProcess() const { return false; }
+
   // pynenc's register_new_invocations: upserts the rows in the state backend,
   // registers them (REGISTERED, owned by the actor), writes one REGISTERED
   // history row each (registered_by = its parent), and routes them, grouped by
