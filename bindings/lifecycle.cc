@@ -6,6 +6,10 @@
 //   invocation      the state backend's record dict (bindings/records.h)
 #include "pynenc_cpp/native/lifecycle.h"
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
 #include "conversions.h"
 #include "init.h"
 #include "records.h"
@@ -15,6 +19,19 @@ namespace {
 
 py::tuple RecordTuple(const StatusRecord& r) {
   return py::make_tuple(r.status, r.runner_id, r.timestamp_us);
+}
+
+// A serialized result read with its status, as str; None when there is none, or
+// it is not UTF-8 (a damaged store: get_result reads it again and reports it).
+py::object ResultText(const std::optional<std::string>& result) {
+  if (!result) return py::none();
+  PyObject* text =
+      PyUnicode_DecodeUTF8(result->data(), static_cast<Py_ssize_t>(result->size()), nullptr);
+  if (text == nullptr) {
+    PyErr_Clear();
+    return py::none();
+  }
+  return py::reinterpret_steal<py::object>(text);
 }
 
 Actor MakeActor(std::optional<std::string> runner_id, std::string runner_context_id) {
@@ -174,23 +191,34 @@ void InitLifecycle(py::module_& m) {
           "read_final",
           [](Lifecycle& l, InvocationId id, std::size_t max_result_bytes) {
             FinalRead out = Quick(l, [&] { return l.ReadFinal(id, max_result_bytes); });
-            py::object result = py::none();
-            if (out.result) {
-              // Not UTF-8 (a damaged store): no result here; get_result reports it.
-              PyObject* text = PyUnicode_DecodeUTF8(
-                  out.result->data(), static_cast<Py_ssize_t>(out.result->size()), nullptr);
-              if (text != nullptr) {
-                result = py::reinterpret_steal<py::object>(text);
-              } else {
-                PyErr_Clear();
-              }
-            }
-            return py::make_tuple(RecordTuple(out.record), result);
+            return py::make_tuple(RecordTuple(out.record), ResultText(out.result));
           },
           py::arg("invocation_id"), py::arg("max_result_bytes"),
           "(status record, serialized result | None): the result is there when the status\n"
           "is SUCCESS and the stored result is at most max_result_bytes long (one script on\n"
           "Redis). Raises InvocationNotFound for an unknown id.")
+      .def(
+          "wait_any_final",
+          [](Lifecycle& l, std::vector<InvocationId> ids, double timeout_sec,
+             std::size_t max_result_bytes) -> py::object {
+            if (std::isnan(timeout_sec)) {
+              throw EngineException(Status::InvalidArgument("timeout_sec is NaN"));
+            }
+            constexpr double kMaxUs = 1e15;  // ~31 years: "forever" without overflow
+            const double us = std::min(timeout_sec * 1e6, kMaxUs);
+            const auto timeout_us = static_cast<TimestampUs>(std::max(us, -1.0));
+            std::optional<FinalWait> got =
+                WithoutGil([&] { return l.WaitAnyFinal(ids, timeout_us, max_result_bytes); });
+            if (!got) return py::none();
+            if (!got->read) return py::make_tuple(got->id.str(), py::none(), py::none());
+            return py::make_tuple(got->id.str(), RecordTuple(got->read->record),
+                                  ResultText(got->read->result));
+          },
+          py::arg("invocation_ids"), py::arg("timeout_sec"), py::arg("max_result_bytes"),
+          "The orchestrator's wait_any_final and read_final of the id it found, in one call\n"
+          "(GIL released): None on timeout, else (invocation_id, status record | None,\n"
+          "serialized result | None). The record is None when the wait could not read it\n"
+          "(the caller reads it). On Redis the read costs no round trip of its own.")
       .def(
           "set_task_runs_freely",
           [](Lifecycle& l, const std::string& task_key) { l.SetTaskRunsFreely(TaskId(task_key)); },

@@ -21,6 +21,7 @@ from pynenc import Pynenc, PynencBuilder
 
 from pynenc_cpp import CppRunner, _core
 from pynenc_cpp.errors import InvalidArgument
+from pynenc_cpp.orchestrator import _record
 from tests_py import runner_tasks as rt
 from tests_py.test_cpp_runner import running
 
@@ -133,3 +134,88 @@ def test_wait_any_final_binding_rejects_bad_input() -> None:
     for status in ("pending", "running", "success"):
         orch.transition("a", status, "r")
     assert orch.wait_any_final(["unknown", "a"], math.inf) == "a"
+
+
+class _CountingLifecycle:
+    """Delegates to the engine lifecycle, logging ``read_final`` and ``wait_any_final``
+    calls as (thread, call, invocation id, the wait's record)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.log: list[tuple[int, str, str, Any]] = []
+
+    def read_final(self, invocation_id: str, max_result_bytes: int) -> Any:
+        self.log.append((threading.get_ident(), "read", invocation_id, None))
+        return self._inner.read_final(invocation_id, max_result_bytes)
+
+    def wait_any_final(self, ids: list[str], timeout_sec: float, max_result_bytes: int) -> Any:
+        got = self._inner.wait_any_final(ids, timeout_sec, max_result_bytes)
+        if got is not None:
+            self.log.append((threading.get_ident(), "wait", got[0], got[1]))
+        return got
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@pytest.mark.parametrize("backend", ALL)
+def test_the_status_read_after_a_wait_comes_with_the_wait(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Native mode: the wait reads the final record and result in the same engine call
+    # (on Redis in the wait's own round trips), so the status read pynenc's
+    # invocation.result makes after it reads nothing, and the result is the task's.
+    app = build_app(backend, tmp_path, request, cached_status_time=0)
+    orchestrator = app.orchestrator
+    lifecycle = orchestrator._lifecycle()  # type: ignore[attr-defined]
+    assert lifecycle is not None, "native mode expected"
+    counting = _CountingLifecycle(lifecycle)
+    monkeypatch.setattr(orchestrator, "_lifecycle", lambda: counting)
+    with running(app):
+        # hang(0.3) takes long enough that the client is blocked when it ends.
+        invs = [rt.hang(0.3) for _ in range(3)]
+        got = within_deadline(lambda: [inv.result for inv in invs])
+    assert got == ["finished"] * 3
+    waits = [(i, e) for i, e in enumerate(counting.log) if e[1] == "wait" and e[3] is not None]
+    assert waits, "no wait came back with its record"
+    ids = {inv.invocation_id for inv in invs}
+    for at, (thread, _, inv_id, _) in waits:
+        assert inv_id in ids
+        # The waiting thread's next call is not a read of that id: the wait read it.
+        after = [e for e in counting.log[at + 1 :] if e[0] == thread]
+        assert not after or after[0][1:3] != ("read", inv_id), counting.log
+
+
+@pytest.mark.parametrize("backend", ["redis"])
+def test_a_wait_with_its_record_serves_one_read_only(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # What a wait read is served to the very next status read of the thread, once,
+    # and only for its id: any other read drops it; the record is the stored one.
+    app = build_app(backend, tmp_path, request, cached_status_time=0)
+    orchestrator = app.orchestrator
+    with running(app):
+        a, b = rt.add(1, 2), rt.add(3, 4)
+        assert within_deadline(lambda: (a.result, b.result)) == (3, 7)
+        assert orchestrator.wait_any_final([a.invocation_id], 5.0) == a.invocation_id  # type: ignore[attr-defined]
+        note = orchestrator._final_seen.note  # type: ignore[attr-defined]
+        assert note is not None and note[0] == a.invocation_id and note[2] == "3"
+        stored = _record(orchestrator._engine.status_record(a.invocation_id))  # type: ignore[attr-defined]
+        record = orchestrator.get_invocation_status_record(a.invocation_id)
+        assert orchestrator._final_seen.note is None  # type: ignore[attr-defined]
+        assert record == stored
+        assert orchestrator.wait_any_final([a.invocation_id], 5.0) == a.invocation_id  # type: ignore[attr-defined]
+        orchestrator.get_invocation_status_record(b.invocation_id)  # another id: dropped
+        assert orchestrator._final_seen.note is None  # type: ignore[attr-defined]
+
+
+def test_lifecycle_wait_any_final_binding_rejects_bad_input(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    app = build_app("mem", tmp_path, request)
+    lifecycle = app.orchestrator._lifecycle()  # type: ignore[attr-defined]
+    with pytest.raises(InvalidArgument):
+        lifecycle.wait_any_final([], 0.1, 1024)
+    with pytest.raises(InvalidArgument):
+        lifecycle.wait_any_final(["a"], math.nan, 1024)
+    assert lifecycle.wait_any_final(["unknown"], 0.0, 1024) is None

@@ -116,6 +116,10 @@ class CppNativeOrchestrator(CppOrchestrator):
         self._started = threading.local()
         # Routes (queue, priority) that passed ``_validate_route`` (a bounded cache).
         self._valid_routes: set[tuple[str, float]] = set()
+        # Per thread: (invocation id, raw status record, result | None, purge generation)
+        # that ``wait_any_final`` read with the final status it waited for, served to
+        # this thread's next status read (``get_invocation_status_record``) of that id.
+        self._final_seen = threading.local()
 
     # ---- plumbing ------------------------------------------------------------
 
@@ -313,18 +317,50 @@ class CppNativeOrchestrator(CppOrchestrator):
 
     # ---- status reads ------------------------------------------------------
 
+    def wait_any_final(self, invocation_ids: Sequence[str], timeout_sec: float) -> str | None:
+        """Blocks (GIL released) until one of ``invocation_ids`` is final, at most
+        ``timeout_sec``; returns that id, or None when the time ran out.
+
+        The engine reads the final status record (and a SUCCESS result up to
+        ``_PREFETCH_RESULT_BYTES``) in the same call (on Redis in the wait's own round
+        trips: the note that wakes the waiter carries them), and this thread's next
+        status read of that id is served from it: the read pynenc's
+        ``invocation.result`` makes after a wait costs nothing. A final status never
+        changes; any other status read on this thread drops what was kept.
+        """
+        lifecycle = self._lifecycle()
+        if lifecycle is None:
+            final_id: str | None = self._engine.wait_any_final(list(invocation_ids), timeout_sec)
+            return final_id
+        generation = self.app.state_backend.prefetch_generation()  # before the read
+        got = lifecycle.wait_any_final(list(invocation_ids), timeout_sec, _PREFETCH_RESULT_BYTES)
+        if got is None:
+            return None
+        final_id, raw, result = got
+        self._final_seen.note = None if raw is None else (final_id, raw, result, generation)
+        return final_id
+
     def get_invocation_status_record(self, invocation_id: InvocationId) -> InvocationStatusRecord:
         """The status record, read in one engine call with the result when the status
         is SUCCESS (results up to ``_PREFETCH_RESULT_BYTES``; one Redis script).
 
         The result is handed to the state backend for this thread's next
         ``get_result`` of the id: pynenc's ``invocation.result`` reads the status, then
-        the result, so it makes one round trip instead of two.
+        the result, so it makes one round trip instead of two. Right after this
+        thread's ``wait_any_final`` found the id final, nothing is read: the wait read
+        both already.
         """
         lifecycle = self._lifecycle()
         if lifecycle is None:
             return super().get_invocation_status_record(invocation_id)
         state_backend = self.app.state_backend
+        seen = getattr(self._final_seen, "note", None)
+        if seen is not None:
+            self._final_seen.note = None  # served once, and only to the very next read
+            if seen[0] == invocation_id:
+                if seen[2] is not None:
+                    state_backend.remember_result(invocation_id, seen[2], seen[3])
+                return _record(seen[1])
         generation = state_backend.prefetch_generation()  # before the read: a purge may follow
         raw, result = self._retried(
             lambda: lifecycle.read_final(invocation_id, _PREFETCH_RESULT_BYTES),

@@ -823,8 +823,11 @@ class CppRunner(BaseRunner):
         if seen is not None and seen == ids:
             # The caller still sees a non-final (cached) status for ids already final.
             time.sleep(min(float(self.app.conf.cached_status_time), _STALE_CACHE_SLEEP_SEC))
+        # Native mode: the orchestrator's own wait also reads the final record (served
+        # to this thread's next status read of the id, so it costs no round trip).
+        wait = getattr(self.app.orchestrator, "wait_any_final", engine.wait_any_final)
         try:
-            final_id = engine.wait_any_final(ids, _WAIT_BLOCK_SEC)
+            final_id = wait(ids, _WAIT_BLOCK_SEC)
         except BackendConnectionError as exc:  # an outage: the status reads ride it out
             self.logger.warning(f"CppRunner:{self.runner_id} wait_any_final: {exc}")
             return False

@@ -159,6 +159,19 @@ Result<FinalRead> PortLifecycle::ReadFinal(const InvocationId& id,
   return out;
 }
 
+Result<std::optional<FinalWait>> PortLifecycle::WaitAnyFinal(const std::vector<InvocationId>& ids,
+                                                             TimestampUs timeout_us,
+                                                             std::size_t max_result_bytes) {
+  Result<std::optional<InvocationId>> id = parts_.orchestrator->WaitAnyFinal(ids, timeout_us);
+  if (!id.ok()) return id.status();
+  if (!id.value()) return std::optional<FinalWait>();
+  FinalWait out{*id.value(), std::nullopt};
+  // A read that fails here is made again, and its error reported, by the caller.
+  Result<FinalRead> read = ReadFinal(out.id, max_result_bytes);
+  if (read.ok()) out.read = std::move(read).value();
+  return std::optional<FinalWait>(std::move(out));
+}
+
 void PortLifecycle::SetTaskRunsFreely(const TaskId& task) {
   MutexLock lock(mu_);
   free_tasks_.insert(task.str());

@@ -33,6 +33,9 @@ class PortLifecycle : public Lifecycle {
                                                  std::int64_t timeout_ms,
                                                  const Actor& actor) override;
   Result<FinalRead> ReadFinal(const InvocationId& id, std::size_t max_result_bytes) override;
+  Result<std::optional<FinalWait>> WaitAnyFinal(const std::vector<InvocationId>& ids,
+                                                TimestampUs timeout_us,
+                                                std::size_t max_result_bytes) override;
   void SetTaskRunsFreely(const TaskId& task) override;
   Result<FinishOutcome> FinishSuccess(const InvocationId& id, const std::string& result,
                                       const Actor& actor, const TaskId& task,

@@ -13,6 +13,7 @@
 // exactly the port's result or error. Every other operation is the port-by-port
 // sequence (one round trip per step).
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <string>
 #include <utility>
@@ -30,6 +31,10 @@ namespace {
 
 using redis::Script;
 using redis::Value;
+
+// The longest result a final-status note carries (FinishScript): a waiter for a
+// larger one reads it on its own. Each waiter's note holds a copy for at most 60 s.
+constexpr std::size_t kNoteResultBytes = 16 * 1024;
 
 // Shared by the scripts, after the orchestrator's, the state backend's and the
 // broker's fragments (P = ARGV[1]).
@@ -123,9 +128,11 @@ return {w, added}
 
 // ARGV: P, Ps, Pt, id, runner, new status, ts, payload hash ('results' |
 // 'exceptions'), payload, history pos prefix, history key, history value,
-// status context, payload context, release waiters ('1'/'0'), watch ('1'/'0').
-// Returns {0} (not the common case: nothing written) or {1, status_watched,
-// payload_watched, the replaced st, its ts}.
+// status context, payload context, release waiters ('1'/'0'), watch ('1'/'0'),
+// the longest result a final-status note carries. A waiter's note carries the
+// record: "<st>:<ts>:" then "r" and the result (a SUCCESS result at most that
+// long) or "n" (ParseNoteRecord). Returns {0} (not the common case: nothing
+// written) or {1, status_watched, payload_watched, the replaced st, its ts}.
 const Script& FinishScript() {
   static const Script s(LifecycleSource(R"lua(
 local runner, new, ts = ARGV[5], ARGV[6], ARGV[7]
@@ -134,7 +141,14 @@ local f = redis.call('HMGET', k, 'seq', 'st', 'own', 'task', 'ts')
 if not f[1] or f[2] ~= 'running' or f[3] ~= runner then return {0} end
 redis.call('HSET', Ps .. ARGV[8], id, ARGV[9])
 local m = set_status(k, f, new, ts, nil)
-if FINAL[new] then notify_final(id) end
+if FINAL[new] then
+  notify_final(id, function()
+    if ARGV[8] == 'results' and #ARGV[9] <= tonumber(ARGV[17]) then
+      return new .. ':' .. ts .. ':r' .. ARGV[9]
+    end
+    return new .. ':' .. ts .. ':n'
+  end)
+end
 if ARGV[15] == '1' then release(id) end
 redis.call('ZADD', P .. 'purge', ts, m)
 add_history(ARGV[10], ARGV[11], ARGV[12])
@@ -157,6 +171,36 @@ if f[1] == ARGV[4] and tonumber(ARGV[5]) > 0 then
   if n > 0 and n <= tonumber(ARGV[5]) then f[4] = redis.call('HGET', results, ARGV[3]) end
 end
 return f
+)lua");
+  return s;
+}
+
+// WaitAnyFinal's registration, reading the record of an id already final as
+// ReadFinalScript does. KEYS: the orchestrator's seq. ARGV: P, Ps, token, ttl
+// ms, the SUCCESS status name, the longest result to return, then the ids.
+// Returns {id, st, ts, own|false[, result]} for the first id (in input order)
+// whose status is final, or registers the token in P fw:<id> for every id (kept
+// at least ttl ms) and returns false (as the orchestrator's WaitFinalScript).
+const Script& WaitFinalReadScript() {
+  static const Script s(std::string(redis_orchestrator::LuaCommon()) + R"lua(
+local Ps, token, ttl, success, most = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+for i = 7, #ARGV do
+  local f = redis.call('HMGET', P .. 'inv:' .. ARGV[i], 'st', 'ts', 'own')
+  if f[1] and FINAL[f[1]] then
+    local out = {ARGV[i], f[1], f[2], f[3]}
+    if f[1] == success and most > 0 then
+      local n = redis.call('HSTRLEN', Ps .. 'results', ARGV[i])
+      if n > 0 and n <= most then out[5] = redis.call('HGET', Ps .. 'results', ARGV[i]) end
+    end
+    return out
+  end
+end
+for i = 7, #ARGV do
+  local fk = P .. 'fw:' .. ARGV[i]
+  redis.call('SADD', fk, token)
+  if redis.call('PTTL', fk) < ttl then redis.call('PEXPIRE', fk, ttl) end
+end
+return false
 )lua");
   return s;
 }
@@ -287,6 +331,34 @@ Result<std::int64_t> ToInt(const std::string& s) {
   }
 }
 
+// The record a finish composite's note carries after the id: "<st>:<ts>:" then
+// "r" and a SUCCESS result, or "n". nullopt for anything else (a note that carries
+// nothing, or one this engine cannot read: the caller then reads the record).
+std::optional<FinalRead> ParseNoteRecord(const std::string& extra) {
+  const std::size_t c1 = extra.find(':');
+  if (c1 == std::string::npos) return std::nullopt;
+  const std::size_t c2 = extra.find(':', c1 + 1);
+  if (c2 == std::string::npos || c2 + 1 >= extra.size()) return std::nullopt;
+  std::optional<InvocationStatus> st = ParseStatus(extra.substr(0, c1));
+  const std::string ts_text = extra.substr(c1 + 1, c2 - c1 - 1);
+  std::int64_t ts = 0;
+  auto [end, ec] = std::from_chars(ts_text.data(), ts_text.data() + ts_text.size(), ts);
+  if (!st || !IsFinal(*st) || ec != std::errc() || end != ts_text.data() + ts_text.size() ||
+      ts_text.empty()) {
+    return std::nullopt;
+  }
+  FinalRead out;
+  out.record.status = *st;
+  out.record.timestamp_us = ts;
+  const char kind = extra[c2 + 1];
+  if (kind == 'r' && *st == InvocationStatus::kSuccess) {
+    out.result = extra.substr(c2 + 2);
+  } else if (kind != 'n' || c2 + 2 != extra.size()) {
+    return std::nullopt;
+  }
+  return out;
+}
+
 class RedisLifecycle final : public PortLifecycle {
  public:
   RedisLifecycle(LifecycleParts parts, TriggerContextNames names,
@@ -373,6 +445,59 @@ class RedisLifecycle final : public PortLifecycle {
       out.result = v.elements[3].str;
     }
     return out;
+  }
+
+  Result<std::optional<FinalWait>> WaitAnyFinal(const std::vector<InvocationId>& ids,
+                                                TimestampUs timeout_us,
+                                                std::size_t max_result_bytes) override {
+    if (ids.empty()) {
+      return Status::InvalidArgument("WaitAnyFinal needs at least one invocation id");
+    }
+    const std::string most = std::to_string(max_result_bytes);
+    Result<std::optional<redis_orchestrator::FinalWake>> wake = redis_orchestrator::WaitFinal(
+        *client_, po_, ids, timeout_us,
+        [&](const std::string& token, std::int64_t ttl_ms) -> Result<Value> {
+          std::vector<std::string> args{po_,
+                                        ps_,
+                                        token,
+                                        std::to_string(ttl_ms),
+                                        std::string(StatusName(InvocationStatus::kSuccess)),
+                                        most};
+          for (const InvocationId& id : ids) args.push_back(id.str());
+          Result<Value> r = client_->Eval(WaitFinalReadScript(), {po_ + "seq"}, args);
+          if (r.ok() && r.value().is_error()) return ReplyError(r.value(), "wait for a final status");
+          return r;
+        });
+    if (!wake.ok()) return wake.status();
+    if (!wake.value()) return std::optional<FinalWait>();
+    const redis_orchestrator::FinalWake& w = *wake.value();
+    if (w.note) {
+      FinalWait out{w.note->id, ParseNoteRecord(w.note->extra)};
+      if (out.read && out.read->result && out.read->result->size() > max_result_bytes) {
+        out.read->result.reset();  // longer than this caller keeps: it reads it on its own
+      }
+      return std::optional<FinalWait>(std::move(out));
+    }
+    // {id, st, ts, own|nil[, result]}: an id already final.
+    const Value& v = w.registered;
+    if (v.type != Value::Type::kArray || v.elements.size() < 4 ||
+        v.elements[0].type != Value::Type::kString) {
+      return Status::BackendFailure("redis wait for a final status: bad reply");
+    }
+    FinalWait out{InvocationId(v.elements[0].str), std::nullopt};
+    std::optional<InvocationStatus> st = ParseStatus(v.elements[1].str);
+    Result<std::int64_t> ts = ToInt(v.elements[2].str);
+    if (st && ts.ok()) {  // else no read: the caller's own read reports the damage
+      FinalRead read;
+      read.record.status = *st;
+      read.record.timestamp_us = ts.value();
+      if (v.elements[3].type == Value::Type::kString) read.record.runner_id = v.elements[3].str;
+      if (v.elements.size() > 4 && v.elements[4].type == Value::Type::kString) {
+        read.result = v.elements[4].str;
+      }
+      out.read = std::move(read);
+    }
+    return std::optional<FinalWait>(std::move(out));
   }
 
   Result<ChangeOutcome> RegisterAndRoute(const std::vector<NewRoutedInvocation>& batch,
@@ -663,6 +788,7 @@ class RedisLifecycle final : public PortLifecycle {
     args.push_back(payload_context);
     args.push_back(release_waiters ? "1" : "0");
     args.push_back(parts().trigger ? "1" : "0");
+    args.push_back(std::to_string(kNoteResultBytes));
     Result<Value> r = client_->Eval(FinishScript(), {po_ + "seq"}, args);
     if (!r.ok()) return r.status();
     const Value& v = r.value();

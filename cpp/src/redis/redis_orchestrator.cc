@@ -85,6 +85,79 @@ Result<std::int64_t> ParseInt(const std::string& s, const std::string& what) {
   return n;
 }
 
+std::optional<FinalNote> ParseFinalNote(const std::string& note,
+                                        const std::vector<InvocationId>& ids) {
+  const auto named = [&](std::string_view id) -> const InvocationId* {
+    for (const InvocationId& i : ids) {
+      if (i.str() == id) return &i;
+    }
+    return nullptr;
+  };
+  std::size_t len = 0;
+  const char* begin = note.data();
+  const char* end = note.data() + note.size();
+  auto [colon, ec] = std::from_chars(begin, end, len);
+  if (ec == std::errc() && colon != begin && colon < end && *colon == ':' &&
+      len <= static_cast<std::size_t>(end - colon - 1)) {
+    const std::string_view id(colon + 1, len);
+    if (const InvocationId* i = named(id)) {
+      return FinalNote{*i, std::string(colon + 1 + len, end)};
+    }
+  }
+  if (const InvocationId* i = named(note)) return FinalNote{*i, ""};  // a bare id
+  return std::nullopt;
+}
+
+Result<std::optional<FinalWake>> WaitFinal(redis::Client& client, const std::string& prefix,
+                                           const std::vector<InvocationId>& ids,
+                                           TimestampUs timeout_us, const FinalRegistration& reg) {
+  using Clock = std::chrono::steady_clock;
+  // Longer waits are clamped (no time_point overflow): ~31 years.
+  constexpr TimestampUs kMaxWaitUs = 1'000'000'000'000'000;
+  // One BLPOP blocks at most this long; a longer wait registers again (the
+  // registrations of the previous token expire on their own).
+  constexpr std::int64_t kMaxBlockMs = 10'000;
+  const auto deadline =
+      Clock::now() + std::chrono::microseconds(std::clamp<TimestampUs>(timeout_us, 0, kMaxWaitUs));
+  // Tokens must be unique across processes: a forked child inherits this
+  // thread's generator state, so it is reseeded in each new process.
+  static thread_local std::mt19937_64 rng;
+  static thread_local long rng_pid = 0;
+  if (rng_pid != getpid()) {
+    rng_pid = getpid();
+    std::random_device rd;
+    rng.seed((static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
+             (static_cast<std::uint64_t>(rng_pid) << 16));
+  }
+  while (true) {
+    const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             deadline - Clock::now())
+                             .count();
+    const std::int64_t block_ms = std::clamp<std::int64_t>(left_ms, 0, kMaxBlockMs);
+    char token[40];
+    std::snprintf(token, sizeof token, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                  static_cast<unsigned long long>(rng()));
+    Result<Value> got_reg = reg(token, block_ms + 1000);
+    if (!got_reg.ok()) return got_reg.status();
+    if (!got_reg.value().is_nil()) {
+      return std::optional<FinalWake>(FinalWake{std::move(got_reg).value(), std::nullopt});
+    }
+    if (block_ms <= 0) return std::optional<FinalWake>();
+    // BLPOP's timeout is in seconds (decimals allowed since Redis 6).
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(block_ms) / 1000.0);
+    Result<Value> got = client.BlockingCommand({"BLPOP", prefix + "note:" + token, secs}, block_ms);
+    if (!got.ok()) return got.status();
+    if (got.value().is_error()) return ReplyError(got.value(), "wait for a final status");
+    if (got.value().type == Value::Type::kArray && got.value().elements.size() == 2) {
+      std::optional<FinalNote> note = ParseFinalNote(got.value().elements[1].str, ids);
+      if (note) return std::optional<FinalWake>(FinalWake{Value{}, std::move(note)});
+      // Not one of ours (cannot happen with unique tokens): register again.
+    }
+    if (Clock::now() >= deadline) return std::optional<FinalWake>();
+  }
+}
+
 Result<Value> RedisOrchestrator::Run(const redis::Script& script, std::vector<std::string> args,
                                      const std::string& what) {
   args.insert(args.begin(), prefix_);
@@ -216,56 +289,21 @@ Result<std::vector<InvocationId>> RedisOrchestrator::FilterByStatus(
 Result<std::optional<InvocationId>> RedisOrchestrator::WaitAnyFinal(
     const std::vector<InvocationId>& ids, TimestampUs timeout_us) {
   if (ids.empty()) return Status::InvalidArgument("WaitAnyFinal needs at least one invocation id");
-  using Clock = std::chrono::steady_clock;
-  // Longer waits are clamped (no time_point overflow): ~31 years.
-  constexpr TimestampUs kMaxWaitUs = 1'000'000'000'000'000;
-  // One BLPOP blocks at most this long; a longer wait registers again (the
-  // registrations of the previous token expire on their own).
-  constexpr std::int64_t kMaxBlockMs = 10'000;
-  const auto deadline =
-      Clock::now() + std::chrono::microseconds(std::clamp<TimestampUs>(timeout_us, 0, kMaxWaitUs));
-  // Tokens must be unique across processes: a forked child inherits this
-  // thread's generator state, so it is reseeded in each new process.
-  static thread_local std::mt19937_64 rng;
-  static thread_local long rng_pid = 0;
-  if (rng_pid != getpid()) {
-    rng_pid = getpid();
-    std::random_device rd;
-    rng.seed((static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
-             (static_cast<std::uint64_t>(rng_pid) << 16));
+  Result<std::optional<FinalWake>> wake = WaitFinal(
+      *client_, prefix_, ids, timeout_us,
+      [&](const std::string& token, std::int64_t ttl_ms) -> Result<Value> {
+        std::vector<std::string> args{token, std::to_string(ttl_ms)};
+        for (const InvocationId& id : ids) args.push_back(id.str());
+        return Run(WaitFinalScript(), std::move(args), "wait for a final status");
+      });
+  if (!wake.ok()) return wake.status();
+  if (!wake.value()) return std::optional<InvocationId>();
+  const FinalWake& w = *wake.value();
+  if (w.note) return std::optional<InvocationId>(w.note->id);
+  if (w.registered.type != Value::Type::kString) {
+    return Status::BackendFailure("redis wait for a final status: bad reply");
   }
-  while (true) {
-    const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             deadline - Clock::now())
-                             .count();
-    const std::int64_t block_ms = std::clamp<std::int64_t>(left_ms, 0, kMaxBlockMs);
-    char token[40];
-    std::snprintf(token, sizeof token, "%016llx%016llx", static_cast<unsigned long long>(rng()),
-                  static_cast<unsigned long long>(rng()));
-    std::vector<std::string> args{token, std::to_string(block_ms + 1000)};
-    for (const InvocationId& id : ids) args.push_back(id.str());
-    Result<Value> reg = Run(WaitFinalScript(), std::move(args), "wait for a final status");
-    if (!reg.ok()) return reg.status();
-    if (!reg.value().is_nil() && reg.value().type == Value::Type::kString) {
-      return std::optional<InvocationId>(InvocationId(reg.value().str));
-    }
-    if (block_ms <= 0) return std::optional<InvocationId>();
-    // BLPOP's timeout is in seconds (decimals allowed since Redis 6).
-    char secs[32];
-    std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(block_ms) / 1000.0);
-    Result<Value> got =
-        client_->BlockingCommand({"BLPOP", prefix_ + "note:" + token, secs}, block_ms);
-    if (!got.ok()) return got.status();
-    if (got.value().is_error()) return ReplyError(got.value(), "wait for a final status");
-    if (got.value().type == Value::Type::kArray && got.value().elements.size() == 2) {
-      const std::string& final_id = got.value().elements[1].str;
-      for (const InvocationId& id : ids) {
-        if (id.str() == final_id) return std::optional<InvocationId>(id);
-      }
-      // Not one of ours (cannot happen with unique tokens): register again.
-    }
-    if (Clock::now() >= deadline) return std::optional<InvocationId>();
-  }
+  return std::optional<InvocationId>(InvocationId(w.registered.str));
 }
 
 Status RedisOrchestrator::IndexArguments(const InvocationId& id,

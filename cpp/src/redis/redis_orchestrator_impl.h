@@ -30,6 +30,8 @@
 // Thread safety: the class holds no mutable state; redis::Client is thread-safe.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +65,37 @@ const redis::Script& ExecutionStartScript();
 const redis::Script& ExecutionFinalizeScript();
 const redis::Script& ExecutionsScript();
 const redis::Script& ExecutionDropScript();
+
+// A final-status note, as notify_final pushes it on a waiter's list:
+// "<id length>:<id>" and then whatever the script that set the status added (the
+// finish composite adds the status record and a small result:
+// native/redis_lifecycle.cc). A note of an engine from before this format is the
+// bare id.
+struct FinalNote {
+  InvocationId id;
+  std::string extra;  // after the id; empty for a bare id or a note with nothing added
+};
+// `note` read against the ids waited for: nullopt when it names none of them.
+std::optional<FinalNote> ParseFinalNote(const std::string& note,
+                                        const std::vector<InvocationId>& ids);
+
+// What a wait for a final status saw first: the registration's reply when it was
+// not nil (an id was already final), or a note naming one of the ids.
+struct FinalWake {
+  redis::Value registered;
+  std::optional<FinalNote> note;
+};
+// WaitAnyFinal's registration of a fresh `token` for `ttl_ms` (a script that
+// returns nil when no id is final yet and registers the token in P fw:<id>).
+using FinalRegistration =
+    std::function<Result<redis::Value>(const std::string& token, std::int64_t ttl_ms)>;
+// WaitAnyFinal's loop, for the orchestrator and the lifecycle (which registers
+// with a script that also reads the record): registers, then blocks on the
+// token's note list (P note:<token>), registering again every 10 s. nullopt when
+// `timeout_us` passed (<= 0: a single check).
+Result<std::optional<FinalWake>> WaitFinal(redis::Client& client, const std::string& prefix,
+                                           const std::vector<InvocationId>& ids,
+                                           TimestampUs timeout_us, const FinalRegistration& reg);
 
 // kBackendFailure for a Redis error reply, naming what was being done.
 Status ReplyError(const redis::Value& v, const std::string& what);

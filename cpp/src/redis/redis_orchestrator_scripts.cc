@@ -73,15 +73,19 @@ local function orch_register(id, task, call, st, ts, owner)
   return 1
 end
 -- Final-status notification (WaitAnyFinal): each waiter token registered in
--- P fw:<id> gets <id> pushed on its list P note:<token> (kept 60 s for a waiter
--- that has not read it yet); the registrations are consumed.
-local function notify_final(id)
+-- P fw:<id> gets the note "<#id>:<id>" .. extra() pushed on its list
+-- P note:<token> (kept 60 s for a waiter that has not read it yet); the
+-- registrations are consumed. `extra` (optional) is called only when someone
+-- waits: what the note carries after the id (ParseFinalNote, redis_orchestrator_impl.h).
+local function notify_final(id, extra)
   local fk = P .. 'fw:' .. id
   local ws = redis.call('SMEMBERS', fk)
   if #ws == 0 then return end
+  local note = #id .. ':' .. id
+  if extra then note = note .. extra() end
   for _, w in ipairs(ws) do
     local nk = P .. 'note:' .. w
-    redis.call('RPUSH', nk, id)
+    redis.call('RPUSH', nk, note)
     redis.call('PEXPIRE', nk, 60000)
   end
   redis.call('DEL', fk)

@@ -4,6 +4,7 @@ Native mode's composite operations.
 
 from __future__ import annotations
 
+import collections.abc
 import typing
 
 import pynenc_cpp._core.broker
@@ -161,6 +162,18 @@ class Lifecycle:
         Returns None (nothing arrived) or (invocation_id, claim), claim being claim()'s
         tuple or, when the claim failed, the exception it raised (not raised: the id has
         left the queue, the caller routes it back). Raises when the retrieval failed.
+        """
+    def wait_any_final(
+        self,
+        invocation_ids: collections.abc.Sequence[str],
+        timeout_sec: typing.SupportsFloat | typing.SupportsIndex,
+        max_result_bytes: typing.SupportsInt | typing.SupportsIndex,
+    ) -> typing.Any:
+        """
+        The orchestrator's wait_any_final and read_final of the id it found, in one call
+        (GIL released): None on timeout, else (invocation_id, status record | None,
+        serialized result | None). The record is None when the wait could not read it
+        (the caller reads it). On Redis the read costs no round trip of its own.
         """
 
 def history_json(

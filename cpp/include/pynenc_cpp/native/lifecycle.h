@@ -124,6 +124,13 @@ struct FinalRead {
   std::optional<std::string> result;
 };
 
+// What WaitAnyFinal saw: the first id found final and, when the wait could read it
+// in the same operation, what ReadFinal would have read.
+struct FinalWait {
+  InvocationId id;
+  std::optional<FinalRead> read;
+};
+
 enum class RecoveryKind : unsigned char {
   kPending,  // PENDING for longer than the limit -> PENDING_RECOVERY
   kRunning,  // RUNNING owned by a runner without a recent heartbeat -> RUNNING_RECOVERY
@@ -200,6 +207,18 @@ class Lifecycle {
   // redis://. A SUCCESS whose result is missing or longer reads as no result
   // (the caller reads it on its own). Writes nothing.
   virtual Result<FinalRead> ReadFinal(const InvocationId& id, std::size_t max_result_bytes) = 0;
+
+  // The orchestrator's WaitAnyFinal (blocks until one of `ids` is final or
+  // `timeout_us` passed; <= 0 is a single check), and ReadFinal of the id it found,
+  // in one operation. nullopt on timeout. On redis:// the read costs no round trip
+  // of its own: the registration reads the record of an id already final, and the
+  // finish composite's note carries the record and a result of at most 16 KiB
+  // (and at most `max_result_bytes`). `read` is empty when the id was made final
+  // elsewhere (a port status change), or its read failed (the caller reads it
+  // itself and sees the error). kInvalidArgument for no ids.
+  virtual Result<std::optional<FinalWait>> WaitAnyFinal(const std::vector<InvocationId>& ids,
+                                                        TimestampUs timeout_us,
+                                                        std::size_t max_result_bytes) = 0;
 
   // Declares that `task` has running concurrency control disabled, so Claim may
   // move its invocations to PENDING without asking the caller.

@@ -1,0 +1,233 @@
+// Lifecycle::WaitAnyFinal (what a client reading invocation.result blocks in, in
+// native mode): the orchestrator's wait and ReadFinal of the id it found, in one
+// operation, on every backend over real components; on Redis the read costs no
+// round trip of its own (the registration reads an id already final, the finish
+// script's note carries the record and a small result). Also the note format the
+// Redis scripts push (redis_orchestrator::ParseFinalNote).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lifecycle_fixture.h"
+#include "redis/redis_orchestrator_impl.h"
+
+namespace pynenc_cpp {
+namespace {
+
+using namespace lifecycle_test;  // NOLINT: the suite's fixtures and constants
+
+template <typename B>
+class WaitAnyFinalRead : public LifecycleCompliance<B> {
+ protected:
+  // Finishes `id` (RUNNING for kRunner) after 50 ms on another thread while this
+  // one waits for it beside an id that never finishes.
+  Result<std::optional<FinalWait>> WaitWhileFinishing(const std::string& id, bool success,
+                                                      const std::string& payload,
+                                                      std::size_t max_result_bytes) {
+    std::thread finisher([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      auto done = success ? this->life_->FinishSuccess(InvocationId(id), payload, kRunner,
+                                                       TaskId("mod.task"), true)
+                          : this->life_->FinishFailure(InvocationId(id), payload, kRunner,
+                                                       TaskId("mod.task"), true);
+      EXPECT_TRUE(done.ok()) << done.status().ToString();
+    });
+    auto got = this->life_->WaitAnyFinal({InvocationId("never"), InvocationId(id)}, 5 * kSecond,
+                                         max_result_bytes);
+    finisher.join();
+    return got;
+  }
+  StatusRecord RecordOf(const std::string& id) {
+    return this->orch_->GetStatusRecord(InvocationId(id)).value();
+  }
+};
+TYPED_TEST_SUITE(WaitAnyFinalRead, testing::AllBackends, testing::BackendNames);
+
+template <typename B>
+class WaitAnyFinalRoundTrips : public LifecycleRoundTrips<B> {};
+TYPED_TEST_SUITE(WaitAnyFinalRoundTrips, ::testing::Types<testing::RedisBackend>,
+                 testing::BackendNames);
+
+TYPED_TEST(WaitAnyFinalRead, RejectsNoIdsAndTimesOut) {
+  auto none = this->life_->WaitAnyFinal({}, kSecond, 1024);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), ErrorCode::kInvalidArgument);
+
+  this->Running("run");
+  auto single_check = this->life_->WaitAnyFinal({InvocationId("run")}, 0, 1024);
+  ASSERT_TRUE(single_check.ok()) << single_check.status().ToString();
+  EXPECT_FALSE(single_check.value().has_value());
+  auto timed_out = this->life_->WaitAnyFinal(
+      {InvocationId("run"), InvocationId("unknown")}, 100'000, 1024);  // 0.1 s
+  ASSERT_TRUE(timed_out.ok()) << timed_out.status().ToString();
+  EXPECT_FALSE(timed_out.value().has_value());
+}
+
+// An id final before the wait: returned at once with what ReadFinal reads.
+TYPED_TEST(WaitAnyFinalRead, AnIdAlreadyFinalComesWithItsRecordAndResult) {
+  this->Running("ok");
+  ASSERT_TRUE(
+      this->life_->FinishSuccess(InvocationId("ok"), "[1, 2]", kRunner, TaskId("mod.task"), true)
+          .ok());
+  this->Running("run");
+  auto got = this->life_->WaitAnyFinal({InvocationId("run"), InvocationId("ok")}, 0, 1024);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_TRUE(got.value().has_value());
+  EXPECT_EQ(got.value()->id, InvocationId("ok"));
+  ASSERT_TRUE(got.value()->read.has_value());
+  EXPECT_EQ(got.value()->read->record, this->RecordOf("ok"));
+  EXPECT_EQ(got.value()->read->record.status, S::kSuccess);
+  EXPECT_EQ(got.value()->read->result, std::optional<std::string>("[1, 2]"));
+
+  // A result longer than the caller keeps: the record without it.
+  auto short_read = this->life_->WaitAnyFinal({InvocationId("ok")}, 0, 5);
+  ASSERT_TRUE(short_read.ok() && short_read.value() && short_read.value()->read);
+  EXPECT_EQ(short_read.value()->read->record, this->RecordOf("ok"));
+  EXPECT_EQ(short_read.value()->read->result, std::nullopt);
+}
+
+// A wait woken by the finish composite: the id, its record as stored, and the
+// result (none for a failure: an exception is not a result).
+TYPED_TEST(WaitAnyFinalRead, AWokenWaitComesWithTheFinishedRecordAndResult) {
+  const std::string result = "\"" + std::string(100, 'r') + "\"";
+  this->Running("w-ok");
+  auto ok = this->WaitWhileFinishing("w-ok", true, result, 1024);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_TRUE(ok.value().has_value());
+  EXPECT_EQ(ok.value()->id, InvocationId("w-ok"));
+  ASSERT_TRUE(ok.value()->read.has_value());
+  EXPECT_EQ(ok.value()->read->record, this->RecordOf("w-ok"));
+  EXPECT_EQ(ok.value()->read->record.status, S::kSuccess);
+  EXPECT_EQ(ok.value()->read->record.runner_id, std::nullopt);
+  EXPECT_EQ(ok.value()->read->result, std::optional<std::string>(result));
+
+  this->Running("w-short");
+  auto short_read = this->WaitWhileFinishing("w-short", true, result, result.size() - 1);
+  ASSERT_TRUE(short_read.ok() && short_read.value() && short_read.value()->read);
+  EXPECT_EQ(short_read.value()->read->record, this->RecordOf("w-short"));
+  EXPECT_EQ(short_read.value()->read->result, std::nullopt);
+
+  this->Running("w-bad");
+  auto bad = this->WaitWhileFinishing("w-bad", false, "{\"e\": 1}", 1024);
+  ASSERT_TRUE(bad.ok() && bad.value() && bad.value()->read);
+  EXPECT_EQ(bad.value()->id, InvocationId("w-bad"));
+  EXPECT_EQ(bad.value()->read->record, this->RecordOf("w-bad"));
+  EXPECT_EQ(bad.value()->read->record.status, S::kFailed);
+  EXPECT_EQ(bad.value()->read->result, std::nullopt);
+}
+
+// Redis: the wait is one script (its registration) and the BLPOP; the record
+// comes with either, never from a read of its own.
+TYPED_TEST(WaitAnyFinalRoundTrips, TheReadCostsNoScriptOfItsOwn) {
+  this->Running("warm");  // loads the scripts once
+  ASSERT_TRUE(
+      this->life_->FinishSuccess(InvocationId("warm"), "0", kRunner, TaskId("mod.task"), true)
+          .ok());
+  ASSERT_TRUE(this->life_->WaitAnyFinal({InvocationId("warm")}, 0, 1024).ok());
+
+  std::int64_t before = this->Scripts();
+  auto already = this->life_->WaitAnyFinal({InvocationId("warm")}, 0, 1024);
+  ASSERT_TRUE(already.ok() && already.value() && already.value()->read);
+  EXPECT_EQ(this->Scripts() - before, 1);
+  EXPECT_EQ(already.value()->read->result, std::optional<std::string>("0"));
+
+  this->Running("w");
+  std::thread finisher([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(
+        this->life_->FinishSuccess(InvocationId("w"), "\"x\"", kRunner, TaskId("mod.task"), true)
+            .ok());
+  });
+  before = this->Scripts();
+  auto woken = this->life_->WaitAnyFinal({InvocationId("w")}, 5 * kSecond, 1024);
+  const std::int64_t scripts = this->Scripts() - before;
+  finisher.join();
+  ASSERT_TRUE(woken.ok() && woken.value() && woken.value()->read);
+  EXPECT_EQ(scripts, 2) << "the registration and the finish, no read";
+  EXPECT_EQ(woken.value()->read->result, std::optional<std::string>("\"x\""));
+}
+
+// Redis: a note carries a result of at most 16 KiB; a longer one is read by the
+// caller on its own (the record still comes with the note).
+TYPED_TEST(WaitAnyFinalRoundTrips, ANoteLeavesALargeResultOut) {
+  const std::string big = "\"" + std::string(20 * 1024, 'b') + "\"";
+  this->Running("big");
+  std::thread finisher([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(
+        this->life_->FinishSuccess(InvocationId("big"), big, kRunner, TaskId("mod.task"), true)
+            .ok());
+  });
+  auto woken = this->life_->WaitAnyFinal({InvocationId("big")}, 5 * kSecond, 64 * 1024);
+  finisher.join();
+  ASSERT_TRUE(woken.ok() && woken.value() && woken.value()->read);
+  EXPECT_EQ(woken.value()->read->record,
+            this->orch_->GetStatusRecord(InvocationId("big")).value());
+  EXPECT_EQ(woken.value()->read->result, std::nullopt);
+  // Already final, the registration reads it (up to the caller's size).
+  auto again = this->life_->WaitAnyFinal({InvocationId("big")}, 0, 64 * 1024);
+  ASSERT_TRUE(again.ok() && again.value() && again.value()->read);
+  EXPECT_EQ(again.value()->read->result, std::optional<std::string>(big));
+}
+
+// Redis: a status made final by a port change (not the finish composite) wakes
+// the lifecycle's wait with a note that carries no record: the id comes without
+// a read, and the orchestrator's own wait reads the same note.
+TYPED_TEST(WaitAnyFinalRoundTrips, APortChangeWakesWithoutARecord) {
+  for (const bool lifecycle : {true, false}) {
+    const std::string id = lifecycle ? "p-life" : "p-orch";
+    this->Running(id);
+    std::thread changer([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      auto r = this->orch_->TransitionStatus(InvocationId(id), S::kSuccess, kRunner.runner_id);
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+    });
+    if (lifecycle) {
+      auto got = this->life_->WaitAnyFinal({InvocationId(id)}, 5 * kSecond, 1024);
+      changer.join();
+      ASSERT_TRUE(got.ok() && got.value());
+      EXPECT_EQ(got.value()->id, InvocationId(id));
+      EXPECT_FALSE(got.value()->read.has_value());
+    } else {
+      auto got = this->orch_->WaitAnyFinal({InvocationId(id)}, 5 * kSecond);
+      changer.join();
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_EQ(got.value(), std::optional<InvocationId>(InvocationId(id)));
+    }
+  }
+}
+
+TEST(FinalNote, NamesOneOfTheIdsWaitedFor) {
+  using redis_orchestrator::ParseFinalNote;
+  const std::vector<InvocationId> ids{InvocationId("a:b"), InvocationId("abc"),
+                                      InvocationId("12:x")};
+  auto plain = ParseFinalNote("3:abc", ids);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->id, InvocationId("abc"));
+  EXPECT_EQ(plain->extra, "");
+  auto with_record = ParseFinalNote("3:abcsuccess:17:r\"x\"", ids);
+  ASSERT_TRUE(with_record);
+  EXPECT_EQ(with_record->id, InvocationId("abc"));
+  EXPECT_EQ(with_record->extra, "success:17:r\"x\"");
+  auto colon_in_id = ParseFinalNote("3:a:bfailed:5:n", ids);
+  ASSERT_TRUE(colon_in_id);
+  EXPECT_EQ(colon_in_id->id, InvocationId("a:b"));
+  EXPECT_EQ(colon_in_id->extra, "failed:5:n");
+  // An engine before the length prefix pushed the bare id.
+  auto bare = ParseFinalNote("12:x", ids);
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(bare->id, InvocationId("12:x"));
+  EXPECT_EQ(bare->extra, "");
+  EXPECT_FALSE(ParseFinalNote("3:xyz", ids));     // not ours
+  EXPECT_FALSE(ParseFinalNote("99:abc", ids));    // length past the end
+  EXPECT_FALSE(ParseFinalNote("", ids));          // empty
+  EXPECT_FALSE(ParseFinalNote("-3:abc", ids));    // no length
+  EXPECT_FALSE(ParseFinalNote("abcd", ids));      // bare, not ours
+}
+
+}  // namespace
+}  // namespace pynenc_cpp
