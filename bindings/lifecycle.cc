@@ -34,6 +34,12 @@ py::object ResultText(const std::optional<std::string>& result) {
   return py::reinterpret_steal<py::object>(text);
 }
 
+// (invocation_id, status record | None, serialized result | None)
+py::tuple FinalWaitTuple(const FinalWait& w) {
+  if (!w.read) return py::make_tuple(w.id.str(), py::none(), py::none());
+  return py::make_tuple(w.id.str(), RecordTuple(w.read->record), ResultText(w.read->result));
+}
+
 Actor MakeActor(std::optional<std::string> runner_id, std::string runner_context_id) {
   return Actor{std::move(runner_id), std::move(runner_context_id)};
 }
@@ -210,9 +216,7 @@ void InitLifecycle(py::module_& m) {
             std::optional<FinalWait> got =
                 WithoutGil([&] { return l.WaitAnyFinal(ids, timeout_us, max_result_bytes); });
             if (!got) return py::none();
-            if (!got->read) return py::make_tuple(got->id.str(), py::none(), py::none());
-            return py::make_tuple(got->id.str(), RecordTuple(got->read->record),
-                                  ResultText(got->read->result));
+            return FinalWaitTuple(*got);
           },
           py::arg("invocation_ids"), py::arg("timeout_sec"), py::arg("max_result_bytes"),
           "The orchestrator's wait_any_final and read_final of the id it found, in one call\n"

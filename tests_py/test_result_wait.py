@@ -148,8 +148,8 @@ class _CountingLifecycle:
         self.log.append((threading.get_ident(), "read", invocation_id, None))
         return self._inner.read_final(invocation_id, max_result_bytes)
 
-    def wait_any_final(self, ids: list[str], timeout_sec: float, max_result_bytes: int) -> Any:
-        got = self._inner.wait_any_final(ids, timeout_sec, max_result_bytes)
+    def wait_any_final(self, ids: list[str], *args: Any) -> Any:
+        got = self._inner.wait_any_final(ids, *args)
         if got is not None:
             self.log.append((threading.get_ident(), "wait", got[0], got[1]))
         return got

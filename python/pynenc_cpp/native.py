@@ -332,6 +332,7 @@ class CppNativeOrchestrator(CppOrchestrator):
         if lifecycle is None:
             final_id: str | None = self._engine.wait_any_final(list(invocation_ids), timeout_sec)
             return final_id
+        self._final_seen.note = None  # what an earlier wait read is not served after this one
         generation = self.app.state_backend.prefetch_generation()  # before the read
         got = lifecycle.wait_any_final(list(invocation_ids), timeout_sec, _PREFETCH_RESULT_BYTES)
         if got is None:

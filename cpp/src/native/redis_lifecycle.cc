@@ -13,13 +13,13 @@
 // exactly the port's result or error. Every other operation is the port-by-port
 // sequence (one round trip per step).
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "native/port_lifecycle.h"
+#include "native/redis_final_wait.h"
 #include "pynenc_cpp/core/metrics.h"
 #include "redis/redis_broker.h"
 #include "redis/redis_client.h"
@@ -32,9 +32,6 @@ namespace {
 using redis::Script;
 using redis::Value;
 
-// The longest result a final-status note carries (FinishScript): a waiter for a
-// larger one reads it on its own. Each waiter's note holds a copy for at most 60 s.
-constexpr std::size_t kNoteResultBytes = 16 * 1024;
 
 // Shared by the scripts, after the orchestrator's, the state backend's and the
 // broker's fragments (P = ARGV[1]).
@@ -175,36 +172,6 @@ return f
   return s;
 }
 
-// WaitAnyFinal's registration, reading the record of an id already final as
-// ReadFinalScript does. KEYS: the orchestrator's seq. ARGV: P, Ps, token, ttl
-// ms, the SUCCESS status name, the longest result to return, then the ids.
-// Returns {id, st, ts, own|false[, result]} for the first id (in input order)
-// whose status is final, or registers the token in P fw:<id> for every id (kept
-// at least ttl ms) and returns false (as the orchestrator's WaitFinalScript).
-const Script& WaitFinalReadScript() {
-  static const Script s(std::string(redis_orchestrator::LuaCommon()) + R"lua(
-local Ps, token, ttl, success, most = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
-for i = 7, #ARGV do
-  local f = redis.call('HMGET', P .. 'inv:' .. ARGV[i], 'st', 'ts', 'own')
-  if f[1] and FINAL[f[1]] then
-    local out = {ARGV[i], f[1], f[2], f[3]}
-    if f[1] == success and most > 0 then
-      local n = redis.call('HSTRLEN', Ps .. 'results', ARGV[i])
-      if n > 0 and n <= most then out[5] = redis.call('HGET', Ps .. 'results', ARGV[i]) end
-    end
-    return out
-  end
-end
-for i = 7, #ARGV do
-  local fk = P .. 'fw:' .. ARGV[i]
-  redis.call('SADD', fk, token)
-  if redis.call('PTTL', fk) < ttl then redis.call('PEXPIRE', fk, ttl) end
-end
-return false
-)lua");
-  return s;
-}
-
 // Claim, and ClaimAndStart when ARGV[12] is '1' (then the move on to RUNNING
 // follows the move to PENDING, with its own timestamp and history row).
 // ARGV: P, Ps, Pt, id, runner, ts, history pos prefix, history key, history
@@ -331,34 +298,6 @@ Result<std::int64_t> ToInt(const std::string& s) {
   }
 }
 
-// The record a finish composite's note carries after the id: "<st>:<ts>:" then
-// "r" and a SUCCESS result, or "n". nullopt for anything else (a note that carries
-// nothing, or one this engine cannot read: the caller then reads the record).
-std::optional<FinalRead> ParseNoteRecord(const std::string& extra) {
-  const std::size_t c1 = extra.find(':');
-  if (c1 == std::string::npos) return std::nullopt;
-  const std::size_t c2 = extra.find(':', c1 + 1);
-  if (c2 == std::string::npos || c2 + 1 >= extra.size()) return std::nullopt;
-  std::optional<InvocationStatus> st = ParseStatus(extra.substr(0, c1));
-  const std::string ts_text = extra.substr(c1 + 1, c2 - c1 - 1);
-  std::int64_t ts = 0;
-  auto [end, ec] = std::from_chars(ts_text.data(), ts_text.data() + ts_text.size(), ts);
-  if (!st || !IsFinal(*st) || ec != std::errc() || end != ts_text.data() + ts_text.size() ||
-      ts_text.empty()) {
-    return std::nullopt;
-  }
-  FinalRead out;
-  out.record.status = *st;
-  out.record.timestamp_us = ts;
-  const char kind = extra[c2 + 1];
-  if (kind == 'r' && *st == InvocationStatus::kSuccess) {
-    out.result = extra.substr(c2 + 2);
-  } else if (kind != 'n' || c2 + 2 != extra.size()) {
-    return std::nullopt;
-  }
-  return out;
-}
-
 class RedisLifecycle final : public PortLifecycle {
  public:
   RedisLifecycle(LifecycleParts parts, TriggerContextNames names,
@@ -453,20 +392,10 @@ class RedisLifecycle final : public PortLifecycle {
     if (ids.empty()) {
       return Status::InvalidArgument("WaitAnyFinal needs at least one invocation id");
     }
-    const std::string most = std::to_string(max_result_bytes);
     Result<std::optional<redis_orchestrator::FinalWake>> wake = redis_orchestrator::WaitFinal(
         *client_, po_, ids, timeout_us,
-        [&](const std::string& token, std::int64_t ttl_ms) -> Result<Value> {
-          std::vector<std::string> args{po_,
-                                        ps_,
-                                        token,
-                                        std::to_string(ttl_ms),
-                                        std::string(StatusName(InvocationStatus::kSuccess)),
-                                        most};
-          for (const InvocationId& id : ids) args.push_back(id.str());
-          Result<Value> r = client_->Eval(WaitFinalReadScript(), {po_ + "seq"}, args);
-          if (r.ok() && r.value().is_error()) return ReplyError(r.value(), "wait for a final status");
-          return r;
+        [&](const std::string& fresh, std::int64_t ttl_ms) {
+          return RegisterFinalWait(*client_, po_, ps_, ids, fresh, ttl_ms, max_result_bytes);
         });
     if (!wake.ok()) return wake.status();
     if (!wake.value()) return std::optional<FinalWait>();
@@ -478,26 +407,9 @@ class RedisLifecycle final : public PortLifecycle {
       }
       return std::optional<FinalWait>(std::move(out));
     }
-    // {id, st, ts, own|nil[, result]}: an id already final.
-    const Value& v = w.registered;
-    if (v.type != Value::Type::kArray || v.elements.size() < 4 ||
-        v.elements[0].type != Value::Type::kString) {
-      return Status::BackendFailure("redis wait for a final status: bad reply");
-    }
-    FinalWait out{InvocationId(v.elements[0].str), std::nullopt};
-    std::optional<InvocationStatus> st = ParseStatus(v.elements[1].str);
-    Result<std::int64_t> ts = ToInt(v.elements[2].str);
-    if (st && ts.ok()) {  // else no read: the caller's own read reports the damage
-      FinalRead read;
-      read.record.status = *st;
-      read.record.timestamp_us = ts.value();
-      if (v.elements[3].type == Value::Type::kString) read.record.runner_id = v.elements[3].str;
-      if (v.elements.size() > 4 && v.elements[4].type == Value::Type::kString) {
-        read.result = v.elements[4].str;
-      }
-      out.read = std::move(read);
-    }
-    return std::optional<FinalWait>(std::move(out));
+    Result<FinalWait> already = AlreadyFinal(w.registered);
+    if (!already.ok()) return already.status();
+    return std::optional<FinalWait>(std::move(already).value());
   }
 
   Result<ChangeOutcome> RegisterAndRoute(const std::vector<NewRoutedInvocation>& batch,

@@ -52,6 +52,24 @@ std::string GlobEscape(const std::string& s) {
   return out;
 }
 
+// A fresh waiter token (32 hex digits), unique across threads and processes.
+std::string NewWaitToken() {
+  // A forked child inherits this thread's generator state, so it is reseeded in
+  // each new process.
+  static thread_local std::mt19937_64 rng;
+  static thread_local long rng_pid = 0;
+  if (rng_pid != getpid()) {
+    rng_pid = getpid();
+    std::random_device rd;
+    rng.seed((static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
+             (static_cast<std::uint64_t>(rng_pid) << 16));
+  }
+  char token[40];
+  std::snprintf(token, sizeof token, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng()));
+  return token;
+}
+
 }  // namespace
 
 Status ReplyError(const Value& v, const std::string& what) {
@@ -119,24 +137,12 @@ Result<std::optional<FinalWake>> WaitFinal(redis::Client& client, const std::str
   constexpr std::int64_t kMaxBlockMs = 10'000;
   const auto deadline =
       Clock::now() + std::chrono::microseconds(std::clamp<TimestampUs>(timeout_us, 0, kMaxWaitUs));
-  // Tokens must be unique across processes: a forked child inherits this
-  // thread's generator state, so it is reseeded in each new process.
-  static thread_local std::mt19937_64 rng;
-  static thread_local long rng_pid = 0;
-  if (rng_pid != getpid()) {
-    rng_pid = getpid();
-    std::random_device rd;
-    rng.seed((static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
-             (static_cast<std::uint64_t>(rng_pid) << 16));
-  }
   while (true) {
     const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              deadline - Clock::now())
                              .count();
     const std::int64_t block_ms = std::clamp<std::int64_t>(left_ms, 0, kMaxBlockMs);
-    char token[40];
-    std::snprintf(token, sizeof token, "%016llx%016llx", static_cast<unsigned long long>(rng()),
-                  static_cast<unsigned long long>(rng()));
+    const std::string token = NewWaitToken();
     Result<Value> got_reg = reg(token, block_ms + 1000);
     if (!got_reg.ok()) return got_reg.status();
     if (!got_reg.value().is_nil()) {
