@@ -207,6 +207,20 @@ def test_a_wait_with_its_record_serves_one_read_only(
         assert orchestrator.wait_any_final([a.invocation_id], 5.0) == a.invocation_id  # type: ignore[attr-defined]
         orchestrator.get_invocation_status_record(b.invocation_id)  # another id: dropped
         assert orchestrator._final_seen.note is None  # type: ignore[attr-defined]
+        # A purge begun after the wait, or time passed: the read goes to the engine.
+        lifecycle = orchestrator._lifecycle()  # type: ignore[attr-defined]
+        counting = _CountingLifecycle(lifecycle)
+        orchestrator._lifecycle = lambda: counting  # type: ignore[attr-defined]
+        for stale in ("purge", "time"):
+            assert orchestrator.wait_any_final([a.invocation_id], 5.0) == a.invocation_id  # type: ignore[attr-defined]
+            note = orchestrator._final_seen.note  # type: ignore[attr-defined]
+            if stale == "purge":
+                app.state_backend._purges += 1  # type: ignore[attr-defined]
+            else:
+                orchestrator._final_seen.note = (*note[:4], note[4] - 2.0)  # type: ignore[attr-defined]
+            before = len(counting.log)
+            assert orchestrator.get_invocation_status_record(a.invocation_id) == stored
+            assert [e[1:3] for e in counting.log[before:]] == [("read", a.invocation_id)]
 
 
 def test_lifecycle_wait_any_final_binding_rejects_bad_input(

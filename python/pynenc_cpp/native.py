@@ -42,6 +42,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -78,7 +79,12 @@ from pynenc_cpp.orchestrator import (
     UnregisteredInvocationTransitionError,
     _record,
 )
-from pynenc_cpp.state_backend import CppStateBackend, _dtos, _invocation_record
+from pynenc_cpp.state_backend import (
+    _PREFETCH_TTL_SEC,
+    CppStateBackend,
+    _dtos,
+    _invocation_record,
+)
 from pynenc_cpp.trigger import CppTrigger, _context_type_name
 
 if TYPE_CHECKING:
@@ -116,9 +122,10 @@ class CppNativeOrchestrator(CppOrchestrator):
         self._started = threading.local()
         # Routes (queue, priority) that passed ``_validate_route`` (a bounded cache).
         self._valid_routes: set[tuple[str, float]] = set()
-        # Per thread: (invocation id, raw status record, result | None, purge generation)
-        # that ``wait_any_final`` read with the final status it waited for, served to
-        # this thread's next status read (``get_invocation_status_record``) of that id.
+        # Per thread: (invocation id, raw status record, result | None, purge generation,
+        # monotonic time) that ``wait_any_final`` read with the final status it waited
+        # for, served to this thread's next status read (``get_invocation_status_record``)
+        # of that id within ``_PREFETCH_TTL_SEC`` and before any purge.
         self._final_seen = threading.local()
 
     # ---- plumbing ------------------------------------------------------------
@@ -326,7 +333,8 @@ class CppNativeOrchestrator(CppOrchestrator):
         trips: the note that wakes the waiter carries them), and this thread's next
         status read of that id is served from it: the read pynenc's
         ``invocation.result`` makes after a wait costs nothing. A final status never
-        changes; any other status read on this thread drops what was kept.
+        changes; any other status read on this thread drops what was kept, and so do
+        a purge and ``_PREFETCH_TTL_SEC``.
         """
         lifecycle = self._lifecycle()
         if lifecycle is None:
@@ -338,7 +346,8 @@ class CppNativeOrchestrator(CppOrchestrator):
         if got is None:
             return None
         final_id, raw, result = got
-        self._final_seen.note = None if raw is None else (final_id, raw, result, generation)
+        if raw is not None:
+            self._final_seen.note = (final_id, raw, result, generation, time.monotonic())
         return final_id
 
     def get_invocation_status_record(self, invocation_id: InvocationId) -> InvocationStatusRecord:
@@ -358,10 +367,15 @@ class CppNativeOrchestrator(CppOrchestrator):
         seen = getattr(self._final_seen, "note", None)
         if seen is not None:
             self._final_seen.note = None  # served once, and only to the very next read
-            if seen[0] == invocation_id:
-                if seen[2] is not None:
-                    state_backend.remember_result(invocation_id, seen[2], seen[3])
-                return _record(seen[1])
+            note_id, raw, result, generation, at = seen
+            if (
+                note_id == invocation_id
+                and generation == state_backend.prefetch_generation()
+                and time.monotonic() - at <= _PREFETCH_TTL_SEC
+            ):
+                if result is not None:
+                    state_backend.remember_result(invocation_id, result, generation)
+                return _record(raw)
         generation = state_backend.prefetch_generation()  # before the read: a purge may follow
         raw, result = self._retried(
             lambda: lifecycle.read_final(invocation_id, _PREFETCH_RESULT_BYTES),
