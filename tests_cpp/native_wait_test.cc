@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lifecycle_fixture.h"
+#include "native/redis_final_wait.h"
 #include "redis/redis_orchestrator_impl.h"
 
 namespace pynenc_cpp {
@@ -227,6 +228,30 @@ TEST(FinalNote, NamesOneOfTheIdsWaitedFor) {
   EXPECT_FALSE(ParseFinalNote("", ids));          // empty
   EXPECT_FALSE(ParseFinalNote("-3:abc", ids));    // no length
   EXPECT_FALSE(ParseFinalNote("abcd", ids));      // bare, not ours
+}
+
+// The record a finish script's note carries after the id.
+TEST(FinalNote, CarriesTheFinalRecordAndASmallResult) {
+  using native::ParseNoteRecord;
+  auto ok = ParseNoteRecord("success:17:r\"a:b\"");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->record.status, InvocationStatus::kSuccess);
+  EXPECT_EQ(ok->record.timestamp_us, 17);
+  EXPECT_EQ(ok->record.runner_id, std::nullopt);
+  EXPECT_EQ(ok->result, std::optional<std::string>("\"a:b\""));
+  auto failed = ParseNoteRecord("failed:-5:n");
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->record.status, InvocationStatus::kFailed);
+  EXPECT_EQ(failed->record.timestamp_us, -5);
+  EXPECT_EQ(failed->result, std::nullopt);
+  auto left_out = ParseNoteRecord("success:9:n");  // a result too long for a note
+  ASSERT_TRUE(left_out);
+  EXPECT_EQ(left_out->result, std::nullopt);
+  for (const char* bad : {"", "success", "success:17", "success:17:", "success::n",
+                          "success:1x:n", "success:17:x", "success:17:nx", "failed:17:rR",
+                          "running:17:n", "nonsense:17:n"}) {
+    EXPECT_FALSE(ParseNoteRecord(bad)) << bad;
+  }
 }
 
 }  // namespace

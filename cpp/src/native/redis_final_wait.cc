@@ -107,17 +107,13 @@ std::optional<FinalRead> ParseNoteRecord(const std::string& extra) {
   if (c1 == std::string::npos) return std::nullopt;
   const std::size_t c2 = extra.find(':', c1 + 1);
   if (c2 == std::string::npos || c2 + 1 >= extra.size()) return std::nullopt;
-  std::optional<InvocationStatus> st = ParseStatus(extra.substr(0, c1));
-  const std::string ts_text = extra.substr(c1 + 1, c2 - c1 - 1);
-  std::int64_t ts = 0;
-  auto [end, ec] = std::from_chars(ts_text.data(), ts_text.data() + ts_text.size(), ts);
-  if (!st || !IsFinal(*st) || ec != std::errc() || end != ts_text.data() + ts_text.size() ||
-      ts_text.empty()) {
-    return std::nullopt;
-  }
+  const std::string_view text(extra);
+  std::optional<InvocationStatus> st = ParseStatus(text.substr(0, c1));
+  std::optional<std::int64_t> ts = ParseTs(text.substr(c1 + 1, c2 - c1 - 1));
+  if (!st || !IsFinal(*st) || !ts) return std::nullopt;
   FinalRead out;
   out.record.status = *st;
-  out.record.timestamp_us = ts;
+  out.record.timestamp_us = *ts;
   const char kind = extra[c2 + 1];
   if (kind == 'r' && *st == InvocationStatus::kSuccess) {
     out.result = extra.substr(c2 + 2);
@@ -126,6 +122,5 @@ std::optional<FinalRead> ParseNoteRecord(const std::string& extra) {
   }
   return out;
 }
-
 
 }  // namespace pynenc_cpp::native
