@@ -206,23 +206,22 @@ TEST(FinalNote, NamesOneOfTheIdsWaitedFor) {
   using redis_orchestrator::ParseFinalNote;
   const std::vector<InvocationId> ids{InvocationId("a:b"), InvocationId("abc"),
                                       InvocationId("12:x")};
-  auto plain = ParseFinalNote("3:abc", ids);
-  ASSERT_TRUE(plain);
-  EXPECT_EQ(plain->id, InvocationId("abc"));
-  EXPECT_EQ(plain->extra, "");
-  auto with_record = ParseFinalNote("3:abcsuccess:17:r\"x\"", ids);
-  ASSERT_TRUE(with_record);
-  EXPECT_EQ(with_record->id, InvocationId("abc"));
-  EXPECT_EQ(with_record->extra, "success:17:r\"x\"");
-  auto colon_in_id = ParseFinalNote("3:a:bfailed:5:n", ids);
-  ASSERT_TRUE(colon_in_id);
-  EXPECT_EQ(colon_in_id->id, InvocationId("a:b"));
-  EXPECT_EQ(colon_in_id->extra, "failed:5:n");
-  // An engine before the length prefix pushed the bare id.
-  auto bare = ParseFinalNote("12:x", ids);
-  ASSERT_TRUE(bare);
-  EXPECT_EQ(bare->id, InvocationId("12:x"));
-  EXPECT_EQ(bare->extra, "");
+  struct Case {
+    const char* note;
+    const char* id;
+    const char* extra;
+  };
+  for (const Case& c : {
+           Case{"3:abc", "abc", ""},
+           Case{"3:abcsuccess:17:r\"x\"", "abc", "success:17:r\"x\""},
+           Case{"3:a:bfailed:5:n", "a:b", "failed:5:n"},  // a colon in the id
+           Case{"12:x", "12:x", ""},  // an engine before the length prefix: the bare id
+       }) {
+    auto got = ParseFinalNote(c.note, ids);
+    ASSERT_TRUE(got) << c.note;
+    EXPECT_EQ(got->id, InvocationId(c.id)) << c.note;
+    EXPECT_EQ(got->extra, c.extra) << c.note;
+  }
   EXPECT_FALSE(ParseFinalNote("3:xyz", ids));     // not ours
   EXPECT_FALSE(ParseFinalNote("99:abc", ids));    // length past the end
   EXPECT_FALSE(ParseFinalNote("", ids));          // empty
