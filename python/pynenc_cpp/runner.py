@@ -520,7 +520,13 @@ class CppRunner(BaseRunner):
         try:
             if invocation is None:
                 return
-            invocation.run(self.runner_context)
+            # A native orchestrator runs it with less Python between the steps of
+            # pynenc's ``DistributedInvocation.run`` (same steps and outcomes).
+            run_invocation = getattr(self.app.orchestrator, "run_invocation", None)
+            if run_invocation is not None:
+                run_invocation(invocation, self.runner_context)
+            else:
+                invocation.run(self.runner_context)
         except _WorkerInterrupted:
             return  # timed out or killed: its status was set by whoever interrupted it
         except Exception as exc:
