@@ -226,6 +226,31 @@ def test_submit_inside_an_invocation_keeps_parent_and_workflow(
     assert [h.status_record.status for h in history] == [S.REGISTERED]
 
 
+def test_a_claim_builds_the_invocation_get_invocation_builds(app: Pynenc) -> None:
+    """The claim's invocation (built from the claimed record without pynenc's DTOs)
+    is the state backend's ``get_invocation``: class, ids, workflow, call."""
+    parent = root_flow(1)
+    previous = context.swap_dist_invocation_context(app.app_id, parent)
+    try:
+        submitted = [add(3, 4), root_flow(2)]
+    finally:
+        context.swap_dist_invocation_context(app.app_id, previous)
+    submitted = [parent, *submitted]
+    for inv in submitted:
+        claimed = app.orchestrator.claim_for_run(app.broker.retrieve_invocation(), ctx("a"))
+        assert claimed is not None and claimed.invocation_id == inv.invocation_id
+        stored = app.state_backend.get_invocation(inv.invocation_id)
+        assert type(claimed) is type(stored) is type(inv)
+        for field in ("invocation_id", "parent_invocation_id", "parent_event_id", "workflow"):
+            assert getattr(claimed, field) == getattr(stored, field) == getattr(inv, field), field
+        assert claimed.call.call_id == stored.call.call_id == inv.call.call_id
+        assert claimed.call.serialized_arguments == stored.call.serialized_arguments
+        assert claimed.call.arguments.kwargs == inv.call.arguments.kwargs
+        assert claimed.task.task_id == inv.task.task_id
+    assert submitted[1].parent_invocation_id == parent.invocation_id  # not trivially None
+    assert submitted[2].workflow is not None and submitted[2].workflow != parent.workflow
+
+
 def test_route_calls_stores_each_invocation_once(
     app: Pynenc, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -52,6 +52,7 @@ from pynenc import context, exceptions
 from pynenc.call import LazyCall
 from pynenc.conf.config_broker import validate_priority
 from pynenc.conf.config_task import ConcurrencyControlType
+from pynenc.identifiers.invocation_id import InvocationId
 from pynenc.invocation import dist_invocation
 from pynenc.invocation.dist_invocation import (
     DistributedInvocation,
@@ -61,6 +62,7 @@ from pynenc.invocation.dist_invocation import (
 from pynenc.invocation.status import InvocationStatus, InvocationStatusRecord
 from pynenc.runner.base_runner import ExternalRunner
 from pynenc.runner.runner_context import RunnerContext
+from pynenc.task import Task
 from pynenc.trigger.conditions import ExceptionContext, ResultContext, StatusContext
 from pynenc.util.asyncio_helper import run_task_sync
 from pynenc.workflow.workflow_exceptions import WorkflowPauseError
@@ -85,15 +87,16 @@ from pynenc_cpp.orchestrator import (
 from pynenc_cpp.state_backend import (
     _PREFETCH_TTL_SEC,
     CppStateBackend,
-    _dtos,
+    _arguments_from_json,
+    _call_id,
     _invocation_record,
+    _record_workflow,
 )
 from pynenc_cpp.trigger import CppTrigger, _context_type_name
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
     from pynenc.call import Call, PreSerializedCall
-    from pynenc.identifiers.invocation_id import InvocationId
     from pynenc.types import Params, Result
 
 #: pynenc's own ``DistributedInvocation.run`` (pynenc 0.4.0), which
@@ -240,9 +243,31 @@ class CppNativeOrchestrator(CppOrchestrator):
         )
 
     def _invocation(self, record: dict[str, Any]) -> DistributedInvocation:
-        """The invocation for a state-backend record, as ``get_invocation`` builds it."""
-        inv_dto, call_dto = _dtos(record)
-        return DistributedInvocation.from_dto(inv_dto, call=LazyCall.from_dto(self.app, call_dto))
+        """The invocation for a state-backend record, as ``get_invocation`` builds it
+        (pynenc 0.4.0's ``LazyCall.from_dto`` and ``DistributedInvocation.from_dto`` of
+        ``_dtos(record)``: same class, call, ids and workflow), without the two DTOs
+        in between (every claim builds one)."""
+        call_id = _call_id(record)
+        call: LazyCall[Any, Any] = LazyCall(
+            task=Task.from_id(self.app, call_id.task_id),
+            _serialized_arguments=_arguments_from_json(str(record["serialized_arguments"])),
+            _call_id=call_id,
+        )
+        workflow = _record_workflow(record)
+        cls: type[DistributedInvocation] = TaskInvocation
+        if call.task.is_workflow_root_task:
+            if workflow is None:
+                raise ValueError("WorkflowInvocation requires a workflow identity")
+            cls = WorkflowInvocation
+        parent_id = record["parent_invocation_id"]
+        return cls(
+            call=call,
+            invocation_id=InvocationId(str(record["invocation_id"])),
+            parent_invocation_id=InvocationId(parent_id) if parent_id else None,
+            workflow=workflow,
+            stored_in_backend=True,
+            parent_event_id=record["parent_event_id"] or None,
+        )
 
     def _after_change(
         self, invocation_id: InvocationId, status: InvocationStatus, watched: bool

@@ -124,25 +124,11 @@ def _call_id(record: dict[str, str | None]) -> CallId:
 def _dtos(record: dict[str, str | None]) -> tuple[InvocationDTO, CallDTO]:
     """Inverse of ``_invocation_record``, rebuilt as sqlite_state_backend does."""
     call_id = _call_id(record)
-    wf_id, wf_type, wf_parent = (
-        record["workflow_id"],
-        record["workflow_type"],
-        record["parent_workflow_id"],
-    )
-    workflow = (
-        WorkflowIdentity(
-            workflow_id=InvocationId(wf_id),
-            workflow_type=_task_id(wf_type),
-            parent_workflow_id=InvocationId(wf_parent) if wf_parent else None,
-        )
-        if wf_id and wf_type
-        else None
-    )
     parent_id = record["parent_invocation_id"]
     inv_dto = InvocationDTO(
         invocation_id=InvocationId(str(record["invocation_id"])),
         call_id=call_id,
-        workflow=workflow,
+        workflow=_record_workflow(record),
         parent_invocation_id=InvocationId(parent_id) if parent_id else None,
         parent_event_id=record["parent_event_id"] or None,
     )
@@ -151,6 +137,22 @@ def _dtos(record: dict[str, str | None]) -> tuple[InvocationDTO, CallDTO]:
         serialized_arguments=_arguments_from_json(str(record["serialized_arguments"])),
     )
     return inv_dto, call_dto
+
+
+def _record_workflow(record: dict[str, str | None]) -> WorkflowIdentity | None:
+    """The record's workflow identity (None when it has none)."""
+    wf_id, wf_type, wf_parent = (
+        record["workflow_id"],
+        record["workflow_type"],
+        record["parent_workflow_id"],
+    )
+    if not (wf_id and wf_type):
+        return None
+    return WorkflowIdentity(
+        workflow_id=InvocationId(wf_id),
+        workflow_type=_task_id(wf_type),
+        parent_workflow_id=InvocationId(wf_parent) if wf_parent else None,
+    )
 
 
 def _workflow_identity(run: tuple[str, str, str | None]) -> WorkflowIdentity:
