@@ -283,6 +283,36 @@ def test_a_patched_run_is_what_runs(app: Pynenc, monkeypatch: pytest.MonkeyPatch
     assert calls[-1] == inv.invocation_id and _result(app, inv) == 8
 
 
+def test_a_patched_concurrency_check_is_asked_even_for_a_free_task(
+    app: Pynenc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pynenc's own check is skipped for a task that runs freely (it would say yes at
+    once); a replaced one is asked, and its no is what pynenc's run does with it:
+    rerouted, then the RUNNING step refused (a warning, nothing raised). A claim does
+    not start the task while such a check is in place (it could not be rerouted
+    from RUNNING)."""
+    _warm(app, add, 0, 0)
+    assert app.orchestrator.take_for_runner(RUNNER) is not None  # type: ignore[attr-defined]
+    seen = {}
+    for side in SIDES:
+        asked: list[str] = []
+
+        def refuse(invocation: DistributedInvocation, asked: list[str] = asked) -> bool:
+            asked.append(invocation.invocation_id)
+            return False
+
+        monkeypatch.setattr(app.orchestrator, "is_authorize_to_run_by_concurrency_control", refuse)
+        # No claim-and-start while the check may refuse: PENDING, as pynenc claims.
+        assert app.orchestrator.take_for_runner(RUNNER) is None  # type: ignore[attr-defined]
+        inv = add(6, 6)
+        outcome, _ = _claim_and_run(app, inv, side)
+        monkeypatch.undo()
+        seen[side] = (outcome, asked == [inv.invocation_id], _statuses(app, inv)[-1])
+        _claim_and_run(app, inv, "pynenc")  # the rerouted one, run to the end
+        assert _result(app, inv) == 12
+    assert seen["lean"] == seen["pynenc"] == (None, True, S.REROUTED)
+
+
 #: sha256 of pynenc 0.4.0's ``DistributedInvocation.run`` source, which
 #: ``run_invocation`` follows step by step.
 PYNENC_RUN_SHA256 = "f17fa9a0dbbadd35863392025d97ded18aa26ff2f78cb819aeef3cabcbbf84c7"

@@ -21,7 +21,8 @@ get_invocation_status_record         status record + (SUCCESS) result, kept for 
 ``claim_for_run(..., start=True)`` (what ``CppRunner`` asks) also makes the first
 storage step of pynenc's ``DistributedInvocation.run``, the move to RUNNING, in the
 claim's own engine call, for a task that runs freely (the only kind the claim moves
-by itself). ``run`` still calls ``set_invocation_status(RUNNING)``; on the same
+by itself), while the run-time concurrency check is pynenc's own (which always
+authorizes such a task). ``run`` still calls ``set_invocation_status(RUNNING)``; on the same
 thread, for that invocation, the call then does only what is left of it: the log
 line and the trigger report.
 
@@ -60,6 +61,7 @@ from pynenc.invocation.dist_invocation import (
     WorkflowInvocation,
 )
 from pynenc.invocation.status import InvocationStatus, InvocationStatusRecord
+from pynenc.orchestrator.base_orchestrator import BaseOrchestrator
 from pynenc.runner.base_runner import ExternalRunner
 from pynenc.runner.runner_context import RunnerContext
 from pynenc.task import Task
@@ -103,6 +105,9 @@ if TYPE_CHECKING:
 #: ``CppNativeOrchestrator.run_invocation`` follows step by step; an invocation whose
 #: class runs otherwise (or a patched ``run``) is run by its own ``run``.
 _PYNENC_RUN = DistributedInvocation.run
+#: pynenc's run-time concurrency check, which returns True at once for a task that
+#: runs freely (``run_invocation`` calls any other, or a patched, check always).
+_PYNENC_AUTHORIZE = BaseOrchestrator.is_authorize_to_run_by_concurrency_control
 
 #: The largest result read together with its SUCCESS status (a larger one is read
 #: on its own when asked for).
@@ -732,10 +737,18 @@ class CppNativeOrchestrator(CppOrchestrator):
         id), the context stored; None in mixed mode. The runner then hands each
         outcome to ``claimed_for_run``."""
         lifecycle = self._lifecycle()
-        if lifecycle is None:
+        if lifecycle is None or not self._claims_may_start():
             return None
         runner_id, ctx_id = self._actor(runner_ctx)
         return lifecycle, self.app.broker._engine, runner_id, ctx_id
+
+    def _claims_may_start(self) -> bool:
+        """Whether a claim may also make the run's RUNNING step (``start``): only while
+        the run-time concurrency check is pynenc's own, which always authorizes a task
+        that runs freely (the only kind a claim starts). An overridden or patched
+        check may refuse, and pynenc's ``run`` then reroutes the PENDING invocation."""
+        authorize = self.is_authorize_to_run_by_concurrency_control
+        return getattr(authorize, "__func__", None) is _PYNENC_AUTHORIZE
 
     def claimed_for_run(
         self,
@@ -782,6 +795,7 @@ class CppNativeOrchestrator(CppOrchestrator):
         if lifecycle is None:
             invocation = self._claim_mixed(invocation_id, runner_ctx, to_reroute)
         else:
+            start = start and self._claims_may_start()
             invocation = self._claim(lifecycle, invocation_id, runner_ctx, to_reroute, start)
         if to_reroute:
             self.reroute_invocations(to_reroute, runner_ctx)
@@ -803,8 +817,9 @@ class CppNativeOrchestrator(CppOrchestrator):
 
         The steps, their order, the status changes, log lines, trigger reports and
         errors raised are those of pynenc's ``DistributedInvocation.run``; what is
-        left out is only repeated work: the concurrency-control check's calls for a
-        task that runs freely (pynenc's check returns True at once for it), the
+        left out is only repeated work: pynenc's concurrency-control check for a
+        task that runs freely (it returns True at once for it; an overridden or
+        patched check is always called), the
         asyncio check of the task function (made once per function), and the
         lookups of the app's components between the steps. Every step goes through
         this orchestrator's own methods, as in ``run`` (a wrapped or patched
@@ -830,9 +845,9 @@ class CppNativeOrchestrator(CppOrchestrator):
         task = invocation.task
         try:
             if (
-                task.conf.running_concurrency != ConcurrencyControlType.DISABLED
-                and not self.is_authorize_to_run_by_concurrency_control(invocation)
-            ):
+                not self._claims_may_start()
+                or task.conf.running_concurrency != ConcurrencyControlType.DISABLED
+            ) and not self.is_authorize_to_run_by_concurrency_control(invocation):
                 self.reroute_invocations({invocation_id}, runner_ctx)
             self.set_invocation_status(invocation_id, InvocationStatus.RUNNING, runner_ctx)
             invocation._register_workflow_run()
