@@ -12,7 +12,9 @@ SQLite file). Measured over the burst only (after a warm-up):
   connection counts the commands clients send (a script call is one) apart from
   the commands scripts run inside Redis.
 * **CPU per task** of the client, the runner and redis-server, same burst (psutil:
-  user + system time over the burst, divided by N): what a 2-core machine pays.
+  user + system time over the burst, divided by N): what a 2-core machine pays;
+  on Redis again in a burst with no MONITOR (which makes redis-server format and
+  send every command it runs, several times its own work).
 * **GIL acquisitions per task** in each process, same burst:
   ``_core.gil_handovers()`` before and after (engine calls that released the GIL
   and took it back, and engine threads that took it to run Python).
@@ -180,8 +182,9 @@ class _Monitor:
 
 
 def burst(args: argparse.Namespace, how: str, out_dir: Path) -> dict[str, Any]:
-    """One burst in fresh processes; ``how``: "count" (MONITOR, no sampler), "py-spy"
-    or "perf" (samplers attached to the processes over the burst only)."""
+    """One burst in fresh processes; ``how``: "count" (MONITOR, no sampler), "plain"
+    (neither), "py-spy" or "perf" (samplers attached to the processes over the burst
+    only)."""
     tmp = Path(tempfile.mkdtemp(prefix="profile-burst-"))
     redis = start_redis(tmp / "redis")
     cfg = {
@@ -352,9 +355,18 @@ def main(argv: list[str] | None = None) -> int:
     ]
     cpu = counted.get("cpu_us_per_task", {})
     report.append(
-        "CPU per task (user + system, unsampled burst): "
+        "CPU per task (user + system, unsampled burst"
+        + (", MONITOR attached" if args.stack == "cpp-redis" else "")
+        + "): "
         + ", ".join(f"{k} {v:.0f} us" for k, v in cpu.items())
     )
+    if args.stack == "cpp-redis":  # MONITOR makes redis-server format every command
+        plain = burst(args, "plain", out_dir)
+        report.append(
+            f"plain burst (no MONITOR, no sampler): submit {plain.get('submit_per_s', 0):,.0f}/s, "
+            f"done {plain.get('done_per_s', 0):,.0f}/s; CPU per task: "
+            + ", ".join(f"{k} {v:.0f} us" for k, v in plain.get("cpu_us_per_task", {}).items())
+        )
     if "client_commands" in counted:
         report.append(
             "redis round trips per task, both processes: "
