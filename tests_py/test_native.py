@@ -11,9 +11,11 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pynenc import Pynenc, PynencBuilder, context
+from pynenc.call import LazyCall
 from pynenc.exceptions import (
     ConfigError,
     InvocationStatusOwnershipError,
@@ -247,8 +249,25 @@ def test_a_claim_builds_the_invocation_get_invocation_builds(app: Pynenc) -> Non
         assert claimed.call.serialized_arguments == stored.call.serialized_arguments
         assert claimed.call.arguments.kwargs == inv.call.arguments.kwargs
         assert claimed.task.task_id == inv.task.task_id
+        assert type(claimed.call) is type(stored.call) is LazyCall
     assert submitted[1].parent_invocation_id == parent.invocation_id  # not trivially None
     assert submitted[2].workflow is not None and submitted[2].workflow != parent.workflow
+
+
+def test_a_claim_uses_a_patched_from_dto(app: Pynenc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The claim builds the invocation as pynenc's ``from_dto`` would; a patched one
+    is called instead."""
+    built: list[str] = []
+    original = DistributedInvocation.from_dto.__func__  # type: ignore[attr-defined]
+
+    def spy(cls: type, dto: Any, call: Any) -> DistributedInvocation:
+        built.append(dto.invocation_id)
+        return original(cls, dto, call)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(DistributedInvocation, "from_dto", classmethod(spy))
+    inv = add(1, 1)
+    claimed = app.orchestrator.claim_for_run(app.broker.retrieve_invocation(), ctx("a"))
+    assert claimed is not None and built == [inv.invocation_id]
 
 
 def test_route_calls_stores_each_invocation_once(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pynenc import Pynenc, PynencBuilder
+from pynenc import Pynenc, PynencBuilder, context
 from pynenc.conf.config_task import ConcurrencyControlType
 from pynenc.invocation import DistributedInvocation, InvocationStatus
 from pynenc.runner.runner_context import RunnerContext
@@ -67,7 +67,12 @@ def watched(x: int) -> int:
     return x
 
 
-TASKS = (add, add_async, boom, flaky, one_at_a_time, parent, watched)
+@_task_app.task
+def takes_func(func: int) -> int:
+    return func  # pynenc's run_task_sync(func, **kwargs) never gets here: a TypeError
+
+
+TASKS = (add, add_async, boom, flaky, one_at_a_time, parent, watched, takes_func)
 
 
 @pytest.fixture(params=["mem", "sqlite", "redis"])
@@ -162,52 +167,60 @@ def _run_scenario(
 def _warm(app: Pynenc, task: Any, *args: Any) -> None:
     """One run first: a task's first claim checks its concurrency control (PENDING
     only); later claims of a task that runs freely start it (RUNNING). What that run
-    submitted is run too, so the broker is empty after."""
+    submitted (or routed again) is run too, so the broker is empty after."""
     _claim_and_run(app, task(*args), "pynenc")
     while app.broker.count_invocations():
         claimed = app.orchestrator.claim_for_run(  # type: ignore[attr-defined]
             app.broker.retrieve_invocation(), RUNNER, start=True
         )
         assert claimed is not None
-        claimed.run(RUNNER)
+        try:
+            claimed.run(RUNNER)
+        except Exception:
+            pass  # stored as the invocation's outcome; only an empty broker matters here
 
 
-SCENARIOS: dict[str, tuple[Callable[[], Any], dict[str, Any]]] = {
-    "success": (
-        lambda: add(1, 2),
-        {"final": S.SUCCESS, "result": 3, "outcomes": [None], "retries": 0},
-    ),
-    "coroutine task": (
-        lambda: add_async(2, 3),
-        {"final": S.SUCCESS, "result": 5, "outcomes": [None], "retries": 0},
-    ),
+#: name: (task, its arguments, what both sides must leave)
+SCENARIOS: dict[str, tuple[Any, tuple[Any, ...], dict[str, Any]]] = {
+    "success": (add, (1, 2), {"final": S.SUCCESS, "result": 3, "outcomes": [None]}),
+    "coroutine task": (add_async, (2, 3), {"final": S.SUCCESS, "result": 5, "outcomes": [None]}),
     "exception": (
-        lambda: boom(1),
-        {"final": S.FAILED, "result": ValueError, "outcomes": [ValueError], "retries": 0},
+        boom,
+        (1,),
+        {"final": S.FAILED, "result": ValueError, "outcomes": [ValueError]},
     ),
     "retry, then max retries": (
-        lambda: flaky(1),
+        flaky,
+        (1,),
         # first run: RETRY and routed again (nothing raised); second: FAILED, raised
         {"final": S.FAILED, "result": KeyError, "outcomes": [None, KeyError], "retries": 1},
     ),
     "concurrency-controlled task": (
-        lambda: one_at_a_time(4),
-        {"final": S.SUCCESS, "result": 40, "outcomes": [None], "retries": 0},
+        one_at_a_time,
+        (4,),
+        {"final": S.SUCCESS, "result": 40, "outcomes": [None]},
+    ),
+    "an argument named func": (
+        takes_func,
+        (7,),
+        {"final": S.FAILED, "result": TypeError, "outcomes": [TypeError]},
     ),
 }
 
 
+@pytest.mark.parametrize("warm", [False, True], ids=["first run", "after a run"])
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_lean_run_leaves_what_pynencs_run_leaves(
-    app: Pynenc, monkeypatch: pytest.MonkeyPatch, scenario: str
+    app: Pynenc, monkeypatch: pytest.MonkeyPatch, scenario: str, warm: bool
 ) -> None:
-    submit, expected = SCENARIOS[scenario]
-    task = {"success": add, "coroutine task": add_async, "exception": boom}.get(scenario)
-    if task is not None:
-        _warm(app, task, *([0, 0] if task is not boom else [0]))
-    seen = {side: _run_scenario(app, monkeypatch, side, submit) for side in SIDES}
+    """Both sides from a task's first claim (the concurrency check made at the claim)
+    and after a run of it (a task that runs freely is then started by its claim)."""
+    task, args, expected = SCENARIOS[scenario]
+    if warm:
+        _warm(app, task, *args)
+    seen = {side: _run_scenario(app, monkeypatch, side, lambda: task(*args)) for side in SIDES}
     assert seen["lean"] == seen["pynenc"]
-    for key, value in expected.items():
+    for key, value in {"retries": 0, **expected}.items():
         assert seen["lean"][key] == value, key
     assert seen["lean"]["history"][0] == S.REGISTERED
     assert seen["lean"]["history"][-1] == expected["final"]
@@ -238,6 +251,28 @@ def test_an_invocation_submitted_from_inside_has_the_running_one_as_parent(
     assert child.parent_invocation_id == inv.invocation_id
     stored = app.state_backend.get_invocation(child.invocation_id)
     assert stored.parent_invocation_id == inv.invocation_id
+
+
+def test_the_callers_invocation_context_is_restored(app: Pynenc) -> None:
+    """As pynenc's run: the invocation is the thread's current one while it runs, and
+    what was current before is current again after (also after an error)."""
+    _warm(app, parent, 0)
+    _warm(app, boom, 0)
+    outer = add(9, 9)
+    app.broker.retrieve_invocation()  # outer only stands in as the caller's context
+    previous = context.swap_dist_invocation_context(app.app_id, outer)
+    try:
+        for task, args in ((parent, (1,)), (boom, (2,))):
+            _children.clear()
+            inv = task(*args)
+            _claim_and_run(app, inv, "lean")
+            assert context.get_dist_invocation_context(app.app_id) is outer
+            if task is parent:  # while it ran, it was the current one
+                assert _children[-1].parent_invocation_id == inv.invocation_id
+                app.broker.retrieve_invocation()  # its child, not run here
+        assert context.get_runner_context(app.app_id) is RUNNER
+    finally:
+        context.swap_dist_invocation_context(app.app_id, previous)
 
 
 def test_a_replaced_task_function_is_checked_again(app: Pynenc) -> None:
@@ -283,8 +318,11 @@ def test_a_patched_run_is_what_runs(app: Pynenc, monkeypatch: pytest.MonkeyPatch
     assert calls[-1] == inv.invocation_id and _result(app, inv) == 8
 
 
+@pytest.mark.parametrize(
+    "check", ["is_authorize_to_run_by_concurrency_control", "_is_authorize_by_concurrency_control"]
+)
 def test_a_patched_concurrency_check_is_asked_even_for_a_free_task(
-    app: Pynenc, monkeypatch: pytest.MonkeyPatch
+    app: Pynenc, monkeypatch: pytest.MonkeyPatch, check: str
 ) -> None:
     """pynenc's own check is skipped for a task that runs freely (it would say yes at
     once); a replaced one is asked, and its no is what pynenc's run does with it:
@@ -297,11 +335,11 @@ def test_a_patched_concurrency_check_is_asked_even_for_a_free_task(
     for side in SIDES:
         asked: list[str] = []
 
-        def refuse(invocation: DistributedInvocation, asked: list[str] = asked) -> bool:
+        def refuse(invocation: DistributedInvocation, *_: Any, asked: list[str] = asked) -> bool:
             asked.append(invocation.invocation_id)
             return False
 
-        monkeypatch.setattr(app.orchestrator, "is_authorize_to_run_by_concurrency_control", refuse)
+        monkeypatch.setattr(app.orchestrator, check, refuse)
         # No claim-and-start while the check may refuse: PENDING, as pynenc claims.
         assert app.orchestrator.take_for_runner(RUNNER) is None  # type: ignore[attr-defined]
         inv = add(6, 6)

@@ -91,6 +91,7 @@ from pynenc_cpp.state_backend import (
     CppStateBackend,
     _arguments_from_json,
     _call_id,
+    _dtos,
     _invocation_record,
     _record_workflow,
 )
@@ -105,9 +106,33 @@ if TYPE_CHECKING:
 #: ``CppNativeOrchestrator.run_invocation`` follows step by step; an invocation whose
 #: class runs otherwise (or a patched ``run``) is run by its own ``run``.
 _PYNENC_RUN = DistributedInvocation.run
-#: pynenc's run-time concurrency check, which returns True at once for a task that
-#: runs freely (``run_invocation`` calls any other, or a patched, check always).
+#: pynenc's run-time concurrency check and its core, which return True at once for a
+#: task that runs freely (``run_invocation`` asks any other, or a patched, check).
 _PYNENC_AUTHORIZE = BaseOrchestrator.is_authorize_to_run_by_concurrency_control
+_PYNENC_AUTHORIZE_CORE = BaseOrchestrator._is_authorize_by_concurrency_control
+#: The factories ``_invocation`` stands in for (a patched one is used instead).
+_PYNENC_INV_FROM_DTO = DistributedInvocation.from_dto.__func__
+_PYNENC_CALL_FROM_DTO = LazyCall.from_dto.__func__
+
+
+def _defined_in_pynenc(*functions: Any) -> bool:
+    """Whether each function's code is pynenc's own (not a wrapper installed before
+    this module was imported: ``functools.wraps`` copies names, not the code)."""
+    root = os.path.dirname(os.path.abspath(context.__file__)) + os.sep
+    return all(
+        os.path.abspath(getattr(getattr(f, "__code__", None), "co_filename", "")).startswith(root)
+        for f in functions
+    )
+
+
+#: The shortcuts below are taken only when the originals captured above are pynenc's.
+_PYNENCS_OWN = _defined_in_pynenc(
+    _PYNENC_RUN,
+    _PYNENC_AUTHORIZE,
+    _PYNENC_AUTHORIZE_CORE,
+    _PYNENC_INV_FROM_DTO,
+    _PYNENC_CALL_FROM_DTO,
+)
 
 #: The largest result read together with its SUCCESS status (a larger one is read
 #: on its own when asked for).
@@ -251,7 +276,15 @@ class CppNativeOrchestrator(CppOrchestrator):
         """The invocation for a state-backend record, as ``get_invocation`` builds it
         (pynenc 0.4.0's ``LazyCall.from_dto`` and ``DistributedInvocation.from_dto`` of
         ``_dtos(record)``: same class, call, ids and workflow), without the two DTOs
-        in between (every claim builds one)."""
+        in between (every claim builds one). A patched factory is used instead."""
+        if (
+            getattr(DistributedInvocation.from_dto, "__func__", None) is not _PYNENC_INV_FROM_DTO
+            or getattr(LazyCall.from_dto, "__func__", None) is not _PYNENC_CALL_FROM_DTO
+        ):
+            inv_dto, call_dto = _dtos(record)
+            return DistributedInvocation.from_dto(
+                inv_dto, call=LazyCall.from_dto(self.app, call_dto)
+            )
         call_id = _call_id(record)
         call: LazyCall[Any, Any] = LazyCall(
             task=Task.from_id(self.app, call_id.task_id),
@@ -747,8 +780,13 @@ class CppNativeOrchestrator(CppOrchestrator):
         the run-time concurrency check is pynenc's own, which always authorizes a task
         that runs freely (the only kind a claim starts). An overridden or patched
         check may refuse, and pynenc's ``run`` then reroutes the PENDING invocation."""
-        authorize = self.is_authorize_to_run_by_concurrency_control
-        return getattr(authorize, "__func__", None) is _PYNENC_AUTHORIZE
+        return (
+            _PYNENCS_OWN
+            and getattr(self.is_authorize_to_run_by_concurrency_control, "__func__", None)
+            is _PYNENC_AUTHORIZE
+            and getattr(self._is_authorize_by_concurrency_control, "__func__", None)
+            is _PYNENC_AUTHORIZE_CORE
+        )
 
     def claimed_for_run(
         self,
@@ -831,18 +869,23 @@ class CppNativeOrchestrator(CppOrchestrator):
         An invocation whose class has its own ``run`` (or a patched
         ``DistributedInvocation.run``), and mixed mode, run ``invocation.run``.
         """
-        if type(invocation).run is not _PYNENC_RUN or self._lifecycle() is None:
+        if (
+            not _PYNENCS_OWN
+            or type(invocation).run is not _PYNENC_RUN
+            or "run" in vars(invocation)
+            or self._lifecycle() is None
+        ):
             invocation.run(runner_ctx)
             return
         app = self.app
         app_id = app.app_id
         invocation_id = invocation.invocation_id
+        task = invocation.task
         invocation._deterministic_runtime = None
         context.set_runner_args(None)
         context.set_current_app(app)
         context.set_runner_context(app_id, runner_ctx)
         previous = context.swap_dist_invocation_context(app_id, invocation)
-        task = invocation.task
         try:
             if (
                 not self._claims_may_start()
@@ -853,7 +896,9 @@ class CppNativeOrchestrator(CppOrchestrator):
             invocation._register_workflow_run()
             func = task.func
             kwargs = invocation.call.arguments.kwargs
-            if self._is_coroutine_function(func):
+            # pynenc calls run_task_sync(func, **kwargs): an argument named `func`
+            # then collides with it (a TypeError), which this keeps.
+            if "func" in kwargs or self._is_coroutine_function(func):
                 result = run_task_sync(func, **kwargs)
             else:
                 result = func(**kwargs)
@@ -890,7 +935,10 @@ class CppNativeOrchestrator(CppOrchestrator):
         """``inspect.iscoroutinefunction(func)`` (what ``run_task_sync`` asks), kept per
         function object (a bounded memo: a task's function is replaced seldom)."""
         memo = self._coroutine_memo
-        known = memo.get(func)
+        try:
+            known = memo.get(func)
+        except TypeError:  # an unhashable callable: asked every time
+            return inspect.iscoroutinefunction(func)
         if known is None:
             known = inspect.iscoroutinefunction(func)
             if len(memo) >= 1024:

@@ -43,6 +43,7 @@ from pynenc_cpp import _core
 from pynenc_cpp._claim import claim_one
 from pynenc_cpp._outage import no_ride_out
 from pynenc_cpp.errors import BackendConnectionError
+from pynenc_cpp.native import CppNativeOrchestrator
 
 #: The longest heartbeat tick when ``cpp_runner_heartbeat_interval_sec`` is 0: the
 #: native recovery runs on it (``CppRunner._recover_dead_runners``).
@@ -522,9 +523,9 @@ class CppRunner(BaseRunner):
                 return
             # A native orchestrator runs it with less Python between the steps of
             # pynenc's ``DistributedInvocation.run`` (same steps and outcomes).
-            run_invocation = getattr(self.app.orchestrator, "run_invocation", None)
-            if run_invocation is not None:
-                run_invocation(invocation, self.runner_context)
+            orchestrator = self.app.orchestrator
+            if isinstance(orchestrator, CppNativeOrchestrator):
+                orchestrator.run_invocation(invocation, self.runner_context)
             else:
                 invocation.run(self.runner_context)
         except _WorkerInterrupted:
