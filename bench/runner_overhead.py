@@ -105,19 +105,8 @@ def measure_one(runner: str, n: int) -> dict[str, Any]:
     runner_cls = type(app.runner)
     if callable(getattr(runner_cls, "_execute_taken", None)):
         runner_cls._execute_taken = timer(runner_cls._execute_taken, exec_ns, None)  # type: ignore[attr-defined]
-    orig_func = noop.func
-
-    @functools.wraps(orig_func)  # pynenc reads the signature when it binds arguments
-    def timed_body(*args: Any, **kwargs: Any) -> Any:
-        c = time.thread_time_ns()
-        t = time.perf_counter_ns()
-        try:
-            return orig_func(*args, **kwargs)
-        finally:
-            body_ns.append(time.perf_counter_ns() - t)
-            body_cpu_ns.append(time.thread_time_ns() - c)
-
-    noop.func = timed_body
+    # the body: functools.wraps keeps the signature pynenc reads when it binds arguments
+    noop.func = timer(noop.func, body_ns, body_cpu_ns)
     thread = threading.Thread(target=app.runner.run, daemon=True)
     thread.start()
     for inv in [noop(-1 - k) for k in range(20)]:  # warm-up

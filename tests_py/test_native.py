@@ -30,6 +30,7 @@ from pynenc_cpp import _core
 from pynenc_cpp.builder import components
 from pynenc_cpp.native import CppNativeOrchestrator
 from pynenc_cpp.orchestrator import CppOrchestrator
+from tests_py.cpp_apps import BACKENDS, build_cpp_app
 from tests_py.redis_server import RedisServer
 
 S = InvocationStatus
@@ -52,16 +53,9 @@ def root_flow(x: int) -> int:
     return x
 
 
-@pytest.fixture(params=["mem", "sqlite", "redis"])
+@pytest.fixture(params=BACKENDS)
 def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pynenc]:
-    builder = PynencBuilder().app_id(f"native-{uuid.uuid4().hex[:8]}")
-    if request.param == "mem":
-        builder = builder.cpp_mem()
-    elif request.param == "sqlite":
-        builder = builder.cpp_sqlite(path=tmp_path / "native.db")
-    else:
-        builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
-    app = builder.build()
+    app = build_cpp_app(request.param, request, tmp_path, "native")
     add.app = app
     watcher.app = app
     root_flow.app = app

@@ -10,19 +10,19 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pynenc import Pynenc, PynencBuilder, context
+from pynenc import Pynenc, context
 from pynenc.conf.config_task import ConcurrencyControlType
 from pynenc.invocation import DistributedInvocation, InvocationStatus
 from pynenc.runner.runner_context import RunnerContext
 from pynenc.trigger import TriggerBuilder
 
 from pynenc_cpp.native import CppNativeOrchestrator
+from tests_py.cpp_apps import BACKENDS, build_cpp_app
 
 S = InvocationStatus
 
@@ -75,16 +75,9 @@ def takes_func(func: int) -> int:
 TASKS = (add, add_async, boom, flaky, one_at_a_time, parent, watched, takes_func)
 
 
-@pytest.fixture(params=["mem", "sqlite", "redis"])
+@pytest.fixture(params=BACKENDS)
 def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pynenc]:
-    builder = PynencBuilder().app_id(f"runinv-{uuid.uuid4().hex[:8]}")
-    if request.param == "mem":
-        builder = builder.cpp_mem()
-    elif request.param == "sqlite":
-        builder = builder.cpp_sqlite(path=tmp_path / "run.db")
-    else:
-        builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
-    app = builder.build()
+    app = build_cpp_app(request.param, request, tmp_path, "runinv")
     for task in TASKS:
         task.app = app
     assert isinstance(app.orchestrator, CppNativeOrchestrator)
