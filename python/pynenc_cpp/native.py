@@ -22,9 +22,11 @@ get_invocation_status_record         status record + (SUCCESS) result, kept for 
 storage step of pynenc's ``DistributedInvocation.run``, the move to RUNNING, in the
 claim's own engine call, for a task that runs freely (the only kind the claim moves
 by itself), while the run-time concurrency check is pynenc's own (which always
-authorizes such a task). ``run`` still calls ``set_invocation_status(RUNNING)``; on the same
-thread, for that invocation, the call then does only what is left of it: the log
-line and the trigger report.
+authorizes such a task). ``run`` still calls ``set_invocation_status(RUNNING)``; on
+the same thread, for that invocation, the call then does only what is left of it:
+the log line and the trigger report. ``CppRunner`` runs what it claimed with
+``run_invocation``, pynenc's ``run`` step for step with less Python between the
+steps.
 
 Every side effect of pynenc's implementation is kept: the same history rows,
 waiter release, auto-purge marks, routing, log lines, and trigger reporting.
@@ -857,17 +859,17 @@ class CppNativeOrchestrator(CppOrchestrator):
         errors raised are those of pynenc's ``DistributedInvocation.run``; what is
         left out is only repeated work: pynenc's concurrency-control check for a
         task that runs freely (it returns True at once for it; an overridden or
-        patched check is always called), the
-        asyncio check of the task function (made once per function), and the
-        lookups of the app's components between the steps. Every step goes through
-        this orchestrator's own methods, as in ``run`` (a wrapped or patched
-        ``set_invocation_result`` is called).
-        A claim that moved the invocation to RUNNING already
-        (``claim_for_run(start=True)``) makes the RUNNING step only its log line and
-        trigger report, as in ``run``.
+        patched check is always called), the asyncio check of the task function
+        (made once per function), and the lookups of the app's components between
+        the steps. Every step goes through this orchestrator's own methods, as in
+        ``run`` (a wrapped or patched ``set_invocation_result`` is called). A claim
+        that moved the invocation to RUNNING already (``claim_for_run(start=True)``)
+        makes the RUNNING step only its log line and trigger report, as in ``run``.
 
-        An invocation whose class has its own ``run`` (or a patched
-        ``DistributedInvocation.run``), and mixed mode, run ``invocation.run``.
+        An invocation whose ``run`` is not pynenc's own (its class's, a patched
+        ``DistributedInvocation.run``, its own attribute), a pynenc whose functions
+        were wrapped before this module was imported, and mixed mode run
+        ``invocation.run``.
         """
         if (
             not _PYNENCS_OWN
