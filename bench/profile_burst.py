@@ -23,7 +23,7 @@ SQLite file). Measured over the burst only (after a warm-up):
   GIL's time goes, the one resource a process's threads share; engine calls made
   with the GIL released do not appear): the top entries by own and by inclusive
   samples, per process.
-* **perf** (``--perf``), third burst, both processes: the top symbols by own
+* **perf** (``--perf``), third burst, both processes (and redis-server): the top symbols by own
   on-CPU time.
 
 Each burst runs in fresh processes against a fresh redis-server.
@@ -226,7 +226,10 @@ def burst(args: argparse.Namespace, how: str, out_dir: Path) -> dict[str, Any]:
                     subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 )
         if how == "perf":
-            for name, pid in (("client", client.pid), ("runner", worker.pid)):
+            targets = [("client", client.pid), ("runner", worker.pid)]
+            if args.stack == "cpp-redis" and redis.proc is not None:
+                targets.append(("redis-server", redis.proc.pid))
+            for name, pid in targets:
                 cmd = [args.perf_bin, "record", "-F", "999", "-o", str(out_dir / f"{name}.perf.data"),
                        "-p", str(pid)]  # fmt: skip
                 samplers.append(
@@ -238,6 +241,9 @@ def burst(args: argparse.Namespace, how: str, out_dir: Path) -> dict[str, Any]:
         procs = {"client": client.pid, "runner": worker.pid}
         if args.stack == "cpp-redis" and redis.proc is not None:
             procs["redis-server"] = redis.proc.pid
+        stats = how == "plain" and args.stack == "cpp-redis"
+        if stats:
+            _redis_cli(redis.port, "CONFIG", "RESETSTAT")
         cpu0 = _cpu(procs)
         client.stdin.write("GO\n")
         client.stdin.flush()
@@ -249,6 +255,8 @@ def burst(args: argparse.Namespace, how: str, out_dir: Path) -> dict[str, Any]:
         result["cpu_us_per_task"] = {
             k: 1e6 * (cpu1[k] - cpu0[k]) / args.n for k in procs if k in cpu0 and k in cpu1
         }
+        if stats:
+            result["commandstats"] = _commandstats(_redis_cli(redis.port, "INFO", "commandstats"))
         time.sleep(0.2)  # the MONITOR stream catches up
         if monitor is not None:
             monitor.counting = False
@@ -273,6 +281,40 @@ def burst(args: argparse.Namespace, how: str, out_dir: Path) -> dict[str, Any]:
         if line.startswith("GIL "):
             result["runner_gil"] = json.loads(line[4:])
     return result
+
+
+def _redis_cli(port: int, *args: str) -> str:
+    """One command through Debian's redis-cli (installed with redis-server)."""
+    cmd = ["redis-cli", "-p", str(port), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=True).stdout
+
+
+def _commandstats(info: str) -> dict[str, tuple[int, int]]:
+    """``INFO commandstats`` as {command: (calls, usec)}; a script's commands are
+    counted under their own names, and their time inside the script's too."""
+    out: dict[str, tuple[int, int]] = {}
+    for line in info.splitlines():
+        if not line.startswith("cmdstat_"):
+            continue
+        name, _, fields = line[len("cmdstat_") :].partition(":")
+        kv = dict(f.split("=", 1) for f in fields.split(","))
+        out[name] = (int(kv["calls"]), int(kv["usec"]))
+    return out
+
+
+def _render_commandstats(stats: dict[str, tuple[int, int]], n: int) -> str:
+    """Per task: calls and microseconds of each command (scripts' own time apart)."""
+    scripts = {"evalsha", "eval", "fcall"}
+    top = sorted(stats.items(), key=lambda kv: -kv[1][1])
+    script_us = sum(us for name, (_, us) in stats.items() if name in scripts)
+    inner_us = sum(us for name, (_, us) in stats.items() if name not in scripts)
+    lines = [
+        f"redis-server time per task (INFO commandstats, plain burst): scripts {script_us / n:.1f} us "
+        f"of which commands run inside them and plain commands {inner_us / n:.1f} us"
+    ]
+    for name, (calls, us) in top[:14]:
+        lines.append(f"  {name:<16} {calls / n:6.2f} calls  {us / n:7.1f} us")
+    return "\n".join(lines)
 
 
 def _cpu(pids: dict[str, int]) -> dict[str, float]:
@@ -367,6 +409,8 @@ def main(argv: list[str] | None = None) -> int:
             f"done {plain.get('done_per_s', 0):,.0f}/s; CPU per task: "
             + ", ".join(f"{k} {v:.0f} us" for k, v in plain.get("cpu_us_per_task", {}).items())
         )
+        if "commandstats" in plain:
+            report.append(_render_commandstats(plain["commandstats"], n))
     if "client_commands" in counted:
         report.append(
             "redis round trips per task, both processes: "
@@ -397,7 +441,9 @@ def main(argv: list[str] | None = None) -> int:
         report.append(
             f"perf burst (999 Hz, on-CPU only): done {perfed.get('done_per_s', 0):,.0f}/s"
         )
-        for name in ("client", "runner"):
+        for name in ("client", "runner", "redis-server"):
+            if not (out_dir / f"{name}.perf.data").exists():
+                continue
             report.append(
                 f"{name} (perf, own time):\n"
                 + _perf_top(args.perf_bin, out_dir / f"{name}.perf.data")

@@ -54,16 +54,26 @@ local function set_status(k, f, new, ts, owner)
   redis.call('ZADD', P .. 'ttimes:' .. f[4], ts, m)
   return m
 end
-local function add_history(tsenc, dk, val) state_add_history(Ps, id, tsenc, dk, val) end
-local function watched(enabled, task, ctx)
-  if enabled ~= '1' then return 1 end
+-- This step's history rows of id: (tsenc, dk, val) triples, new by construction.
+local function add_history(...)
+  local a, rows = {...}, {}
+  for i = 1, #a, 3 do rows[#rows + 1] = {id, a[i], a[i + 1], a[i + 2]} end
+  state_add_new_histories(Ps, rows)
+end
+-- Whether a trigger condition of context type ctx (and of ctx2, when given: a
+-- second result) watches task; 1 without a trigger store (the caller reports).
+local function watched(enabled, task, ctx, ctx2)
+  if enabled ~= '1' then return 1, 1 end
+  local w, w2 = 0, 0
   for _, c in ipairs(redis.call('ZRANGE', Pt .. 'src:' .. task, 0, -1)) do
-    if redis.call('HEXISTS', Pt .. 'cond', c) == 1 and
-       redis.call('HGET', Pt .. 'cond_ctx', c) == ctx then
-      return 1
+    if redis.call('HEXISTS', Pt .. 'cond', c) == 1 then
+      local cc = redis.call('HGET', Pt .. 'cond_ctx', c)
+      if cc == ctx then w = 1 end
+      if ctx2 and cc == ctx2 then w2 = 1 end
+      if w == 1 and (not ctx2 or w2 == 1) then break end
     end
   end
-  return 0
+  return w, w2
 end
 )lua";
 
@@ -100,10 +110,12 @@ for i = 0, n - 1 do
   local a = first + 9 * i
   added = added + orch_register(ARGV[a], ARGV[a + 1], ARGV[a + 2], st, ts, owner)
 end
+local rows = {}
 for i = 0, n - 1 do
   local a = first + 9 * i
-  state_add_history(Ps, ARGV[a], tsenc, dk, ARGV[a + 8])
+  rows[i + 1] = {ARGV[a], tsenc, dk, ARGV[a + 8]}
 end
+state_add_new_histories(Ps, rows)
 local at = first + 9 * n
 local nt = tonumber(ARGV[at])
 local w = 0
@@ -149,7 +161,8 @@ end
 if ARGV[15] == '1' then release(id) end
 redis.call('ZADD', P .. 'purge', ts, m)
 add_history(ARGV[10], ARGV[11], ARGV[12])
-return {1, watched(ARGV[16], f[4], ARGV[13]), watched(ARGV[16], f[4], ARGV[14]), f[2], f[5]}
+local w, wp = watched(ARGV[16], f[4], ARGV[13], ARGV[14])
+return {1, w, wp, f[2], f[5]}
 )lua"));
   return s;
 }
@@ -206,8 +219,7 @@ if ARGV[12] == '1' then
   -- Straight on to RUNNING: no one sees the record between the two changes, so
   -- the status and its indexes are written once; both history rows are kept.
   set_status(k, f, 'running', ARGV[13], runner)
-  add_history(ARGV[7], ARGV[8], ARGV[9])
-  add_history(ARGV[14], ARGV[15], ARGV[16])
+  add_history(ARGV[7], ARGV[8], ARGV[9], ARGV[14], ARGV[15], ARGV[16])
 else
   set_status(k, f, 'pending', ts, runner)
   add_history(ARGV[7], ARGV[8], ARGV[9])

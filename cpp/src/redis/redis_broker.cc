@@ -41,8 +41,9 @@ local function broker_route(bp, queue, score, bound, ids, from, to)
   local tokens = {}
   for i = 1, math.min(n, bound) do tokens[i] = '1' end
   local wake = bp .. 'w:' .. queue
-  redis.call('RPUSH', wake, unpack(tokens))
-  redis.call('LTRIM', wake, -bound, -1)
+  if redis.call('RPUSH', wake, unpack(tokens)) > bound then
+    redis.call('LTRIM', wake, -bound, -1)
+  end
   redis.call('SADD', bp .. 'queues', queue)
   return n
 end
@@ -64,8 +65,11 @@ return broker_route(ARGV[1], ARGV[3], ARGV[2], tonumber(ARGV[4]), ARGV, 5, #ARGV
 const char* kPopFragment = R"lua(
 local function broker_pop(K, A)
   for i = 7, #A do redis.call('LREM', K[5], 1, A[i]) end
-  redis.call('SET', K[4], '1', 'PX', A[2])
-  redis.call('SADD', K[3], A[1])
+  -- A consumer is listed while its lease lives (recovery unlists it only after
+  -- the lease lapsed, a clean close drops both): listed again on a new lease.
+  if not redis.call('SET', K[4], '1', 'PX', A[2], 'GET') then
+    redis.call('SADD', K[3], A[1])
+  end
   if redis.call('SET', K[6], '1', 'NX', 'PX', A[5]) then
     local prefix = A[6]
     for _, cid in ipairs(redis.call('SMEMBERS', K[3])) do

@@ -16,10 +16,9 @@ local function argkey(k, v) return P .. 'arg:' .. #k .. ':' .. k .. '=' .. v end
 local function release(id)
   local wb = P .. 'wb:' .. id
   local wf = P .. 'wf:' .. id
-  if redis.call('EXISTS', wb, wf) == 0 then  -- the common case: no one waits, nor does id
-    redis.call('SREM', P .. 'waited', id)
-    return
-  end
+  -- The common case: no one waits, nor does id (and id is in P waited only
+  -- while P wb:<id> exists: WaitingScript adds both, this removes both).
+  if redis.call('EXISTS', wb, wf) == 0 then return end
   for _, w in ipairs(redis.call('SMEMBERS', wb)) do
     redis.call('SREM', P .. 'wf:' .. w, id)
   end

@@ -205,7 +205,11 @@ end
 //     record and its index fields ("" unset, "=" .. value set), re-indexing a
 //     record stored before;
 //   state_add_history(sp, id, tsenc, dk, val): the history entry of `id` under
-//     the replace key `dk` ("<ts>:<status>"), a new position on first write.
+//     the replace key `dk` ("<ts>:<status>"), a new position on first write;
+//   state_add_new_histories(sp, rows): rows {id, tsenc, dk, val}, in order, each
+//     known to be new (a lifecycle step's own rows, under a timestamp taken for
+//     that step): state_add_history without its lookup, each key written once
+//     for all the rows (5 commands for one invocation's rows instead of 6 a row).
 const char* kStateFragments = R"LUA(
 local state_ix = {parent = 'ix:parent:', event = 'ix:event:', wfid = 'ix:wf:', wftype = 'ix:wftype:'}
 local state_ix_names = {'parent', 'event', 'wfid', 'wftype'}
@@ -246,6 +250,41 @@ local function state_add_history(sp, id, tsenc, dk, val)
     redis.call('ZADD', sp .. 'hinv:' .. id, 0, pos)
   end
   redis.call('HSET', sp .. 'hist', pos, val)
+end
+local function state_call_chunked(cmd, key, args)
+  for i = 1, #args, 1000 do
+    redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
+  end
+end
+local function state_add_new_histories(sp, rows)
+  local n = #rows
+  if n == 0 then return end
+  local first = redis.call('INCRBY', sp .. 'hseq', n) - n
+  local htime, hist, per_id, ids = {}, {}, {}, {}
+  for i, r in ipairs(rows) do
+    local id = r[1]
+    local pos = r[2] .. string.format('%016x', first + i)
+    htime[#htime + 1] = 0
+    htime[#htime + 1] = pos .. id
+    hist[#hist + 1] = pos
+    hist[#hist + 1] = r[4]
+    local t = per_id[id]
+    if not t then
+      t = {{}, {}}
+      per_id[id] = t
+      ids[#ids + 1] = id
+    end
+    t[1][#t[1] + 1] = r[3]
+    t[1][#t[1] + 1] = pos
+    t[2][#t[2] + 1] = 0
+    t[2][#t[2] + 1] = pos
+  end
+  for _, id in ipairs(ids) do
+    redis.call('HSET', sp .. 'hkey:' .. id, unpack(per_id[id][1]))
+    redis.call('ZADD', sp .. 'hinv:' .. id, unpack(per_id[id][2]))
+  end
+  state_call_chunked('ZADD', sp .. 'htime', htime)
+  state_call_chunked('HSET', sp .. 'hist', hist)
 end
 )LUA";
 
