@@ -66,6 +66,10 @@ def _gil() -> dict[str, int]:
 
 def client_main(n: int) -> int:
     """Warm up, say READY, wait for GO on stdin, run the burst, print its figures."""
+    if os.environ.get("PROFILE_BURST_NO_READ_AHEAD"):  # --no-read-ahead: the A/B
+        from pynenc_cpp.native import CppRedisNativeOrchestrator
+
+        CppRedisNativeOrchestrator._reads_ahead = False
     from peer_systems.pynenc_app import noop
 
     warm = [noop(-1 - k) for k in range(20)]
@@ -371,7 +375,14 @@ def main(argv: list[str] | None = None) -> int:
         "--perf", action="store_true", help="also a burst under perf (both processes)"
     )
     parser.add_argument("--no-py-spy", action="store_true", help="counts only (no sampling)")
+    parser.add_argument(
+        "--no-read-ahead",
+        action="store_true",
+        help="the client reads each result on its own (the status reads' read-ahead off)",
+    )
     args = parser.parse_args(argv)
+    if args.no_read_ahead:
+        os.environ["PROFILE_BURST_NO_READ_AHEAD"] = "1"
 
     args.py_spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which(
         "py-spy"

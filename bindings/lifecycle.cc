@@ -204,6 +204,26 @@ void InitLifecycle(py::module_& m) {
           "is SUCCESS and the stored result is at most max_result_bytes long (one script on\n"
           "Redis). Raises InvocationNotFound for an unknown id.")
       .def(
+          "read_final_ahead",
+          [](Lifecycle& l, InvocationId id, std::vector<InvocationId> ahead,
+             std::size_t max_result_bytes) {
+            FinalReads out =
+                Quick(l, [&] { return l.ReadFinalAhead(id, ahead, max_result_bytes); });
+            py::list more;
+            for (const auto& [ahead_id, read] : out.ahead) {
+              more.append(py::make_tuple(ahead_id.str(), RecordTuple(read.record),
+                                         ResultText(read.result)));
+            }
+            return py::make_tuple(RecordTuple(out.first.record), ResultText(out.first.result),
+                                  more);
+          },
+          py::arg("invocation_id"), py::arg("ahead"), py::arg("max_result_bytes"),
+          "read_final(invocation_id) and, when that status is final, read_final of each id\n"
+          "of `ahead` whose status is final too, in one call (one script on Redis): returns\n"
+          "(status record, serialized result | None, [(id, status record, serialized result\n"
+          "| None) for each final ahead id]). Raises InvocationNotFound for an unknown\n"
+          "invocation_id; unknown ahead ids are left out.")
+      .def(
           "wait_any_final",
           [](Lifecycle& l, std::vector<InvocationId> ids, double timeout_sec,
              std::size_t max_result_bytes) -> py::object {

@@ -292,6 +292,51 @@ TYPED_TEST(LifecycleCompliance, ReadFinalReadsTheResultOfASuccessOnly) {
   EXPECT_EQ(failed.value().result, std::nullopt);  // an exception is not a result
 }
 
+// ReadFinalAhead: ReadFinal of the id and, only when it is final, of the ahead ids
+// that are final (in the order asked; unknown and not final ones left out). The
+// port path (memory, SQLite) reads the id only.
+TYPED_TEST(LifecycleCompliance, ReadFinalAheadReadsOnlyFinalIdsAfterAFinalOne) {
+  auto unknown = this->life_->ReadFinalAhead(InvocationId("nope"), {InvocationId("x")}, 1024);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), ErrorCode::kNotFound);
+
+  for (const char* id : {"first", "ok", "bad", "busy"}) this->Running(id);
+  ASSERT_TRUE(this->life_->FinishSuccess(InvocationId("ok"), "\"fine\"", kRunner,
+                                         TaskId("mod.task"), true).ok());
+  ASSERT_TRUE(this->life_->FinishFailure(InvocationId("bad"), "{}", kRunner, TaskId("mod.task"),
+                                         true).ok());
+  const std::vector<InvocationId> ahead = {InvocationId("busy"), InvocationId("bad"),
+                                           InvocationId("nope"), InvocationId("ok")};
+  // Not final yet: nothing read ahead.
+  auto running = this->life_->ReadFinalAhead(InvocationId("first"), ahead, 1024);
+  ASSERT_TRUE(running.ok()) << running.status().ToString();
+  EXPECT_EQ(running.value().first.record.status, S::kRunning);
+  EXPECT_TRUE(running.value().ahead.empty());
+
+  ASSERT_TRUE(this->life_->FinishSuccess(InvocationId("first"), "1", kRunner,
+                                         TaskId("mod.task"), true).ok());
+  auto done = this->life_->ReadFinalAhead(InvocationId("first"), ahead, 1024);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(done.value().first.record, this->orch_->GetStatusRecord(InvocationId("first")).value());
+  EXPECT_EQ(done.value().first.result, std::optional<std::string>("1"));
+  const auto& got = done.value().ahead;
+  if (std::is_same_v<TypeParam, testing::RedisBackend>) {
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].first, InvocationId("bad"));
+    EXPECT_EQ(got[1].first, InvocationId("ok"));
+  }
+  for (const auto& [id, read] : got) {  // each as ReadFinal reads it
+    auto alone = this->life_->ReadFinal(id, 1024);
+    ASSERT_TRUE(alone.ok());
+    EXPECT_EQ(read.record, alone.value().record) << id.str();
+    EXPECT_EQ(read.result, alone.value().result) << id.str();
+  }
+  // The size limit holds for the ids read ahead too.
+  auto small = this->life_->ReadFinalAhead(InvocationId("first"), {InvocationId("ok")}, 3);
+  ASSERT_TRUE(small.ok());
+  for (const auto& [id, read] : small.value().ahead) EXPECT_EQ(read.result, std::nullopt);
+}
+
 // A client blocked in WaitAnyFinal wakes for the composite finishes too (on
 // Redis the Finish script pushes the notification, on SQLite its commit bumps
 // the wake board). On Redis one BLPOP covers the whole 5 s timeout, so without
@@ -433,6 +478,22 @@ TYPED_TEST(LifecycleTransactional, RefusedFailureLeavesNoException) {
 // the uncommon case falls back to the port-by-port sequence with its exact error.
 TYPED_TEST_SUITE(LifecycleRoundTrips, ::testing::Types<testing::RedisBackend>,
                  testing::BackendNames);
+
+TYPED_TEST(LifecycleRoundTrips, ReadFinalAheadIsOneRoundTrip) {
+  for (const char* id : {"a", "b", "c"}) {
+    this->Running(id);
+    ASSERT_TRUE(this->life_->FinishSuccess(InvocationId(id), "2", kRunner, TaskId("mod.task"),
+                                           true).ok());
+  }
+  ASSERT_TRUE(this->life_->ReadFinalAhead(InvocationId("a"), {InvocationId("b")}, 64).ok());
+  const std::int64_t before = this->Scripts();
+  auto read = this->life_->ReadFinalAhead(InvocationId("a"), {InvocationId("b"), InvocationId("c")},
+                                          64);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(this->Scripts() - before, 1);
+  ASSERT_EQ(read.value().ahead.size(), 2u);
+  EXPECT_EQ(read.value().ahead[1].second.result, std::optional<std::string>("2"));
+}
 
 TYPED_TEST(LifecycleRoundTrips, ClaimAndFinishAreOneRoundTripEach) {
   this->life_->SetTaskRunsFreely(TaskId("mod.task"));

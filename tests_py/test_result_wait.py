@@ -137,8 +137,8 @@ def test_wait_any_final_binding_rejects_bad_input() -> None:
 
 
 class _CountingLifecycle:
-    """Delegates to the engine lifecycle, logging ``read_final`` and ``wait_any_final``
-    calls as (thread, call, invocation id, the wait's record)."""
+    """Delegates to the engine lifecycle, logging ``read_final`` (and
+    ``read_final_ahead``) and ``wait_any_final`` calls as (thread, call, invocation id, the wait's record)."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
@@ -147,6 +147,10 @@ class _CountingLifecycle:
     def read_final(self, invocation_id: str, max_result_bytes: int) -> Any:
         self.log.append((threading.get_ident(), "read", invocation_id, None))
         return self._inner.read_final(invocation_id, max_result_bytes)
+
+    def read_final_ahead(self, invocation_id: str, ahead: list[str], max_result_bytes: int) -> Any:
+        self.log.append((threading.get_ident(), "read", invocation_id, None))
+        return self._inner.read_final_ahead(invocation_id, ahead, max_result_bytes)
 
     def wait_any_final(self, ids: list[str], *args: Any) -> Any:
         got = self._inner.wait_any_final(ids, *args)

@@ -72,6 +72,7 @@ from pynenc_cpp import _core
 from pynenc_cpp._claim import claim_one, defer_or_pend
 from pynenc_cpp._component import MemBackend, RedisBackend, SqliteBackend
 from pynenc_cpp._outage import Settled
+from pynenc_cpp._read_ahead import ReadAhead
 from pynenc_cpp._run import _PYNENC_CALL_FROM_DTO, _PYNENC_INV_FROM_DTO, RunsInvocations
 from pynenc_cpp.broker import CppBroker
 from pynenc_cpp.errors import (
@@ -119,6 +120,10 @@ class CppNativeOrchestrator(RunsInvocations, CppOrchestrator):
     which pynenc methods become one engine call.
     """
 
+    #: Whether status reads read this thread's submitted invocations ahead
+    #: (``pynenc_cpp._read_ahead``): where a read is a round trip of its own.
+    _reads_ahead = False
+
     def __init__(self, app: Pynenc) -> None:
         super().__init__(app)
         self._lifecycle_key: tuple[int, int, int] | None = None
@@ -135,6 +140,9 @@ class CppNativeOrchestrator(RunsInvocations, CppOrchestrator):
         # for, served to this thread's next status read (``get_invocation_status_record``)
         # of that id within ``_PREFETCH_TTL_SEC`` and before any purge.
         self._final_seen = threading.local()
+        # Per thread: the final records read ahead of this thread's status reads
+        # (``_read_ahead``; only where a read is a round trip: Redis).
+        self._read_ahead = ReadAhead(_PREFETCH_TTL_SEC) if self._reads_ahead else None
 
     # ---- plumbing ------------------------------------------------------------
 
@@ -301,6 +309,8 @@ class CppNativeOrchestrator(RunsInvocations, CppOrchestrator):
                 validated.add(route)
             items.append((_invocation_record(inv.to_dto(), inv.call.to_dto()), *route))
         raw, watched = lifecycle.register_and_route(items, runner_id, ctx_id)
+        if self._read_ahead is not None:
+            self._read_ahead.submitted(i.invocation_id for i in invocations)
         if watched:
             status = _record(raw).status
             self.app.trigger.report_tasks_status([i.invocation_id for i in invocations], status)
@@ -396,7 +406,10 @@ class CppNativeOrchestrator(RunsInvocations, CppOrchestrator):
         ``get_result`` of the id: pynenc's ``invocation.result`` reads the status, then
         the result, so it makes one round trip instead of two. Right after this
         thread's ``wait_any_final`` found the id final, nothing is read: the wait read
-        both already.
+        both already. On Redis the read also reads ahead, when the status is final,
+        other invocations this thread submitted and has not read yet, and serves
+        those found final to the thread's next reads of them
+        (``pynenc_cpp._read_ahead``).
         """
         lifecycle = self._lifecycle()
         if lifecycle is None:
@@ -413,15 +426,34 @@ class CppNativeOrchestrator(RunsInvocations, CppOrchestrator):
             ):
                 if result is not None:
                     state_backend.remember_result(invocation_id, result, generation)
+                if self._read_ahead is not None:
+                    self._read_ahead.read_now(invocation_id)
                 return _record(raw)
         generation = state_backend.prefetch_generation()  # before the read: a purge may follow
-        raw, result = self._retried(
-            lambda: lifecycle.read_final(invocation_id, _PREFETCH_RESULT_BYTES),
-            f"invocation:{invocation_id}",
-        )
+        ahead = self._read_ahead
+        kept = ahead.take(invocation_id, generation) if ahead is not None else None
+        candidates = ahead.candidates(invocation_id) if ahead is not None and not kept else []
+        more: list[tuple[str, Any, str | None]] = []
+        if kept is not None:
+            raw, result, generation = kept
+        elif candidates:
+            raw, result, more = self._retried(
+                lambda: lifecycle.read_final_ahead(
+                    invocation_id, candidates, _PREFETCH_RESULT_BYTES
+                ),
+                f"invocation:{invocation_id}",
+            )
+        else:
+            raw, result = self._retried(
+                lambda: lifecycle.read_final(invocation_id, _PREFETCH_RESULT_BYTES),
+                f"invocation:{invocation_id}",
+            )
         if result is not None:
             state_backend.remember_result(invocation_id, result, generation)
-        return _record(raw)
+        record = _record(raw)
+        if candidates and ahead is not None:
+            ahead.read(candidates, record.status.is_final(), more, generation)
+        return record
 
     # ---- status changes ----------------------------------------------------
 
@@ -916,6 +948,8 @@ class CppSqliteNativeOrchestrator(SqliteBackend, CppNativeOrchestrator):
 
 class CppRedisNativeOrchestrator(RedisBackend, CppNativeOrchestrator):
     """Native mode on the app's Redis server."""
+
+    _reads_ahead = True
 
 
 __all__ = [

@@ -10,7 +10,7 @@ these classes only convert values. History, triggers and routing stay with
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -298,17 +298,22 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
         Their wait-graph edges go with them (pynenc's ``release_waiters``).
         """
         hours = self.conf.auto_final_invocation_purge_hours
-        forget = getattr(self.app.state_backend, "forget_prefetched", None)
-        if forget is not None:  # results read with their status may be purged now
-            forget()
-        try:
-            self._engine.auto_purge(_seconds_to_us(hours * 3600))
-        finally:
-            if forget is not None:  # and none read while the purge ran
-                forget()
+        self._purging(lambda: self._engine.auto_purge(_seconds_to_us(hours * 3600)))
 
     def purge(self) -> None:
-        self._engine.purge()
+        self._purging(self._engine.purge)
+
+    def _purging(self, purge: Callable[[], object]) -> None:
+        """Runs ``purge`` so that no status or result read before it or while it runs
+        (with a wait, ahead, or with its status) is served after it."""
+        forget = getattr(self.app.state_backend, "forget_prefetched", None)
+        if forget is not None:
+            forget()
+        try:
+            purge()
+        finally:
+            if forget is not None:
+                forget()
 
     # ---- runners and recovery ---------------------------------------------
 

@@ -185,6 +185,41 @@ return f
   return s;
 }
 
+// ReadFinalAhead. KEYS: the orchestrator's seq. ARGV: P, Ps, the SUCCESS status
+// name, the longest result to return, id, then the ids to read ahead. Returns
+// false (unknown id) or {record of id, then (ahead id, its record) for each
+// ahead id whose status is final, only when id's is}, a record being {st, ts,
+// own|false[, result]} as ReadFinalScript's.
+const Script& ReadFinalAheadScript() {
+  static const Script s(std::string(redis_orchestrator::LuaCommon()) + R"lua(
+local Ps, success, most = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local function read(id)
+  local f = redis.call('HMGET', P .. 'inv:' .. id, 'st', 'ts', 'own')
+  if not f[1] then return nil end
+  if f[1] == success and most > 0 then
+    local results = Ps .. 'results'
+    local n = redis.call('HSTRLEN', results, id)
+    if n > 0 and n <= most then f[4] = redis.call('HGET', results, id) end
+  end
+  return f
+end
+local first = read(ARGV[5])
+if not first then return false end
+local out = {first}
+if FINAL[first[1]] then
+  for i = 6, #ARGV do
+    local f = read(ARGV[i])
+    if f and FINAL[f[1]] then
+      out[#out + 1] = ARGV[i]
+      out[#out + 1] = f
+    end
+  end
+end
+return out
+)lua");
+  return s;
+}
+
 // Claim, and ClaimAndStart when ARGV[12] is '1' (then the move on to RUNNING
 // follows the move to PENDING, with its own timestamp and history row).
 // ARGV: P, Ps, Pt, id, runner, ts, history pos prefix, history key, history
@@ -372,6 +407,35 @@ class RedisLifecycle final : public PortLifecycle {
         Taken(taken.id, ClaimReply(*taken.reply, taken.id, actor, true, next, running)));
   }
 
+  Result<FinalReads> ReadFinalAhead(const InvocationId& id, const std::vector<InvocationId>& ahead,
+                                    std::size_t max_result_bytes) override {
+    if (ahead.empty()) return PortLifecycle::ReadFinalAhead(id, ahead, max_result_bytes);
+    std::vector<std::string> args = {po_, ps_,
+                                     std::string(StatusName(InvocationStatus::kSuccess)),
+                                     std::to_string(max_result_bytes), id.str()};
+    args.reserve(args.size() + ahead.size());
+    for (const InvocationId& a : ahead) args.push_back(a.str());
+    Result<Value> r = client_->Eval(ReadFinalAheadScript(), {po_ + "seq"}, args);
+    if (!r.ok()) return r.status();
+    const Value& v = r.value();
+    if (v.is_error()) return ReplyError(v, "read final ahead");
+    // An unknown id: the port's read reports it with the port's error.
+    if (v.is_nil()) return PortLifecycle::ReadFinalAhead(id, {}, max_result_bytes);
+    if (v.type != Value::Type::kArray || v.elements.empty() || v.elements.size() % 2 != 1) {
+      return Status::BackendFailure("redis read final ahead: bad reply");
+    }
+    Result<FinalRead> first = FinalReadOf(v.elements[0], id);
+    if (!first.ok()) return first.status();
+    FinalReads out{std::move(first).value(), {}};
+    for (std::size_t i = 1; i + 1 < v.elements.size(); i += 2) {
+      InvocationId ahead_id(v.elements[i].str);
+      Result<FinalRead> read = FinalReadOf(v.elements[i + 1], ahead_id);
+      if (!read.ok()) return read.status();
+      out.ahead.emplace_back(std::move(ahead_id), std::move(read).value());
+    }
+    return out;
+  }
+
   Result<FinalRead> ReadFinal(const InvocationId& id, std::size_t max_result_bytes) override {
     const std::vector<std::string> args = {po_, ps_, id.str(),
                                            std::string(StatusName(InvocationStatus::kSuccess)),
@@ -382,6 +446,12 @@ class RedisLifecycle final : public PortLifecycle {
     if (v.is_error()) return ReplyError(v, "read final");
     // An unknown id: the port's read reports it with the port's error.
     if (v.is_nil()) return PortLifecycle::ReadFinal(id, max_result_bytes);
+    return FinalReadOf(v, id);
+  }
+
+  // A {st, ts, own|false[, result]} record of ReadFinalScript or
+  // ReadFinalAheadScript.
+  static Result<FinalRead> FinalReadOf(const Value& v, const InvocationId& id) {
     if (v.type != Value::Type::kArray || v.elements.size() < 3) {
       return Status::BackendFailure("redis read final: bad reply");
     }

@@ -97,6 +97,19 @@ class Lifecycle:
         is SUCCESS and the stored result is at most max_result_bytes long (one script on
         Redis). Raises InvocationNotFound for an unknown id.
         """
+    def read_final_ahead(
+        self,
+        invocation_id: str,
+        ahead: collections.abc.Sequence[str],
+        max_result_bytes: typing.SupportsInt | typing.SupportsIndex,
+    ) -> tuple[tuple, typing.Any, list]:
+        """
+        read_final(invocation_id) and, when that status is final, read_final of each id
+        of `ahead` whose status is final too, in one call (one script on Redis): returns
+        (status record, serialized result | None, [(id, status record, serialized result
+        | None) for each final ahead id]). Raises InvocationNotFound for an unknown
+        invocation_id; unknown ahead ids are left out.
+        """
     def recover_stale(
         self,
         kind: str,

@@ -124,6 +124,13 @@ struct FinalRead {
   std::optional<std::string> result;
 };
 
+// What ReadFinalAhead read: ReadFinal of the id asked for and of the ids read
+// ahead that were final, in the order asked.
+struct FinalReads {
+  FinalRead first;
+  std::vector<std::pair<InvocationId, FinalRead>> ahead;
+};
+
 // What WaitAnyFinal saw: the first id found final and, when the wait could read it
 // in the same operation, what ReadFinal would have read.
 struct FinalWait {
@@ -207,6 +214,20 @@ class Lifecycle {
   // redis://. A SUCCESS whose result is missing or longer reads as no result
   // (the caller reads it on its own). Writes nothing.
   virtual Result<FinalRead> ReadFinal(const InvocationId& id, std::size_t max_result_bytes) = 0;
+
+  // ReadFinal of `id` and, when its status is final, ReadFinal of each id of
+  // `ahead` whose status is final too (unknown ids and the others left out), in
+  // one round trip on redis://: a client that reads many finished invocations
+  // one after the other reads the next ones with the first. Writes nothing. The
+  // default reads `id` only (a read costs no round trip to save).
+  virtual Result<FinalReads> ReadFinalAhead(const InvocationId& id,
+                                            const std::vector<InvocationId>& ahead,
+                                            std::size_t max_result_bytes) {
+    (void)ahead;
+    Result<FinalRead> first = ReadFinal(id, max_result_bytes);
+    if (!first.ok()) return first.status();
+    return FinalReads{std::move(first).value(), {}};
+  }
 
   // The orchestrator's WaitAnyFinal (blocks until one of `ids` is final or
   // `timeout_us` passed; <= 0 is a single check), and ReadFinal of the id it found,
