@@ -156,6 +156,7 @@ def test_a_purge_drops_what_was_read_ahead(
         a, b = rt.add(1, 1), rt.add(2, 2)
         _wait_final(app, [a.invocation_id, b.invocation_id])
         assert a.result == 2  # reads b ahead
+        assert b.invocation_id in app.orchestrator._read_ahead._thread().kept  # type: ignore[attr-defined]
         counting = _counting(app, monkeypatch)
         app.orchestrator.purge()
         with pytest.raises((InvocationNotFoundError, KeyError)):
@@ -169,3 +170,19 @@ def test_only_redis_reads_ahead(
 ) -> None:
     app = build_app(backend, tmp_path, request)
     assert app.orchestrator._read_ahead is None  # type: ignore[attr-defined]
+
+
+def test_what_is_kept_is_bounded_and_stale_records_leave_it() -> None:
+    from pynenc_cpp import _read_ahead
+
+    ahead = ReadAhead(ttl_sec=60.0, limit=READ_AHEAD_IDS)
+    ids = [f"i{k}" for k in range(4 * _read_ahead._MAX_KEPT)]
+    ahead.submitted(ids)
+    for start in range(0, len(ids) - READ_AHEAD_IDS, READ_AHEAD_IDS + 1):
+        candidates = ahead.candidates(ids[start])
+        ahead.read(candidates, True, [(c, _raw("success"), "1") for c in candidates], 0)
+        assert len(ahead._thread().kept) <= _read_ahead._MAX_KEPT
+    # A read after a purge (a new generation) keeps none of the older records.
+    ahead.submitted(["p", "q"])
+    ahead.read(ahead.candidates("p"), True, [("q", _raw("success"), "1")], generation=1)
+    assert list(ahead._thread().kept) == ["q"]

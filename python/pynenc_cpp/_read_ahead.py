@@ -16,7 +16,6 @@ dropped after ``_PREFETCH_TTL_SEC``, as the results read with their status are).
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 from collections.abc import Iterable
@@ -29,7 +28,7 @@ _MAX_TRIES = 3
 #: Per thread: the most ids kept as submitted (the oldest half is dropped past
 #: twice that), and the most records kept.
 _MAX_SUBMITTED = 4096
-_MAX_KEPT = 256
+_MAX_KEPT = 2 * READ_AHEAD_IDS
 
 
 class _Thread:
@@ -113,7 +112,7 @@ class ReadAhead:
         ids, position = state.ids, state.position
         out: list[str] = []
         start = number + 1 - state.base
-        for candidate in itertools.islice(ids, start, start + 4 * self.limit):
+        for candidate in ids[start : start + 4 * self.limit]:
             if candidate in position:
                 out.append(candidate)
                 if len(out) == self.limit:
@@ -134,6 +133,10 @@ class ReadAhead:
         state = self._thread()
         kept, tries = state.kept, state.tries
         now = time.monotonic()
+        if kept:  # what a purge or time made stale is never served: not kept either
+            for invocation_id, (_, _, read_generation, at) in list(kept.items()):
+                if read_generation != generation or now - at > self._ttl_sec:
+                    del kept[invocation_id]
         found = set()
         for invocation_id, raw, result in more:
             found.add(invocation_id)

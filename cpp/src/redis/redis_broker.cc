@@ -67,6 +67,8 @@ local function broker_pop(K, A)
   for i = 7, #A do redis.call('LREM', K[5], 1, A[i]) end
   -- A consumer is listed while its lease lives (recovery unlists it only after
   -- the lease lapsed, a clean close drops both): listed again on a new lease.
+  -- (A consumers set lost while leases live, e.g. evicted under a maxmemory
+  -- policy other than noeviction, is not rebuilt: docs/backends/redis.md.)
   if not redis.call('SET', K[4], '1', 'PX', A[2], 'GET') then
     redis.call('SADD', K[3], A[1])
   end
