@@ -46,7 +46,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -69,11 +69,11 @@ from pynenc.trigger.conditions import ExceptionContext, ResultContext, StatusCon
 from pynenc.workflow.workflow_identity import WorkflowIdentity
 
 from pynenc_cpp import _core
-from pynenc_cpp._claim import claim_one, defer_or_pend
 from pynenc_cpp._component import MemBackend, RedisBackend, SqliteBackend
 from pynenc_cpp._outage import Settled
+from pynenc_cpp._pick import PicksInvocations
 from pynenc_cpp._read_ahead import ReadAhead
-from pynenc_cpp._run import _PYNENC_CALL_FROM_DTO, _PYNENC_INV_FROM_DTO, RunsInvocations
+from pynenc_cpp._run import _PYNENC_CALL_FROM_DTO, _PYNENC_INV_FROM_DTO
 from pynenc_cpp.broker import CppBroker
 from pynenc_cpp.errors import (
     IllegalTransition,
@@ -113,7 +113,7 @@ _CONTEXT_NAMES = (
 )
 
 
-class CppNativeOrchestrator(RunsInvocations, CppOrchestrator):
+class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
     """The orchestrator of native mode (backend picked by the subclass).
 
     Thread-safe like the mixed-mode orchestrator. See the module docstring for
@@ -660,177 +660,6 @@ class CppNativeOrchestrator(RunsInvocations, CppOrchestrator):
         except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
             raise self._status_error(exc, invocation_id, InvocationStatus.REROUTED) from exc
         self._after_change(invocation_id, InvocationStatus.REROUTED, watched)
-
-    # ---- picking work ------------------------------------------------------
-
-    def _claim(
-        self,
-        lifecycle: _core.Lifecycle,
-        invocation_id: InvocationId,
-        runner_ctx: RunnerContext,
-        invocations_to_reroute: set[InvocationId],
-        start: bool = False,
-    ) -> DistributedInvocation | None:
-        """The per-id body of ``get_additional_invocations_to_run``.
-
-        Returns the invocation now PENDING for this runner (with ``start``, possibly
-        RUNNING already: see ``claim_for_run``), or None when it is not to be run now
-        (not available, deferred by concurrency control, or taken by another runner
-        first: logged as pynenc logs it).
-        """
-        runner_id, ctx_id = self._actor(runner_ctx)
-        try:
-            claim = lifecycle.claim(invocation_id, runner_id, ctx_id, start)
-        except (IllegalTransition, OwnershipViolation) as exc:
-            self._claim_refused(invocation_id, exc)
-            return None
-        return self._claimed(lifecycle, invocation_id, runner_ctx, claim, invocations_to_reroute)
-
-    def _claim_refused(
-        self, invocation_id: InvocationId, exc: IllegalTransition | OwnershipViolation
-    ) -> None:
-        """Another runner moved the invocation first: logged as pynenc logs it."""
-        ex = to_pynenc_status_error(exc)
-        self.app.logger.warning(f"Could not set invocation:{invocation_id} to status:pending: {ex}")
-
-    def _claimed(
-        self,
-        lifecycle: _core.Lifecycle,
-        invocation_id: InvocationId,
-        runner_ctx: RunnerContext,
-        claim: tuple[str, Any, dict[str, Any] | None, bool],
-        invocations_to_reroute: set[InvocationId],
-    ) -> DistributedInvocation | None:
-        """What follows the engine's claim (``Lifecycle.claim``'s tuple) in ``_claim``."""
-        kind, _raw, record, watched = claim
-        if kind == "not_available" or record is None:  # a record unless not available
-            return None
-        invocation = self._invocation(record)
-        if kind == "claimed":
-            self._after_change(invocation_id, InvocationStatus.PENDING, watched)
-            return invocation
-        if kind == "started":
-            self._after_change(invocation_id, InvocationStatus.PENDING, watched)
-            self._started.slot = (invocation_id, runner_ctx.runner_id, watched)
-            return invocation
-        # needs_check: the task's running concurrency control is not known yet.
-        task = invocation.task
-        if task.conf.running_concurrency == ConcurrencyControlType.DISABLED:
-            lifecycle.set_task_runs_freely(task.task_id.key)
-        return defer_or_pend(self, invocation, runner_ctx, invocations_to_reroute)
-
-    def get_additional_invocations_to_run(
-        self,
-        missing_invocations: int,
-        blocking_invocation_ids: set[InvocationId],
-        invocations_to_reroute: set[InvocationId],
-        runner_ctx: RunnerContext,
-        queue_provider: Callable[[], Sequence[str]],
-        on_queue_retrieved: Callable[[str], None],
-    ) -> Iterator[DistributedInvocation]:
-        lifecycle = self._lifecycle()
-        if lifecycle is None:
-            yield from super().get_additional_invocations_to_run(
-                missing_invocations,
-                blocking_invocation_ids,
-                invocations_to_reroute,
-                runner_ctx,
-                queue_provider,
-                on_queue_retrieved,
-            )
-            return
-        broker = self.app.broker
-        while missing_invocations > 0:
-            retrieved_invocation = False
-            for queue_name in queue_provider():
-                invocation_id = broker.retrieve_invocation(queue_name)
-                if not invocation_id:
-                    continue
-                retrieved_invocation = True
-                on_queue_retrieved(queue_name)
-                if invocation_id not in blocking_invocation_ids:
-                    invocation = self._claim(
-                        lifecycle, invocation_id, runner_ctx, invocations_to_reroute
-                    )
-                    if invocation is not None:
-                        missing_invocations -= 1
-                        yield invocation
-                break
-            if not retrieved_invocation:
-                break
-
-    def take_for_runner(
-        self, runner_ctx: RunnerContext
-    ) -> tuple[_core.Lifecycle, _core.Broker, str, str] | None:
-        """What a runner's engine needs to take and claim in one step
-        (``Lifecycle.take_and_start``): (lifecycle, its broker, owner id, runner-context
-        id), the context stored; None in mixed mode. The runner then hands each
-        outcome to ``claimed_for_run``."""
-        lifecycle = self._lifecycle()
-        if lifecycle is None or not self._claims_may_start():
-            return None
-        runner_id, ctx_id = self._actor(runner_ctx)
-        return lifecycle, self.app.broker._engine, runner_id, ctx_id
-
-    def claimed_for_run(
-        self,
-        invocation_id: InvocationId,
-        runner_ctx: RunnerContext,
-        claim: tuple[str, Any, dict[str, Any] | None, bool] | BaseException,
-    ) -> DistributedInvocation | None:
-        """``claim_for_run(invocation_id, runner_ctx, start=True)`` for an id the
-        engine took and claimed already (``take_for_runner``): ``claim`` is the claim's
-        outcome, or the error it raised, raised here unless another runner won the
-        race (then logged as pynenc logs it, and None)."""
-        if isinstance(claim, IllegalTransition | OwnershipViolation):
-            self._claim_refused(invocation_id, claim)
-            return None
-        if isinstance(claim, BaseException):
-            raise claim
-        lifecycle = self._lifecycle()
-        assert lifecycle is not None  # take_for_runner gave it
-        to_reroute: set[InvocationId] = set()
-        invocation = self._claimed(lifecycle, invocation_id, runner_ctx, claim, to_reroute)
-        if to_reroute:
-            self.reroute_invocations(to_reroute, runner_ctx)
-        return invocation
-
-    def claim_for_run(
-        self, invocation_id: InvocationId, runner_ctx: RunnerContext, start: bool = False
-    ) -> DistributedInvocation | None:
-        """Claim one id already taken from the broker for ``runner_ctx``.
-
-        Same semantics as the per-id body of ``get_additional_invocations_to_run``
-        (status check, lookup, running concurrency control, PENDING with its
-        history row and trigger report); an invocation deferred by concurrency
-        control with ``reroute_on_concurrency_control`` is rerouted at once.
-        Returns None when the invocation is not to be run now.
-
-        ``start``: the caller runs the returned invocation at once, on this thread,
-        with ``DistributedInvocation.run(runner_ctx)``. For a task that runs freely
-        the claim then also moves it to RUNNING (history row included) in the same
-        engine call, and ``run``'s own ``set_invocation_status(RUNNING)`` only logs
-        and reports to the trigger, so the storage sees one operation fewer.
-        """
-        to_reroute: set[InvocationId] = set()
-        lifecycle = self._lifecycle()
-        if lifecycle is None:
-            invocation = self._claim_mixed(invocation_id, runner_ctx, to_reroute)
-        else:
-            start = start and self._claims_may_start()
-            invocation = self._claim(lifecycle, invocation_id, runner_ctx, to_reroute, start)
-        if to_reroute:
-            self.reroute_invocations(to_reroute, runner_ctx)
-        return invocation
-
-    def _claim_mixed(
-        self,
-        invocation_id: InvocationId,
-        runner_ctx: RunnerContext,
-        invocations_to_reroute: set[InvocationId],
-    ) -> DistributedInvocation | None:
-        """``claim_for_run`` in mixed mode: pynenc's per-id body verbatim."""
-        return claim_one(self, invocation_id, runner_ctx, invocations_to_reroute)
 
     # ---- recovery ----------------------------------------------------------
 
