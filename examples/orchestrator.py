@@ -253,6 +253,7 @@ def demo(gateway_port: int) -> None:
         workers["store-b"].send_signal(signal.SIGKILL)
         workers["store-b"].wait()
         wait_state(gw, "storage/docs", "unplaced")
+        wait_state(gw, "storage/scratch", "running")  # moved back to store-a
         show(gw)
         print("demo done", flush=True)
     finally:
