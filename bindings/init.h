@@ -11,6 +11,7 @@ void InitOrchestrator(pybind11::module_& m);
 void InitStateBackend(pybind11::module_& m);
 void InitTrigger(pybind11::module_& m);
 void InitLifecycle(pybind11::module_& m);
+void InitStorage(pybind11::module_& m);
 void InitRunner(pybind11::module_& m);
 void InitCoordinator(pybind11::module_& m);
 void InitCluster(pybind11::module_& m);

@@ -1,11 +1,11 @@
 // pynenc_cpp._core: the private extension module. Registration only; each
 // subsystem lives in its own file.
+#include <stdexcept>
+#include <string>
+
 #include "conversions.h"
 #include "init.h"
 #include "python_gate.h"
-
-#include <stdexcept>
-#include <string>
 
 namespace {
 
@@ -15,8 +15,7 @@ namespace py = pybind11;
 // importable: it is put in sys.modules) and re-exports its public names from
 // the root, so `_core.X` stays the one spelling the package uses while the
 // generated stubs come out one file per subsystem (scripts/gen_stubs.sh).
-void Submodule(py::module_& m, const char* name, const char* doc,
-               void (*init)(py::module_&)) {
+void Submodule(py::module_& m, const char* name, const char* doc, void (*init)(py::module_&)) {
   py::module_ sub = m.def_submodule(name, doc);
   init(sub);
   py::module_::import("sys").attr("modules")[sub.attr("__name__")] = sub;
@@ -48,6 +47,7 @@ PYBIND11_MODULE(_core, m) {
   Submodule(m, "state_backend", "State backends: records, results, history.", b::InitStateBackend);
   Submodule(m, "trigger", "Trigger stores.", b::InitTrigger);
   Submodule(m, "lifecycle", "Native mode's composite operations.", b::InitLifecycle);
+  Submodule(m, "storage", "One app's storage and the ports over it.", b::InitStorage);
   Submodule(m, "runner", "The C++ runner loop.", b::InitRunner);
   Submodule(m, "coordinator", "Placement, supervision and singletons.", b::InitCoordinator);
   Submodule(m, "cluster", "The cluster core: transport, membership, election.", b::InitCluster);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lifecycle_fixture.h"
+#include "pynenc_cpp/ports/storage.h"
 #include "reply_dropping_proxy.h"
 
 namespace pynenc_cpp {
@@ -43,10 +44,10 @@ TYPED_TEST(TakeAndStart, TakeAndStartTakesAndStartsWhatTheQueueHolds) {
   EXPECT_FALSE(empty.value().has_value());
 
   this->life_->SetTaskRunsFreely(TaskId("mod.task"));
-  ASSERT_TRUE(this->life_
-                  ->RegisterAndRoute({this->New("a"), this->New("b", "mod.other"), this->New("c")},
-                                     kRunner)
-                  .ok());
+  ASSERT_TRUE(
+      this->life_
+          ->RegisterAndRoute({this->New("a"), this->New("b", "mod.other"), this->New("c")}, kRunner)
+          .ok());
   this->clock_->Advance(kSecond);
   auto a = this->life_->TakeAndStart("default", 0, kRunner);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
@@ -68,8 +69,8 @@ TYPED_TEST(TakeAndStart, TakeAndStartTakesAndStartsWhatTheQueueHolds) {
   EXPECT_LE(rows[1].timestamp_us, rows[2].timestamp_us);
   // The rows name the id taken, as the ports write them.
   EXPECT_EQ(rows[1].history_json,
-            HistoryJson(InvocationId("a"), {S::kPending, "runner-1", kStart + kSecond},
-                        "runner-1", std::nullopt));
+            HistoryJson(InvocationId("a"), {S::kPending, "runner-1", kStart + kSecond}, "runner-1",
+                        std::nullopt));
   EXPECT_EQ(rows[2].history_json,
             HistoryJson(InvocationId("a"), started.record, "runner-1", std::nullopt));
 
@@ -211,17 +212,18 @@ TEST(RedisTakeAndStart, AReplyLostWithTheConnectionIsReadBack) {
   auto clock = std::make_shared<ManualClock>(kStart);
   const BackendConfig config{"redis://127.0.0.1:" + std::to_string(proxy.port()) + "/0",
                              "lost-reply-app", clock};
-  auto orch = std::shared_ptr<Orchestrator>(OpenOrchestrator(config).value());
-  auto state = std::shared_ptr<StateBackend>(OpenStateBackend(config).value());
-  auto broker = std::shared_ptr<Broker>(OpenBroker(config).value());
-  auto trigger = std::shared_ptr<TriggerStore>(OpenTriggerStore(config).value());
-  auto opened = OpenLifecycle(LifecycleParts{orch, state, broker, trigger}, config, kNames);
+  // One Storage: every port and the lifecycle share its pool, whose one
+  // connection the proxy serves.
+  auto storage = Storage::Open(config);
+  ASSERT_TRUE(storage.ok()) << storage.status().ToString();
+  auto state = storage.value()->state_backend().value();
+  auto opened = storage.value()->NewLifecycle(/*with_trigger=*/true, kNames);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   std::unique_ptr<Lifecycle> life = std::move(opened).value();
   life->SetTaskRunsFreely(TaskId("mod.task"));
-  ASSERT_TRUE(life->RegisterAndRoute({NewItem("a"), NewItem("b"), NewItem("c", "mod.other")},
-                                     kRunner)
-                  .ok());
+  ASSERT_TRUE(
+      life->RegisterAndRoute({NewItem("a"), NewItem("b"), NewItem("c", "mod.other")}, kRunner)
+          .ok());
   auto a = life->TakeAndStart("default", 0, kRunner);  // loads the script
   ASSERT_TRUE(a.ok() && a.value().has_value());
   EXPECT_EQ(a.value()->claim.kind, ClaimKind::kStarted);

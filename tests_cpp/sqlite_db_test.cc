@@ -49,11 +49,24 @@ TEST(SqliteOptions, ParsesPathAndOptions) {
   }
 }
 
-TEST(SqliteDatabase, SharedPerPathAndWal) {
+TEST(SqliteDatabase, EachOpenHasItsOwnPoolOnTheSharedFileInWal) {
   SqliteBackend b;
   auto a = OpenOk(b.Path());
   auto again = OpenOk(b.Path());
-  EXPECT_EQ(a.get(), again.get());
+  EXPECT_NE(a.get(), again.get());  // no process-wide registry: a Storage owns each
+  ASSERT_TRUE(a->Write([](Conn& c) { return c.Exec("CREATE TABLE t (x INTEGER)"); }).ok());
+  ASSERT_TRUE(a->Write([](Conn& c) { return c.Exec("INSERT INTO t VALUES (7)"); }).ok());
+  std::int64_t seen = 0;
+  ASSERT_TRUE(again
+                  ->Read([&](Conn& c) -> Status {
+                    auto q = c.Prepare("SELECT x FROM t");
+                    if (!q.ok()) return q.status();
+                    (void)q.value()->Step();
+                    seen = q.value()->Int(0);
+                    return Status::Ok();
+                  })
+                  .ok());
+  EXPECT_EQ(seen, 7);
   std::string mode;
   ASSERT_TRUE(a->Read([&](Conn& c) -> Status {
                  auto q = c.Prepare("PRAGMA journal_mode");
@@ -103,13 +116,12 @@ TEST(SqliteDatabase, SchemaVersionsAreChecked) {
 
 // How many indexes named `name` the file has.
 std::int64_t CountIndex(Database& db, const std::string& name) {
-  return ReadInt(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = '" +
-                         name + "'");
+  return ReadInt(
+      db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = '" + name + "'");
 }
 
 std::int64_t StoredVersion(Database& db, const std::string& component) {
-  return ReadInt(db, "SELECT version FROM pynenc_cpp_schema WHERE component = '" + component +
-                         "'");
+  return ReadInt(db, "SELECT version FROM pynenc_cpp_schema WHERE component = '" + component + "'");
 }
 
 const char* kWidgetV1 = "CREATE TABLE t (x INTEGER); CREATE INDEX t_x ON t (x);";
@@ -127,7 +139,8 @@ TEST(SqliteDatabase, MigrationsRunInOrderAndRecordTheNewVersion) {
   auto db = WidgetV1(b.Path());
   const std::vector<SchemaMigration> steps = {
       // Listed out of order; step 2 needs the table step 1 makes.
-      {2, "ALTER TABLE u ADD COLUMN b INTEGER; ALTER TABLE t ADD COLUMN y INTEGER NOT NULL DEFAULT 0"},
+      {2,
+       "ALTER TABLE u ADD COLUMN b INTEGER; ALTER TABLE t ADD COLUMN y INTEGER NOT NULL DEFAULT 0"},
       {1, "DROP INDEX t_x; CREATE TABLE u (a INTEGER)"},
   };
   ASSERT_TRUE(db->EnsureSchema("widget", 3, "unused: the tables exist", steps).ok());
@@ -315,7 +328,8 @@ TEST(SqliteDatabase, ANestedWriteThroughAnotherDatabaseOfTheFileJoinsIt) {
   ASSERT_NE(other.value().get(), outer.value().get());
   Status s = outer.value()->Write([&](Conn& c) -> Status {
     if (Status e = c.Exec("INSERT INTO t VALUES (3)"); !e.ok()) return e;
-    return other.value()->Write([](Conn& c2) -> Status { return c2.Exec("DELETE FROM t WHERE x = 1"); });
+    return other.value()->Write(
+        [](Conn& c2) -> Status { return c2.Exec("DELETE FROM t WHERE x = 1"); });
   });
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(CountRows(*outer.value(), "t"), 2);
@@ -395,8 +409,8 @@ TEST(SqliteDatabase, AWriteWaitsForALockReleasedWithinTheBusyTimeout) {
 // overflow pages, an interior page, page 1). False on the first failure.
 bool WriteBlobs(Database& db, int rows) {
   for (int i = 0; i < rows; ++i) {
-    Status s = db.Write(
-        [](Conn& c) -> Status { return c.Exec("INSERT INTO t VALUES (zeroblob(8000))"); });
+    Status s =
+        db.Write([](Conn& c) -> Status { return c.Exec("INSERT INTO t VALUES (zeroblob(8000))"); });
     if (!s.ok()) return false;
   }
   return true;
@@ -441,7 +455,7 @@ TEST(SqliteDatabase, SteadyWritesKeepTheWalBoundedWithFewCheckpoints) {
   auto db = OpenOk(b.Path());
   ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (x BLOB)").ok());
   const std::string wal = b.Path() + "-wal";
-  constexpr int kRowsPerThread = 3000;  // ~4.5 WAL pages a row: ~27,000 pages in all
+  constexpr int kRowsPerThread = 3000;    // ~4.5 WAL pages a row: ~27,000 pages in all
   const std::uintmax_t page = 4096 + 24;  // a WAL frame: header + page
   const std::uintmax_t restart_size = std::uintmax_t{Database::kRestartPages} * page;
   std::atomic<std::uintmax_t> largest_wal{0};

@@ -8,7 +8,9 @@ from abc import abstractmethod
 from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
 
+from pynenc_cpp import _core
 from pynenc_cpp._outage import Settled, ride_out
+from pynenc_cpp._storage import storage_for
 from pynenc_cpp._urls import redis_url_problem
 from pynenc_cpp.config import SYNCHRONOUS_MODES, ConfigCpp
 from pynenc_cpp.errors import BadConfig
@@ -39,6 +41,18 @@ class CppComponentMixin:
     @abstractmethod
     def engine_uri(self) -> str:
         """The engine URI this component opens."""
+
+    @cached_property
+    def storage(self) -> _core.Storage:
+        """The engine storage of this component's app and URI: the one object that
+        owns the connection pool, database or memory the app's pynenc-cpp components
+        share, and hands out their engine ports (``_storage.storage_for``)."""
+        return storage_for(self.app, self.engine_uri)
+
+    def shares_storage_with(self, other: object) -> bool:
+        """True if ``other`` is a pynenc-cpp component on this component's storage
+        (same app object and URI): native composites may then work on both."""
+        return isinstance(other, CppComponentMixin) and other.storage is self.storage
 
     @cached_property
     def outage_budget_sec(self) -> float:
@@ -73,7 +87,7 @@ class CppComponentMixin:
 
 
 class MemBackend:
-    """Process-local storage, in this component's own engine object."""
+    """Process-local storage, one per app object (shared by its components)."""
 
     @property
     def engine_uri(self) -> str:

@@ -30,10 +30,11 @@ if TYPE_CHECKING:
 
 class PicksInvocations(RunsInvocations):
     """The claims of a native orchestrator, over what the orchestrator provides:
-    ``_actor``, ``_invocation``, ``_after_change`` and the per-thread ``_started``
-    note (``claim_for_run(start=True)``, read by ``set_invocation_status``)."""
+    ``_actor``, ``_invocation``, ``_after_change``, its ``storage`` and the per-thread
+    ``_started`` note (``claim_for_run(start=True)``, read by ``set_invocation_status``)."""
 
     _started: threading.local
+    storage: _core.Storage  # CppComponentMixin's
 
     @abstractmethod
     def _actor(self, runner_ctx: RunnerContext) -> tuple[str, str]:
@@ -156,7 +157,7 @@ class PicksInvocations(RunsInvocations):
         if lifecycle is None or not self._claims_may_start():
             return None
         runner_id, ctx_id = self._actor(runner_ctx)
-        return lifecycle, self.app.broker._engine, runner_id, ctx_id
+        return lifecycle, self.storage.broker(), runner_id, ctx_id
 
     def claimed_for_run(
         self,

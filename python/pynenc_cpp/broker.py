@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from pynenc.broker.base_broker import BaseBroker
 from pynenc.identifiers.invocation_id import InvocationId
 
-from pynenc_cpp import _core
 from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
 
 if TYPE_CHECKING:
@@ -24,7 +23,7 @@ class CppBroker(CppComponentMixin, BaseBroker):
 
     def __init__(self, app: Pynenc) -> None:
         super().__init__(app)
-        self._engine = _core.Broker(self.engine_uri, app.app_id)
+        self._engine = self.storage.broker()
 
     def _route_invocation(
         self, invocation_id: InvocationId, queue_name: str, priority: float

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pynenc.client_data_store.base_client_data_store import BaseClientDataStore
 from pynenc.serializer.json_pickle_serializer import JsonPickleSerializer
 
-from pynenc_cpp import _core, _scalars
+from pynenc_cpp import _scalars
 from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ class CppClientDataStore(CppComponentMixin, BaseClientDataStore):
 
     def __init__(self, app: Pynenc) -> None:
         super().__init__(app)
-        self._engine = _core.ClientDataStore(self.engine_uri, app.app_id)
+        self._engine = self.storage.client_data_store()
 
     def _scalar_text(self, obj: Any) -> str | None:
         """The serializer's text for a plain scalar, without the serializer (see

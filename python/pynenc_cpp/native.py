@@ -74,7 +74,6 @@ from pynenc_cpp._outage import Settled
 from pynenc_cpp._pick import PicksInvocations
 from pynenc_cpp._read_ahead import ReadAhead
 from pynenc_cpp._run import _PYNENC_CALL_FROM_DTO, _PYNENC_INV_FROM_DTO
-from pynenc_cpp.broker import CppBroker
 from pynenc_cpp.errors import (
     IllegalTransition,
     InvocationNotFound,
@@ -95,7 +94,7 @@ from pynenc_cpp.state_backend import (
     _invocation_record,
     _record_workflow,
 )
-from pynenc_cpp.trigger import CppTrigger, _context_type_name
+from pynenc_cpp.trigger import _context_type_name
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
@@ -159,18 +158,8 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
         if key == self._lifecycle_key:
             return self._lifecycle_obj
         lifecycle = None
-        if self._same_backend(state_backend) and self._same_backend(broker):
-            trigger_engine = trigger._engine if self._same_backend(trigger) else None
-            lifecycle = _core.Lifecycle(
-                self.engine_uri,
-                app.app_id,
-                self._engine,
-                state_backend._engine,
-                broker._engine,
-                # None is accepted (py::arg("trigger").none(true)); the stub cannot say so.
-                trigger_engine,  # type: ignore[arg-type]
-                *_CONTEXT_NAMES,
-            )
+        if self.shares_storage_with(state_backend) and self.shares_storage_with(broker):
+            lifecycle = self.storage.lifecycle(self.shares_storage_with(trigger), *_CONTEXT_NAMES)
         self._lifecycle_key, self._lifecycle_obj = key, lifecycle
         return lifecycle
 
@@ -178,15 +167,6 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
     def _native_enabled(self) -> bool:
         """``cpp_conf.native_enabled``, read once (``cpp_conf`` is fixed at first use)."""
         return self.cpp_conf.native_enabled
-
-    def _same_backend(self, component: object) -> bool:
-        """True if ``component`` is a pynenc-cpp component on this orchestrator's storage."""
-        if not isinstance(component, CppStateBackend | CppBroker | CppTrigger):
-            return False
-        for mixin in (MemBackend, SqliteBackend, RedisBackend):
-            if isinstance(self, mixin):
-                return isinstance(component, mixin) and component.engine_uri == self.engine_uri
-        return False
 
     def _actor(self, runner_ctx: RunnerContext) -> tuple[str, str]:
         """(owner id, runner-context id) of ``runner_ctx``, its context stored as pynenc does."""

@@ -148,7 +148,7 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
     def __init__(self, app: Pynenc) -> None:
         super().__init__(app)
         _ = self.outage_budget_sec  # a bad value is an error here, not at the first outage
-        self._engine = _core.Orchestrator(self.engine_uri, app.app_id)
+        self._engine = self.storage.orchestrator()
         self._blocking_control = CppBlockingControl(app, self._engine)
 
     @property

@@ -41,6 +41,7 @@ from pynenc.runner.base_runner import BaseRunner
 
 from pynenc_cpp import _core
 from pynenc_cpp._claim import claim_one
+from pynenc_cpp._component import CppComponentMixin
 from pynenc_cpp._outage import no_ride_out
 from pynenc_cpp.errors import BackendConnectionError
 from pynenc_cpp.native import CppNativeOrchestrator
@@ -272,8 +273,8 @@ class CppRunner(BaseRunner):
 
     def _engine_broker(self) -> Any:
         """The engine broker to block on, or None for a non pynenc-cpp broker."""
-        engine = getattr(self.app.broker, "_engine", None)
-        return engine if isinstance(engine, _core.Broker) else None
+        broker = self.app.broker
+        return broker.storage.broker() if isinstance(broker, CppComponentMixin) else None
 
     def _intervals(self) -> tuple[float, float]:
         app_conf = self.app.conf
@@ -822,9 +823,10 @@ class CppRunner(BaseRunner):
         final sleeps briefly instead of spinning (set ``cached_status_time`` to 0
         for the lowest result latency).
         """
-        engine = getattr(self.app.orchestrator, "_engine", None)
-        if not isinstance(engine, _core.Orchestrator) or not invocation_ids:
+        orchestrator = self.app.orchestrator
+        if not isinstance(orchestrator, CppComponentMixin) or not invocation_ids:
             return False
+        engine = orchestrator.storage.orchestrator()
         ids = [str(i) for i in invocation_ids]
         seen = getattr(self._wait_memo, "final_ids", None)
         if seen is not None and seen == ids:

@@ -174,7 +174,7 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
 
     def __init__(self, app: Pynenc) -> None:
         super().__init__(app)
-        self._engine = _core.StateBackend(self.engine_uri, app.app_id)
+        self._engine = self.storage.state_backend()
         self._prefetched = threading.local()
         self._purges = 0  # prefetched results older than the last purge are not served
 

@@ -29,7 +29,6 @@ from pynenc.trigger.monitoring import (
     TriggerRunRecord,
 )
 
-from pynenc_cpp import _core
 from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
 from pynenc_cpp._convert import from_us, opt_from_us, opt_to_us, to_us
 
@@ -70,7 +69,7 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
 
     def __init__(self, app: Pynenc) -> None:
         super().__init__(app)
-        self._engine = _core.TriggerStore(self.engine_uri, app.app_id)
+        self._engine = self.storage.trigger_store()
 
     # ------------------------------------------------------------------ #
     # Conditions and trigger definitions

@@ -1,11 +1,12 @@
 // The Lifecycle over the ports (see pynenc_cpp/native/lifecycle.h). Every
 // operation runs inside Atomically(): a plain call here, one SQLite write
 // transaction in SqliteLifecycle (native/sqlite_lifecycle.cc).
-#include "native/port_lifecycle.h"
-#include "pynenc_cpp/core/thread_annotations.h"
-
 #include <map>
 #include <utility>
+
+#include "native/port_lifecycle.h"
+#include "pynenc_cpp/core/thread_annotations.h"
+#include "pynenc_cpp/ports/storage.h"
 
 namespace pynenc_cpp {
 namespace native {
@@ -74,8 +75,8 @@ Status PortLifecycle::AddHistory(const InvocationId& id, const StatusRecord& rec
   return parts_.state_backend->AddHistories({id}, row);
 }
 
-Result<ChangeOutcome> PortLifecycle::RegisterAndRoute(
-    const std::vector<NewRoutedInvocation>& batch, const Actor& actor) {
+Result<ChangeOutcome> PortLifecycle::RegisterAndRoute(const std::vector<NewRoutedInvocation>& batch,
+                                                      const Actor& actor) {
   for (const NewRoutedInvocation& inv : batch) {
     if (inv.record.invocation_id.empty()) {
       return Status::InvalidArgument("RegisterAndRoute: empty invocation id");
@@ -144,8 +145,7 @@ Result<ChangeOutcome> PortLifecycle::ChangeStatus(const InvocationId& id, Invoca
   return *out;
 }
 
-Result<FinalRead> PortLifecycle::ReadFinal(const InvocationId& id,
-                                           std::size_t max_result_bytes) {
+Result<FinalRead> PortLifecycle::ReadFinal(const InvocationId& id, std::size_t max_result_bytes) {
   Result<StatusRecord> record = parts_.orchestrator->GetStatusRecord(id);
   if (!record.ok()) return record.status();
   FinalRead out{record.value(), std::nullopt};
@@ -277,9 +277,8 @@ Result<FinishOutcome> PortLifecycle::FinishSuccess(const InvocationId& id,
 }
 
 Result<FinishOutcome> PortLifecycle::FinishFailure(const InvocationId& id,
-                                                   const std::string& exception,
-                                                   const Actor& actor, const TaskId& task,
-                                                   bool release_waiters) {
+                                                   const std::string& exception, const Actor& actor,
+                                                   const TaskId& task, bool release_waiters) {
   return Finish(id, exception, false, actor, task, release_waiters);
 }
 
@@ -322,9 +321,8 @@ Result<std::vector<Recovered>> PortLifecycle::RecoverStale(RecoveryKind kind, Ti
         kind == RecoveryKind::kPending ? parts_.orchestrator->PendingForRecovery(limit_us)
                                        : parts_.orchestrator->RunningForRecovery(limit_us);
     if (!stale.ok()) return stale.status();
-    const InvocationStatus to = kind == RecoveryKind::kPending
-                                    ? InvocationStatus::kPendingRecovery
-                                    : InvocationStatus::kRunningRecovery;
+    const InvocationStatus to = kind == RecoveryKind::kPending ? InvocationStatus::kPendingRecovery
+                                                               : InvocationStatus::kRunningRecovery;
     for (const InvocationId& id : stale.value()) {
       Result<ChangeOutcome> changed = ChangeSteps(id, to, actor, std::nullopt, false);
       if (!changed.ok()) {
@@ -348,21 +346,9 @@ Result<std::vector<Recovered>> PortLifecycle::RecoverStale(RecoveryKind kind, Ti
 
 Result<std::unique_ptr<Lifecycle>> OpenLifecycle(LifecycleParts parts, const BackendConfig& config,
                                                  TriggerContextNames names) {
-  if (!parts.orchestrator || !parts.state_backend || !parts.broker) {
-    return Status::InvalidArgument(
-        "Lifecycle needs an orchestrator, a state backend and a broker (got a null one)");
-  }
-  Result<ParsedBackendUri> parsed = CheckBackendConfig(config);
-  if (!parsed.ok()) return parsed.status();
-  if (parsed.value().kind == BackendKind::kSqlite) {
-    return native::NewSqliteLifecycle(std::move(parts), config, std::move(names));
-  }
-  if (parsed.value().kind == BackendKind::kRedis) {
-    return native::NewRedisLifecycle(std::move(parts), config, std::move(names));
-  }
-  auto in_process = std::make_unique<native::PortLifecycle>(std::move(parts), std::move(names));
-  in_process->MarkInProcess();
-  return std::unique_ptr<Lifecycle>(std::move(in_process));
+  Result<std::shared_ptr<Storage>> storage = Storage::Open(config);
+  if (!storage.ok()) return storage.status();
+  return storage.value()->NewLifecycle(std::move(parts), std::move(names));
 }
 
 }  // namespace pynenc_cpp

@@ -8,8 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "pynenc_cpp/native/lifecycle.h"
 #include "pynenc_cpp/core/thread_annotations.h"
+#include "pynenc_cpp/native/lifecycle.h"
+
+namespace pynenc_cpp::redis {
+class Client;
+}
+namespace pynenc_cpp::sqlite {
+class Database;
+}
 
 namespace pynenc_cpp::native {
 
@@ -29,8 +36,7 @@ class PortLifecycle : public Lifecycle {
                                      bool release_waiters) override;
   Result<ClaimOutcome> Claim(const InvocationId& id, const Actor& actor) override;
   Result<ClaimOutcome> ClaimAndStart(const InvocationId& id, const Actor& actor) override;
-  Result<std::optional<TakenClaim>> TakeAndStart(const std::string& queue,
-                                                 std::int64_t timeout_ms,
+  Result<std::optional<TakenClaim>> TakeAndStart(const std::string& queue, std::int64_t timeout_ms,
                                                  const Actor& actor) override;
   Result<FinalRead> ReadFinal(const InvocationId& id, std::size_t max_result_bytes) override;
   Result<std::optional<FinalWait>> WaitAnyFinal(const std::vector<InvocationId>& ids,
@@ -75,14 +81,13 @@ class PortLifecycle : public Lifecycle {
   Status AddHistory(const InvocationId& id, const StatusRecord& record, const Actor& actor,
                     const std::optional<std::string>& registered_by);
   // Transition + waiters + auto-purge + history + watched check, no scope.
-  Result<ChangeOutcome> ChangeSteps(const InvocationId& id, InvocationStatus to,
-                                    const Actor& actor, const std::optional<TaskId>& task,
-                                    bool release_waiters);
+  Result<ChangeOutcome> ChangeSteps(const InvocationId& id, InvocationStatus to, const Actor& actor,
+                                    const std::optional<TaskId>& task, bool release_waiters);
   Result<FinishOutcome> Finish(const InvocationId& id, const std::string& payload, bool success,
                                const Actor& actor, const TaskId& task, bool release_waiters);
   Result<ChangeOutcome> ChangeAndRoute(const InvocationId& id, InvocationStatus to,
-                                       bool count_retry, const std::string& queue,
-                                       double priority, const Actor& actor, const TaskId& task);
+                                       bool count_retry, const std::string& queue, double priority,
+                                       const Actor& actor, const TaskId& task);
 
   const LifecycleParts parts_;
   const TriggerContextNames names_;
@@ -92,15 +97,16 @@ class PortLifecycle : public Lifecycle {
 };
 
 // The SQLite Lifecycle: every operation is one BEGIN IMMEDIATE transaction on
-// the app's Database, which the components' own calls join.
-// REQUIRES: config.uri is sqlite://.
+// `db`, which the components' own calls join (the Storage's Database).
 Result<std::unique_ptr<Lifecycle>> NewSqliteLifecycle(LifecycleParts parts,
-                                                      const BackendConfig& config,
+                                                      std::shared_ptr<sqlite::Database> db,
                                                       TriggerContextNames names);
 
 // The Redis Lifecycle: Claim and FinishSuccess/FinishFailure are one Lua script
-// (one round trip) in their common case. REQUIRES: config.uri is redis://.
+// (one round trip) in their common case, sent through `client` (the Storage's
+// pool). REQUIRES: config.uri is redis:// and names `client`'s server.
 Result<std::unique_ptr<Lifecycle>> NewRedisLifecycle(LifecycleParts parts,
+                                                     std::shared_ptr<redis::Client> client,
                                                      const BackendConfig& config,
                                                      TriggerContextNames names);
 

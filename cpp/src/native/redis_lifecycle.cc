@@ -811,12 +811,11 @@ class RedisLifecycle final : public PortLifecycle {
 }  // namespace
 
 Result<std::unique_ptr<Lifecycle>> NewRedisLifecycle(LifecycleParts parts,
+                                                     std::shared_ptr<redis::Client> client,
                                                      const BackendConfig& config,
                                                      TriggerContextNames names) {
-  Result<std::shared_ptr<redis::Client>> client = redis::OpenClient(config);
-  if (!client.ok()) return client.status();
   return std::unique_ptr<Lifecycle>(
-      new RedisLifecycle(std::move(parts), std::move(names), client.value(), config));
+      new RedisLifecycle(std::move(parts), std::move(names), std::move(client), config));
 }
 
 }  // namespace pynenc_cpp::native

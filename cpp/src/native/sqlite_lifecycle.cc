@@ -24,8 +24,7 @@ class SqliteLifecycle final : public PortLifecycle {
   // memory, the thread's earlier deliveries it was acknowledging: their rows
   // stay until this consumer's lease lapses, then are redelivered and refused
   // by the status check. Nothing is lost or run twice.)
-  Result<std::optional<TakenClaim>> TakeAndStart(const std::string& queue,
-                                                 std::int64_t timeout_ms,
+  Result<std::optional<TakenClaim>> TakeAndStart(const std::string& queue, std::int64_t timeout_ms,
                                                  const Actor& actor) override {
     std::optional<InvocationId> taken;
     ClaimOutcome claim;
@@ -60,12 +59,10 @@ class SqliteLifecycle final : public PortLifecycle {
 }  // namespace
 
 Result<std::unique_ptr<Lifecycle>> NewSqliteLifecycle(LifecycleParts parts,
-                                                      const BackendConfig& config,
+                                                      std::shared_ptr<sqlite::Database> db,
                                                       TriggerContextNames names) {
-  Result<std::shared_ptr<sqlite::Database>> db = sqlite::OpenDatabase(config);
-  if (!db.ok()) return db.status();
   return std::unique_ptr<Lifecycle>(
-      new SqliteLifecycle(std::move(parts), std::move(names), db.value()));
+      new SqliteLifecycle(std::move(parts), std::move(names), std::move(db)));
 }
 
 }  // namespace pynenc_cpp::native

@@ -6,20 +6,6 @@
 
 namespace pynenc_cpp {
 
-Result<std::unique_ptr<StateBackend>> OpenStateBackend(const BackendConfig& config) {
-  Result<ParsedBackendUri> parsed = CheckBackendConfig(config);
-  if (!parsed.ok()) return parsed.status();
-  if (parsed.value().kind == BackendKind::kMemory) return NewMemStateBackend(config);
-  if (parsed.value().kind == BackendKind::kRedis) {
-    Result<std::shared_ptr<redis::Client>> client = redis::OpenClient(config);
-    if (!client.ok()) return client.status();
-    return redis::NewRedisStateBackend(std::move(client).value(), config);
-  }
-  Result<std::shared_ptr<sqlite::Database>> db = sqlite::OpenDatabase(config);
-  if (!db.ok()) return db.status();
-  return sqlite::NewSqliteStateBackend(std::move(db).value(), config);
-}
-
 Result<std::vector<std::pair<std::string, std::string>>> DiscoverAppInfos(
     const BackendConfig& config) {
   // Discovery has no app of its own: only the URI matters.

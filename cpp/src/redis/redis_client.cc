@@ -1,6 +1,4 @@
 #include "redis/redis_client.h"
-#include "pynenc_cpp/core/thread_annotations.h"
-#include "pynenc_cpp/core/metrics.h"
 
 #include <hiredis/hiredis.h>
 #include <openssl/sha.h>
@@ -12,6 +10,9 @@
 #include <cstdio>
 #include <thread>
 #include <unordered_map>
+
+#include "pynenc_cpp/core/metrics.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp::redis {
 namespace {
@@ -84,8 +85,8 @@ class Connection {
     if (broken()) return true;
     char byte;
     const ssize_t n = recv(ctx_->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0) return true;                                 // EOF: closed by the server
-    if (n > 0) return true;                                  // an unasked reply: out of step
+    if (n == 0) return true;  // EOF: closed by the server
+    if (n > 0) return true;   // an unasked reply: out of step
     return !(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);  // reset, ...
   }
   std::string error() const { return ctx_ == nullptr ? "no connection" : ctx_->errstr; }
@@ -177,7 +178,8 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
   if (unix_socket) {
     // The whole path is the socket; the database comes from ?db=N.
     if (rest.empty() || rest[0] != '/') {
-      return Status::BadConfig("redis unix socket URI needs an absolute path: unix:///path/to.sock");
+      return Status::BadConfig(
+          "redis unix socket URI needs an absolute path: unix:///path/to.sock");
     }
     o.unix_path = PercentDecode(rest);
     if (o.unix_path.find('\0') != std::string::npos) {
@@ -291,16 +293,6 @@ std::string Client::Endpoint() const {
 std::string Client::Describe() const { return Endpoint() + "/" + std::to_string(options_.db); }
 
 Result<std::shared_ptr<Client>> Client::Open(const RedisOptions& options) {
-  static Mutex registry_mu;
-  static std::unordered_map<std::string, std::weak_ptr<Client>> registry;
-  const std::string key = options.unix_path + "|" + options.host + ":" +
-                          std::to_string(options.port) + "/" +
-                          std::to_string(options.db) + "|" + options.username + "|" +
-                          options.password + "|" +
-                          std::to_string(options.connect_timeout_ms) + "|" +
-                          std::to_string(options.io_timeout_ms) + "|" + std::to_string(getpid());
-  MutexLock lock(registry_mu);
-  if (auto existing = registry[key].lock()) return existing;
   std::shared_ptr<Client> client(new Client(options));
   Result<Value> pong = client->Command({"PING"});
   if (!pong.ok()) return pong.status();
@@ -308,7 +300,6 @@ Result<std::shared_ptr<Client>> Client::Open(const RedisOptions& options) {
     return Status::BackendFailure("redis at " + client->Describe() +
                                   " refused PING: " + pong.value().str);
   }
-  registry[key] = client;
   return client;
 }
 
@@ -322,10 +313,9 @@ Result<std::unique_ptr<Connection>> Client::Connect() {
                           deadline - std::chrono::steady_clock::now())
                           .count();
     const timeval budget = ToTimeval(std::max<long>(left, 1));
-    redisContext* ctx =
-        options_.unix_path.empty()
-            ? redisConnectWithTimeout(options_.host.c_str(), options_.port, budget)
-            : redisConnectUnixWithTimeout(options_.unix_path.c_str(), budget);
+    redisContext* ctx = options_.unix_path.empty()
+                            ? redisConnectWithTimeout(options_.host.c_str(), options_.port, budget)
+                            : redisConnectUnixWithTimeout(options_.unix_path.c_str(), budget);
     auto conn = std::make_unique<Connection>(ctx);
     if (ctx != nullptr && ctx->err == 0) {
       redisSetTimeout(ctx, ToTimeval(options_.io_timeout_ms));

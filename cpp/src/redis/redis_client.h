@@ -35,7 +35,7 @@ struct RedisOptions {
   int db = 0;
   int connect_timeout_ms = 2000;  // total time spent (re)connecting before giving up
   int io_timeout_ms = 5000;       // per command (blocking commands add their block time)
-  std::string username;  // Redis 6 ACL user ("": the default user)
+  std::string username;           // Redis 6 ACL user ("": the default user)
   std::string password;
 };
 
@@ -78,9 +78,10 @@ class Connection;
 
 class Client {
  public:
-  // Opens (or joins this process's already open) client for the server and
-  // verifies it answers PING within the connect timeout: otherwise
-  // kBackendFailure "cannot reach redis at host:port: <cause>".
+  // Opens a new pool for the server (its own connections: nothing is shared
+  // with another Client; a Storage owns one per app) and verifies it answers
+  // PING within the connect timeout: otherwise kConnectionLost "cannot reach
+  // redis at host:port: <cause>".
   static Result<std::shared_ptr<Client>> Open(const RedisOptions& options);
 
   Client(const Client&) = delete;

@@ -1,5 +1,4 @@
 #include "sqlite/sqlite_db.h"
-#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+
+#include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp::sqlite {
 namespace {
@@ -236,13 +237,6 @@ Result<std::shared_ptr<Database>> Database::Open(const SqliteOptions& options) {
     return Status::BadConfig("sqlite path " + Quoted(options.path) +
                              " is a directory; expected a database file");
   }
-  static Mutex registry_mu;
-  static std::unordered_map<std::string, std::weak_ptr<Database>> registry;
-  const std::string key = options.path + "|" + (options.synchronous_full ? "full" : "normal") +
-                          "|" + std::to_string(options.busy_timeout_ms) + "|" +
-                          std::to_string(getpid());
-  MutexLock lock(registry_mu);
-  if (auto existing = registry[key].lock()) return existing;
   std::shared_ptr<Database> db(new Database(options));
   // Open one connection now so that a bad path fails here, with a clear error.
   Result<std::unique_ptr<Conn>> conn = db->Acquire();
@@ -256,7 +250,6 @@ Result<std::shared_ptr<Database>> Database::Open(const SqliteOptions& options) {
   }
   db->Release(std::move(conn).value());
   db->wake_ = WakeBoard::Open(options.path);  // after the file exists: it takes its mode
-  registry[key] = db;
   return db;
 }
 
@@ -287,10 +280,11 @@ Result<std::unique_ptr<Conn>> Database::Acquire() {
   conn->SetBusyTimeout(options_.busy_timeout_ms);
   sqlite3_extended_result_codes(raw, 1);
   // journal_mode=WAL reads the header first, so a non-database file fails here.
-  const std::string pragmas = std::string("PRAGMA journal_mode=WAL; PRAGMA synchronous=") +
-                              (options_.synchronous_full ? "FULL" : "NORMAL") +
-                              "; PRAGMA foreign_keys=OFF; PRAGMA journal_size_limit=" +
-                              std::to_string(kWalSizeLimitBytes) + ";";
+  const std::string pragmas =
+      std::string("PRAGMA journal_mode=WAL; PRAGMA synchronous=") +
+      (options_.synchronous_full ? "FULL" : "NORMAL") +
+      "; PRAGMA foreign_keys=OFF; PRAGMA journal_size_limit=" + std::to_string(kWalSizeLimitBytes) +
+      ";";
   // Switching a new file to WAL needs a moment of exclusive access, and SQLite
   // does not call the busy handler for it: several processes creating the same
   // file at once get SQLITE_BUSY here. Retry within the busy timeout.
@@ -357,16 +351,16 @@ bool Database::RunCheckpoint() {
   // PASSIVE: copies what no reader still needs and never waits for a lock, so
   // writers and readers of every process go on meanwhile.
   int wal_pages = 0;
-  int rc = sqlite3_wal_checkpoint_v2(conn->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
-                                     &wal_pages, nullptr);
+  int rc = sqlite3_wal_checkpoint_v2(conn->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_pages,
+                                     nullptr);
   if (rc == SQLITE_OK && wal_pages >= kRestartPages) {
     // Only the pages written since the PASSIVE pass are left to copy, so writers
     // wait for one short copy and the rewind. It holds the write lock while it
     // waits for readers, so it waits kRestartWaitMs at most (not the busy
     // timeout writers have): a WAL still in use is left for the next request.
     conn->SetBusyTimeout(kRestartWaitMs);
-    const int restarted = sqlite3_wal_checkpoint_v2(conn->raw(), nullptr,
-                                                    SQLITE_CHECKPOINT_RESTART, nullptr, nullptr);
+    const int restarted = sqlite3_wal_checkpoint_v2(conn->raw(), nullptr, SQLITE_CHECKPOINT_RESTART,
+                                                    nullptr, nullptr);
     conn->SetBusyTimeout(options_.busy_timeout_ms);
     if ((restarted & 0xff) != SQLITE_BUSY) rc = restarted;
   }
@@ -402,9 +396,7 @@ thread_local long tl_open_transactions_pid = 0;  // the process the list belongs
 // when the scope ends, also by an exception (no dangling Conn* to join later).
 class OpenTransaction {
  public:
-  OpenTransaction(const Database* db, Conn* conn) {
-    tl_open_transactions.emplace_back(db, conn);
-  }
+  OpenTransaction(const Database* db, Conn* conn) { tl_open_transactions.emplace_back(db, conn); }
   ~OpenTransaction() { tl_open_transactions.pop_back(); }
   OpenTransaction(const OpenTransaction&) = delete;
   OpenTransaction& operator=(const OpenTransaction&) = delete;
@@ -535,8 +527,7 @@ Result<std::shared_ptr<Database>> OpenDatabase(const BackendConfig& config) {
   Result<ParsedBackendUri> parsed = ParseBackendUri(config.uri);
   if (!parsed.ok()) return parsed.status();
   if (parsed.value().kind != BackendKind::kSqlite) {
-    return Status::BadConfig("backend URI '" + RedactUri(config.uri) +
-                             "' is not an sqlite:// URI");
+    return Status::BadConfig("backend URI '" + RedactUri(config.uri) + "' is not an sqlite:// URI");
   }
   Result<SqliteOptions> options = ParseSqliteLocation(parsed.value().location);
   if (!options.ok()) return options.status();

@@ -176,7 +176,9 @@ class Conn {
 
 class Database {
  public:
-  // Opens (or joins the process's already open) database at `options.path`.
+  // Opens the database at `options.path` with a connection pool of its own
+  // (a Storage owns one per app; several on one file in one process share only
+  // the file, its locks and its wake board).
   // Creates the file if missing. kBadConfig naming the path for a directory, an
   // unwritable location or a file that is not an SQLite database.
   static Result<std::shared_ptr<Database>> Open(const SqliteOptions& options);

@@ -36,6 +36,7 @@ from pynenc_cpp._core.orchestrator import Orchestrator
 from pynenc_cpp._core.report import describe_backend
 from pynenc_cpp._core.runner import RunnerEngine
 from pynenc_cpp._core.state_backend import StateBackend
+from pynenc_cpp._core.storage import Storage
 from pynenc_cpp._core.trigger import TriggerStore
 
 from . import (
@@ -48,6 +49,7 @@ from . import (
     report,
     runner,
     state_backend,
+    storage,
     trigger,
 )
 
@@ -88,6 +90,7 @@ __all__: list[str] = [
     "SpecStatus",
     "StaleGeneration",
     "StateBackend",
+    "Storage",
     "Timeout",
     "TriggerStore",
     "Unavailable",
@@ -108,6 +111,7 @@ __all__: list[str] = [
     "state_backend",
     "status_names",
     "status_table",
+    "storage",
     "trigger",
 ]
 
