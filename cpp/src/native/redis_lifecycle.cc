@@ -25,6 +25,7 @@
 #include "redis/redis_client.h"
 #include "redis/redis_orchestrator_impl.h"
 #include "redis/redis_state_backend.h"
+#include "redis/redis_trigger_store.h"
 
 namespace pynenc_cpp::native {
 namespace {
@@ -32,27 +33,14 @@ namespace {
 using redis::Script;
 using redis::Value;
 
-
 // Shared by the scripts, after the orchestrator's, the state backend's and the
 // broker's fragments (P = ARGV[1]).
 // ARGV[2] = state prefix Ps, ARGV[3] = trigger prefix Pt, ARGV[4] = id.
 constexpr const char* kLifecycleHelpers = R"lua(
 local Ps, Pt, id = ARGV[2], ARGV[3], ARGV[4]
+-- f = HMGET(k, 'seq', 'st', 'own', 'task', ...): the orchestrator's status change.
 local function set_status(k, f, new, ts, owner)
-  if owner then
-    redis.call('HSET', k, 'st', new, 'ts', ts, 'own', owner)
-  else
-    redis.call('HSET', k, 'st', new, 'ts', ts)
-    redis.call('HDEL', k, 'own')
-  end
-  redis.call('ZREM', P .. 'status:' .. f[2], id)
-  redis.call('ZADD', P .. 'status:' .. new, f[1], id)
-  local m = pad(f[1]) .. id
-  redis.call('ZADD', P .. 'times', ts, m)
-  redis.call('ZREM', P .. 'stimes:' .. f[2], m)
-  redis.call('ZADD', P .. 'stimes:' .. new, ts, m)
-  redis.call('ZADD', P .. 'ttimes:' .. f[4], ts, m)
-  return m
+  return orch_set_status(k, id, f[1], f[4], f[2], new, ts, owner)
 end
 -- This step's history rows of id: (tsenc, dk, val) triples, new by construction.
 local function add_history(...)
@@ -60,29 +48,21 @@ local function add_history(...)
   for i = 1, #a, 3 do rows[#rows + 1] = {id, a[i], a[i + 1], a[i + 2]} end
   state_add_new_histories(Ps, rows)
 end
--- Whether a trigger condition of context type ctx (and of ctx2, when given: a
--- second result) watches task; 1 without a trigger store (the caller reports).
+-- Whether a trigger condition of context type ctx (and of ctx2) watches task; 1
+-- without a trigger store (the caller reports): the trigger store's check.
 local function watched(enabled, task, ctx, ctx2)
   if enabled ~= '1' then return 1, 1 end
-  local w, w2 = 0, 0
-  for _, c in ipairs(redis.call('ZRANGE', Pt .. 'src:' .. task, 0, -1)) do
-    if redis.call('HEXISTS', Pt .. 'cond', c) == 1 then
-      local cc = redis.call('HGET', Pt .. 'cond_ctx', c)
-      if cc == ctx then w = 1 end
-      if ctx2 and cc == ctx2 then w2 = 1 end
-      if w == 1 and (not ctx2 or w2 == 1) then break end
-    end
-  end
-  return w, w2
+  return trigger_watched(Pt, task, ctx, ctx2)
 end
 )lua";
 
-// A lifecycle script: the components' shared Lua fragments (each write lives
-// in its component: orch_register, notify_final, state_upsert,
-// state_add_history, broker_route), the helpers above, then `body`.
+// A lifecycle script: the components' shared Lua fragments (each key layout and
+// each write lives in its component: orch_register, orch_set_status,
+// notify_final, state_upsert, state_add_new_histories, broker_route,
+// trigger_watched), the helpers above, then `body`.
 std::string LifecycleSource(const char* body) {
   return std::string(redis_orchestrator::LuaCommon()) + redis::StateLuaFragments() +
-         redis::BrokerLuaRoute() + kLifecycleHelpers + body;
+         redis::BrokerLuaRoute() + redis::TriggerLuaWatched() + kLifecycleHelpers + body;
 }
 
 // pynenc's submit (register_new_invocations + route) in one round trip:
@@ -292,7 +272,8 @@ return broker_pop_then(function(taken, argv)
   if r[1] == 2 then return r, '2' end
   return r, '-'
 end)
-)lua").c_str()));
+)lua")
+                                            .c_str()));
   return s;
 }
 
@@ -375,8 +356,7 @@ class RedisLifecycle final : public PortLifecycle {
     return ClaimScripted(id, actor, true);
   }
 
-  Result<std::optional<TakenClaim>> TakeAndStart(const std::string& queue,
-                                                 std::int64_t timeout_ms,
+  Result<std::optional<TakenClaim>> TakeAndStart(const std::string& queue, std::int64_t timeout_ms,
                                                  const Actor& actor) override {
     if (!pending_runs_ || !actor.runner_id || actor.runner_id->empty()) {
       return PortLifecycle::TakeAndStart(queue, timeout_ms, actor);
@@ -410,8 +390,7 @@ class RedisLifecycle final : public PortLifecycle {
   Result<FinalReads> ReadFinalAhead(const InvocationId& id, const std::vector<InvocationId>& ahead,
                                     std::size_t max_result_bytes) override {
     if (ahead.empty()) return PortLifecycle::ReadFinalAhead(id, ahead, max_result_bytes);
-    std::vector<std::string> args = {po_, ps_,
-                                     std::string(StatusName(InvocationStatus::kSuccess)),
+    std::vector<std::string> args = {po_, ps_, std::string(StatusName(InvocationStatus::kSuccess)),
                                      std::to_string(max_result_bytes), id.str()};
     args.reserve(args.size() + ahead.size());
     for (const InvocationId& a : ahead) args.push_back(a.str());
@@ -475,8 +454,7 @@ class RedisLifecycle final : public PortLifecycle {
       return Status::InvalidArgument("WaitAnyFinal needs at least one invocation id");
     }
     Result<std::optional<redis_orchestrator::FinalWake>> wake = redis_orchestrator::WaitFinal(
-        *client_, po_, ids, timeout_us,
-        [&](const std::string& fresh, std::int64_t ttl_ms) {
+        *client_, po_, ids, timeout_us, [&](const std::string& fresh, std::int64_t ttl_ms) {
           return RegisterFinalWait(*client_, po_, ps_, ids, fresh, ttl_ms, max_result_bytes);
         });
     if (!wake.ok()) return wake.status();
@@ -500,13 +478,20 @@ class RedisLifecycle final : public PortLifecycle {
     for (const NewRoutedInvocation& inv : batch) plain = plain && !inv.record.invocation_id.empty();
     if (!plain) return PortLifecycle::RegisterAndRoute(batch, actor);  // its errors, its way
     const StatusRecord record{InvocationStatus::kRegistered, actor.runner_id, clock_->NowMicros()};
-    std::vector<std::string> args = {po_, ps_, pt_, "", pb_,
+    std::vector<std::string> args = {po_,
+                                     ps_,
+                                     pt_,
+                                     "",
+                                     pb_,
                                      std::string(StatusName(record.status)),
                                      std::to_string(record.timestamp_us),
-                                     actor.runner_id ? "1" : "0", actor.runner_id.value_or(""),
+                                     actor.runner_id ? "1" : "0",
+                                     actor.runner_id.value_or(""),
                                      redis::HistoryPositionPrefix(record.timestamp_us),
-                                     HistoryKey(record), parts().trigger ? "1" : "0",
-                                     names().status, std::to_string(wake_token_bound_),
+                                     HistoryKey(record),
+                                     parts().trigger ? "1" : "0",
+                                     names().status,
+                                     std::to_string(wake_token_bound_),
                                      std::to_string(batch.size())};
     args.reserve(args.size() + 10 * batch.size() + 8);
     std::vector<std::string> tasks;
@@ -544,8 +529,8 @@ class RedisLifecycle final : public PortLifecycle {
     const Value& v = r.value();
     if (v.is_error()) return ReplyError(v, "submit");
     if (v.elements.size() != 2) return Status::BackendFailure("redis submit script: bad reply");
-    metrics::OnEntered(record.status, static_cast<std::uint64_t>(std::max<std::int64_t>(
-                                          v.elements[1].integer, 0)));
+    metrics::OnEntered(record.status, static_cast<std::uint64_t>(
+                                          std::max<std::int64_t>(v.elements[1].integer, 0)));
     return ChangeOutcome{record, v.elements[0].integer != 0};
   }
 
@@ -564,7 +549,11 @@ class RedisLifecycle final : public PortLifecycle {
     StatusRecord next{to, std::nullopt, clock_->NowMicros()};
     if (!def.releases_ownership) next.runner_id = actor.runner_id;
     const bool keep = !def.acquires_ownership && !def.releases_ownership;
-    std::vector<std::string> args = {po_, ps_, pt_, id.str(), *actor.runner_id,
+    std::vector<std::string> args = {po_,
+                                     ps_,
+                                     pt_,
+                                     id.str(),
+                                     *actor.runner_id,
                                      std::string(StatusName(to)),
                                      std::to_string(next.timestamp_us)};
     AppendHistory(id, next, actor, &args);
@@ -597,9 +586,8 @@ class RedisLifecycle final : public PortLifecycle {
   Result<FinishOutcome> FinishSuccess(const InvocationId& id, const std::string& result,
                                       const Actor& actor, const TaskId& task,
                                       bool release_waiters) override {
-    Result<std::optional<FinishOutcome>> fast =
-        Finish(id, InvocationStatus::kSuccess, "results", result, names().result, actor,
-               release_waiters);
+    Result<std::optional<FinishOutcome>> fast = Finish(
+        id, InvocationStatus::kSuccess, "results", result, names().result, actor, release_waiters);
     if (!fast.ok()) return fast.status();
     if (fast.value()) return *fast.value();
     return PortLifecycle::FinishSuccess(id, result, actor, task, release_waiters);
@@ -634,8 +622,8 @@ class RedisLifecycle final : public PortLifecycle {
     return redis::HistoryValue(h);
   }
   // Appends history pos prefix, history key and value of `record` to `args`.
-  static void AppendHistory(const InvocationId& id, const StatusRecord& record,
-                            const Actor& actor, std::vector<std::string>* args) {
+  static void AppendHistory(const InvocationId& id, const StatusRecord& record, const Actor& actor,
+                            std::vector<std::string>* args) {
     args->push_back(redis::HistoryPositionPrefix(record.timestamp_us));
     args->push_back(HistoryKey(record));
     args->push_back(HistoryValueOf(id, record, actor, std::nullopt));
@@ -669,8 +657,8 @@ class RedisLifecycle final : public PortLifecycle {
     // RUNNING strictly after PENDING, so the history rows keep their order.
     *running = StatusRecord{InvocationStatus::kRunning, actor.runner_id,
                             std::max(clock_->NowMicros(), next->timestamp_us + 1)};
-    std::vector<std::string> args = {po_, ps_, pt_, id.str(), *actor.runner_id,
-                                     std::to_string(next->timestamp_us)};
+    std::vector<std::string> args = {
+        po_, ps_, pt_, id.str(), *actor.runner_id, std::to_string(next->timestamp_us)};
     AppendHistory(id, *next, actor, &args);
     args.push_back(names().status);
     args.push_back(parts().trigger ? "1" : "0");
@@ -750,7 +738,8 @@ class RedisLifecycle final : public PortLifecycle {
     if (!st.ok()) return st.status();
     ClaimOutcome out;
     out.record = st.value();
-    if (st.value().status != InvocationStatus::kRunning || st.value().runner_id != actor.runner_id) {
+    if (st.value().status != InvocationStatus::kRunning ||
+        st.value().runner_id != actor.runner_id) {
       return out;  // kNotAvailable: no longer this claim's
     }
     Result<InvocationRecord> inv = parts().state_backend->GetInvocation(id);

@@ -49,6 +49,26 @@ local function forget(id)
   redis.call('DEL', P .. 'args:' .. id, k)
   release(id)
 end
+-- Moves id (record key k, sequence seq, task, current status old) to status new
+-- at ts, owned by owner (nil: nobody): the record, the status index and the time
+-- pages. Every status change of a script goes through here (TransitionScript and
+-- native/redis_lifecycle.cc's). Returns id's time-page member.
+local function orch_set_status(k, id, seq, task, old, new, ts, owner)
+  if owner then
+    redis.call('HSET', k, 'st', new, 'ts', ts, 'own', owner)
+  else
+    redis.call('HSET', k, 'st', new, 'ts', ts)
+    redis.call('HDEL', k, 'own')
+  end
+  redis.call('ZREM', P .. 'status:' .. old, id)
+  redis.call('ZADD', P .. 'status:' .. new, seq, id)
+  local m = pad(seq) .. id
+  redis.call('ZADD', P .. 'times', ts, m)
+  redis.call('ZREM', P .. 'stimes:' .. old, m)
+  redis.call('ZADD', P .. 'stimes:' .. new, ts, m)
+  redis.call('ZADD', P .. 'ttimes:' .. task, ts, m)
+  return m
+end
 -- Registers one invocation unless known (status st at ts, owner or nil): the
 -- record, the task / call / status indexes and the time pages. Shared with the
 -- submit script of native/redis_lifecycle.cc. Returns 1 if registered, 0 if known.
@@ -139,19 +159,9 @@ local has_owner = f[4] and '1' or '0'
 if f[2] ~= ARGV[3] or f[3] ~= ARGV[4] or has_owner ~= ARGV[5] or (f[4] and f[4] ~= ARGV[6]) then
   return 0
 end
-if ARGV[9] == '1' then
-  redis.call('HSET', k, 'st', ARGV[7], 'ts', ARGV[8], 'own', ARGV[10])
-else
-  redis.call('HSET', k, 'st', ARGV[7], 'ts', ARGV[8])
-  redis.call('HDEL', k, 'own')
-end
-redis.call('ZREM', P .. 'status:' .. f[2], id)
-redis.call('ZADD', P .. 'status:' .. ARGV[7], f[1], id)
-local m = pad(f[1]) .. id
-redis.call('ZADD', P .. 'times', ARGV[8], m)
-redis.call('ZREM', P .. 'stimes:' .. f[2], m)
-redis.call('ZADD', P .. 'stimes:' .. ARGV[7], ARGV[8], m)
-redis.call('ZADD', P .. 'ttimes:' .. f[5], ARGV[8], m)
+local owner = nil
+if ARGV[9] == '1' then owner = ARGV[10] end
+orch_set_status(k, id, f[1], f[5], f[2], ARGV[7], ARGV[8], owner)
 if FINAL[ARGV[7]] then notify_final(id) end
 return 1
 )lua");

@@ -524,6 +524,27 @@ Status RedisTriggerStore::Purge() {
 
 }  // namespace redis_trigger
 
+namespace redis {
+
+const char* TriggerLuaWatched() {
+  return R"lua(
+local function trigger_watched(Pt, task, ctx, ctx2)
+  local w, w2 = 0, 0
+  for _, c in ipairs(redis.call('ZRANGE', Pt .. 'src:' .. task, 0, -1)) do
+    if redis.call('HEXISTS', Pt .. 'cond', c) == 1 then
+      local cc = redis.call('HGET', Pt .. 'cond_ctx', c)
+      if cc == ctx then w = 1 end
+      if ctx2 and cc == ctx2 then w2 = 1 end
+      if w == 1 and (not ctx2 or w2 == 1) then break end
+    end
+  end
+  return w, w2
+end
+)lua";
+}
+
+}  // namespace redis
+
 Result<std::unique_ptr<TriggerStore>> NewRedisTriggerStore(std::shared_ptr<redis::Client> client,
                                                            const BackendConfig& config) {
   return std::unique_ptr<TriggerStore>(std::make_unique<redis_trigger::RedisTriggerStore>(

@@ -16,3 +16,12 @@ namespace pynenc_cpp {
 Result<std::unique_ptr<TriggerStore>> NewRedisTriggerStore(std::shared_ptr<redis::Client> client,
                                                            const BackendConfig& config);
 }  // namespace pynenc_cpp
+
+namespace pynenc_cpp::redis {
+// The Lua function trigger_watched(Pt, task, ctx, ctx2) over this store's keys
+// (Pt = KeyPrefix(app_id, "trigger")): returns w, w2 where w is 1 if a condition
+// of context type ctx sourced from task is registered (ConditionsSourcedFromTask
+// non-empty), else 0, and w2 the same for ctx2 (0 when ctx2 is nil). Shared with
+// native/redis_lifecycle.cc's scripts.
+const char* TriggerLuaWatched();
+}  // namespace pynenc_cpp::redis
