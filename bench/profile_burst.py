@@ -64,6 +64,14 @@ def _gil() -> dict[str, int]:
     return dict(_core.gil_handovers())
 
 
+def _lock_waits() -> dict[str, int]:
+    """SQLite's busy-handler pauses so far in this process (lock contention)."""
+    from pynenc_cpp import _core
+
+    m = _core.engine_metrics()
+    return {"waits": int(m["sqlite_busy_waits"]), "us": int(m["sqlite_busy_wait_us"])}
+
+
 def client_main(n: int) -> int:
     """Warm up, say READY, wait for GO on stdin, run the burst, print its figures."""
     if os.environ.get("PROFILE_BURST_NO_READ_AHEAD"):  # --no-read-ahead: the A/B
@@ -78,19 +86,20 @@ def client_main(n: int) -> int:
     print("READY", flush=True)
     if sys.stdin.readline().strip() != "GO":
         return 1
-    gil0 = _gil()
+    gil0, waits0 = _gil(), _lock_waits()
     t0 = time.perf_counter()
     handles = [noop(i) for i in range(n)]
     t1 = time.perf_counter()
     results = [h.result for h in handles]
     t2 = time.perf_counter()
-    gil1 = _gil()
+    gil1, waits1 = _gil(), _lock_waits()
     out = {
         "n": n,
         "completed": sum(1 for i, r in enumerate(results) if r == i),
         "submit_per_s": n / (t1 - t0),
         "done_per_s": n / (t2 - t0),
         "gil": {k: gil1[k] - gil0[k] for k in gil0},
+        "lock_waits": {k: waits1[k] - waits0[k] for k in waits0},
     }
     print("RESULT " + json.dumps(out), flush=True)
     return 0
@@ -100,10 +109,11 @@ def worker_main() -> int:
     """The runner; on SIGTERM (graceful stop) prints its GIL counts since start."""
     from peer_systems.pynenc_app import app
 
-    gil0 = _gil()
+    gil0, waits0 = _gil(), _lock_waits()
     app.runner.run()
-    gil1 = _gil()
+    gil1, waits1 = _gil(), _lock_waits()
     print("GIL " + json.dumps({k: gil1[k] - gil0[k] for k in gil0}), flush=True)
+    print("WAITS " + json.dumps({k: waits1[k] - waits0[k] for k in waits0}), flush=True)
     return 0
 
 
@@ -284,6 +294,8 @@ def burst(args: argparse.Namespace, how: str, out_dir: Path) -> dict[str, Any]:
     for line in Path(worker_log.name).read_text(errors="replace").splitlines():
         if line.startswith("GIL "):
             result["runner_gil"] = json.loads(line[4:])
+        if line.startswith("WAITS "):
+            result["runner_lock_waits"] = json.loads(line[6:])
     return result
 
 
@@ -438,6 +450,13 @@ def main(argv: list[str] | None = None) -> int:
         + "; runner (warm-up's 20 included) "
         + ", ".join(f"{k} {v / (n + 20):.2f}" for k, v in rgil.items())
     )
+    waits, rwaits = counted.get("lock_waits", {}), counted.get("runner_lock_waits", {})
+    if waits.get("waits") or rwaits.get("waits"):
+        report.append(
+            "SQLite lock waits per task (busy-handler pauses, us slept): client "
+            f"{waits.get('waits', 0) / n:.2f} ({waits.get('us', 0) / n:.0f} us); runner "
+            f"{rwaits.get('waits', 0) / n:.2f} ({rwaits.get('us', 0) / n:.0f} us)"
+        )
     report.append("")
     if not args.no_py_spy:
         sampled = burst(args, "py-spy", out_dir)

@@ -76,13 +76,16 @@ void InitCore(py::module_& m) {
         d["backend_errors_connection"] = s.backend_errors_connection;
         d["redis_connections_opened"] = s.redis_connections_opened;
         d["redis_connections_lost"] = s.redis_connections_lost;
+        d["sqlite_busy_waits"] = s.sqlite_busy_waits;
+        d["sqlite_busy_wait_us"] = s.sqlite_busy_wait_us;
         d["queue_wait"] = histogram(s.queue_wait);
         d["run_time"] = histogram(s.run_time);
         return d;
       },
       "A snapshot of this process's task-engine metrics (pynenc_cpp.metrics renders it):\n"
       "entered (status -> changes applied into it, registrations included), backend_errors,\n"
-      "backend_errors_connection, redis_connections_opened, redis_connections_lost, and the\n"
+      "backend_errors_connection, redis_connections_opened, redis_connections_lost,\n"
+      "sqlite_busy_waits, sqlite_busy_wait_us (SQLite lock contention), and the\n"
       "queue_wait / run_time histograms (bounds_us, per-bucket counts with +Inf last, count,\n"
       "sum_us).");
   m.def(

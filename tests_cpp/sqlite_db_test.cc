@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend_fixture.h"
+#include "pynenc_cpp/core/metrics.h"
 #include "sqlite/sqlite_checkpointer.h"
 #include "sqlite_test_util.h"
 
@@ -398,10 +399,16 @@ TEST(SqliteDatabase, AWriteWaitsForALockReleasedWithinTheBusyTimeout) {
   auto waiter = Database::Open(SqliteOptions{b.Path(), true, 5000});  // another object
   ASSERT_TRUE(waiter.ok());
   ASSERT_NE(waiter.value().get(), holder.value().get());
+  const metrics::Snapshot before = metrics::Take();
   Status s = WriteWhileLocked(*holder.value(), *waiter.value(), std::chrono::milliseconds(150),
                               [](Conn& c) -> Status { return c.Exec("INSERT INTO t VALUES (2)"); });
+  const metrics::Snapshot after = metrics::Take();
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(CountRows(*holder.value(), "t"), 2);
+  // The contention is counted: pauses of at most 1 ms, about as long in all as
+  // the lock was held.
+  EXPECT_GE(after.sqlite_busy_waits - before.sqlite_busy_waits, 2u);
+  EXPECT_GE(after.sqlite_busy_wait_us - before.sqlite_busy_wait_us, 50'000);
 }
 
 // Commits `rows` rows of 8000 bytes each, one transaction per row: two pages

@@ -8,6 +8,9 @@ a counter compares two scrapes around the work it caused.
 from __future__ import annotations
 
 import socket
+import sqlite3
+import threading
+import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -177,6 +180,33 @@ def test_queued_work_shows_in_the_gauges_and_errors_are_counted(tmp_path: Path) 
     after = _core.engine_metrics()
     assert after["backend_errors"] > before["backend_errors"]
     assert after["backend_errors_connection"] > before["backend_errors_connection"]
+
+
+def test_sqlite_lock_contention_is_counted(tmp_path: Path) -> None:
+    app = PynencBuilder().app_id(f"metrics-busy-{uuid.uuid4().hex[:8]}")
+    app = app.cpp_sqlite(path=tmp_path / "busy.db").custom_config(**FAST).build()
+    rt.use(app)
+    rt.add(0, 0)  # the schema exists before the lock is taken
+    registry = CollectorRegistry(auto_describe=False)
+    register_app(app, registry)
+    from prometheus_client import generate_latest
+
+    before = parse(generate_latest(registry).decode())
+    holder = sqlite3.connect(tmp_path / "busy.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the file's write lock
+    submitted = threading.Thread(target=rt.add, args=(1, 2))
+    submitted.start()
+    time.sleep(0.15)
+    holder.execute("COMMIT")
+    submitted.join(10)
+    holder.close()
+    assert not submitted.is_alive()
+    after = parse(generate_latest(registry).decode())
+    waits = "pynenc_cpp_sqlite_busy_waits_total"
+    slept = "pynenc_cpp_sqlite_busy_wait_seconds_total"
+    assert value(after, waits) >= value(before, waits) + 2
+    # It slept about as long as the lock was held (in pauses of at most 1 ms).
+    assert value(after, slept) - value(before, slept) >= 0.05
 
 
 def test_engine_counting_can_be_turned_off(cpp_mem_app: Pynenc) -> None:

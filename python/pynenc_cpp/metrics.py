@@ -136,6 +136,16 @@ class EngineCollector:
             "Pooled Redis connections dropped as broken.",
             value=m["redis_connections_lost"],
         )
+        yield core.CounterMetricFamily(
+            _PREFIX + "sqlite_busy_waits",
+            "Pauses of an SQLite connection that found the file locked by another writer.",
+            value=m["sqlite_busy_waits"],
+        )
+        yield core.CounterMetricFamily(
+            _PREFIX + "sqlite_busy_wait_seconds",
+            "Time SQLite connections paused for a lock held by another writer.",
+            value=m["sqlite_busy_wait_us"] / 1e6,
+        )
         yield _histogram(
             core,
             _PREFIX + "queue_wait_seconds",

@@ -38,6 +38,8 @@ struct Counters {
   std::atomic<std::uint64_t> backend_errors_connection{0};
   std::atomic<std::uint64_t> redis_opened{0};
   std::atomic<std::uint64_t> redis_lost{0};
+  std::atomic<std::uint64_t> sqlite_busy_waits{0};
+  std::atomic<std::int64_t> sqlite_busy_wait_us{0};
   Histogram queue_wait;
   Histogram run_time;
 };
@@ -90,6 +92,13 @@ void OnRedisConnectionLost() {
   if (c.enabled.load(kRelaxed)) c.redis_lost.fetch_add(1, kRelaxed);
 }
 
+void OnSqliteBusyWait(std::int64_t slept_us) {
+  Counters& c = Global();
+  if (!c.enabled.load(kRelaxed)) return;
+  c.sqlite_busy_waits.fetch_add(1, kRelaxed);
+  c.sqlite_busy_wait_us.fetch_add(std::max<std::int64_t>(slept_us, 0), kRelaxed);
+}
+
 Snapshot Take() {
   const Counters& c = Global();
   Snapshot s;
@@ -98,6 +107,8 @@ Snapshot Take() {
   s.backend_errors = s.backend_errors_connection + c.backend_errors_other.load(kRelaxed);
   s.redis_connections_opened = c.redis_opened.load(kRelaxed);
   s.redis_connections_lost = c.redis_lost.load(kRelaxed);
+  s.sqlite_busy_waits = c.sqlite_busy_waits.load(kRelaxed);
+  s.sqlite_busy_wait_us = c.sqlite_busy_wait_us.load(kRelaxed);
   s.queue_wait = c.queue_wait.Take();
   s.run_time = c.run_time.Take();
   return s;

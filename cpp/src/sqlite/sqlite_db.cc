@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "pynenc_cpp/core/metrics.h"
 #include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp::sqlite {
@@ -50,6 +51,9 @@ bool Conn::OnBusy(int count) {
   constexpr std::chrono::microseconds kLongest{1000};
   const auto pause = std::min(kFirst * (std::int64_t{1} << std::min(count, 5)), kLongest);
   std::this_thread::sleep_for(pause);
+  metrics::OnSqliteBusyWait(std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::steady_clock::now() - now)
+                                .count());
   return true;
 }
 

@@ -210,7 +210,8 @@ def engine_metrics() -> dict:
     """
     A snapshot of this process's task-engine metrics (pynenc_cpp.metrics renders it):
     entered (status -> changes applied into it, registrations included), backend_errors,
-    backend_errors_connection, redis_connections_opened, redis_connections_lost, and the
+    backend_errors_connection, redis_connections_opened, redis_connections_lost,
+    sqlite_busy_waits, sqlite_busy_wait_us (SQLite lock contention), and the
     queue_wait / run_time histograms (bounds_us, per-bucket counts with +Inf last, count,
     sum_us).
     """

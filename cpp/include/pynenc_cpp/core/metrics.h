@@ -44,6 +44,10 @@ struct Snapshot {
   // reconnect shows as one of each).
   std::uint64_t redis_connections_opened = 0;
   std::uint64_t redis_connections_lost = 0;
+  // SQLite: pauses of a connection that found the file locked by another
+  // writer (its busy handler), and the time they slept: lock contention.
+  std::uint64_t sqlite_busy_waits = 0;
+  std::int64_t sqlite_busy_wait_us = 0;
   // Routed -> PENDING (claimed) and RUNNING -> SUCCESS / FAILED / RETRY, from
   // the two status records' timestamps.
   HistogramSnapshot queue_wait;
@@ -60,6 +64,8 @@ void OnTransition(const StatusRecord& from, const StatusRecord& to);
 void OnBackendError(bool connection_lost);
 void OnRedisConnectionOpened();
 void OnRedisConnectionLost();
+// One pause of SQLite's busy handler, `slept_us` long.
+void OnSqliteBusyWait(std::int64_t slept_us);
 
 Snapshot Take();
 
