@@ -56,7 +56,8 @@ TEST(SqliteWakeBoard, TheFileBesideTheDatabaseIsSharedAcrossProcesses) {
   WakeBoard& board = db->wake();
   ASSERT_TRUE(board.cross_process());
   EXPECT_EQ(board.path(), b.Path() + "-wake");
-  struct stat db_st {}, wake_st {};
+  struct stat db_st {
+  }, wake_st{};
   ASSERT_EQ(stat(b.Path().c_str(), &db_st), 0);
   ASSERT_EQ(stat(board.path().c_str(), &wake_st), 0);
   EXPECT_EQ(wake_st.st_mode & 0777, db_st.st_mode & 0666) << "the board takes the file's mode";
@@ -83,6 +84,32 @@ TEST(SqliteWakeBoard, AWaitReturnsWhenAnotherProcessWakesItsSlot) {
   board.Wait(3, seen, Clock::now() + kHour);  // returns only if woken
   EXPECT_NE(board.Seq(3), seen);
   ExpectChildOk(child);
+}
+
+TEST(SqliteWakeBoard, AWriterWaitingForTheLockWakesWhenAWriteInAnotherProcessEnds) {
+  SqliteBackend b;
+  auto db = OpenDb(b);
+  ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (x INTEGER)").ok());
+  WakeBoard& board = db->wake();
+  const std::uint32_t seen = board.WriterSeq();
+  const std::uint32_t route_seq = board.Seq(1);
+  // The child's write transaction ends: its Database bumps the write-lock counter.
+  const pid_t child = ForkAfter(std::chrono::milliseconds(100), [&] {
+    auto other = Database::Open(SqliteOptions{b.Path()});
+    return other.ok() &&
+           other.value()->Write([](Conn& c) { return c.Exec("INSERT INTO t VALUES (1)"); }).ok();
+  });
+  board.WaitWriter(seen, Clock::now() + kHour);  // returns only if woken
+  EXPECT_NE(board.WriterSeq(), seen);
+  EXPECT_EQ(board.Seq(1), route_seq);  // a counter of its own, not a route slot's
+  ExpectChildOk(child);
+  // A read transaction never held the lock: it wakes no one.
+  const std::uint32_t after_write = board.WriterSeq();
+  ASSERT_TRUE(db->Read([](Conn& c) { return c.Exec("SELECT count(*) FROM t"); }).ok());
+  EXPECT_EQ(board.WriterSeq(), after_write);
+  // A write that rolls back released the lock too.
+  ASSERT_FALSE(db->Write([](Conn&) { return Status::InvalidArgument("no"); }).ok());
+  EXPECT_EQ(board.WriterSeq(), after_write + 1);
 }
 
 TEST(SqliteWakeBoard, AWaitOnAnAlreadyMovedCounterReturnsAtOnce) {
@@ -204,8 +231,7 @@ TEST(SqliteWakeBoard, AWaitAnyFinalHereWakesForAFinalStatusFromAnotherProcess) {
   ASSERT_TRUE(orch.value()->TransitionStatus(id, InvocationStatus::kRunning, "r").ok());
   const pid_t child = ForkAfter(std::chrono::milliseconds(150), [&] {
     auto other = OpenOrchestrator(b.Config());
-    return other.ok() &&
-           other.value()->TransitionStatus(id, InvocationStatus::kSuccess, "r").ok();
+    return other.ok() && other.value()->TransitionStatus(id, InvocationStatus::kSuccess, "r").ok();
   });
   auto got = orch.value()->WaitAnyFinal({id}, TimestampUs{3'600'000'000});
   ExpectChildOk(child);

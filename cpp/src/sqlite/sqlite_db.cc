@@ -50,10 +50,16 @@ bool Conn::OnBusy(int count) {
   constexpr std::chrono::microseconds kFirst{50};
   constexpr std::chrono::microseconds kLongest{1000};
   const auto pause = std::min(kFirst * (std::int64_t{1} << std::min(count, 5)), kLongest);
-  std::this_thread::sleep_for(pause);
-  metrics::OnSqliteBusyWait(std::chrono::duration_cast<std::chrono::microseconds>(
-                                std::chrono::steady_clock::now() - now)
-                                .count());
+  if (board_ != nullptr) {
+    // Until the holder's transaction ends (it bumps the counter), at most `pause`.
+    board_->WaitWriter(busy_seen_, now + pause);
+    busy_seen_ = board_->WriterSeq();  // read before SQLite tries the lock again
+  } else {
+    std::this_thread::sleep_for(pause);
+  }
+  metrics::OnSqliteBusyWait(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - now)
+          .count());
   return true;
 }
 
@@ -424,11 +430,13 @@ Status Database::Transaction(const char* begin, const std::function<Status(Conn&
   }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.busy_timeout_ms);
+  const bool is_write = std::string_view(begin) != "BEGIN DEFERRED";
   auto backoff = std::chrono::milliseconds(1);
   while (true) {
     Result<std::unique_ptr<Conn>> acquired = Acquire();
     if (!acquired.ok()) return acquired.status();
     std::unique_ptr<Conn> conn = std::move(acquired).value();
+    conn->ArmBusyWake(wake_.get());
     Status s = RunCached(*conn, begin);
     if (s.ok()) {
       (void)conn->TakeNotify();
@@ -440,6 +448,8 @@ Status Database::Transaction(const char* begin, const std::function<Status(Conn&
       conn->ResetAll();
       if (s.ok()) s = RunCached(*conn, "COMMIT");
       if (!s.ok() && !sqlite3_get_autocommit(conn->raw())) (void)RunCached(*conn, "ROLLBACK");
+      // The write lock is free: writers paused in the busy handler try again now.
+      if (wake_ != nullptr && is_write) wake_->WriterDone();
       // Wake-ups only for what committed, and only after it is visible.
       if (const std::uint64_t notify = conn->TakeNotify(); s.ok() && notify != 0) {
         wake_->Wake(notify);

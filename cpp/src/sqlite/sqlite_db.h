@@ -130,9 +130,18 @@ class Conn {
     return b;
   }
   // Installs the busy handler (BusyWait in sqlite_db.cc): a statement that finds
-  // the database locked retries after 50 us, doubling to at most 1 ms, until
-  // `timeout_ms` have passed since it first found it locked.
+  // the database locked retries when the writer holding it is done (the wake
+  // board's write-lock counter, armed by ArmBusyWake), or else after 50 us,
+  // doubling to at most 1 ms, until `timeout_ms` have passed since it first
+  // found it locked.
   void SetBusyTimeout(int timeout_ms);
+  // Called before a transaction begins: the busy handler then waits on `board`'s
+  // write-lock counter as read now (a writer that finishes after this read
+  // wakes it). `board` outlives the transaction.
+  void ArmBusyWake(WakeBoard* board) {
+    board_ = board;
+    busy_seen_ = board != nullptr ? board->WriterSeq() : 0;
+  }
   // One call of the busy handler: pauses and returns true to retry, or false
   // once the timeout has passed. `count`: SQLite's count of earlier calls for
   // this lock event (0 on the first).
@@ -165,6 +174,8 @@ class Conn {
   sqlite3* db_;
   std::string path_;
   bool busy_ = false;
+  WakeBoard* board_ = nullptr;  // see ArmBusyWake
+  std::uint32_t busy_seen_ = 0;
   std::chrono::milliseconds busy_timeout_{0};
   std::chrono::steady_clock::time_point busy_since_;
   std::uint64_t notify_ = 0;

@@ -16,7 +16,9 @@ namespace pynenc_cpp::sqlite {
 namespace {
 
 constexpr std::size_t kPageBytes = 4096;
-static_assert(2 * WakeBoard::kSlots * sizeof(std::uint32_t) <= kPageBytes);
+// The slots' counters, their sleepers, then the write lock's counter and sleepers.
+constexpr std::size_t kWords = 2 * WakeBoard::kSlots + 2;
+static_assert(kWords * sizeof(std::uint32_t) <= kPageBytes);
 
 long Futex(std::uint32_t* addr, int op, std::uint32_t val, const timespec* timeout) {
   return syscall(SYS_futex, addr, op, val, timeout, nullptr, 0);
@@ -60,11 +62,10 @@ std::unique_ptr<WakeBoard> WakeBoard::Open(const std::string& db_path) {
   if (void* page = MapBoardFile(path, db_path)) {
     return std::unique_ptr<WakeBoard>(new WakeBoard(page, true, true, path));
   }
-  void* page =
-      mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* page = mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page == MAP_FAILED) {
     // Out of address space: a static page keeps the board usable in-process.
-    static std::uint32_t fallback[2 * kSlots];
+    static std::uint32_t fallback[kWords];
     return std::unique_ptr<WakeBoard>(new WakeBoard(fallback, false, false, ""));
   }
   return std::unique_ptr<WakeBoard>(new WakeBoard(page, true, false, ""));
@@ -89,26 +90,32 @@ std::uint32_t* WakeBoard::sleepers(int slot) const {
   return static_cast<std::uint32_t*>(page_) + kSlots + std::clamp(slot, 0, kSlots - 1);
 }
 
-std::uint32_t WakeBoard::Seq(int slot) const { return __atomic_load_n(seq(slot), __ATOMIC_SEQ_CST); }
+std::uint32_t WakeBoard::Seq(int slot) const {
+  return __atomic_load_n(seq(slot), __ATOMIC_SEQ_CST);
+}
 
-void WakeBoard::Wake(std::uint64_t mask) {
-  for (int slot = 0; slot < kSlots && mask != 0; ++slot, mask >>= 1) {
-    if ((mask & 1) == 0) continue;
-    __atomic_fetch_add(seq(slot), 1u, __ATOMIC_SEQ_CST);
-    // seq_cst on both sides: a sleeper that registered after this load sees the
-    // new counter in its FUTEX_WAIT and does not sleep.
-    if (__atomic_load_n(sleepers(slot), __ATOMIC_SEQ_CST) != 0) {
-      Futex(seq(slot), FUTEX_WAKE, INT_MAX, nullptr);
-    }
+std::uint32_t* WakeBoard::writer_seq() const {
+  return static_cast<std::uint32_t*>(page_) + 2 * kSlots;
+}
+
+std::uint32_t* WakeBoard::writer_sleepers() const {
+  return static_cast<std::uint32_t*>(page_) + 2 * kSlots + 1;
+}
+
+void WakeBoard::Bump(std::uint32_t* counter, std::uint32_t* waiting) {
+  __atomic_fetch_add(counter, 1u, __ATOMIC_SEQ_CST);
+  // seq_cst on both sides: a sleeper that registered after this load sees the
+  // new counter in its FUTEX_WAIT and does not sleep.
+  if (__atomic_load_n(waiting, __ATOMIC_SEQ_CST) != 0) {
+    Futex(counter, FUTEX_WAKE, INT_MAX, nullptr);
   }
 }
 
-void WakeBoard::Wait(int slot, std::uint32_t seen, std::chrono::steady_clock::time_point deadline) {
+void WakeBoard::WaitOn(std::uint32_t* counter, std::uint32_t* waiting, std::uint32_t seen,
+                       std::chrono::steady_clock::time_point until) {
   using Clock = std::chrono::steady_clock;
-  const auto cap = std::chrono::milliseconds(poll_cap_ms_.load());
-  const auto until = std::min(deadline, Clock::now() + cap);
-  __atomic_fetch_add(sleepers(slot), 1u, __ATOMIC_SEQ_CST);
-  while (__atomic_load_n(seq(slot), __ATOMIC_SEQ_CST) == seen) {
+  __atomic_fetch_add(waiting, 1u, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(counter, __ATOMIC_SEQ_CST) == seen) {
     const auto left = until - Clock::now();
     if (left <= Clock::duration::zero()) break;
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
@@ -117,9 +124,31 @@ void WakeBoard::Wait(int slot, std::uint32_t seen, std::chrono::steady_clock::ti
     ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
     // Returns at once (EAGAIN) if the counter already moved; EINTR and
     // ETIMEDOUT loop back to the checks above.
-    Futex(seq(slot), FUTEX_WAIT, seen, &ts);
+    Futex(counter, FUTEX_WAIT, seen, &ts);
   }
-  __atomic_fetch_sub(sleepers(slot), 1u, __ATOMIC_SEQ_CST);
+  __atomic_fetch_sub(waiting, 1u, __ATOMIC_SEQ_CST);
+}
+
+void WakeBoard::Wake(std::uint64_t mask) {
+  for (int slot = 0; slot < kSlots && mask != 0; ++slot, mask >>= 1) {
+    if ((mask & 1) != 0) Bump(seq(slot), sleepers(slot));
+  }
+}
+
+void WakeBoard::Wait(int slot, std::uint32_t seen, std::chrono::steady_clock::time_point deadline) {
+  const auto cap = std::chrono::milliseconds(poll_cap_ms_.load());
+  WaitOn(seq(slot), sleepers(slot), seen,
+         std::min(deadline, std::chrono::steady_clock::now() + cap));
+}
+
+std::uint32_t WakeBoard::WriterSeq() const {
+  return __atomic_load_n(writer_seq(), __ATOMIC_SEQ_CST);
+}
+
+void WakeBoard::WriterDone() { Bump(writer_seq(), writer_sleepers()); }
+
+void WakeBoard::WaitWriter(std::uint32_t seen, std::chrono::steady_clock::time_point until) {
+  WaitOn(writer_seq(), writer_sleepers(), seen, until);
 }
 
 }  // namespace pynenc_cpp::sqlite

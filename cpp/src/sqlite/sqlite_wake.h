@@ -55,6 +55,17 @@ class WakeBoard {
   // caller re-checks the database.
   void Wait(int slot, std::uint32_t seen, std::chrono::steady_clock::time_point deadline);
 
+  // The write lock's own counter, after the 64 slots (an older build that does
+  // not know it never bumps it: its waiters and ours then pause as before). A
+  // write transaction bumps it when it ends (COMMIT or ROLLBACK: the lock is
+  // free) and wakes the connections paused in SQLite's busy handler, so a
+  // writer that found the lock taken tries again the moment it is released
+  // instead of after a fixed pause (docs/backends/sqlite.md).
+  std::uint32_t WriterSeq() const;
+  void WriterDone();
+  // Sleeps until the write lock's counter differs from `seen` or `until` passes.
+  void WaitWriter(std::uint32_t seen, std::chrono::steady_clock::time_point until);
+
   // True when the board is shared with other processes (the file is mapped).
   bool cross_process() const { return cross_process_; }
   // The longest single Wait (kWakeSafetyPollMs, or kCrossProcessPollMs for a
@@ -66,6 +77,13 @@ class WakeBoard {
   WakeBoard(void* page, bool mapped, bool cross_process, std::string path);
   std::uint32_t* seq(int slot) const;
   std::uint32_t* sleepers(int slot) const;
+  std::uint32_t* writer_seq() const;
+  std::uint32_t* writer_sleepers() const;
+  // FUTEX_WAITs on `counter` while it reads `seen`, until `until`, counted in
+  // `waiting` meanwhile (what a waker checks before its FUTEX_WAKE).
+  static void WaitOn(std::uint32_t* counter, std::uint32_t* waiting, std::uint32_t seen,
+                     std::chrono::steady_clock::time_point until);
+  static void Bump(std::uint32_t* counter, std::uint32_t* waiting);
 
   void* page_;
   std::atomic<std::int64_t> poll_cap_ms_;
