@@ -12,6 +12,7 @@
 
 #include "conversions.h"
 #include "init.h"
+#include "next_take.h"
 #include "records.h"
 
 namespace pynenc_cpp::bindings {
@@ -82,13 +83,35 @@ auto Quick(const Lifecycle& l, Fn&& fn) {
   return WithoutGil(std::forward<Fn>(fn));
 }
 
+// FinishSuccess / FinishFailure; on a runner worker whose take armed its next
+// one (next_take.h) for this lifecycle, FinishThenTake, the invocation it took
+// ahead left for the engine's next take.
+FinishOutcome FinishTakingNext(Lifecycle& l, const InvocationId& id, const std::string& payload,
+                               bool success, const Actor& actor, const TaskId& task,
+                               bool release_waiters) {
+  std::optional<NextTake> next = std::move(tls_next_take);
+  tls_next_take.reset();
+  if (!next || next->lifecycle != &l || !next->held->Begin()) {
+    return Quick(l, [&] {
+      return success ? l.FinishSuccess(id, payload, actor, task, release_waiters)
+                     : l.FinishFailure(id, payload, actor, task, release_waiters);
+    });
+  }
+  Result<FinishedAndTaken> both = [&] {
+    GilRelease release;
+    return l.FinishThenTake(id, payload, success, actor, task, release_waiters, next->queue,
+                            next->taker);
+  }();
+  next->held->End(both.ok() ? std::move(both.value().next) : std::nullopt);
+  return Unwrap(std::move(both)).finish;
+}
+
 }  // namespace
 
 py::tuple ClaimTuple(const ClaimOutcome& out) {
   py::object inv =
       out.invocation ? py::object(InvocationToDict(*out.invocation)) : py::object(py::none());
-  return py::make_tuple(ClaimKindName(out.kind), RecordTuple(out.record), inv,
-                        out.status_watched);
+  return py::make_tuple(ClaimKindName(out.kind), RecordTuple(out.record), inv, out.status_watched);
 }
 
 void InitLifecycle(py::module_& m) {
@@ -127,8 +150,7 @@ void InitLifecycle(py::module_& m) {
               auto t = item.cast<py::tuple>();
               if (t.size() != 3) throw py::value_error("expected (record, queue, priority) items");
               batch.push_back(NewRoutedInvocation{InvocationFromDict(t[0].cast<py::dict>()),
-                                                  t[1].cast<std::string>(),
-                                                  t[2].cast<double>()});
+                                                  t[1].cast<std::string>(), t[2].cast<double>()});
             }
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
             ChangeOutcome out = Quick(l, [&] { return l.RegisterAndRoute(batch, actor); });
@@ -144,8 +166,9 @@ void InitLifecycle(py::module_& m) {
              std::optional<std::string> runner_id, std::string runner_context_id,
              std::optional<std::string> task_key, bool release_waiters) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
-            ChangeOutcome out = Quick(
-                l, [&] { return l.ChangeStatus(id, to, actor, OptTask(task_key), release_waiters); });
+            ChangeOutcome out = Quick(l, [&] {
+              return l.ChangeStatus(id, to, actor, OptTask(task_key), release_waiters);
+            });
             return py::make_tuple(RecordTuple(out.record), out.status_watched);
           },
           py::arg("invocation_id"), py::arg("status"), py::arg("runner_id"),
@@ -159,8 +182,8 @@ void InitLifecycle(py::module_& m) {
           [](Lifecycle& l, InvocationId id, std::optional<std::string> runner_id,
              std::string runner_context_id, bool start) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
-            ClaimOutcome out = Quick(
-                l, [&] { return start ? l.ClaimAndStart(id, actor) : l.Claim(id, actor); });
+            ClaimOutcome out =
+                Quick(l, [&] { return start ? l.ClaimAndStart(id, actor) : l.Claim(id, actor); });
             return ClaimTuple(out);
           },
           py::arg("invocation_id"), py::arg("runner_id"), py::arg("runner_context_id"),
@@ -255,9 +278,8 @@ void InitLifecycle(py::module_& m) {
              std::optional<std::string> runner_id, std::string runner_context_id,
              std::string task_key, bool release_waiters) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
-            FinishOutcome out = Quick(l, [&] {
-              return l.FinishSuccess(id, result, actor, TaskId(task_key), release_waiters);
-            });
+            FinishOutcome out =
+                FinishTakingNext(l, id, result, true, actor, TaskId(task_key), release_waiters);
             return py::make_tuple(RecordTuple(out.change.record), out.change.status_watched,
                                   out.payload_watched);
           },
@@ -271,9 +293,8 @@ void InitLifecycle(py::module_& m) {
              std::optional<std::string> runner_id, std::string runner_context_id,
              std::string task_key, bool release_waiters) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
-            FinishOutcome out = Quick(l, [&] {
-              return l.FinishFailure(id, exception, actor, TaskId(task_key), release_waiters);
-            });
+            FinishOutcome out =
+                FinishTakingNext(l, id, exception, false, actor, TaskId(task_key), release_waiters);
             return py::make_tuple(RecordTuple(out.change.record), out.change.status_watched,
                                   out.payload_watched);
           },
@@ -301,8 +322,8 @@ void InitLifecycle(py::module_& m) {
              std::optional<std::string> runner_id, std::string runner_context_id,
              std::string task_key) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
-            ChangeOutcome out = WithoutGil(
-                [&] { return l.Reroute(id, queue, priority, actor, TaskId(task_key)); });
+            ChangeOutcome out =
+                WithoutGil([&] { return l.Reroute(id, queue, priority, actor, TaskId(task_key)); });
             return py::make_tuple(RecordTuple(out.record), out.status_watched);
           },
           py::arg("invocation_id"), py::arg("queue"), py::arg("priority"), py::arg("runner_id"),

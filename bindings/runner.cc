@@ -18,6 +18,7 @@
 
 #include "conversions.h"
 #include "init.h"
+#include "next_take.h"
 #include "pynenc_cpp/native/lifecycle.h"
 #include "pynenc_cpp/ports/broker.h"
 #include "pynenc_cpp/runner/runner_engine.h"
@@ -46,8 +47,9 @@ thread_local std::optional<TakenClaim> tls_taken;
 struct PyCallbacks {
   py::object broker;     // keeps the engine broker (a BrokerSource's target) alive
   py::object lifecycle;  // keeps the Lifecycle of a claiming source alive
-  py::object execute, execute_taken, fallback_next, next_blocking, heartbeat, management,
-      timed_out;
+  // Invocations its finishes took ahead (next_take.h).
+  std::shared_ptr<HeldClaims> held = std::make_shared<HeldClaims>();
+  py::object execute, execute_taken, fallback_next, next_blocking, heartbeat, management, timed_out;
   py::object thread_started, report_error;
   PyInterpreterState* interp = nullptr;
   std::mutex mu;
@@ -124,6 +126,7 @@ RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine
     tls_engine = nullptr;
     tls_worker = INT_MIN;
     tls_taken.reset();
+    tls_next_take.reset();
   };
   h.execute = [cb](int, const std::string& id, bool claimed) {
     std::optional<TakenClaim> taken;
@@ -222,19 +225,28 @@ class PyRunnerEngine {
       auto* engine_broker = broker.cast<Broker*>();
       cb->lifecycle = lifecycle;
       cb->execute_taken = std::move(execute_taken);
-      auto take = [engine_lifecycle, actor = Actor{std::move(runner_id), runner_context_id}](
+      auto held = cb->held;
+      auto take = [engine_lifecycle, held, actor = Actor{std::move(runner_id), runner_context_id}](
                       const std::string& queue,
                       std::int64_t timeout_ms) -> Result<std::optional<std::string>> {
-        Result<std::optional<TakenClaim>> r =
-            engine_lifecycle->TakeAndStart(queue, timeout_ms, actor);
-        if (!r.ok()) return r.status();
-        if (!r.value()) return std::optional<std::string>();
-        tls_taken = std::move(*r.value());
+        tls_next_take.reset();
+        std::optional<TakenClaim> taken = held->Pop();  // taken ahead by a finish
+        if (!taken) {
+          Result<std::optional<TakenClaim>> r =
+              engine_lifecycle->TakeAndStart(queue, timeout_ms, actor);
+          if (!r.ok()) return r.status();
+          if (!r.value()) return std::optional<std::string>();
+          taken = std::move(*r.value());
+        }
+        tls_taken = std::move(taken);
+        // Its finish takes the next one where that saves an operation.
+        if (engine_lifecycle->TakesWithFinish()) {
+          tls_next_take = NextTake{engine_lifecycle, queue, actor, held};
+        }
         return std::optional<std::string>(tls_taken->id.str());
       };
-      source = runner::MakeQueueSource(std::move(take),
-                                       [engine_broker] { engine_broker->Interrupt(); },
-                                       std::move(queues));
+      source = runner::MakeQueueSource(
+          std::move(take), [engine_broker] { engine_broker->Interrupt(); }, std::move(queues));
     } else if (!broker.is_none()) {
       if (queues.empty()) throw py::value_error("queues must not be empty");
       auto* engine_broker = broker.cast<Broker*>();
@@ -264,7 +276,9 @@ class PyRunnerEngine {
     }
   }
 
-  void Start() { WithoutGil([&] { return engine_->Start(); }); }
+  void Start() {
+    WithoutGil([&] { return engine_->Start(); });
+  }
   void Stop() {
     GilRelease release;
     engine_->Stop();
@@ -292,8 +306,8 @@ class PyRunnerEngine {
     slice_sec = std::min(slice_sec, kMaxSec);
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::microseconds(static_cast<std::int64_t>(timeout_sec * 1e6));
-    const auto slice =
-        std::chrono::milliseconds(std::max<std::int64_t>(1, static_cast<std::int64_t>(slice_sec * 1000)));
+    const auto slice = std::chrono::milliseconds(
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(slice_sec * 1000)));
     while (true) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
@@ -316,15 +330,28 @@ class PyRunnerEngine {
 
   bool OnWorkerThread() const { return tls_engine == this && tls_worker >= 0; }
   std::string State() const { return runner::RunnerStateName(engine_->state()); }
-  std::vector<std::string> TakeOrphans() { return engine_->TakeOrphans(); }
+  // The engine's orphans, and the invocations finishes took ahead that no worker
+  // ran (after this, finishes take nothing ahead).
+  std::vector<std::string> TakeOrphans() {
+    std::vector<std::string> ids = engine_->TakeOrphans();
+    std::vector<std::string> held;
+    {
+      GilRelease release;  // waits for a finish in flight, which may need the GIL after
+      held = callbacks_->held->Close();
+    }
+    ids.insert(ids.end(), held.begin(), held.end());
+    return ids;
+  }
   int Waiting() const { return engine_->waiting(); }
   int LiveWorkers() const { return engine_->live_workers(); }
   std::int64_t Executed() const { return engine_->executed(); }
+  std::int64_t TakenAhead() const { return callbacks_->held->handed_out(); }
 
  private:
   py::list Describe(const std::vector<runner::RunningTask>& tasks) const {
     py::list out;
-    for (const auto& t : tasks) out.append(py::make_tuple(t.invocation_id, callbacks_->Ident(t.worker)));
+    for (const auto& t : tasks)
+      out.append(py::make_tuple(t.invocation_id, callbacks_->Ident(t.worker)));
     return out;
   }
 
@@ -340,27 +367,28 @@ void InitRunner(py::module_& m) {
       "The C++ loop of CppRunner: worker threads (one persistent Python thread state each)\n"
       "retrieving from an engine broker with the GIL released, a timer thread for\n"
       "heartbeats, management duties and the task-timeout watchdog. Thread-safe.")
-      .def(py::init<py::object, std::vector<std::string>, int, double, double, double, py::object,
-                    double, double, py::object, py::object, py::object, py::object, py::object,
-                    py::object, py::object, py::object, std::optional<std::string>, std::string,
-                    py::object>(),
-           py::arg("broker"), py::arg("queues"), py::arg("workers"), py::arg("task_timeout_sec"),
-           py::arg("heartbeat_interval_sec"), py::arg("management_interval_sec"),
-           py::arg("execute"), py::arg("retrieve_wait_sec") = 0.5,
-           py::arg("idle_backoff_sec") = 0.01, py::arg("fallback_next") = py::none(),
-           py::arg("next_blocking") = py::none(), py::arg("heartbeat") = py::none(),
-           py::arg("management") = py::none(), py::arg("timed_out") = py::none(),
-           py::arg("thread_started") = py::none(), py::arg("report_error") = py::none(),
-           py::arg("lifecycle") = py::none(), py::arg("runner_id") = py::none(),
-           py::arg("runner_context_id") = "", py::arg("execute_taken") = py::none(),
-           "Builds a stopped engine. `broker`: an engine Broker to block on over `queues`, or\n"
-           "None to poll `fallback_next() -> str | None` (GIL held, `idle_backoff_sec` between\n"
-           "empty answers). Hooks run on engine threads with the GIL: execute(id, claimed),\n"
-           "next_blocking() -> str | None, heartbeat(), management(), timed_out(id, thread_ident),\n"
-           "thread_started(worker_index), report_error(message). 0 disables an interval.\n"
-           "With `lifecycle` (a native Lifecycle over `broker`), workers take and claim in one\n"
-           "step (Lifecycle.take_and_start for runner_id / runner_context_id) and call\n"
-           "execute_taken(id, claim) instead, claim as take_and_start returns it.")
+      .def(
+          py::init<py::object, std::vector<std::string>, int, double, double, double, py::object,
+                   double, double, py::object, py::object, py::object, py::object, py::object,
+                   py::object, py::object, py::object, std::optional<std::string>, std::string,
+                   py::object>(),
+          py::arg("broker"), py::arg("queues"), py::arg("workers"), py::arg("task_timeout_sec"),
+          py::arg("heartbeat_interval_sec"), py::arg("management_interval_sec"), py::arg("execute"),
+          py::arg("retrieve_wait_sec") = 0.5, py::arg("idle_backoff_sec") = 0.01,
+          py::arg("fallback_next") = py::none(), py::arg("next_blocking") = py::none(),
+          py::arg("heartbeat") = py::none(), py::arg("management") = py::none(),
+          py::arg("timed_out") = py::none(), py::arg("thread_started") = py::none(),
+          py::arg("report_error") = py::none(), py::arg("lifecycle") = py::none(),
+          py::arg("runner_id") = py::none(), py::arg("runner_context_id") = "",
+          py::arg("execute_taken") = py::none(),
+          "Builds a stopped engine. `broker`: an engine Broker to block on over `queues`, or\n"
+          "None to poll `fallback_next() -> str | None` (GIL held, `idle_backoff_sec` between\n"
+          "empty answers). Hooks run on engine threads with the GIL: execute(id, claimed),\n"
+          "next_blocking() -> str | None, heartbeat(), management(), timed_out(id, thread_ident),\n"
+          "thread_started(worker_index), report_error(message). 0 disables an interval.\n"
+          "With `lifecycle` (a native Lifecycle over `broker`), workers take and claim in one\n"
+          "step (Lifecycle.take_and_start for runner_id / runner_context_id) and call\n"
+          "execute_taken(id, claim) instead, claim as take_and_start returns it.")
       .def("start", &PyRunnerEngine::Start, "Starts the workers and the timer thread.")
       .def("stop", &PyRunnerEngine::Stop,
            "Graceful stop: no more retrieval; running invocations finish.")
@@ -377,7 +405,12 @@ void InitRunner(py::module_& m) {
       .def("on_worker_thread", &PyRunnerEngine::OnWorkerThread,
            "True when called from one of this engine's worker threads.")
       .def("take_orphans", &PyRunnerEngine::TakeOrphans,
-           "Invocation ids retrieved after abort() and not run; the caller routes them again.")
+           "Invocation ids retrieved after stop() or abort() and not run, and those finishes\n"
+           "took ahead that no worker ran (from here on finishes take nothing ahead); the\n"
+           "caller routes them again.")
+      .def_property_readonly("taken_ahead", &PyRunnerEngine::TakenAhead,
+                             "Invocations a finish took and started ahead, with its own\n"
+                             "operation (Lifecycle.FinishThenTake), and a worker then ran.")
       .def_property_readonly("state", &PyRunnerEngine::State,
                              "created, running, draining, stopped or aborted.")
       .def_property_readonly("waiting", &PyRunnerEngine::Waiting,

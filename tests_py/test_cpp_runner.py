@@ -198,6 +198,60 @@ def test_waiting_tasks_do_not_deadlock_a_single_worker(
         wait_until(lambda: runner._engine.live_workers == 1 and runner._engine.waiting == 0)
 
 
+@pytest.mark.parametrize("backend", ALL)
+def test_a_finish_takes_the_next_invocation_where_the_storage_does_both_at_once(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """On SQLite a worker's finish also takes and starts its next invocation, in the
+    same transaction (Lifecycle.FinishThenTake); the engine's next take hands it
+    out. Elsewhere every take is its own operation."""
+    app = build_app(backend, tmp_path, request, workers=2)
+    invocations = [rt.add(i, 1) for i in range(60)]  # queued before the runner starts
+    with running(app) as runner:
+        assert [inv.result for inv in invocations] == [i + 1 for i in range(60)]
+        wait_until(lambda: runner._engine.executed >= 60, timeout=10.0)
+        taken_ahead = runner._engine.taken_ahead
+    if backend == "sqlite":
+        assert taken_ahead > 0
+    else:
+        assert taken_ahead == 0
+    for inv in invocations:
+        assert statuses(app, inv.invocation_id) == [
+            InvocationStatus.REGISTERED,
+            InvocationStatus.PENDING,
+            InvocationStatus.RUNNING,
+            InvocationStatus.SUCCESS,
+        ]
+
+
+def test_a_stop_mid_burst_leaves_nothing_taken_ahead_behind(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Stopping while finishes take ahead: what was taken and not run goes back
+    (take_orphans), so a second runner finishes every invocation."""
+    app = build_app("sqlite", tmp_path, request, workers=2)
+    invocations = [rt.add(i, 2) for i in range(300)]
+    with running(app) as runner:
+        wait_until(lambda: runner._engine.executed >= 20, timeout=30.0)
+    # The same app (id and file) in a new app object, as a restarted process has it.
+    second = (
+        PynencBuilder()
+        .app_id(app.app_id)
+        .cpp_sqlite(path=tmp_path / "runner.db")
+        .cpp_runner(workers=2)
+        .custom_config(**FAST)
+        .build()
+    )
+    rt.use(second)
+    with running(second):
+        wait_until(
+            lambda: all(inv.status.is_final() for inv in invocations),
+            timeout=60.0,
+        )
+    assert all(inv.status == InvocationStatus.SUCCESS for inv in invocations)
+    assert [inv.result for inv in invocations] == [i + 2 for i in range(300)]
+
+
 @pytest.mark.parametrize("backend", ["mem", "sqlite"])
 def test_graceful_stop_lets_running_invocations_finish(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest

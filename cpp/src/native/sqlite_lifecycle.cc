@@ -47,6 +47,44 @@ class SqliteLifecycle final : public PortLifecycle {
     return PortLifecycle::TakeAndStart(queue, timeout_ms, actor);
   }
 
+  // The finish and the next take in ONE write transaction: one lock hand-off and
+  // one commit per task instead of two. A finish that fails fails the transaction
+  // as it would alone; a take or claim that fails rolls the transaction back and
+  // the finish is made alone (no take).
+  Result<FinishedAndTaken> FinishThenTake(const InvocationId& id, const std::string& payload,
+                                          bool success, const Actor& actor, const TaskId& task,
+                                          bool release_waiters, const std::string& queue,
+                                          const Actor& taker) override {
+    FinishedAndTaken out;
+    bool finish_failed = false;
+    Status s = db_->Write([&](sqlite::Conn&) -> Status {
+      out.next.reset();
+      finish_failed = false;
+      Result<FinishOutcome> finished =
+          success ? FinishSuccess(id, payload, actor, task, release_waiters)
+                  : FinishFailure(id, payload, actor, task, release_waiters);
+      if (!finished.ok()) {
+        finish_failed = true;
+        return finished.status();
+      }
+      out.finish = std::move(finished).value();
+      Result<std::optional<InvocationId>> got = parts().broker->Retrieve(queue, 0);
+      if (!got.ok()) return got.status();
+      if (!got.value()) return Status::Ok();
+      ClaimOutcome claim;
+      if (Status claimed = ClaimSteps(*got.value(), taker, true, &claim); !claimed.ok()) {
+        return claimed;
+      }
+      out.next = TakenClaim{*got.value(), Status::Ok(), std::move(claim)};
+      return Status::Ok();
+    });
+    if (s.ok()) return out;
+    if (finish_failed) return s;
+    return PortLifecycle::FinishThenTake(id, payload, success, actor, task, release_waiters, queue,
+                                         taker);
+  }
+  bool TakesWithFinish() const override { return true; }
+
  protected:
   Status Atomically(const std::function<Status()>& fn) override {
     return db_->Write([&](sqlite::Conn&) { return fn(); });

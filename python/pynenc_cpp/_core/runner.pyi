@@ -75,7 +75,9 @@ class RunnerEngine:
         """
     def take_orphans(self) -> list[str]:
         """
-        Invocation ids retrieved after abort() and not run; the caller routes them again.
+        Invocation ids retrieved after stop() or abort() and not run, and those finishes
+        took ahead that no worker ran (from here on finishes take nothing ahead); the
+        caller routes them again.
         """
     def wait(
         self,
@@ -100,6 +102,12 @@ class RunnerEngine:
     def state(self) -> str:
         """
         created, running, draining, stopped or aborted.
+        """
+    @property
+    def taken_ahead(self) -> int:
+        """
+        Invocations a finish took and started ahead, with its own
+        operation (Lifecycle.FinishThenTake), and a worker then ran.
         """
     @property
     def waiting(self) -> int:

@@ -51,7 +51,7 @@ namespace pynenc_cpp {
 
 // The components of one app a Lifecycle works on.
 struct LifecycleParts {
-  std::shared_ptr<Orchestrator> orchestrator;  // required
+  std::shared_ptr<Orchestrator> orchestrator;   // required
   std::shared_ptr<StateBackend> state_backend;  // required
   std::shared_ptr<Broker> broker;               // required
   std::shared_ptr<TriggerStore> trigger;        // null: every "watched" flag is true
@@ -117,6 +117,13 @@ struct TakenClaim {
   ClaimOutcome claim;
 };
 
+// What FinishThenTake did: the finish, and the invocation it took and started
+// with it (none when the queue was empty, or the storage cannot do both at once).
+struct FinishedAndTaken {
+  FinishOutcome finish;
+  std::optional<TakenClaim> next;
+};
+
 // What ReadFinal read: the status record and, for a SUCCESS invocation whose
 // stored result is at most the size asked for, that result.
 struct FinalRead {
@@ -176,8 +183,7 @@ class Lifecycle {
   // mark, then the history row. `task` (if known) saves a lookup for the
   // watched check. Errors of the transition are returned unchanged.
   virtual Result<ChangeOutcome> ChangeStatus(const InvocationId& id, InvocationStatus to,
-                                             const Actor& actor,
-                                             const std::optional<TaskId>& task,
+                                             const Actor& actor, const std::optional<TaskId>& task,
                                              bool release_waiters) = 0;
 
   // The per-id body of pynenc's get_additional_invocations_to_run for an id
@@ -257,10 +263,31 @@ class Lifecycle {
                                               const Actor& actor, const TaskId& task,
                                               bool release_waiters) = 0;
 
+  // FinishSuccess (`success`) or FinishFailure of `id` with `payload`, then, where
+  // the storage makes both one operation (TakesWithFinish: on sqlite:// the same
+  // write transaction), a non-blocking TakeAndStart of `queue` for `taker`: a
+  // runner's worker finishing one invocation and taking its next at once. The
+  // finish's outcome and errors are exactly FinishSuccess's / FinishFailure's; a
+  // take that fails (or whose claim fails) is not made: `next` is then empty, and
+  // the finish stands alone. The default finishes only.
+  virtual Result<FinishedAndTaken> FinishThenTake(const InvocationId& id,
+                                                  const std::string& payload, bool success,
+                                                  const Actor& actor, const TaskId& task,
+                                                  bool release_waiters, const std::string& queue,
+                                                  const Actor& taker) {
+    (void)queue;
+    (void)taker;
+    Result<FinishOutcome> f = success ? FinishSuccess(id, payload, actor, task, release_waiters)
+                                      : FinishFailure(id, payload, actor, task, release_waiters);
+    if (!f.ok()) return f.status();
+    return FinishedAndTaken{std::move(f).value(), std::nullopt};
+  }
+  // True if FinishThenTake takes the next invocation with the finish.
+  virtual bool TakesWithFinish() const { return false; }
+
   // set_invocation_retry: ChangeStatus to RETRY, retries + 1, route again.
   virtual Result<ChangeOutcome> Retry(const InvocationId& id, const std::string& queue,
-                                      double priority, const Actor& actor,
-                                      const TaskId& task) = 0;
+                                      double priority, const Actor& actor, const TaskId& task) = 0;
 
   // ChangeStatus to REROUTED, then route again (pynenc's reroute_invocations,
   // one invocation).

@@ -1,0 +1,90 @@
+// A runner worker's next take, made by its finish (Lifecycle::FinishThenTake).
+//
+// The runner's take (runner.cc) arms `tls_next_take` on the worker thread after it
+// took and started an invocation; that invocation's finish, called from pynenc's
+// `run` on the same thread (lifecycle.cc's finish_success / finish_failure), then
+// takes and starts the next one in the same operation where the storage allows it,
+// and leaves it in the engine's HeldClaims, which the next take of any worker of
+// that engine returns before it asks the storage. What is still held when the
+// engine stops goes back with its orphans (take_orphans).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pynenc_cpp/native/lifecycle.h"
+
+namespace pynenc_cpp::bindings {
+
+// Invocations taken and started ahead by finishes, not yet handed to a worker.
+// Thread-safe.
+class HeldClaims {
+ public:
+  // A finish that may take ahead begins: false once the engine stopped (the
+  // finish then takes nothing). REQUIRES: End() follows a true Begin().
+  bool Begin() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return false;
+    ++in_flight_;
+    return true;
+  }
+  // The finish ended, with what it took ahead (if anything).
+  void End(std::optional<TakenClaim> taken) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (taken) claims_.push_back(std::move(*taken));
+      --in_flight_;
+    }
+    cv_.notify_all();
+  }
+  std::optional<TakenClaim> Pop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (claims_.empty()) return std::nullopt;
+    TakenClaim out = std::move(claims_.front());
+    claims_.pop_front();
+    ++handed_out_;
+    return out;
+  }
+  // Invocations taken ahead and handed to a worker so far.
+  std::int64_t handed_out() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return handed_out_;
+  }
+  // Stops taking ahead (the engine stops): waits for the finishes in flight,
+  // then returns the ids still held, which no worker will run.
+  std::vector<std::string> Close() {
+    std::unique_lock<std::mutex> lock(mu_);
+    closed_ = true;
+    cv_.wait(lock, [this] { return in_flight_ == 0; });
+    std::vector<std::string> ids;
+    for (const TakenClaim& c : claims_) ids.push_back(c.id.str());
+    claims_.clear();
+    return ids;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<TakenClaim> claims_;
+  int in_flight_ = 0;
+  std::int64_t handed_out_ = 0;
+  bool closed_ = false;
+};
+
+struct NextTake {
+  const Lifecycle* lifecycle;  // the finish must be this one's
+  std::string queue;
+  Actor taker;
+  std::shared_ptr<HeldClaims> held;
+};
+
+// This worker thread's armed take (empty on every other thread).
+inline thread_local std::optional<NextTake> tls_next_take;
+
+}  // namespace pynenc_cpp::bindings
