@@ -42,10 +42,7 @@ Result<std::shared_ptr<Storage>> Storage::Open(const BackendConfig& config) {
 
 template <typename Port, typename MakeFn>
 Result<std::shared_ptr<Port>> Storage::Kept(std::shared_ptr<Port>& slot, MakeFn&& make) {
-  MutexLock lock(mu_);
   if (slot) return slot;
-  // Made under the lock: two first callers must not make two ports (on memory://
-  // they would be two stores).
   Result<std::unique_ptr<Port>> made = make();
   if (!made.ok()) return made.status();
   slot = std::shared_ptr<Port>(std::move(made).value());
@@ -82,22 +79,27 @@ Result<std::unique_ptr<ClientDataStore>> Storage::NewClientDataStore() const {
 }
 
 Result<std::shared_ptr<Broker>> Storage::broker() {
+  MutexLock lock(mu_);
   return Kept(broker_, [&] { return NewBroker(); });
 }
 
 Result<std::shared_ptr<StateBackend>> Storage::state_backend() {
+  MutexLock lock(mu_);
   return Kept(state_backend_, [&] { return NewStateBackend(); });
 }
 
 Result<std::shared_ptr<Orchestrator>> Storage::orchestrator() {
+  MutexLock lock(mu_);
   return Kept(orchestrator_, [&] { return NewOrchestrator(); });
 }
 
 Result<std::shared_ptr<TriggerStore>> Storage::trigger_store() {
+  MutexLock lock(mu_);
   return Kept(trigger_store_, [&] { return NewTriggerStore(); });
 }
 
 Result<std::shared_ptr<ClientDataStore>> Storage::client_data_store() {
+  MutexLock lock(mu_);
   return Kept(client_data_store_, [&] { return NewClientDataStore(); });
 }
 

@@ -98,9 +98,11 @@ class Storage {
  private:
   Storage(BackendConfig config, BackendKind kind);
 
-  // The cached port in `slot`, made by `make` on first use.
+  // The cached port in `slot`, made by `make` on first use. Made under the lock:
+  // two first callers must not make two ports (on memory:// two stores).
   template <typename Port, typename MakeFn>
-  Result<std::shared_ptr<Port>> Kept(std::shared_ptr<Port>& slot, MakeFn&& make);
+  Result<std::shared_ptr<Port>> Kept(std::shared_ptr<Port>& slot, MakeFn&& make)
+      PYNENC_REQUIRES(mu_);
 
   const BackendConfig config_;
   const BackendKind kind_;
