@@ -109,11 +109,15 @@ def worker_main() -> int:
     """The runner; on SIGTERM (graceful stop) prints its GIL counts since start."""
     from peer_systems.pynenc_app import app
 
+    if os.environ.get("PROFILE_BURST_NO_TAKE_AHEAD"):  # --no-take-ahead: the A/B
+        app.runner.conf.cpp_runner_take_ahead = False
     gil0, waits0 = _gil(), _lock_waits()
     app.runner.run()
     gil1, waits1 = _gil(), _lock_waits()
     print("GIL " + json.dumps({k: gil1[k] - gil0[k] for k in gil0}), flush=True)
     print("WAITS " + json.dumps({k: waits1[k] - waits0[k] for k in waits0}), flush=True)
+    engine = getattr(app.runner, "_engine", None)
+    print("AHEAD " + json.dumps({"taken_ahead": getattr(engine, "taken_ahead", 0)}), flush=True)
     return 0
 
 
@@ -296,6 +300,8 @@ def burst(args: argparse.Namespace, how: str, out_dir: Path) -> dict[str, Any]:
             result["runner_gil"] = json.loads(line[4:])
         if line.startswith("WAITS "):
             result["runner_lock_waits"] = json.loads(line[6:])
+        if line.startswith("AHEAD "):
+            result["taken_ahead"] = json.loads(line[6:])["taken_ahead"]
     return result
 
 
@@ -392,9 +398,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the client reads each result on its own (the status reads' read-ahead off)",
     )
+    parser.add_argument(
+        "--no-take-ahead",
+        action="store_true",
+        help="the runner's finishes take nothing ahead (cpp_runner_take_ahead off)",
+    )
     args = parser.parse_args(argv)
     if args.no_read_ahead:
         os.environ["PROFILE_BURST_NO_READ_AHEAD"] = "1"
+    if args.no_take_ahead:
+        os.environ["PROFILE_BURST_NO_TAKE_AHEAD"] = "1"
 
     args.py_spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which(
         "py-spy"
@@ -431,13 +444,15 @@ def main(argv: list[str] | None = None) -> int:
             f"plain burst (no MONITOR, no sampler): submit {plain.get('submit_per_s', 0):,.0f}/s, "
             f"done {plain.get('done_per_s', 0):,.0f}/s; CPU per task: "
             + ", ".join(f"{k} {v:.0f} us" for k, v in plain.get("cpu_us_per_task", {}).items())
+            + f"; invocations the runner's finishes took ahead: {plain.get('taken_ahead', 0)}"
         )
         if "commandstats" in plain:
             report.append(_render_commandstats(plain["commandstats"], n))
     if "client_commands" in counted:
         report.append(
-            "redis round trips per task, both processes: "
-            + _per_task(counted["client_commands"], n)
+            "redis commands sent per task, both processes (a script call is one; the "
+            "commands of one pipeline, such as a finish and its take ahead, are one round "
+            "trip between them): " + _per_task(counted["client_commands"], n)
         )
         report.append(
             "redis commands run inside scripts per task: "

@@ -97,13 +97,13 @@ FinishOutcome FinishTakingNext(Lifecycle& l, const InvocationId& id, const std::
                      : l.FinishFailure(id, payload, actor, task, release_waiters);
     });
   }
-  Result<FinishedAndTaken> both = [&] {
+  FinishedAndTaken both = [&] {
     GilRelease release;
     return l.FinishThenTake(id, payload, success, actor, task, release_waiters, next->queue,
                             next->taker);
   }();
-  next->held->End(both.ok() ? std::move(both.value().next) : std::nullopt);
-  return Unwrap(std::move(both)).finish;
+  next->held->End(std::move(both.next));
+  return Unwrap(std::move(both.finish));
 }
 
 }  // namespace

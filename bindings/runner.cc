@@ -181,7 +181,7 @@ class PyRunnerEngine {
                  py::object heartbeat, py::object management, py::object timed_out,
                  py::object thread_started, py::object report_error, py::object lifecycle,
                  std::optional<std::string> runner_id, std::string runner_context_id,
-                 py::object execute_taken) {
+                 py::object execute_taken, bool take_ahead) {
     auto ms = [](double sec, const char* name) {
       if (!(sec >= 0) || sec > 1e9) {
         throw py::value_error(std::string(name) + " must be a number of seconds >= 0");
@@ -226,7 +226,9 @@ class PyRunnerEngine {
       cb->lifecycle = lifecycle;
       cb->execute_taken = std::move(execute_taken);
       auto held = cb->held;
-      auto take = [engine_lifecycle, held, actor = Actor{std::move(runner_id), runner_context_id}](
+      const bool ahead = take_ahead && engine_lifecycle->TakesWithFinish();
+      auto take = [engine_lifecycle, held, ahead,
+                   actor = Actor{std::move(runner_id), runner_context_id}](
                       const std::string& queue,
                       std::int64_t timeout_ms) -> Result<std::optional<std::string>> {
         tls_next_take.reset();
@@ -239,8 +241,9 @@ class PyRunnerEngine {
           taken = std::move(*r.value());
         }
         tls_taken = std::move(taken);
-        // Its finish takes the next one where that saves an operation.
-        if (engine_lifecycle->TakesWithFinish()) {
+        // Its finish takes the next one where that saves an operation, and the
+        // queue was not known to be empty.
+        if (ahead && tls_taken->backlog) {
           tls_next_take = NextTake{engine_lifecycle, queue, actor, held};
         }
         return std::optional<std::string>(tls_taken->id.str());
@@ -371,7 +374,7 @@ void InitRunner(py::module_& m) {
           py::init<py::object, std::vector<std::string>, int, double, double, double, py::object,
                    double, double, py::object, py::object, py::object, py::object, py::object,
                    py::object, py::object, py::object, std::optional<std::string>, std::string,
-                   py::object>(),
+                   py::object, bool>(),
           py::arg("broker"), py::arg("queues"), py::arg("workers"), py::arg("task_timeout_sec"),
           py::arg("heartbeat_interval_sec"), py::arg("management_interval_sec"), py::arg("execute"),
           py::arg("retrieve_wait_sec") = 0.5, py::arg("idle_backoff_sec") = 0.01,
@@ -380,7 +383,7 @@ void InitRunner(py::module_& m) {
           py::arg("timed_out") = py::none(), py::arg("thread_started") = py::none(),
           py::arg("report_error") = py::none(), py::arg("lifecycle") = py::none(),
           py::arg("runner_id") = py::none(), py::arg("runner_context_id") = "",
-          py::arg("execute_taken") = py::none(),
+          py::arg("execute_taken") = py::none(), py::arg("take_ahead") = true,
           "Builds a stopped engine. `broker`: an engine Broker to block on over `queues`, or\n"
           "None to poll `fallback_next() -> str | None` (GIL held, `idle_backoff_sec` between\n"
           "empty answers). Hooks run on engine threads with the GIL: execute(id, claimed),\n"
@@ -388,7 +391,9 @@ void InitRunner(py::module_& m) {
           "thread_started(worker_index), report_error(message). 0 disables an interval.\n"
           "With `lifecycle` (a native Lifecycle over `broker`), workers take and claim in one\n"
           "step (Lifecycle.take_and_start for runner_id / runner_context_id) and call\n"
-          "execute_taken(id, claim) instead, claim as take_and_start returns it.")
+          "execute_taken(id, claim) instead, claim as take_and_start returns it; with\n"
+          "`take_ahead`, a worker's finish also takes its next invocation where the storage\n"
+          "does both in one operation (SQLite, Redis: Lifecycle.FinishThenTake).")
       .def("start", &PyRunnerEngine::Start, "Starts the workers and the timer thread.")
       .def("stop", &PyRunnerEngine::Stop,
            "Graceful stop: no more retrieval; running invocations finish.")

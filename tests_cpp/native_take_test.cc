@@ -162,6 +162,104 @@ TYPED_TEST(TakeAndStartTransactional, TakeAndStartReportsAFailedClaimAndTakesThe
   EXPECT_TRUE(this->Drain("default").empty());
 }
 
+// FinishThenTake: the finish, then, where the storage does both at once (SQLite:
+// one write transaction; Redis: one pipeline), the next invocation taken and
+// started for the taker; on memory the finish alone.
+TYPED_TEST(TakeAndStart, FinishThenTakeFinishesAndTakesTheNextWhereTheStorageCan) {
+  const bool takes = this->life_->TakesWithFinish();
+  EXPECT_EQ(takes, std::string(TypeParam::kName) != "Mem");
+  this->life_->SetTaskRunsFreely(TaskId("mod.task"));
+  ASSERT_TRUE(
+      this->life_->RegisterAndRoute({this->New("a"), this->New("b"), this->New("c")}, kRunner)
+          .ok());
+  this->clock_->Advance(kSecond);
+  auto a = this->life_->TakeAndStart("default", 0, kRunner);
+  ASSERT_TRUE(a.ok() && a.value().has_value()) << a.status().ToString();
+  this->clock_->Advance(kSecond);
+
+  FinishedAndTaken after_a = this->life_->FinishThenTake(
+      InvocationId("a"), "1", true, kRunner, TaskId("mod.task"), true, "default", kRunner);
+  ASSERT_TRUE(after_a.finish.ok()) << after_a.finish.status().ToString();
+  EXPECT_EQ(after_a.finish.value().change.record.status, S::kSuccess);
+  EXPECT_EQ(this->StatusOf("a"), S::kSuccess);
+  if (!takes) {
+    EXPECT_FALSE(after_a.next.has_value());
+    return;
+  }
+  ASSERT_TRUE(after_a.next.has_value());
+  EXPECT_EQ(after_a.next->id, InvocationId("b"));
+  ASSERT_TRUE(after_a.next->claim_status.ok()) << after_a.next->claim_status.ToString();
+  EXPECT_EQ(after_a.next->claim.kind, ClaimKind::kStarted);
+  EXPECT_EQ(after_a.next->claim.record.runner_id, std::optional<std::string>("runner-1"));
+  EXPECT_TRUE(after_a.next->backlog) << "c is still queued";
+  EXPECT_EQ(this->StatusOf("b"), S::kRunning);
+  EXPECT_EQ(this->HistoryOf("b"), (std::vector<S>{S::kRegistered, S::kPending, S::kRunning}));
+
+  // A failure finishes the same way; c, the last one, leaves the queue empty.
+  this->clock_->Advance(kSecond);
+  FinishedAndTaken after_b = this->life_->FinishThenTake(
+      InvocationId("b"), "{}", false, kRunner, TaskId("mod.task"), true, "default", kRunner);
+  ASSERT_TRUE(after_b.finish.ok()) << after_b.finish.status().ToString();
+  EXPECT_EQ(this->StatusOf("b"), S::kFailed);
+  ASSERT_TRUE(after_b.next.has_value());
+  EXPECT_EQ(after_b.next->id, InvocationId("c"));
+  if (std::string(TypeParam::kName) == "Redis") {
+    EXPECT_FALSE(after_b.next->backlog) << "Redis knows the queue is empty now";
+  }
+
+  // Nothing queued: the finish alone. A finish that is illegal (c not RUNNING
+  // any more) fails as FinishSuccess would, and takes nothing.
+  this->clock_->Advance(kSecond);
+  FinishedAndTaken after_c = this->life_->FinishThenTake(
+      InvocationId("c"), "3", true, kRunner, TaskId("mod.task"), true, "default", kRunner);
+  ASSERT_TRUE(after_c.finish.ok()) << after_c.finish.status().ToString();
+  EXPECT_FALSE(after_c.next.has_value());
+  EXPECT_EQ(this->StatusOf("c"), S::kSuccess);
+  FinishedAndTaken again = this->life_->FinishThenTake(
+      InvocationId("c"), "3", true, kRunner, TaskId("mod.task"), true, "default", kRunner);
+  EXPECT_FALSE(again.finish.ok());
+  EXPECT_FALSE(again.next.has_value());
+  EXPECT_EQ(this->StatusOf("c"), S::kSuccess);
+}
+
+TYPED_TEST(TakeAndStartRoundTrips, FinishThenTakeIsTheFinishAndTheTakeScripts) {
+  this->life_->SetTaskRunsFreely(TaskId("mod.task"));
+  this->Register("warm");
+  this->Register("a");
+  this->Register("b");
+  ASSERT_TRUE(this->life_->TakeAndStart("default", 0, kRunner).ok());  // loads the take script
+  auto a = this->life_->TakeAndStart("default", 0, kRunner);
+  ASSERT_TRUE(a.ok() && a.value().has_value());
+  // Loads the finish script (NOSCRIPT inside the pipeline: run again on its own).
+  FinishedAndTaken warm = this->life_->FinishThenTake(InvocationId("warm"), "0", true, kRunner,
+                                                      TaskId("mod.task"), true, "default", kRunner);
+  ASSERT_TRUE(warm.finish.ok()) << warm.finish.status().ToString();
+  ASSERT_TRUE(warm.next.has_value());
+  EXPECT_EQ(warm.next->id, InvocationId("b"));
+  this->Register("c");
+  // The server's read events: one per round trip (a pipeline arrives in one).
+  auto stats = redis::OpenClient(this->backend_.Config(this->clock_)).value();
+  auto reads = [&] {
+    const std::string text = stats->Command({"INFO", "stats"}).value().str;
+    const std::string key = "total_reads_processed:";
+    const std::size_t at = text.find(key);
+    return at == std::string::npos ? -1 : std::stoll(text.substr(at + key.size()));
+  };
+  const std::int64_t before = this->Scripts();
+  const std::int64_t reads_before = reads();
+  FinishedAndTaken both = this->life_->FinishThenTake(InvocationId("a"), "1", true, kRunner,
+                                                      TaskId("mod.task"), true, "default", kRunner);
+  const std::int64_t reads_after = reads();
+  ASSERT_TRUE(both.finish.ok()) << both.finish.status().ToString();
+  ASSERT_TRUE(both.next.has_value());
+  EXPECT_EQ(both.next->id, InvocationId("c"));
+  EXPECT_EQ(this->Scripts() - before, 2) << "the finish's script and the take's, nothing else";
+  // The second INFO is a read too.
+  EXPECT_EQ(reads_after - reads_before, 2) << "one round trip for both scripts";
+  EXPECT_EQ(this->StatusOf("a"), S::kSuccess);
+  EXPECT_EQ(this->StatusOf("c"), S::kRunning);
+}
+
 TYPED_TEST(TakeAndStartRoundTrips, TakeAndStartIsOneRoundTrip) {
   this->life_->SetTaskRunsFreely(TaskId("mod.task"));
   this->Register("warm");
@@ -268,6 +366,54 @@ TEST(RedisTakeAndStart, AReplyLostWithTheConnectionIsReadBack) {
   auto none = life->TakeAndStart("default", 0, kRunner);
   ASSERT_TRUE(none.ok()) << none.status().ToString();
   EXPECT_FALSE(none.value().has_value());
+}
+
+// Redis: the finish-and-take pipeline's replies lost with the connection. The
+// finish ran (the caller sees the connection error, as for a lone finish); what
+// the take claimed is handed over by the thread's next TakeAndStart, never left
+// RUNNING with no one running it.
+TEST(RedisTakeAndStart, AFinishAndTakeWhoseRepliesAreLostIsReadBack) {
+  testing::RedisServer server;
+  testing::ReplyDroppingProxy proxy(server.port());
+  auto clock = std::make_shared<ManualClock>(kStart);
+  const BackendConfig config{"redis://127.0.0.1:" + std::to_string(proxy.port()) + "/0",
+                             "lost-finish-app", clock};
+  auto storage = Storage::Open(config);
+  ASSERT_TRUE(storage.ok()) << storage.status().ToString();
+  auto orchestrator = storage.value()->orchestrator().value();
+  auto opened = storage.value()->NewLifecycle(/*with_trigger=*/true, kNames);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<Lifecycle> life = std::move(opened).value();
+  life->SetTaskRunsFreely(TaskId("mod.task"));
+  ASSERT_TRUE(life->RegisterAndRoute({NewItem("a"), NewItem("b")}, kRunner).ok());
+  auto a = life->TakeAndStart("default", 0, kRunner);
+  ASSERT_TRUE(a.ok() && a.value().has_value());
+  clock->Advance(kSecond);
+  // Loads the finish script first, so the dropped reply is the pipeline's.
+  // (An unknown id: the script writes nothing, the port path reports it.)
+  EXPECT_FALSE(
+      life->FinishSuccess(InvocationId("unknown"), "0", kRunner, TaskId("mod.task"), true).ok());
+
+  proxy.DropNextReply();
+  FinishedAndTaken lost = life->FinishThenTake(InvocationId("a"), "1", true, kRunner,
+                                               TaskId("mod.task"), true, "default", kRunner);
+  ASSERT_FALSE(lost.finish.ok());
+  EXPECT_TRUE(lost.finish.status().connection_lost()) << lost.finish.status().ToString();
+  EXPECT_FALSE(lost.next.has_value());
+  EXPECT_EQ(orchestrator->GetStatusRecord(InvocationId("a")).value().status, S::kSuccess);
+  EXPECT_EQ(orchestrator->GetStatusRecord(InvocationId("b")).value().status, S::kRunning)
+      << "the pipeline's take ran too";
+
+  auto b = life->TakeAndStart("default", 0, kRunner);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_TRUE(b.value().has_value());
+  EXPECT_EQ(b.value()->id, InvocationId("b"));
+  ASSERT_TRUE(b.value()->claim_status.ok()) << b.value()->claim_status.ToString();
+  EXPECT_EQ(b.value()->claim.kind, ClaimKind::kStarted);
+  EXPECT_EQ(b.value()->claim.record.runner_id, std::optional<std::string>("runner-1"));
+  auto after = life->TakeAndStart("default", 0, kRunner);
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_FALSE(after.value().has_value()) << "nothing redelivered";
 }
 
 }  // namespace

@@ -203,18 +203,19 @@ def test_a_finish_takes_the_next_invocation_where_the_storage_does_both_at_once(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """On SQLite a worker's finish also takes and starts its next invocation, in the
-    same transaction (Lifecycle.FinishThenTake); the engine's next take hands it
-    out. Elsewhere every take is its own operation."""
+    same transaction (Lifecycle.FinishThenTake), on Redis in the same pipeline as
+    the finish's script; the engine's next take hands it out. On memory every take
+    is its own operation."""
     app = build_app(backend, tmp_path, request, workers=2)
     invocations = [rt.add(i, 1) for i in range(60)]  # queued before the runner starts
     with running(app) as runner:
         assert [inv.result for inv in invocations] == [i + 1 for i in range(60)]
         wait_until(lambda: runner._engine.executed >= 60, timeout=10.0)
         taken_ahead = runner._engine.taken_ahead
-    if backend == "sqlite":
-        assert taken_ahead > 0
-    else:
+    if backend == "mem":
         assert taken_ahead == 0
+    else:
+        assert taken_ahead > 0
     for inv in invocations:
         assert statuses(app, inv.invocation_id) == [
             InvocationStatus.REGISTERED,
@@ -224,24 +225,36 @@ def test_a_finish_takes_the_next_invocation_where_the_storage_does_both_at_once(
         ]
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_take_ahead_off_makes_every_take_its_own(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """``cpp_runner_take_ahead = False``: finishes take nothing ahead."""
+    app = build_app(backend, tmp_path, request, workers=2, config={"cpp_runner_take_ahead": False})
+    invocations = [rt.add(i, 1) for i in range(40)]
+    with running(app) as runner:
+        assert [inv.result for inv in invocations] == [i + 1 for i in range(40)]
+        wait_until(lambda: runner._engine.executed >= 40, timeout=10.0)
+        assert runner._engine.taken_ahead == 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
 def test_a_stop_mid_burst_leaves_nothing_taken_ahead_behind(
-    tmp_path: Path, request: pytest.FixtureRequest
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """Stopping while finishes take ahead: what was taken and not run goes back
     (take_orphans), so a second runner finishes every invocation."""
-    app = build_app("sqlite", tmp_path, request, workers=2)
+    app = build_app(backend, tmp_path, request, workers=2)
     invocations = [rt.add(i, 2) for i in range(300)]
     with running(app) as runner:
         wait_until(lambda: runner._engine.executed >= 20, timeout=30.0)
-    # The same app (id and file) in a new app object, as a restarted process has it.
-    second = (
-        PynencBuilder()
-        .app_id(app.app_id)
-        .cpp_sqlite(path=tmp_path / "runner.db")
-        .cpp_runner(workers=2)
-        .custom_config(**FAST)
-        .build()
-    )
+    # The same app (id and storage) in a new app object, as a restarted process has it.
+    builder = PynencBuilder().app_id(app.app_id)
+    if backend == "sqlite":
+        builder = builder.cpp_sqlite(path=tmp_path / "runner.db")
+    else:
+        builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
+    second = builder.cpp_runner(workers=2).custom_config(**FAST).build()
     rt.use(second)
     with running(second):
         wait_until(

@@ -184,6 +184,11 @@ class ConfigCppRunner(ConfigRunner):
     :cvar ConfigField[str] cpp_runner_metrics_addr:
         The address the metrics server listens on (default ``127.0.0.1``; ``0.0.0.0``
         for every interface).
+    :cvar ConfigField[bool] cpp_runner_take_ahead:
+        A worker's finish also takes and starts its next invocation where the
+        storage does both in one operation (SQLite: one write transaction; Redis:
+        one round trip, made only while the queue is not empty). True (default);
+        False: every take is its own operation.
     """
 
     cpp_runner_workers = ConfigField(0)
@@ -193,6 +198,7 @@ class ConfigCppRunner(ConfigRunner):
     cpp_runner_stop_grace_sec = ConfigField(-1.0)
     cpp_runner_metrics_port = ConfigField(0)
     cpp_runner_metrics_addr = ConfigField("127.0.0.1")
+    cpp_runner_take_ahead = ConfigField(True)
 
 
 class CppRunner(BaseRunner):
@@ -337,6 +343,7 @@ class CppRunner(BaseRunner):
             runner_id=take[2] if take is not None else None,
             runner_context_id=take[3] if take is not None else "",
             execute_taken=self._execute_taken if take is not None else None,
+            take_ahead=bool(self.conf.cpp_runner_take_ahead),
         )
         self._engine.start()
         _LIVE_RUNNERS.add(self)

@@ -369,22 +369,7 @@ class RedisLifecycle final : public PortLifecycle {
         redis::RetrieveThen(*parts().broker, queue, timeout_ms, then);
     if (!got.ok()) return got.status();
     if (!got.value()) return std::optional<TakenClaim>();
-    const redis::PoppedThen& taken = *got.value();
-    if (!taken.reply) {  // the reply of the attempt that took it was lost
-      return std::optional<TakenClaim>(
-          Taken(taken.id, taken.mark == '2' ? ClaimedBefore(taken.id, actor)
-                                            : PortLifecycle::ClaimAndStart(taken.id, actor)));
-    }
-    if (taken.reply->is_error()) {
-      return std::optional<TakenClaim>(Taken(taken.id, ReplyError(*taken.reply, "claim")));
-    }
-    if (!taken.reply->elements.empty() && taken.reply->elements[0].integer == -1) {
-      // Not taken by the script (e.g. registered after the arguments were built):
-      // ClaimScript with fresh arguments, then, if need be, the port path.
-      return std::optional<TakenClaim>(Taken(taken.id, ClaimScripted(taken.id, actor, true)));
-    }
-    return std::optional<TakenClaim>(
-        Taken(taken.id, ClaimReply(*taken.reply, taken.id, actor, true, next, running)));
+    return std::optional<TakenClaim>(TakenOf(*got.value(), actor, next, running));
   }
 
   Result<FinalReads> ReadFinalAhead(const InvocationId& id, const std::vector<InvocationId>& ahead,
@@ -586,23 +571,49 @@ class RedisLifecycle final : public PortLifecycle {
   Result<FinishOutcome> FinishSuccess(const InvocationId& id, const std::string& result,
                                       const Actor& actor, const TaskId& task,
                                       bool release_waiters) override {
-    Result<std::optional<FinishOutcome>> fast = Finish(
-        id, InvocationStatus::kSuccess, "results", result, names().result, actor, release_waiters);
-    if (!fast.ok()) return fast.status();
-    if (fast.value()) return *fast.value();
-    return PortLifecycle::FinishSuccess(id, result, actor, task, release_waiters);
+    return FinishOrPort(Finish(id, InvocationStatus::kSuccess, result, actor, release_waiters), id,
+                        result, true, actor, task, release_waiters);
   }
 
   Result<FinishOutcome> FinishFailure(const InvocationId& id, const std::string& exception,
                                       const Actor& actor, const TaskId& task,
                                       bool release_waiters) override {
-    Result<std::optional<FinishOutcome>> fast =
-        Finish(id, InvocationStatus::kFailed, "exceptions", exception, names().exception, actor,
-               release_waiters);
-    if (!fast.ok()) return fast.status();
-    if (fast.value()) return *fast.value();
-    return PortLifecycle::FinishFailure(id, exception, actor, task, release_waiters);
+    return FinishOrPort(Finish(id, InvocationStatus::kFailed, exception, actor, release_waiters),
+                        id, exception, false, actor, task, release_waiters);
   }
+
+  // The finish script and a non-blocking take-and-start (TakeStartScript) in
+  // ONE pipeline (redis::RetrieveThenAfter): one round trip per task instead
+  // of two in a burst. The take runs whatever the finish did; what it took is
+  // handed out even when the finish failed (its claim is the taker's).
+  FinishedAndTaken FinishThenTake(const InvocationId& id, const std::string& payload, bool success,
+                                  const Actor& actor, const TaskId& task, bool release_waiters,
+                                  const std::string& queue, const Actor& taker) override {
+    const InvocationStatus to = success ? InvocationStatus::kSuccess : InvocationStatus::kFailed;
+    StatusRecord finished;
+    std::optional<redis::Client::EvalCall> finish =
+        FinishCall(id, to, payload, actor, release_waiters, &finished);
+    if (!finish || !pending_runs_ || !taker.runner_id || taker.runner_id->empty()) {
+      return PortLifecycle::FinishThenTake(id, payload, success, actor, task, release_waiters,
+                                           queue, taker);
+    }
+    StatusRecord next, running;
+    const redis::PopThen then{&TakeStartScript(), [&] {
+                                return ClaimArgs(InvocationId(), taker, true, &next, &running);
+                              }};
+    Result<redis::AfterAndPopped> both =
+        redis::RetrieveThenAfter(*parts().broker, queue, *finish, then);
+    if (!both.ok()) return FinishedAndTaken{both.status(), std::nullopt};
+    FinishedAndTaken out{FinishOrPort(FinishReply(both.value().before, finished), id, payload,
+                                      success, actor, task, release_waiters),
+                         std::nullopt};
+    // A take that failed is not made (the finish stands alone); one whose reply
+    // was lost is resolved by the thread's next take.
+    const Result<std::optional<redis::PoppedThen>>& taken = both.value().taken;
+    if (taken.ok() && taken.value()) out.next = TakenOf(*taken.value(), taker, next, running);
+    return out;
+  }
+  bool TakesWithFinish() const override { return pending_runs_; }
 
  private:
   // The history entry's replace key ("<ts>:<status>") and stored value, as
@@ -750,29 +761,38 @@ class RedisLifecycle final : public PortLifecycle {
     return out;
   }
 
-  // The one-script finish; nullopt when it was not the common case.
-  Result<std::optional<FinishOutcome>> Finish(const InvocationId& id, InvocationStatus to,
-                                              const char* hash, const std::string& payload,
-                                              const std::string& payload_context,
-                                              const Actor& actor, bool release_waiters) {
-    if (!actor.runner_id || actor.runner_id->empty()) return std::optional<FinishOutcome>();
-    const StatusRecord next{to, std::nullopt, clock_->NowMicros()};
-    std::vector<std::string> args = {po_,
-                                     ps_,
-                                     pt_,
-                                     id.str(),
-                                     *actor.runner_id,
-                                     std::string(StatusName(to)),
-                                     std::to_string(next.timestamp_us),
-                                     hash,
-                                     payload};
-    AppendHistory(id, next, actor, &args);
-    args.push_back(names().status);
-    args.push_back(payload_context);
-    args.push_back(release_waiters ? "1" : "0");
-    args.push_back(parts().trigger ? "1" : "0");
-    args.push_back(std::to_string(kNoteResultBytes));
-    Result<Value> r = client_->Eval(FinishScript(), {po_ + "seq"}, args);
+  // The one-script finish's run; nullopt when it cannot be (no runner id).
+  std::optional<redis::Client::EvalCall> FinishCall(const InvocationId& id, InvocationStatus to,
+                                                    const std::string& payload, const Actor& actor,
+                                                    bool release_waiters, StatusRecord* next) {
+    if (!actor.runner_id || actor.runner_id->empty()) return std::nullopt;
+    const bool success = to == InvocationStatus::kSuccess;
+    *next = StatusRecord{to, std::nullopt, clock_->NowMicros()};
+    redis::Client::EvalCall call;
+    call.script = &FinishScript();
+    call.keys = {po_ + "seq"};
+    call.args = {po_,
+                 ps_,
+                 pt_,
+                 id.str(),
+                 *actor.runner_id,
+                 std::string(StatusName(to)),
+                 std::to_string(next->timestamp_us),
+                 success ? "results" : "exceptions",
+                 payload};
+    AppendHistory(id, *next, actor, &call.args);
+    call.args.push_back(names().status);
+    call.args.push_back(success ? names().result : names().exception);
+    call.args.push_back(release_waiters ? "1" : "0");
+    call.args.push_back(parts().trigger ? "1" : "0");
+    call.args.push_back(std::to_string(kNoteResultBytes));
+    return call;
+  }
+
+  // The finish script's outcome from its reply; nullopt when it was not the
+  // common case (it wrote nothing).
+  static Result<std::optional<FinishOutcome>> FinishReply(const Result<Value>& r,
+                                                          const StatusRecord& next) {
     if (!r.ok()) return r.status();
     const Value& v = r.value();
     if (v.is_error()) return ReplyError(v, "finish");
@@ -783,6 +803,49 @@ class RedisLifecycle final : public PortLifecycle {
     out.payload_watched = v.elements[2].integer != 0;
     CountReplaced(v, 3, next);
     return std::optional<FinishOutcome>(out);
+  }
+
+  // The one-script finish; nullopt when it was not the common case.
+  Result<std::optional<FinishOutcome>> Finish(const InvocationId& id, InvocationStatus to,
+                                              const std::string& payload, const Actor& actor,
+                                              bool release_waiters) {
+    StatusRecord next;
+    std::optional<redis::Client::EvalCall> call =
+        FinishCall(id, to, payload, actor, release_waiters, &next);
+    if (!call) return std::optional<FinishOutcome>();
+    return FinishReply(client_->Eval(*call->script, call->keys, call->args), next);
+  }
+
+  // The finish's outcome: the script's, else (not its common case) the port's.
+  Result<FinishOutcome> FinishOrPort(Result<std::optional<FinishOutcome>> fast,
+                                     const InvocationId& id, const std::string& payload,
+                                     bool success, const Actor& actor, const TaskId& task,
+                                     bool release_waiters) {
+    if (!fast.ok()) return fast.status();
+    if (fast.value()) return *fast.value();
+    return success ? PortLifecycle::FinishSuccess(id, payload, actor, task, release_waiters)
+                   : PortLifecycle::FinishFailure(id, payload, actor, task, release_waiters);
+  }
+
+  // A TakeStartScript reply (or its loss) for the id `taken`, as TakeAndStart
+  // hands it out; `next`/`running` are the records its arguments wrote.
+  TakenClaim TakenOf(const redis::PoppedThen& taken, const Actor& actor, const StatusRecord& next,
+                     const StatusRecord& running) {
+    TakenClaim out = [&] {
+      if (!taken.reply) {  // the reply of the attempt that took it was lost
+        return Taken(taken.id, taken.mark == '2' ? ClaimedBefore(taken.id, actor)
+                                                 : PortLifecycle::ClaimAndStart(taken.id, actor));
+      }
+      if (taken.reply->is_error()) return Taken(taken.id, ReplyError(*taken.reply, "claim"));
+      if (!taken.reply->elements.empty() && taken.reply->elements[0].integer == -1) {
+        // Not taken by the script (e.g. registered after the arguments were
+        // built): ClaimScript with fresh arguments, then, if need be, the port path.
+        return Taken(taken.id, ClaimScripted(taken.id, actor, true));
+      }
+      return Taken(taken.id, ClaimReply(*taken.reply, taken.id, actor, true, next, running));
+    }();
+    out.backlog = taken.more;
+    return out;
   }
 
   const std::shared_ptr<redis::Client> client_;

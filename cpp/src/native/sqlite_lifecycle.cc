@@ -51,11 +51,10 @@ class SqliteLifecycle final : public PortLifecycle {
   // one commit per task instead of two. A finish that fails fails the transaction
   // as it would alone; a take or claim that fails rolls the transaction back and
   // the finish is made alone (no take).
-  Result<FinishedAndTaken> FinishThenTake(const InvocationId& id, const std::string& payload,
-                                          bool success, const Actor& actor, const TaskId& task,
-                                          bool release_waiters, const std::string& queue,
-                                          const Actor& taker) override {
-    FinishedAndTaken out;
+  FinishedAndTaken FinishThenTake(const InvocationId& id, const std::string& payload, bool success,
+                                  const Actor& actor, const TaskId& task, bool release_waiters,
+                                  const std::string& queue, const Actor& taker) override {
+    FinishedAndTaken out{FinishOutcome{}, std::nullopt};
     bool finish_failed = false;
     Status s = db_->Write([&](sqlite::Conn&) -> Status {
       out.next.reset();
@@ -79,7 +78,7 @@ class SqliteLifecycle final : public PortLifecycle {
       return Status::Ok();
     });
     if (s.ok()) return out;
-    if (finish_failed) return s;
+    if (finish_failed) return FinishedAndTaken{s, std::nullopt};
     return PortLifecycle::FinishThenTake(id, payload, success, actor, task, release_waiters, queue,
                                          taker);
   }

@@ -1,7 +1,6 @@
 // Redis broker (reliable dequeue with leases and recovery, server-side blocking
 // waits) and client data store. Key layout and protocol: redis_broker.h.
 #include "redis/redis_broker.h"
-#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <unistd.h>
 
@@ -15,6 +14,8 @@
 #include <sstream>
 #include <thread>
 #include <unordered_map>
+
+#include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp::redis {
 namespace {
@@ -108,7 +109,8 @@ return got
 // with the arguments RetrieveThen put after the script's own, then calls
 // go(id, own ARGV), which returns its reply and a one-character mark, and
 // records the attempt under KEYS[7] (for 10 minutes) so a lost reply can be
-// resolved. Returns false (nothing popped) or {id, processing entry, reply}.
+// resolved. Returns false (nothing popped) or {id, processing entry, reply,
+// how many ids the queue still holds}.
 const char* kPopThenFragment = R"lua(
 local function broker_pop_then(go)
   local n = #ARGV
@@ -121,7 +123,7 @@ local function broker_pop_then(go)
   local reply, mark = go(got[1], own)
   redis.call('SET', KEYS[7], ARGV[n - 1] .. mark .. string.format('%08d', #got[1]) .. got[1] ..
              got[2], 'PX', 600000)
-  return {got[1], got[2], reply}
+  return {got[1], got[2], reply, redis.call('ZCARD', KEYS[1])}
 end
 )lua";
 
@@ -173,7 +175,6 @@ std::string NewConsumerId() {
   return buf;
 }
 
-
 class RedisBroker final : public Broker {
  public:
   RedisBroker(std::shared_ptr<Client> client, const BackendConfig& config,
@@ -217,8 +218,8 @@ class RedisBroker final : public Broker {
   }
 
   // Retrieve where every pop attempt is `then`'s script (nullptr: the plain pop).
-  Result<std::optional<PoppedThen>> RetrieveWith(const std::string& queue,
-                                                 std::int64_t timeout_ms, const PopThen* then) {
+  Result<std::optional<PoppedThen>> RetrieveWith(const std::string& queue, std::int64_t timeout_ms,
+                                                 const PopThen* then) {
     const std::uint64_t epoch = interrupt_epoch_.load();
     if (then != nullptr) {
       Result<std::optional<PoppedThen>> recovered = ResolveLostAttempt();
@@ -358,9 +359,8 @@ class RedisBroker final : public Broker {
   // recovering). With `then`, the attempt is its script: the pop's arguments,
   // a fresh attempt token and their count follow the script's own, and the
   // script records what it did under TookKey() so a lost reply can be resolved.
-  Result<std::optional<PoppedThen>> PopOnce(const std::string& queue,
-                                            std::vector<std::string> acks, bool consume_token,
-                                            const PopThen* then) {
+  Result<std::optional<PoppedThen>> PopOnce(const std::string& queue, std::vector<std::string> acks,
+                                            bool consume_token, const PopThen* then) {
     if (suspect_.exchange(false)) {
       // A previous pop lost its connection: it may have moved an item that no
       // caller received. (A pop racing in another thread may be requeued too: a
@@ -373,28 +373,79 @@ class RedisBroker final : public Broker {
       }
       if (requeued.value().is_error()) suspect_.store(true);
     }
-    std::vector<std::string> args;
+    PopCall pop = MakePop(queue, acks, consume_token, then);
+    return PopReply(client_->Eval(*pop.call.script, pop.call.keys, pop.call.args), std::move(acks),
+                    queue, then, pop.token);
+  }
+
+ public:
+  // RetrieveThenAfter (redis_broker.h).
+  Result<AfterAndPopped> RetrieveAfter(const std::string& queue, const Client::EvalCall& before,
+                                       const PopThen& then) {
+    bool lost = false;
+    {
+      MutexLock lock(mu_);
+      lost = lost_.count(std::this_thread::get_id()) != 0;
+    }
+    if (lost || suspect_.load()) {  // left to this thread's next RetrieveThen
+      Result<Value> alone = client_->Eval(*before.script, before.keys, before.args);
+      if (!alone.ok()) return alone.status();
+      return AfterAndPopped{std::move(alone), std::optional<PoppedThen>()};
+    }
+    std::vector<std::string> acks = TakeAcks();
+    PopCall pop = MakePop(queue, acks, true, &then);
+    Result<std::vector<Result<Value>>> r = client_->EvalPipeline({before, pop.call});
+    if (!r.ok()) {
+      // Both may have run: the pop is resolved as a lost attempt.
+      return PopReply(r.status(), std::move(acks), queue, &then, pop.token).status();
+    }
+    std::vector<Result<Value>>& replies = r.value();
+    Result<std::optional<PoppedThen>> taken =
+        PopReply(std::move(replies[1]), std::move(acks), queue, &then, pop.token);
+    return AfterAndPopped{std::move(replies[0]), std::move(taken)};
+  }
+
+ private:
+  // One pop attempt's script run, and the token of its record (with `then`).
+  struct PopCall {
+    Client::EvalCall call;
+    std::string token;
+  };
+
+  PopCall MakePop(const std::string& queue, const std::vector<std::string>& acks,
+                  bool consume_token, const PopThen* then) {
+    PopCall pop;
+    std::vector<std::string>& args = pop.call.args;
     if (then != nullptr) args = then->args();
     const std::size_t own = args.size();
-    args.insert(args.end(), {consumer_, std::to_string(options_.lease_ms),
-                             consume_token ? "1" : "0", queue,
-                             std::to_string(options_.recovery_interval_ms), prefix_});
+    args.insert(args.end(),
+                {consumer_, std::to_string(options_.lease_ms), consume_token ? "1" : "0", queue,
+                 std::to_string(options_.recovery_interval_ms), prefix_});
     args.insert(args.end(), acks.begin(), acks.end());
-    std::vector<std::string> keys{QueueKey(queue), WakeKey(queue), prefix_ + "consumers",
-                                  prefix_ + "lease:" + consumer_, prefix_ + "proc:" + consumer_,
-                                  prefix_ + "recovery"};
-    std::string token;
+    pop.call.keys = {QueueKey(queue),
+                     WakeKey(queue),
+                     prefix_ + "consumers",
+                     prefix_ + "lease:" + consumer_,
+                     prefix_ + "proc:" + consumer_,
+                     prefix_ + "recovery"};
+    pop.call.script = then != nullptr ? then->script : &kPopScript;
     if (then != nullptr) {
       char buf[17];
       std::snprintf(buf, sizeof(buf), "%016llx",
                     static_cast<unsigned long long>(attempts_.fetch_add(1) + 1));
-      token = buf;
+      pop.token = buf;
       const std::size_t pop_args = args.size() - own;
-      args.push_back(token);
+      args.push_back(pop.token);
       args.push_back(std::to_string(pop_args));
-      keys.push_back(TookKey());
+      pop.call.keys.push_back(TookKey());
     }
-    Result<Value> r = client_->Eval(then != nullptr ? *then->script : kPopScript, keys, args);
+    return pop;
+  }
+
+  // What the pop attempt MakePop made (acknowledging `acks`) did, from its reply `r`.
+  Result<std::optional<PoppedThen>> PopReply(Result<Value> r, std::vector<std::string> acks,
+                                             const std::string& queue, const PopThen* then,
+                                             const std::string& token) {
     if (!r.ok() || r.value().is_error()) {
       Remember(std::move(acks));  // LREM is idempotent: retry them next time
       if (!r.ok()) {
@@ -410,14 +461,17 @@ class RedisBroker final : public Broker {
     registered_.store(true);
     const Value& v = r.value();
     if (v.is_nil()) return std::optional<PoppedThen>();
-    const std::size_t want = then != nullptr ? 3 : 2;
+    const std::size_t want = then != nullptr ? 4 : 2;
     if (v.type != Value::Type::kArray || v.elements.size() != want) {
       return Status::BackendFailure("redis at " + client_->Describe() +
                                     ": unexpected reply to a retrieve");
     }
     Remember({v.elements[1].str});
     PoppedThen out{InvocationId(v.elements[0].str), std::nullopt, 0};
-    if (then != nullptr) out.reply = v.elements[2];
+    if (then != nullptr) {
+      out.reply = v.elements[2];
+      out.more = v.elements[3].integer > 0;
+    }
     return std::optional<PoppedThen>(std::move(out));
   }
 
@@ -427,14 +481,13 @@ class RedisBroker final : public Broker {
   const std::string consumer_;
   std::atomic<std::uint64_t> interrupt_epoch_{0};
   std::atomic<bool> registered_{false};
-  std::atomic<bool> suspect_{false};  // a pop's reply was lost: see RequeueUnknown
+  std::atomic<bool> suspect_{false};        // a pop's reply was lost: see RequeueUnknown
   std::atomic<std::uint64_t> attempts_{0};  // tokens of combined attempts
   Mutex mu_;
   // Per calling thread: the token of a combined attempt whose reply was lost.
   std::unordered_map<std::thread::id, std::string> lost_ PYNENC_GUARDED_BY(mu_);
   // Per calling thread: processing entries delivered and not yet acknowledged.
-  std::unordered_map<std::thread::id, std::vector<std::string>> unacked_
-      PYNENC_GUARDED_BY(mu_);
+  std::unordered_map<std::thread::id, std::vector<std::string>> unacked_ PYNENC_GUARDED_BY(mu_);
 };
 
 class RedisClientDataStore final : public ClientDataStore {
@@ -482,6 +535,15 @@ Result<std::optional<PoppedThen>> RetrieveThen(Broker& broker, const std::string
     return Status::InvalidArgument("RetrieveThen needs a redis broker (NewRedisBroker)");
   }
   return redis->RetrieveWith(queue, timeout_ms, &then);
+}
+
+Result<AfterAndPopped> RetrieveThenAfter(Broker& broker, const std::string& queue,
+                                         const Client::EvalCall& before, const PopThen& then) {
+  auto* redis = dynamic_cast<RedisBroker*>(&broker);
+  if (redis == nullptr) {
+    return Status::InvalidArgument("RetrieveThenAfter needs a redis broker (NewRedisBroker)");
+  }
+  return redis->RetrieveAfter(queue, before, then);
 }
 
 std::string BrokerScore(double priority) {

@@ -59,6 +59,7 @@ struct PoppedThen {
   InvocationId id;
   std::optional<Value> reply;
   char mark = 0;
+  bool more = false;  // the queue still held ids after the pop (known with a reply)
 };
 
 // The pop's Lua: broker_pop(K, A) and broker_pop_then(go).
@@ -69,6 +70,22 @@ std::string BrokerLuaPop();
 // Retrieve's. kInvalidArgument if `broker` was not made by NewRedisBroker.
 Result<std::optional<PoppedThen>> RetrieveThen(Broker& broker, const std::string& queue,
                                                std::int64_t timeout_ms, const PopThen& then);
+
+// What RetrieveThenAfter did: `before`'s outcome, and what its attempt took.
+struct AfterAndPopped {
+  Result<Value> before;
+  Result<std::optional<PoppedThen>> taken;
+};
+
+// `before` (a script on the broker's server, e.g. a finish) and then ONE
+// non-blocking RetrieveThen attempt, in one pipeline: one round trip for both.
+// When an earlier attempt of this thread awaits resolution (its reply was lost)
+// or a lost pop awaits its requeue, `before` runs alone (taken: nullopt) and the
+// thread's next RetrieveThen resolves it. The error: the round trip failed, so
+// `before` may or may not have run (the attempt, if it ran, is resolved as a
+// lost one). kInvalidArgument if `broker` was not made by NewRedisBroker.
+Result<AfterAndPopped> RetrieveThenAfter(Broker& broker, const std::string& queue,
+                                         const Client::EvalCall& before, const PopThen& then);
 
 struct RedisBrokerOptions {
   std::int64_t lease_ms = 10'000;             // a consumer silent this long is presumed dead

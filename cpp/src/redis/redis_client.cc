@@ -480,23 +480,51 @@ Result<Value> Client::BlockingCommand(const std::vector<std::string>& argv, std:
       +[](const Value& v) { return IsLoading(v); });
 }
 
+namespace {
+
+std::vector<std::string> EvalShaArgv(const Script& script, const std::vector<std::string>& keys,
+                                     const std::vector<std::string>& args) {
+  std::vector<std::string> a{"EVALSHA", script.sha1(), std::to_string(keys.size())};
+  a.reserve(a.size() + keys.size() + args.size());
+  a.insert(a.end(), keys.begin(), keys.end());
+  a.insert(a.end(), args.begin(), args.end());
+  return a;
+}
+
+bool IsNoScript(const Value& v) { return v.is_error() && v.str.rfind("NOSCRIPT", 0) == 0; }
+
+}  // namespace
+
 Result<Value> Client::Eval(const Script& script, const std::vector<std::string>& keys,
                            const std::vector<std::string>& args) {
-  auto argv = [&](const std::string& verb, const std::string& body) {
-    std::vector<std::string> a{verb, body, std::to_string(keys.size())};
-    a.insert(a.end(), keys.begin(), keys.end());
-    a.insert(a.end(), args.begin(), args.end());
-    return a;
-  };
-  Result<Value> r = Command(argv("EVALSHA", script.sha1()));
-  if (!r.ok() || !r.value().is_error() || r.value().str.rfind("NOSCRIPT", 0) != 0) return r;
+  Result<Value> r = Command(EvalShaArgv(script, keys, args));
+  if (!r.ok() || !IsNoScript(r.value())) return r;
   Result<Value> loaded = Command({"SCRIPT", "LOAD", script.source()});
   if (!loaded.ok()) return loaded;
   if (loaded.value().is_error()) {
     return Status::BackendFailure("redis at " + Describe() +
                                   " could not load a script: " + loaded.value().str);
   }
-  return Command(argv("EVALSHA", script.sha1()));
+  return Command(EvalShaArgv(script, keys, args));
+}
+
+Result<std::vector<Result<Value>>> Client::EvalPipeline(const std::vector<EvalCall>& calls) {
+  std::vector<std::vector<std::string>> commands;
+  commands.reserve(calls.size());
+  for (const EvalCall& c : calls) commands.push_back(EvalShaArgv(*c.script, c.keys, c.args));
+  Result<std::vector<Value>> replies = Pipeline(commands);
+  if (!replies.ok()) return replies.status();
+  std::vector<Result<Value>> out;
+  out.reserve(calls.size());
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    Value& v = replies.value()[i];
+    if (IsNoScript(v)) {
+      out.push_back(Eval(*calls[i].script, calls[i].keys, calls[i].args));
+    } else {
+      out.push_back(std::move(v));
+    }
+  }
+  return out;
 }
 
 Result<std::shared_ptr<Client>> OpenClient(const BackendConfig& config) {

@@ -95,6 +95,18 @@ class Client {
   // EVALSHA `script` (SCRIPT LOAD and again on NOSCRIPT).
   Result<Value> Eval(const Script& script, const std::vector<std::string>& keys,
                      const std::vector<std::string>& args);
+  // One script run of EvalPipeline.
+  struct EvalCall {
+    const Script* script = nullptr;
+    std::vector<std::string> keys;
+    std::vector<std::string> args;
+  };
+  // Eval of every call in ONE round trip, in order. The outer error: the round
+  // trip failed (each call may or may not have run). Else each call's outcome: a
+  // call the server did not know (NOSCRIPT: it did not run) is loaded and run
+  // again on its own, after the calls that followed it; that run's failure is
+  // that call's alone.
+  Result<std::vector<Result<Value>>> EvalPipeline(const std::vector<EvalCall>& calls);
   // A blocking command (BLMOVE, BLPOP, ...) that the server may hold for up to
   // `block_ms`: the socket timeout is extended by that much for this call.
   Result<Value> BlockingCommand(const std::vector<std::string>& argv, std::int64_t block_ms);

@@ -115,12 +115,17 @@ struct TakenClaim {
   InvocationId id;
   Status claim_status;
   ClaimOutcome claim;
+  // False when the take knows the queue held nothing more after it (on Redis):
+  // a take made ahead with the finish would then most likely find nothing.
+  bool backlog = true;
 };
 
-// What FinishThenTake did: the finish, and the invocation it took and started
-// with it (none when the queue was empty, or the storage cannot do both at once).
+// What FinishThenTake did: the finish (its outcome or error), and the invocation
+// it took and started with it (none when the queue was empty, or the storage
+// cannot do both at once). What was taken is the caller's to run even when the
+// finish failed.
 struct FinishedAndTaken {
-  FinishOutcome finish;
+  Result<FinishOutcome> finish;
   std::optional<TakenClaim> next;
 };
 
@@ -268,19 +273,19 @@ class Lifecycle {
   // write transaction), a non-blocking TakeAndStart of `queue` for `taker`: a
   // runner's worker finishing one invocation and taking its next at once. The
   // finish's outcome and errors are exactly FinishSuccess's / FinishFailure's; a
-  // take that fails (or whose claim fails) is not made: `next` is then empty, and
-  // the finish stands alone. The default finishes only.
-  virtual Result<FinishedAndTaken> FinishThenTake(const InvocationId& id,
-                                                  const std::string& payload, bool success,
-                                                  const Actor& actor, const TaskId& task,
-                                                  bool release_waiters, const std::string& queue,
-                                                  const Actor& taker) {
+  // take that fails is not made: `next` is then empty, and the finish stands
+  // alone (on redis:// the finish script and the take script go in one pipeline:
+  // the take runs whatever the finish did, and what it took is in `next`). The
+  // default finishes only.
+  virtual FinishedAndTaken FinishThenTake(const InvocationId& id, const std::string& payload,
+                                          bool success, const Actor& actor, const TaskId& task,
+                                          bool release_waiters, const std::string& queue,
+                                          const Actor& taker) {
     (void)queue;
     (void)taker;
-    Result<FinishOutcome> f = success ? FinishSuccess(id, payload, actor, task, release_waiters)
-                                      : FinishFailure(id, payload, actor, task, release_waiters);
-    if (!f.ok()) return f.status();
-    return FinishedAndTaken{std::move(f).value(), std::nullopt};
+    return FinishedAndTaken{success ? FinishSuccess(id, payload, actor, task, release_waiters)
+                                    : FinishFailure(id, payload, actor, task, release_waiters),
+                            std::nullopt};
   }
   // True if FinishThenTake takes the next invocation with the finish.
   virtual bool TakesWithFinish() const { return false; }
