@@ -300,37 +300,48 @@ TYPED_TEST(TakeAndStartRoundTrips, TakeAndStartIsOneRoundTrip) {
   EXPECT_EQ(this->HistoryOf("early").size(), 3u);  // by time: the rows behind the clock first
 }
 
+// The Redis lost-reply tests: a real server behind a proxy that can drop a
+// reply, and one Storage, so every port and the lifecycle share its pool, whose
+// one connection the proxy serves.
+class RedisTakeAndStart : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const BackendConfig config{"redis://127.0.0.1:" + std::to_string(proxy_.port()) + "/0",
+                               "lost-reply-app", clock_};
+    auto storage = Storage::Open(config);
+    ASSERT_TRUE(storage.ok()) << storage.status().ToString();
+    storage_ = std::move(storage).value();
+    auto opened = storage_->NewLifecycle(/*with_trigger=*/true, kNames);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    life_ = std::move(opened).value();
+    life_->SetTaskRunsFreely(TaskId("mod.task"));
+  }
+
+  testing::RedisServer server_;
+  testing::ReplyDroppingProxy proxy_{server_.port()};
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(kStart);
+  std::shared_ptr<Storage> storage_;
+  std::unique_ptr<Lifecycle> life_;
+};
+
 // Redis: the reply of a TakeAndStart lost with the connection. What its script
 // did is read back by the next TakeAndStart of the same thread: a claim it made
 // is handed over (never redelivered, never left RUNNING with no one running it);
 // an id it took without claiming is claimed then.
-TEST(RedisTakeAndStart, AReplyLostWithTheConnectionIsReadBack) {
-  testing::RedisServer server;
-  testing::ReplyDroppingProxy proxy(server.port());
-  auto clock = std::make_shared<ManualClock>(kStart);
-  const BackendConfig config{"redis://127.0.0.1:" + std::to_string(proxy.port()) + "/0",
-                             "lost-reply-app", clock};
-  // One Storage: every port and the lifecycle share its pool, whose one
-  // connection the proxy serves.
-  auto storage = Storage::Open(config);
-  ASSERT_TRUE(storage.ok()) << storage.status().ToString();
-  auto state = storage.value()->state_backend().value();
-  auto opened = storage.value()->NewLifecycle(/*with_trigger=*/true, kNames);
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  std::unique_ptr<Lifecycle> life = std::move(opened).value();
-  life->SetTaskRunsFreely(TaskId("mod.task"));
+TEST_F(RedisTakeAndStart, AReplyLostWithTheConnectionIsReadBack) {
+  auto state = storage_->state_backend().value();
   ASSERT_TRUE(
-      life->RegisterAndRoute({NewItem("a"), NewItem("b"), NewItem("c", "mod.other")}, kRunner)
+      life_->RegisterAndRoute({NewItem("a"), NewItem("b"), NewItem("c", "mod.other")}, kRunner)
           .ok());
-  auto a = life->TakeAndStart("default", 0, kRunner);  // loads the script
+  auto a = life_->TakeAndStart("default", 0, kRunner);  // loads the script
   ASSERT_TRUE(a.ok() && a.value().has_value());
   EXPECT_EQ(a.value()->claim.kind, ClaimKind::kStarted);
 
-  proxy.DropNextReply();
-  auto lost = life->TakeAndStart("default", 0, kRunner);
+  proxy_.DropNextReply();
+  auto lost = life_->TakeAndStart("default", 0, kRunner);
   ASSERT_FALSE(lost.ok());
   EXPECT_TRUE(lost.status().connection_lost()) << lost.status().ToString();
-  auto b = life->TakeAndStart("default", 0, kRunner);
+  auto b = life_->TakeAndStart("default", 0, kRunner);
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   ASSERT_TRUE(b.value().has_value());
   EXPECT_EQ(b.value()->id, InvocationId("b"));
@@ -343,15 +354,15 @@ TEST(RedisTakeAndStart, AReplyLostWithTheConnectionIsReadBack) {
 
   // c's task is not known to run freely: its lost attempt took it and claimed
   // nothing; read back, it is claimed now (the caller's check).
-  proxy.DropNextReply();
-  ASSERT_FALSE(life->TakeAndStart("default", 0, kRunner).ok());
-  auto c = life->TakeAndStart("default", 0, kRunner);
+  proxy_.DropNextReply();
+  ASSERT_FALSE(life_->TakeAndStart("default", 0, kRunner).ok());
+  auto c = life_->TakeAndStart("default", 0, kRunner);
   ASSERT_TRUE(c.ok() && c.value().has_value()) << c.status().ToString();
   EXPECT_EQ(c.value()->id, InvocationId("c"));
   EXPECT_EQ(c.value()->claim.kind, ClaimKind::kNeedsCheck);
 
   // Nothing redelivered, nothing left; b's rows written once.
-  auto after = life->TakeAndStart("default", 0, kRunner);
+  auto after = life_->TakeAndStart("default", 0, kRunner);
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_FALSE(after.value().has_value());
   std::vector<S> rows;
@@ -361,9 +372,9 @@ TEST(RedisTakeAndStart, AReplyLostWithTheConnectionIsReadBack) {
   EXPECT_EQ(rows, (std::vector<S>{S::kRegistered, S::kPending, S::kRunning}));
 
   // A lost attempt on an empty queue took nothing: the next one goes on as usual.
-  proxy.DropNextReply();
-  ASSERT_FALSE(life->TakeAndStart("default", 0, kRunner).ok());
-  auto none = life->TakeAndStart("default", 0, kRunner);
+  proxy_.DropNextReply();
+  ASSERT_FALSE(life_->TakeAndStart("default", 0, kRunner).ok());
+  auto none = life_->TakeAndStart("default", 0, kRunner);
   ASSERT_TRUE(none.ok()) << none.status().ToString();
   EXPECT_FALSE(none.value().has_value());
 }
@@ -372,30 +383,19 @@ TEST(RedisTakeAndStart, AReplyLostWithTheConnectionIsReadBack) {
 // finish ran (the caller sees the connection error, as for a lone finish); what
 // the take claimed is handed over by the thread's next TakeAndStart, never left
 // RUNNING with no one running it.
-TEST(RedisTakeAndStart, AFinishAndTakeWhoseRepliesAreLostIsReadBack) {
-  testing::RedisServer server;
-  testing::ReplyDroppingProxy proxy(server.port());
-  auto clock = std::make_shared<ManualClock>(kStart);
-  const BackendConfig config{"redis://127.0.0.1:" + std::to_string(proxy.port()) + "/0",
-                             "lost-finish-app", clock};
-  auto storage = Storage::Open(config);
-  ASSERT_TRUE(storage.ok()) << storage.status().ToString();
-  auto orchestrator = storage.value()->orchestrator().value();
-  auto opened = storage.value()->NewLifecycle(/*with_trigger=*/true, kNames);
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  std::unique_ptr<Lifecycle> life = std::move(opened).value();
-  life->SetTaskRunsFreely(TaskId("mod.task"));
-  ASSERT_TRUE(life->RegisterAndRoute({NewItem("a"), NewItem("b")}, kRunner).ok());
-  auto a = life->TakeAndStart("default", 0, kRunner);
+TEST_F(RedisTakeAndStart, AFinishAndTakeWhoseRepliesAreLostIsReadBack) {
+  auto orchestrator = storage_->orchestrator().value();
+  ASSERT_TRUE(life_->RegisterAndRoute({NewItem("a"), NewItem("b")}, kRunner).ok());
+  auto a = life_->TakeAndStart("default", 0, kRunner);
   ASSERT_TRUE(a.ok() && a.value().has_value());
-  clock->Advance(kSecond);
+  clock_->Advance(kSecond);
   // Loads the finish script first, so the dropped reply is the pipeline's.
   // (An unknown id: the script writes nothing, the port path reports it.)
   EXPECT_FALSE(
-      life->FinishSuccess(InvocationId("unknown"), "0", kRunner, TaskId("mod.task"), true).ok());
+      life_->FinishSuccess(InvocationId("unknown"), "0", kRunner, TaskId("mod.task"), true).ok());
 
-  proxy.DropNextReply();
-  FinishedAndTaken lost = life->FinishThenTake(InvocationId("a"), "1", true, kRunner,
+  proxy_.DropNextReply();
+  FinishedAndTaken lost = life_->FinishThenTake(InvocationId("a"), "1", true, kRunner,
                                                TaskId("mod.task"), true, "default", kRunner);
   ASSERT_FALSE(lost.finish.ok());
   EXPECT_TRUE(lost.finish.status().connection_lost()) << lost.finish.status().ToString();
@@ -404,14 +404,14 @@ TEST(RedisTakeAndStart, AFinishAndTakeWhoseRepliesAreLostIsReadBack) {
   EXPECT_EQ(orchestrator->GetStatusRecord(InvocationId("b")).value().status, S::kRunning)
       << "the pipeline's take ran too";
 
-  auto b = life->TakeAndStart("default", 0, kRunner);
+  auto b = life_->TakeAndStart("default", 0, kRunner);
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   ASSERT_TRUE(b.value().has_value());
   EXPECT_EQ(b.value()->id, InvocationId("b"));
   ASSERT_TRUE(b.value()->claim_status.ok()) << b.value()->claim_status.ToString();
   EXPECT_EQ(b.value()->claim.kind, ClaimKind::kStarted);
   EXPECT_EQ(b.value()->claim.record.runner_id, std::optional<std::string>("runner-1"));
-  auto after = life->TakeAndStart("default", 0, kRunner);
+  auto after = life_->TakeAndStart("default", 0, kRunner);
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_FALSE(after.value().has_value()) << "nothing redelivered";
 }
