@@ -31,15 +31,19 @@ RESULT_DEADLINE_SEC = 20.0
 
 
 def build_app(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest, **config: Any
+    backend: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    native: bool = True,
+    **config: Any,
 ) -> Pynenc:
     builder = PynencBuilder().app_id(f"wait-{uuid.uuid4().hex[:10]}")
     if backend == "mem":
-        builder = builder.cpp_mem()
+        builder = builder.cpp_mem(native=native)
     elif backend == "sqlite":
-        builder = builder.cpp_sqlite(path=tmp_path / "wait.db")
+        builder = builder.cpp_sqlite(path=tmp_path / "wait.db", native=native)
     else:
-        builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
+        builder = builder.cpp_redis(request.getfixturevalue("redis_url"), native=native)
     app = builder.cpp_runner(workers=1).custom_config(**SLOW_SLEEP, **config).build()
     rt.use(app)
     return app
@@ -84,6 +88,43 @@ def test_result_arrives_with_pynencs_default_status_cache(
     with running(app):
         got = within_deadline(lambda: [rt.add(i, 7).result for i in range(3)])
     assert got == [7, 8, 9]
+
+
+#: A status cache longer than RESULT_DEADLINE_SEC: a result that waited for the cache
+#: to lapse could not arrive in time.
+LONG_STATUS_CACHE_SEC = 60.0
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "mixed"])
+@pytest.mark.parametrize("backend", ALL)
+def test_a_wait_that_finds_the_result_final_ends_the_status_cache(
+    backend: str, native: bool, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # pynenc's invocation.result loops while its invocation's cached status is not
+    # final; the wait that found the invocation final puts the final status there,
+    # so a result, a failure and a group's results arrive long before the cache lapses.
+    app = build_app(
+        backend, tmp_path, request, native=native, cached_status_time=LONG_STATUS_CACHE_SEC
+    )
+    with running(app):
+        invs = [rt.hang(0.2), rt.add(1, 2)]
+        assert within_deadline(lambda: [inv.result for inv in invs]) == ["finished", 3]
+        assert all(inv.status.is_final() for inv in invs)
+        failed = rt.boom()
+        with pytest.raises(ValueError, match="boom from the task"):
+            within_deadline(lambda: failed.result)
+        group = rt.add.parallelize([(i, 10) for i in range(4)])
+        assert sorted(within_deadline(lambda: list(group.results))) == [10, 11, 12, 13]
+
+
+@pytest.mark.parametrize("backend", ALL)
+def test_a_task_waiting_on_tasks_is_not_held_by_the_status_cache(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Inside the runner (a task waiting on the tasks it called), the same.
+    app = build_app(backend, tmp_path, request, cached_status_time=LONG_STATUS_CACHE_SEC)
+    with running(app):
+        assert within_deadline(lambda: rt.parent_sum(4).result) == sum(i + i for i in range(4))
 
 
 @pytest.mark.parametrize("backend", ALL)

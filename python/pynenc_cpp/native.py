@@ -289,6 +289,7 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
                 validated.add(route)
             items.append((_invocation_record(inv.to_dto(), inv.call.to_dto()), *route))
         raw, watched = lifecycle.register_and_route(items, runner_id, ctx_id)
+        self._remember_invocations(invocations)
         if self._read_ahead is not None:
             self._read_ahead.submitted(i.invocation_id for i in invocations)
         if watched:

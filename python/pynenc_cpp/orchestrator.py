@@ -10,6 +10,7 @@ these classes only convert values. History, triggers and routing stay with
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -150,6 +151,37 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
         _ = self.outage_budget_sec  # a bad value is an error here, not at the first outage
         self._engine = self.storage.orchestrator()
         self._blocking_control = CppBlockingControl(app, self._engine)
+        # The invocation objects this orchestrator registered (what ``task(...)`` and
+        # ``parallelize`` returned), by id, while someone holds them: a result wait
+        # that finds one final puts its final status in that object's status cache
+        # (``_note_final``).
+        self._live_invocations: weakref.WeakValueDictionary[str, DistributedInvocation] = (
+            weakref.WeakValueDictionary()
+        )
+
+    def _remember_invocations(self, invocations: Sequence[DistributedInvocation]) -> None:
+        live = self._live_invocations
+        for inv in invocations:
+            live[inv.invocation_id] = inv
+
+    def _note_final(self, invocation_id: str) -> None:
+        """A result wait (``CppRunner``) found ``invocation_id`` final: the invocation
+        object this orchestrator registered for it, if still held, gets its final
+        status in pynenc's status cache, as pynenc's own ``status`` read would put it.
+
+        pynenc's ``invocation.result`` loops ``while not self.status.is_final()``, and
+        ``status`` answers from the cache for ``cached_status_time`` (0.1 s by default)
+        after the last read; without this, a wait that returned at once would be
+        followed by that whole time of the cached non-final status. The status is read
+        (in native mode served by what the wait read: no round trip) and only a final
+        one is cached: a final status never changes.
+        """
+        invocation = self._live_invocations.get(invocation_id)
+        if invocation is None:
+            return
+        status = self.get_invocation_status(InvocationId(invocation_id))
+        if status.is_final():
+            invocation.update_status_cache(status)
 
     @property
     def blocking_control(self) -> CppBlockingControl:
@@ -166,7 +198,9 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
             (inv.invocation_id, inv.call.task.task_id.key, inv.call.call_id.key)
             for inv in invocations
         ]
-        return _record(self._engine.register(rows, runner_id))
+        record = _record(self._engine.register(rows, runner_id))
+        self._remember_invocations(invocations)
+        return record
 
     def _atomic_status_transition(
         self,

@@ -851,6 +851,15 @@ class CppRunner(BaseRunner):
             self.logger.exception(f"CppRunner:{self.runner_id} wait_any_final failed")
             return False
         self._wait_memo.final_ids = ids if final_id is not None else None
+        if final_id is not None:
+            # The caller's invocation object sees the final status now, whatever its
+            # status cache held (pynenc's `cached_status_time`).
+            note_final = getattr(orchestrator, "_note_final", None)
+            if note_final is not None:
+                try:
+                    note_final(final_id)
+                except BackendConnectionError as exc:  # the caller's own reads ride it out
+                    self.logger.warning(f"CppRunner:{self.runner_id} reading {final_id}: {exc}")
         return True
 
     @cached_property
