@@ -18,8 +18,10 @@ in one process: there the runner runs in a thread of the driver process and S3
 measures that whole process. The pynenc-based systems all get the same tuning:
 ``runner_tuning`` poll interval ``--pynenc-sleep`` (default 0.01 s, the
 builder's default) for runners and result waits, and ``cached_status_time``
-``--pynenc-status-cache`` (default 0; pynenc's own 0.1 s default would put a
-100 ms floor under every pynenc-based S2 figure). A system whose feature is not
+``--pynenc-status-cache`` (default 0; pynenc's own 0.1 s default puts a
+100 ms floor under the S2 figure of every pynenc-based system whose result wait
+does not update the invocation's status cache; the ``-defaultcache`` rows run
+pynenc-cpp with that default). A system whose feature is not
 available (for instance CppRunner before it lands) is skipped with its reason.
 
 Rounds alternate the systems (round 1: every system, round 2: every system...);
@@ -94,6 +96,17 @@ SYSTEMS: list[System] = [
             "main",
             {"stack": f"cpp-{b}", "runner": "cpp", "mode": "native", "metrics": False},
             "engine metrics off",
+        )
+        for b in ("sqlite", "redis")
+    ],
+    # The same with pynenc's default status cache (the other rows set it to 0).
+    *[
+        System(
+            f"cpp-{b}-native-cpprunner-defaultcache",
+            "pynenc",
+            "main",
+            {"stack": f"cpp-{b}", "runner": "cpp", "mode": "native", "status_cache": 0.1},
+            "pynenc's default cached_status_time (0.1 s)",
         )
         for b in ("sqlite", "redis")
     ],
@@ -325,7 +338,7 @@ class PynencAdapter(Adapter):
             url=spec["redis_url"],
             path=str(Path(spec["workdir"]) / f"{spec['app_id']}.db"),
             sleep=spec["pynenc_sleep"],
-            status_cache=spec["pynenc_status_cache"],
+            status_cache=self.cfg.get("status_cache", spec["pynenc_status_cache"]),
             slots=2,
         )
         os.environ["PEERS_PYNENC"] = json.dumps(self.cfg)
