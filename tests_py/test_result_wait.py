@@ -118,6 +118,19 @@ def test_a_wait_that_finds_the_result_final_ends_the_status_cache(
 
 
 @pytest.mark.parametrize("backend", ALL)
+def test_an_invocation_fetched_by_id_is_not_held_by_the_status_cache(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # The object a client rebuilds from an id (the state backend's get_invocation,
+    # the task's own object gone) is the one the wait updates.
+    app = build_app(backend, tmp_path, request, cached_status_time=LONG_STATUS_CACHE_SEC)
+    with running(app):
+        invocation_id = rt.hang(0.2).invocation_id
+        fetched = app.state_backend.get_invocation(invocation_id)
+        assert within_deadline(lambda: fetched.result) == "finished"
+
+
+@pytest.mark.parametrize("backend", ALL)
 def test_a_task_waiting_on_tasks_is_not_held_by_the_status_cache(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

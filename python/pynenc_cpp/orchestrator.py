@@ -10,7 +10,6 @@ these classes only convert values. History, triggers and routing stay with
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -26,7 +25,7 @@ from pynenc.orchestrator.atomic_service import (
 )
 from pynenc.orchestrator.base_orchestrator import BaseBlockingControl, BaseOrchestrator
 
-from pynenc_cpp import _core
+from pynenc_cpp import _core, _live
 from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
 from pynenc_cpp._convert import (
     as_invocation_ids,
@@ -151,22 +150,15 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
         _ = self.outage_budget_sec  # a bad value is an error here, not at the first outage
         self._engine = self.storage.orchestrator()
         self._blocking_control = CppBlockingControl(app, self._engine)
-        # The invocation objects this orchestrator registered (what ``task(...)`` and
-        # ``parallelize`` returned), by id, while someone holds them: a result wait
-        # that finds one final puts its final status in that object's status cache
-        # (``_note_final``).
-        self._live_invocations: weakref.WeakValueDictionary[str, DistributedInvocation] = (
-            weakref.WeakValueDictionary()
-        )
 
     def _remember_invocations(self, invocations: Sequence[DistributedInvocation]) -> None:
-        live = self._live_invocations
-        for inv in invocations:
-            live[inv.invocation_id] = inv
+        """These invocation objects were handed out (``_live``: a result wait updates
+        their status cache)."""
+        _live.remember(self.app, invocations)
 
     def _note_final(self, invocation_id: str) -> None:
         """A result wait (``CppRunner``) found ``invocation_id`` final: the invocation
-        object this orchestrator registered for it, if still held, gets its final
+        objects the app handed out for it (``_live``), if still held, get its final
         status in pynenc's status cache, as pynenc's own ``status`` read would put it.
 
         pynenc's ``invocation.result`` loops ``while not self.status.is_final()``, and
@@ -176,12 +168,13 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
         (in native mode served by what the wait read: no round trip) and only a final
         one is cached: a final status never changes.
         """
-        invocation = self._live_invocations.get(invocation_id)
-        if invocation is None:
+        invocations = _live.held(self.app, invocation_id)
+        if not invocations:
             return
         status = self.get_invocation_status(InvocationId(invocation_id))
         if status.is_final():
-            invocation.update_status_cache(status)
+            for invocation in invocations:
+                invocation.update_status_cache(status)
 
     @property
     def blocking_control(self) -> CppBlockingControl:

@@ -28,7 +28,7 @@ from pynenc.runner.runner_context import RunnerContext
 from pynenc.state_backend.base_state_backend import BaseStateBackend, InvocationHistory
 from pynenc.workflow.workflow_identity import WorkflowIdentity
 
-from pynenc_cpp import _core
+from pynenc_cpp import _core, _live
 from pynenc_cpp._component import (
     CppComponentMixin,
     MemBackend,
@@ -43,6 +43,7 @@ from pynenc_cpp.errors import InvocationNotFound
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
+    from pynenc.invocation.dist_invocation import DistributedInvocation
 
 #: A result read together with its final status (``CppNativeOrchestrator``'s status
 #: read) is kept for the reading thread's next ``get_result`` of that id for at most
@@ -238,6 +239,14 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
         except InvocationNotFound:
             return None
         return _dtos(record)
+
+    def get_invocation(self, invocation_id: InvocationId) -> DistributedInvocation:
+        """pynenc's ``get_invocation``; the object handed out is kept (weakly) for the
+        result wait, which puts the final status it finds in its status cache
+        (``pynenc_cpp._live``)."""
+        invocation: DistributedInvocation = super().get_invocation(invocation_id)
+        _live.remember(self.app, (invocation,))
+        return invocation
 
     def get_child_invocations(self, parent_invocation_id: InvocationId) -> Iterator[InvocationId]:
         ids = self._engine.child_invocations(str(parent_invocation_id))
