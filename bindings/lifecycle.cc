@@ -218,20 +218,29 @@ void InitLifecycle(py::module_& m) {
           "left the queue, the caller routes it back). Raises when the retrieval failed.")
       .def(
           "read_final",
-          [](Lifecycle& l, InvocationId id, std::size_t max_result_bytes) {
-            FinalRead out = Quick(l, [&] { return l.ReadFinal(id, max_result_bytes); });
+          [](Lifecycle& l, InvocationId id, std::size_t max_result_bytes, bool arm) {
+            FinalRead out = Quick(l, [&]() -> Result<FinalRead> {
+              if (!arm) return l.ReadFinal(id, max_result_bytes);
+              Result<FinalReads> armed = l.ReadFinalArmed(id, {}, max_result_bytes);
+              if (!armed.ok()) return armed.status();
+              return std::move(armed).value().first;
+            });
             return py::make_tuple(RecordTuple(out.record), ResultText(out.result));
           },
-          py::arg("invocation_id"), py::arg("max_result_bytes"),
+          py::arg("invocation_id"), py::arg("max_result_bytes"), py::arg("arm") = false,
           "(status record, serialized result | None): the result is there when the status\n"
           "is SUCCESS and the stored result is at most max_result_bytes long (one script on\n"
-          "Redis). Raises InvocationNotFound for an unknown id.")
+          "Redis). Raises InvocationNotFound for an unknown id. With arm=True, a status not\n"
+          "final also registers this thread's next wait_any_final of the id (Redis: no\n"
+          "registration round trip of its own when it follows within 5 s).")
       .def(
           "read_final_ahead",
           [](Lifecycle& l, InvocationId id, std::vector<InvocationId> ahead,
-             std::size_t max_result_bytes) {
-            FinalReads out =
-                Quick(l, [&] { return l.ReadFinalAhead(id, ahead, max_result_bytes); });
+             std::size_t max_result_bytes, bool arm) {
+            FinalReads out = Quick(l, [&] {
+              return arm ? l.ReadFinalArmed(id, ahead, max_result_bytes)
+                         : l.ReadFinalAhead(id, ahead, max_result_bytes);
+            });
             py::list more;
             for (const auto& [ahead_id, read] : out.ahead) {
               more.append(py::make_tuple(ahead_id.str(), RecordTuple(read.record),
@@ -241,10 +250,11 @@ void InitLifecycle(py::module_& m) {
                                   more);
           },
           py::arg("invocation_id"), py::arg("ahead"), py::arg("max_result_bytes"),
-          "read_final(invocation_id) and, when that status is final, read_final of each id\n"
-          "of `ahead` whose status is final too, in one call (one script on Redis): returns\n"
-          "(status record, serialized result | None, [(id, status record, serialized result\n"
-          "| None) for each final ahead id]). Raises InvocationNotFound for an unknown\n"
+          py::arg("arm") = false,
+          "read_final(invocation_id, arm=arm) and, when that status is final, read_final of\n"
+          "each id of `ahead` whose status is final too, in one call (one script on Redis):\n"
+          "returns (status record, serialized result | None, [(id, status record, serialized\n"
+          "result | None) for each final ahead id]). Raises InvocationNotFound for an unknown\n"
           "invocation_id; unknown ahead ids are left out.")
       .def(
           "wait_any_final",

@@ -197,14 +197,19 @@ class _CountingLifecycle:
     def __init__(self, inner: Any) -> None:
         self._inner = inner
         self.log: list[tuple[int, str, str, Any]] = []
+        self.armed: list[tuple[str, bool]] = []  # each read's (id, arm), in order
 
-    def read_final(self, invocation_id: str, max_result_bytes: int) -> Any:
+    def read_final(self, invocation_id: str, max_result_bytes: int, arm: bool = False) -> Any:
         self.log.append((threading.get_ident(), "read", invocation_id, None))
-        return self._inner.read_final(invocation_id, max_result_bytes)
+        self.armed.append((invocation_id, arm))
+        return self._inner.read_final(invocation_id, max_result_bytes, arm)
 
-    def read_final_ahead(self, invocation_id: str, ahead: list[str], max_result_bytes: int) -> Any:
+    def read_final_ahead(
+        self, invocation_id: str, ahead: list[str], max_result_bytes: int, arm: bool = False
+    ) -> Any:
         self.log.append((threading.get_ident(), "read", invocation_id, None))
-        return self._inner.read_final_ahead(invocation_id, ahead, max_result_bytes)
+        self.armed.append((invocation_id, arm))
+        return self._inner.read_final_ahead(invocation_id, ahead, max_result_bytes, arm)
 
     def wait_any_final(self, ids: list[str], *args: Any) -> Any:
         got = self._inner.wait_any_final(ids, *args)
@@ -242,6 +247,31 @@ def test_the_status_read_after_a_wait_comes_with_the_wait(
         # The waiting thread's next call is not a read of that id: the wait read it.
         after = [e for e in counting.log[at + 1 :] if e[0] == thread]
         assert not after or after[0][1:3] != ("read", inv_id), counting.log
+
+
+@pytest.mark.parametrize("cache", [0, 0.1])
+def test_the_first_status_read_arms_the_wait_that_follows(
+    cache: float, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Redis, native: pynenc's result reads the status of the invocation this thread
+    # submitted, then waits; that first read registers the wait (arm=True), later
+    # ones do not, and the result is the task's.
+    app = build_app("redis", tmp_path, request, cached_status_time=cache)
+    orchestrator = app.orchestrator
+    counting = _CountingLifecycle(orchestrator._lifecycle())  # type: ignore[attr-defined]
+    monkeypatch.setattr(orchestrator, "_lifecycle", lambda: counting)
+    with running(app):
+        for k in range(3):
+
+            def submit_and_wait() -> tuple[str, Any]:
+                inv = rt.hang(0.2)  # submitted by the thread that reads its result
+                return inv.invocation_id, inv.result
+
+            invocation_id, result = within_deadline(submit_and_wait)
+            assert result == "finished"
+            arms = [arm for i, arm in counting.armed if i == invocation_id]
+            assert arms and arms[0] is True, (k, arms)
+            assert not any(arms[1:]), (k, arms)
 
 
 @pytest.mark.parametrize("backend", ["redis"])

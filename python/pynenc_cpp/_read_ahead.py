@@ -100,6 +100,11 @@ class ReadAhead:
             return None
         return raw, result, read_generation
 
+    def pending(self, invocation_id: str) -> bool:
+        """Whether this thread submitted ``invocation_id`` and has not read its final
+        status yet (its next status read is likely followed by a wait for it)."""
+        return invocation_id in self._thread().position
+
     def candidates(self, invocation_id: str) -> list[str]:
         """The ids to read ahead with this thread's status read of ``invocation_id``
         (which is then no longer one): up to ``limit`` of those this thread submitted

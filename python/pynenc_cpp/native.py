@@ -390,7 +390,10 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
         both already. On Redis the read also reads ahead, when the status is final,
         other invocations this thread submitted and has not read yet, and serves
         those found final to the thread's next reads of them
-        (``pynenc_cpp._read_ahead``).
+        (``pynenc_cpp._read_ahead``); and the first read of an invocation this thread
+        submitted, finding it not final, registers this thread's wait for it in the
+        same script (``Lifecycle.read_final(arm=True)``): pynenc's ``result`` waits
+        next, and that wait then makes no registration round trip of its own.
         """
         lifecycle = self._lifecycle()
         if lifecycle is None:
@@ -413,6 +416,9 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
         generation = state_backend.prefetch_generation()  # before the read: a purge may follow
         ahead = self._read_ahead
         kept = ahead.take(invocation_id, generation) if ahead is not None else None
+        # The first read of an invocation this thread submitted: when not final, it
+        # also registers the wait pynenc's `result` makes next (one round trip fewer).
+        arm = kept is None and ahead is not None and ahead.pending(invocation_id)
         candidates = ahead.candidates(invocation_id) if ahead is not None and not kept else []
         more: list[tuple[str, Any, str | None]] = []
         if kept is not None:
@@ -420,13 +426,13 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
         elif candidates:
             raw, result, more = self._retried(
                 lambda: lifecycle.read_final_ahead(
-                    invocation_id, candidates, _PREFETCH_RESULT_BYTES
+                    invocation_id, candidates, _PREFETCH_RESULT_BYTES, arm
                 ),
                 f"invocation:{invocation_id}",
             )
         else:
             raw, result = self._retried(
-                lambda: lifecycle.read_final(invocation_id, _PREFETCH_RESULT_BYTES),
+                lambda: lifecycle.read_final(invocation_id, _PREFETCH_RESULT_BYTES, arm),
                 f"invocation:{invocation_id}",
             )
         if result is not None:

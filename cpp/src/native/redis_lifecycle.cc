@@ -13,14 +13,18 @@
 // exactly the port's result or error. Every other operation is the port-by-port
 // sequence (one round trip per step).
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "native/port_lifecycle.h"
 #include "native/redis_final_wait.h"
 #include "pynenc_cpp/core/metrics.h"
+#include "pynenc_cpp/core/thread_annotations.h"
 #include "redis/redis_broker.h"
 #include "redis/redis_client.h"
 #include "redis/redis_orchestrator_impl.h"
@@ -165,13 +169,18 @@ return f
   return s;
 }
 
-// ReadFinalAhead. KEYS: the orchestrator's seq. ARGV: P, Ps, the SUCCESS status
-// name, the longest result to return, id, then the ids to read ahead. Returns
-// false (unknown id) or {record of id, then (ahead id, its record) for each
-// ahead id whose status is final, only when id's is}, a record being {st, ts,
-// own|false[, result]} as ReadFinalScript's.
-const Script& ReadFinalAheadScript() {
-  static const Script s(std::string(redis_orchestrator::LuaCommon()) + R"lua(
+// ReadFinalAhead's script, and with `armed` ReadFinalArmed's. KEYS: the
+// orchestrator's seq. ARGV: P, Ps, the SUCCESS status name, the longest result to
+// return, (armed: a waiter token, its registration's time to live in ms, the
+// thread's previous arm's id and token or two ''), id, then the ids to read
+// ahead. Returns false (unknown id) or {record of id, then (ahead id, its record)
+// for each ahead id whose status is final, only when id's is}, a record being
+// {st, ts, own|false[, result]} as ReadFinalScript's. Armed: the previous arm,
+// which no one will wait on now, is withdrawn (its registration and any note it
+// got), and an id not final gets the token registered as a waiter, as
+// WaitAnyFinal's registration does (P fw:<id>, kept at least the time to live).
+std::string ReadFinalAheadSource(bool armed) {
+  std::string s = std::string(redis_orchestrator::LuaCommon()) + R"lua(
 local Ps, success, most = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local function read(id)
   local f = redis.call('HMGET', P .. 'inv:' .. id, 'st', 'ts', 'own')
@@ -183,22 +192,53 @@ local function read(id)
   end
   return f
 end
-local first = read(ARGV[5])
+)lua";
+  s += armed ? R"lua(
+local first_id = 9
+if ARGV[8] ~= '' then
+  redis.call('SREM', P .. 'fw:' .. ARGV[7], ARGV[8])
+  redis.call('DEL', P .. 'note:' .. ARGV[8])
+end
+)lua"
+             : "local first_id = 5\n";
+  s += R"lua(
+local first = read(ARGV[first_id])
 if not first then return false end
 local out = {first}
 if FINAL[first[1]] then
-  for i = 6, #ARGV do
+  for i = first_id + 1, #ARGV do
     local f = read(ARGV[i])
     if f and FINAL[f[1]] then
       out[#out + 1] = ARGV[i]
       out[#out + 1] = f
     end
   end
-end
-return out
-)lua");
+)lua";
+  if (armed) {
+    s += R"lua(
+else
+  local fk, ttl = P .. 'fw:' .. ARGV[first_id], tonumber(ARGV[6])
+  redis.call('SADD', fk, ARGV[5])
+  if redis.call('PTTL', fk) < ttl then redis.call('PEXPIRE', fk, ttl) end
+)lua";
+  }
+  return s + "end\nreturn out\n";
+}
+
+const Script& ReadFinalAheadScript() {
+  static const Script s(ReadFinalAheadSource(false));
   return s;
 }
+
+const Script& ReadFinalArmedScript() {
+  static const Script s(ReadFinalAheadSource(true));
+  return s;
+}
+
+// ReadFinalArmed's registration: kept this long, relied on by the thread's next
+// wait for this long after the read (the wait's first block ends by then).
+constexpr std::int64_t kArmTtlMs = 10'000;
+constexpr std::int64_t kArmUseMs = 5'000;
 
 // Claim, and ClaimAndStart when ARGV[12] is '1' (then the move on to RUNNING
 // follows the move to PENDING, with its own timestamp and history row).
@@ -375,29 +415,30 @@ class RedisLifecycle final : public PortLifecycle {
   Result<FinalReads> ReadFinalAhead(const InvocationId& id, const std::vector<InvocationId>& ahead,
                                     std::size_t max_result_bytes) override {
     if (ahead.empty()) return PortLifecycle::ReadFinalAhead(id, ahead, max_result_bytes);
-    std::vector<std::string> args = {po_, ps_, std::string(StatusName(InvocationStatus::kSuccess)),
-                                     std::to_string(max_result_bytes), id.str()};
-    args.reserve(args.size() + ahead.size());
-    for (const InvocationId& a : ahead) args.push_back(a.str());
-    Result<Value> r = client_->Eval(ReadFinalAheadScript(), {po_ + "seq"}, args);
-    if (!r.ok()) return r.status();
-    const Value& v = r.value();
-    if (v.is_error()) return ReplyError(v, "read final ahead");
-    // An unknown id: the port's read reports it with the port's error.
-    if (v.is_nil()) return PortLifecycle::ReadFinalAhead(id, {}, max_result_bytes);
-    if (v.type != Value::Type::kArray || v.elements.empty() || v.elements.size() % 2 != 1) {
-      return Status::BackendFailure("redis read final ahead: bad reply");
+    return ReadScripted(id, ahead, max_result_bytes, nullptr, std::nullopt);
+  }
+
+  Result<FinalReads> ReadFinalArmed(const InvocationId& id, const std::vector<InvocationId>& ahead,
+                                    std::size_t max_result_bytes) override {
+    Armed arm{id, redis_orchestrator::NewWaitToken(),
+              std::chrono::steady_clock::now() + std::chrono::milliseconds(kArmUseMs)};
+    std::optional<Armed> previous;
+    {
+      MutexLock lock(armed_mu_);
+      auto it = armed_.find(std::this_thread::get_id());
+      if (it != armed_.end()) {
+        previous = std::move(it->second);
+        armed_.erase(it);
+      }
     }
-    Result<FinalRead> first = FinalReadOf(v.elements[0], id);
-    if (!first.ok()) return first.status();
-    FinalReads out{std::move(first).value(), {}};
-    for (std::size_t i = 1; i + 1 < v.elements.size(); i += 2) {
-      InvocationId ahead_id(v.elements[i].str);
-      Result<FinalRead> read = FinalReadOf(v.elements[i + 1], ahead_id);
-      if (!read.ok()) return read.status();
-      out.ahead.emplace_back(std::move(ahead_id), std::move(read).value());
+    Result<FinalReads> r = ReadScripted(id, ahead, max_result_bytes, &arm, previous);
+    // (Failed, the script may or may not have run: neither arm is relied on, and
+    // a registration left behind expires on its own.)
+    if (r.ok() && !IsFinal(r.value().first.record.status)) {
+      MutexLock lock(armed_mu_);
+      armed_[std::this_thread::get_id()] = std::move(arm);
     }
-    return out;
+    return r;
   }
 
   Result<FinalRead> ReadFinal(const InvocationId& id, std::size_t max_result_bytes) override {
@@ -438,10 +479,13 @@ class RedisLifecycle final : public PortLifecycle {
     if (ids.empty()) {
       return Status::InvalidArgument("WaitAnyFinal needs at least one invocation id");
     }
+    std::optional<redis_orchestrator::ArmedWait> armed = TakeArmed(ids);
     Result<std::optional<redis_orchestrator::FinalWake>> wake = redis_orchestrator::WaitFinal(
-        *client_, po_, ids, timeout_us, [&](const std::string& fresh, std::int64_t ttl_ms) {
+        *client_, po_, ids, timeout_us,
+        [&](const std::string& fresh, std::int64_t ttl_ms) {
           return RegisterFinalWait(*client_, po_, ps_, ids, fresh, ttl_ms, max_result_bytes);
-        });
+        },
+        armed ? &*armed : nullptr);
     if (!wake.ok()) return wake.status();
     if (!wake.value()) return std::optional<FinalWait>();
     const redis_orchestrator::FinalWake& w = *wake.value();
@@ -616,6 +660,68 @@ class RedisLifecycle final : public PortLifecycle {
   bool TakesWithFinish() const override { return pending_runs_; }
 
  private:
+  // A thread's last ReadFinalArmed that found its id not final: the token it
+  // registered, and until when the thread's next wait may rely on it.
+  struct Armed {
+    InvocationId id;
+    std::string token;
+    std::chrono::steady_clock::time_point use_by;
+  };
+
+  // ReadFinalAhead's script (with `arm`: ReadFinalArmed's, withdrawing
+  // `previous`), its reply read.
+  Result<FinalReads> ReadScripted(const InvocationId& id, const std::vector<InvocationId>& ahead,
+                                  std::size_t max_result_bytes, const Armed* arm,
+                                  const std::optional<Armed>& previous) {
+    std::vector<std::string> args = {po_, ps_, std::string(StatusName(InvocationStatus::kSuccess)),
+                                     std::to_string(max_result_bytes)};
+    if (arm != nullptr) {
+      args.push_back(arm->token);
+      args.push_back(std::to_string(kArmTtlMs));
+      args.push_back(previous ? previous->id.str() : "");
+      args.push_back(previous ? previous->token : "");
+    }
+    args.push_back(id.str());
+    args.reserve(args.size() + ahead.size());
+    for (const InvocationId& a : ahead) args.push_back(a.str());
+    Result<Value> r = client_->Eval(
+        arm != nullptr ? ReadFinalArmedScript() : ReadFinalAheadScript(), {po_ + "seq"}, args);
+    if (!r.ok()) return r.status();
+    const Value& v = r.value();
+    if (v.is_error()) return ReplyError(v, "read final ahead");
+    // An unknown id: the port's read reports it with the port's error.
+    if (v.is_nil()) return PortLifecycle::ReadFinalAhead(id, {}, max_result_bytes);
+    if (v.type != Value::Type::kArray || v.elements.empty() || v.elements.size() % 2 != 1) {
+      return Status::BackendFailure("redis read final ahead: bad reply");
+    }
+    Result<FinalRead> first = FinalReadOf(v.elements[0], id);
+    if (!first.ok()) return first.status();
+    FinalReads out{std::move(first).value(), {}};
+    for (std::size_t i = 1; i + 1 < v.elements.size(); i += 2) {
+      InvocationId ahead_id(v.elements[i].str);
+      Result<FinalRead> read = FinalReadOf(v.elements[i + 1], ahead_id);
+      if (!read.ok()) return read.status();
+      out.ahead.emplace_back(std::move(ahead_id), std::move(read).value());
+    }
+    return out;
+  }
+
+  // This thread's registration from its last ReadFinalArmed, when `ids` is that
+  // read's id alone and the registration may still be relied on (then it is used
+  // up; another one stays, to be withdrawn by the thread's next armed read).
+  std::optional<redis_orchestrator::ArmedWait> TakeArmed(const std::vector<InvocationId>& ids) {
+    MutexLock lock(armed_mu_);
+    auto it = armed_.find(std::this_thread::get_id());
+    if (it == armed_.end() || ids.size() != 1 || !(ids[0] == it->second.id)) return std::nullopt;
+    const std::int64_t valid_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      it->second.use_by - std::chrono::steady_clock::now())
+                                      .count();
+    std::string token = std::move(it->second.token);
+    armed_.erase(it);
+    if (valid_ms <= 0) return std::nullopt;
+    return redis_orchestrator::ArmedWait{std::move(token), valid_ms};
+  }
+
   // The history entry's replace key ("<ts>:<status>") and stored value, as
   // the state backend's AddHistories writes them.
   static std::string HistoryKey(const StatusRecord& record) {
@@ -858,6 +964,8 @@ class RedisLifecycle final : public PortLifecycle {
   // The claim's owner may move PENDING on to RUNNING (ClaimAndStart's script).
   const bool pending_runs_ =
       Definition(InvocationStatus::kPending).Allows(InvocationStatus::kRunning);
+  Mutex armed_mu_;
+  std::unordered_map<std::thread::id, Armed> armed_ PYNENC_GUARDED_BY(armed_mu_);
 };
 
 }  // namespace

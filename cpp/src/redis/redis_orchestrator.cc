@@ -52,6 +52,8 @@ std::string GlobEscape(const std::string& s) {
   return out;
 }
 
+}  // namespace
+
 // A fresh waiter token (32 hex digits), unique across threads and processes.
 std::string NewWaitToken() {
   // A forked child inherits this thread's generator state, so it is reseeded in
@@ -69,8 +71,6 @@ std::string NewWaitToken() {
                 static_cast<unsigned long long>(rng()));
   return token;
 }
-
-}  // namespace
 
 Status ReplyError(const Value& v, const std::string& what) {
   return Status::BackendFailure("redis orchestrator: " + what + ": " + v.str);
@@ -128,7 +128,8 @@ std::optional<FinalNote> ParseFinalNote(const std::string& note,
 
 Result<std::optional<FinalWake>> WaitFinal(redis::Client& client, const std::string& prefix,
                                            const std::vector<InvocationId>& ids,
-                                           TimestampUs timeout_us, const FinalRegistration& reg) {
+                                           TimestampUs timeout_us, const FinalRegistration& reg,
+                                           const ArmedWait* armed) {
   using Clock = std::chrono::steady_clock;
   // Longer waits are clamped (no time_point overflow): ~31 years.
   constexpr TimestampUs kMaxWaitUs = 1'000'000'000'000'000;
@@ -138,17 +139,24 @@ Result<std::optional<FinalWake>> WaitFinal(redis::Client& client, const std::str
   const auto deadline =
       Clock::now() + std::chrono::microseconds(std::clamp<TimestampUs>(timeout_us, 0, kMaxWaitUs));
   while (true) {
-    const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             deadline - Clock::now())
-                             .count();
-    const std::int64_t block_ms = std::clamp<std::int64_t>(left_ms, 0, kMaxBlockMs);
-    const std::string token = NewWaitToken();
-    Result<Value> got_reg = reg(token, block_ms + 1000);
-    if (!got_reg.ok()) return got_reg.status();
-    if (!got_reg.value().is_nil()) {
-      return std::optional<FinalWake>(FinalWake{std::move(got_reg).value(), std::nullopt});
+    const auto left_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    std::int64_t block_ms = std::clamp<std::int64_t>(left_ms, 0, kMaxBlockMs);
+    std::string token;
+    if (armed != nullptr && armed->valid_ms > 0 && block_ms > 0) {
+      // Registered by the read before this wait: its notes are what to block on.
+      token = armed->token;
+      block_ms = std::min(block_ms, armed->valid_ms);
+    } else {
+      token = NewWaitToken();
+      Result<Value> got_reg = reg(token, block_ms + 1000);
+      if (!got_reg.ok()) return got_reg.status();
+      if (!got_reg.value().is_nil()) {
+        return std::optional<FinalWake>(FinalWake{std::move(got_reg).value(), std::nullopt});
+      }
+      if (block_ms <= 0) return std::optional<FinalWake>();
     }
-    if (block_ms <= 0) return std::optional<FinalWake>();
+    armed = nullptr;  // once: later blocks register their own token
     // BLPOP's timeout is in seconds (decimals allowed since Redis 6).
     char secs[32];
     std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(block_ms) / 1000.0);
@@ -295,13 +303,13 @@ Result<std::vector<InvocationId>> RedisOrchestrator::FilterByStatus(
 Result<std::optional<InvocationId>> RedisOrchestrator::WaitAnyFinal(
     const std::vector<InvocationId>& ids, TimestampUs timeout_us) {
   if (ids.empty()) return Status::InvalidArgument("WaitAnyFinal needs at least one invocation id");
-  Result<std::optional<FinalWake>> wake = WaitFinal(
-      *client_, prefix_, ids, timeout_us,
-      [&](const std::string& token, std::int64_t ttl_ms) -> Result<Value> {
-        std::vector<std::string> args{token, std::to_string(ttl_ms)};
-        for (const InvocationId& id : ids) args.push_back(id.str());
-        return Run(WaitFinalScript(), std::move(args), "wait for a final status");
-      });
+  Result<std::optional<FinalWake>> wake =
+      WaitFinal(*client_, prefix_, ids, timeout_us,
+                [&](const std::string& token, std::int64_t ttl_ms) -> Result<Value> {
+                  std::vector<std::string> args{token, std::to_string(ttl_ms)};
+                  for (const InvocationId& id : ids) args.push_back(id.str());
+                  return Run(WaitFinalScript(), std::move(args), "wait for a final status");
+                });
   if (!wake.ok()) return wake.status();
   if (!wake.value()) return std::optional<InvocationId>();
   const FinalWake& w = *wake.value();

@@ -89,13 +89,25 @@ struct FinalWake {
 // returns nil when no id is final yet and registers the token in P fw:<id>).
 using FinalRegistration =
     std::function<Result<redis::Value>(const std::string& token, std::int64_t ttl_ms)>;
+// A waiter token registered already for the one id of a wait (by the status read
+// that came before it, in the same script: RedisLifecycle's ReadFinalArmed), and
+// for how much longer its first block may rely on that registration.
+struct ArmedWait {
+  std::string token;
+  std::int64_t valid_ms = 0;
+};
 // WaitAnyFinal's loop, for the orchestrator and the lifecycle (which registers
 // with a script that also reads the record): registers, then blocks on the
 // token's note list (P note:<token>), registering again every 10 s. nullopt when
-// `timeout_us` passed (<= 0: a single check).
+// `timeout_us` passed (<= 0: a single check). With `armed` (and a timeout), the
+// first block is on the armed token's notes, without a registration of its own,
+// for at most `valid_ms`; the loop then goes on as usual.
 Result<std::optional<FinalWake>> WaitFinal(redis::Client& client, const std::string& prefix,
                                            const std::vector<InvocationId>& ids,
-                                           TimestampUs timeout_us, const FinalRegistration& reg);
+                                           TimestampUs timeout_us, const FinalRegistration& reg,
+                                           const ArmedWait* armed = nullptr);
+// A fresh waiter token (32 hex digits), unique across threads and processes.
+std::string NewWaitToken();
 
 // kBackendFailure for a Redis error reply, naming what was being done.
 Status ReplyError(const redis::Value& v, const std::string& what);

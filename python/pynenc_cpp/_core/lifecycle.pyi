@@ -90,24 +90,30 @@ class Lifecycle:
         change_status. Returns (record, status_watched, result_watched).
         """
     def read_final(
-        self, invocation_id: str, max_result_bytes: typing.SupportsInt | typing.SupportsIndex
+        self,
+        invocation_id: str,
+        max_result_bytes: typing.SupportsInt | typing.SupportsIndex,
+        arm: bool = False,
     ) -> tuple[tuple, typing.Any]:
         """
         (status record, serialized result | None): the result is there when the status
         is SUCCESS and the stored result is at most max_result_bytes long (one script on
-        Redis). Raises InvocationNotFound for an unknown id.
+        Redis). Raises InvocationNotFound for an unknown id. With arm=True, a status not
+        final also registers this thread's next wait_any_final of the id (Redis: no
+        registration round trip of its own when it follows within 5 s).
         """
     def read_final_ahead(
         self,
         invocation_id: str,
         ahead: collections.abc.Sequence[str],
         max_result_bytes: typing.SupportsInt | typing.SupportsIndex,
+        arm: bool = False,
     ) -> tuple[tuple, typing.Any, list]:
         """
-        read_final(invocation_id) and, when that status is final, read_final of each id
-        of `ahead` whose status is final too, in one call (one script on Redis): returns
-        (status record, serialized result | None, [(id, status record, serialized result
-        | None) for each final ahead id]). Raises InvocationNotFound for an unknown
+        read_final(invocation_id, arm=arm) and, when that status is final, read_final of
+        each id of `ahead` whose status is final too, in one call (one script on Redis):
+        returns (status record, serialized result | None, [(id, status record, serialized
+        result | None) for each final ahead id]). Raises InvocationNotFound for an unknown
         invocation_id; unknown ahead ids are left out.
         """
     def recover_stale(

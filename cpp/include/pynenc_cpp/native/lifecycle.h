@@ -240,6 +240,19 @@ class Lifecycle {
     return FinalReads{std::move(first).value(), {}};
   }
 
+  // ReadFinalAhead for a reader that waits for `id` next when it is not final
+  // (pynenc's invocation.result reads the status, then waits): on redis:// the
+  // read, finding `id` not final, also registers a waiter for it in the same
+  // script, and this thread's next WaitAnyFinal of `id` alone (within 5 s)
+  // blocks on that registration's note without a registration round trip of its
+  // own. Writes nothing but that registration (which expires on its own, and is
+  // consumed when `id` becomes final). The default: ReadFinalAhead.
+  virtual Result<FinalReads> ReadFinalArmed(const InvocationId& id,
+                                            const std::vector<InvocationId>& ahead,
+                                            std::size_t max_result_bytes) {
+    return ReadFinalAhead(id, ahead, max_result_bytes);
+  }
+
   // The orchestrator's WaitAnyFinal (blocks until one of `ids` is final or
   // `timeout_us` passed; <= 0 is a single check), and ReadFinal of the id it found,
   // in one operation. nullopt on timeout. On redis:// the read costs no round trip
