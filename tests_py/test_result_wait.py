@@ -118,25 +118,17 @@ def test_a_wait_that_finds_the_result_final_ends_the_status_cache(
 
 
 @pytest.mark.parametrize("backend", ALL)
-def test_an_invocation_fetched_by_id_is_not_held_by_the_status_cache(
+def test_fetched_by_id_or_awaited_by_a_task_the_result_is_not_held_by_the_status_cache(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     # The object a client rebuilds from an id (the state backend's get_invocation,
-    # the task's own object gone) is the one the wait updates.
+    # the task's own object gone) is one the wait updates; and inside the runner (a
+    # task waiting on the tasks it called) the same.
     app = build_app(backend, tmp_path, request, cached_status_time=LONG_STATUS_CACHE_SEC)
     with running(app):
         invocation_id = rt.hang(0.2).invocation_id
         fetched = app.state_backend.get_invocation(invocation_id)
         assert within_deadline(lambda: fetched.result) == "finished"
-
-
-@pytest.mark.parametrize("backend", ALL)
-def test_a_task_waiting_on_tasks_is_not_held_by_the_status_cache(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    # Inside the runner (a task waiting on the tasks it called), the same.
-    app = build_app(backend, tmp_path, request, cached_status_time=LONG_STATUS_CACHE_SEC)
-    with running(app):
         assert within_deadline(lambda: rt.parent_sum(4).result) == sum(i + i for i in range(4))
 
 
