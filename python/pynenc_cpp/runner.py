@@ -858,7 +858,7 @@ class CppRunner(BaseRunner):
             if note_final is not None:
                 try:
                     note_final(final_id)
-                except BackendConnectionError as exc:  # the caller's own reads ride it out
+                except Exception as exc:  # the caller's own status reads meet it again
                     self.logger.warning(f"CppRunner:{self.runner_id} reading {final_id}: {exc}")
         return True
 
