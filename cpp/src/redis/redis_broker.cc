@@ -21,7 +21,7 @@ namespace pynenc_cpp::redis {
 namespace {
 
 // broker_route(bp, queue, score, bound, ids, from, to): the route, shared with
-// native/redis_lifecycle.cc's submit script (BrokerLuaRoute). Takes one
+// native/redis_lifecycle_scripts.cc's submit script (BrokerLuaRoute). Takes one
 // sequence block for ids[from..to] and adds every id to the queue's sorted set,
 // then pushes wake tokens (the list trimmed to `bound`) and records the queue.
 const char* kRouteFragment = R"lua(

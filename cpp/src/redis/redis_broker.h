@@ -35,7 +35,7 @@
 namespace pynenc_cpp::redis {
 
 // The route's Lua, broker_route(bp, queue, score, bound, ids, from, to), shared
-// with native/redis_lifecycle.cc's submit script so it lives in one place; and
+// with native/redis_lifecycle_scripts.cc's submit script so it lives in one place; and
 // the stored score of a priority (the sorted set pops the lowest score first).
 const char* BrokerLuaRoute();
 std::string BrokerScore(double priority);

@@ -41,7 +41,7 @@ namespace pynenc_cpp::redis_orchestrator {
 
 // The helpers every orchestrator script starts with (P = ARGV[1], pad, argkey,
 // release, forget), for scripts of other modules that write orchestrator keys
-// (native/redis_lifecycle.cc).
+// (native/redis_lifecycle_scripts.cc).
 const char* LuaCommon();
 
 const redis::Script& RegisterScript();

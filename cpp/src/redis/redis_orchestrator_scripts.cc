@@ -52,7 +52,7 @@ end
 -- Moves id (record key k, sequence seq, task, current status old) to status new
 -- at ts, owned by owner (nil: nobody): the record, the status index and the time
 -- pages. Every status change of a script goes through here (TransitionScript and
--- native/redis_lifecycle.cc's). Returns id's time-page member.
+-- native/redis_lifecycle_scripts.cc's). Returns id's time-page member.
 local function orch_set_status(k, id, seq, task, old, new, ts, owner)
   if owner then
     redis.call('HSET', k, 'st', new, 'ts', ts, 'own', owner)
@@ -71,7 +71,7 @@ local function orch_set_status(k, id, seq, task, old, new, ts, owner)
 end
 -- Registers one invocation unless known (status st at ts, owner or nil): the
 -- record, the task / call / status indexes and the time pages. Shared with the
--- submit script of native/redis_lifecycle.cc. Returns 1 if registered, 0 if known.
+-- submit script of native/redis_lifecycle_scripts.cc. Returns 1 if registered, 0 if known.
 local function orch_register(id, task, call, st, ts, owner)
   local k = P .. 'inv:' .. id
   if redis.call('EXISTS', k) == 1 then return 0 end

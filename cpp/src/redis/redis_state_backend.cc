@@ -199,7 +199,7 @@ local function hmget_all(key, fields)
 end
 )LUA";
 
-// The writes other modules' scripts share (native/redis_lifecycle.cc), each in
+// The writes other modules' scripts share (native/redis_lifecycle_scripts.cc), each in
 // this one place. `sp` is the app's state prefix.
 //   state_upsert(sp, id, rec, parent, event, wfid, wftype): stores the packed
 //     record and its index fields ("" unset, "=" .. value set), re-indexing a

@@ -51,7 +51,7 @@ Result<std::unique_ptr<StateBackend>> NewRedisStateBackend(std::shared_ptr<Clien
                                                            const BackendConfig& config);
 
 // Layout helpers for scripts of other modules that write state-backend keys
-// (native/redis_lifecycle.cc): the first 16 hex digits of a history position
+// (native/redis_lifecycle_scripts.cc): the first 16 hex digits of a history position
 // for timestamp `ts`, the stored value of a history entry ("<status>|<json>"),
 // and the decoder of the `rec` field of P inv:<id> (nullopt if malformed).
 std::string HistoryPositionPrefix(TimestampUs ts);

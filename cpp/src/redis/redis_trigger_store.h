@@ -22,6 +22,6 @@ namespace pynenc_cpp::redis {
 // (Pt = KeyPrefix(app_id, "trigger")): returns w, w2 where w is 1 if a condition
 // of context type ctx sourced from task is registered (ConditionsSourcedFromTask
 // non-empty), else 0, and w2 the same for ctx2 (0 when ctx2 is nil). Shared with
-// native/redis_lifecycle.cc's scripts.
+// native/redis_lifecycle_scripts.cc's scripts.
 const char* TriggerLuaWatched();
 }  // namespace pynenc_cpp::redis
