@@ -39,7 +39,7 @@ def test_ids_of_objects_gone_are_swept_and_apps_are_not_kept() -> None:
         _live.remember(app, [_Invocation(f"gone-{k}")])  # dropped at once
     kept = _Invocation("kept")
     _live.remember(app, [kept])
-    assert len(_live._of(app).by_id) <= _live._SWEEP_EVERY + 1
+    assert len(_live.registry(app).by_id) <= _live._SWEEP_EVERY + 1
     assert _live.held(app, "kept") == [kept]
     before = len(_live._live)
     del app

@@ -172,6 +172,28 @@ def test_submit_stores_the_invocation_in_the_register_call_only(
     assert record.runner_id is not None and record.runner_id.startswith("ExternalRunner@")
 
 
+def test_a_forked_child_submits_under_its_own_external_runner_id(app: Pynenc) -> None:
+    """The submit's runner context is built once per process and kept with the
+    process id: a forked child does not reuse its parent's."""
+    orchestrator = app.orchestrator
+    assert isinstance(orchestrator, CppNativeOrchestrator)
+    parent_id = orchestrator._submit_runner_context().runner_id
+    assert parent_id.endswith(f"-{os.getpid()}")
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report its context's id and leave at once
+        try:
+            os.write(write_end, orchestrator._submit_runner_context().runner_id.encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    child_id = os.read(read_end, 4096).decode()
+    os.close(read_end)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert child_id.endswith(f"-{pid}") and child_id != parent_id
+    assert orchestrator._submit_runner_context().runner_id == parent_id
+
+
 def test_a_route_is_checked_again_unless_it_passed_for_a_configured_queue() -> None:
     app = (
         PynencBuilder()

@@ -32,60 +32,85 @@ if TYPE_CHECKING:
 _SWEEP_EVERY = 1024
 
 
-class _Registry:
-    """One app's invocation objects by id (weak references)."""
+_Ref = weakref.ref
+
+
+class Registry:
+    """One app's invocation objects by id (weak references).
+
+    An id maps to one weak reference (the common case: one object per id) or to a
+    list of them (several objects of one id: a caller's and a fetched one)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.by_id: dict[str, list[weakref.ref[DistributedInvocation]]] = {}
+        self.by_id: dict[str, _Ref[DistributedInvocation] | list[_Ref[DistributedInvocation]]] = {}
         self.added = 0
 
-    def add(self, invocation: DistributedInvocation) -> None:
+    def add(self, invocations: Iterable[DistributedInvocation]) -> None:
+        by_id = self.by_id
         with self.lock:
-            refs = self.by_id.setdefault(invocation.invocation_id, [])
-            if any(r() is invocation for r in refs):
-                return
-            refs[:] = [r for r in refs if r() is not None]
-            refs.append(weakref.ref(invocation))
-            self.added += 1
-            if self.added >= _SWEEP_EVERY:
-                self.added = 0
-                for key in [k for k, rs in self.by_id.items() if all(r() is None for r in rs)]:
-                    del self.by_id[key]
+            for invocation in invocations:
+                key = invocation.invocation_id
+                refs = by_id.get(key)
+                if refs is None:
+                    by_id[key] = _Ref(invocation)
+                else:
+                    listed = refs if isinstance(refs, list) else [refs]
+                    if any(r() is invocation for r in listed):
+                        continue
+                    listed = [r for r in listed if r() is not None]
+                    listed.append(_Ref(invocation))
+                    by_id[key] = listed[0] if len(listed) == 1 else listed
+                self.added += 1
+                if self.added >= _SWEEP_EVERY:
+                    self.added = 0
+                    self._sweep()
+
+    def _sweep(self) -> None:
+        """Drops the ids whose objects are all gone (the lock held)."""
+        by_id = self.by_id
+        gone = [
+            key
+            for key, refs in by_id.items()
+            if (all(r() is None for r in refs) if isinstance(refs, list) else refs() is None)
+        ]
+        for key in gone:
+            del by_id[key]
 
     def held(self, invocation_id: str) -> list[DistributedInvocation]:
         with self.lock:
             refs = self.by_id.get(invocation_id)
-            if not refs:
+            if refs is None:
                 return []
-            out = [inv for inv in (r() for r in refs) if inv is not None]
+            listed = refs if isinstance(refs, list) else [refs]
+            out = [inv for inv in (r() for r in listed) if inv is not None]
             if not out:
                 del self.by_id[invocation_id]
             return out
 
 
-_live: weakref.WeakKeyDictionary[Pynenc, _Registry] = weakref.WeakKeyDictionary()
+_live: weakref.WeakKeyDictionary[Pynenc, Registry] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
-def _of(app: Pynenc) -> _Registry:
-    registry = _live.get(app)
-    if registry is None:
+def registry(app: Pynenc) -> Registry:
+    """``app``'s registry, made on first use (a component keeps it: the lookup here
+    makes a weak reference to ``app`` each time)."""
+    found = _live.get(app)
+    if found is None:
         with _lock:
-            registry = _live.get(app)
-            if registry is None:
-                registry = _live[app] = _Registry()
-    return registry
+            found = _live.get(app)
+            if found is None:
+                found = _live[app] = Registry()
+    return found
 
 
 def remember(app: Pynenc, invocations: Iterable[DistributedInvocation]) -> None:
     """``app`` handed these invocation objects out."""
-    registry = _of(app)
-    for inv in invocations:
-        registry.add(inv)
+    registry(app).add(invocations)
 
 
 def held(app: Pynenc, invocation_id: str) -> list[DistributedInvocation]:
     """The invocation objects handed out for ``invocation_id`` that someone still holds."""
-    registry = _live.get(app)
-    return [] if registry is None else registry.held(invocation_id)
+    found = _live.get(app)
+    return [] if found is None else found.held(invocation_id)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from pynenc.exceptions import InvocationStatusTransitionError
@@ -154,7 +155,12 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
     def _remember_invocations(self, invocations: Sequence[DistributedInvocation]) -> None:
         """These invocation objects were handed out (``_live``: a result wait updates
         their status cache)."""
-        _live.remember(self.app, invocations)
+        self._live_registry.add(invocations)
+
+    @cached_property
+    def _live_registry(self) -> _live.Registry:
+        """The app's ``_live`` registry (looked up once: the lookup is not free)."""
+        return _live.registry(self.app)
 
     def _note_final(self, invocation_id: str) -> None:
         """A result wait (``CppRunner``) found ``invocation_id`` final: the invocation
@@ -168,7 +174,7 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
         (in native mode served by what the wait read: no round trip) and only a final
         one is cached: a final status never changes.
         """
-        invocations = _live.held(self.app, invocation_id)
+        invocations = self._live_registry.held(invocation_id)
         if not invocations:
             return
         status = self.get_invocation_status(InvocationId(invocation_id))

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from functools import cached_property
 from json.encoder import encode_basestring_ascii as _json_string
 from json.scanner import make_scanner
 from typing import TYPE_CHECKING, Any
@@ -245,8 +246,13 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
         result wait, which puts the final status it finds in its status cache
         (``pynenc_cpp._live``)."""
         invocation: DistributedInvocation = super().get_invocation(invocation_id)
-        _live.remember(self.app, (invocation,))
+        self._live_registry.add((invocation,))
         return invocation
+
+    @cached_property
+    def _live_registry(self) -> _live.Registry:
+        """The app's ``_live`` registry (looked up once: the lookup is not free)."""
+        return _live.registry(self.app)
 
     def get_child_invocations(self, parent_invocation_id: InvocationId) -> Iterator[InvocationId]:
         ids = self._engine.child_invocations(str(parent_invocation_id))
