@@ -15,6 +15,9 @@ SQLite file). Measured over the burst only (after a warm-up):
   user + system time over the burst, divided by N): what a 2-core machine pays;
   on Redis again in a burst with no MONITOR (which makes redis-server format and
   send every command it runs, several times its own work).
+* **Context switches per task** of each process, same burst (and on Redis the
+  plain one), by thread name (``/proc/<pid>/task/*/status``): how often its
+  threads block and wake (GIL hand-offs, round trips, wake-ups).
 * **GIL acquisitions per task** in each process, same burst:
   ``_core.gil_handovers()`` before and after (engine calls that released the GIL
   and took it back, and engine threads that took it to run Python).
@@ -262,14 +265,15 @@ def burst(args: argparse.Namespace, how: str, out_dir: Path) -> dict[str, Any]:
         stats = how == "plain" and args.stack == "cpp-redis"
         if stats:
             _redis_cli(redis.port, "CONFIG", "RESETSTAT")
-        cpu0 = _cpu(procs)
+        cpu0, sw0 = _cpu(procs), _switches(procs)
         client.stdin.write("GO\n")
         client.stdin.flush()
         for line in client.stdout:
             if line.startswith("RESULT "):
                 result = json.loads(line[len("RESULT ") :])
                 break
-        cpu1 = _cpu(procs)
+        cpu1, sw1 = _cpu(procs), _switches(procs)
+        result["switches_per_task"] = _switch_delta(sw0, sw1, args.n)
         result["cpu_us_per_task"] = {
             k: 1e6 * (cpu1[k] - cpu0[k]) / args.n for k in procs if k in cpu0 and k in cpu1
         }
@@ -351,6 +355,44 @@ def _cpu(pids: dict[str, int]) -> dict[str, float]:
             continue
         out[name] = t.user + t.system
     return out
+
+
+def _switches(pids: dict[str, int]) -> dict[str, dict[str, int]]:
+    """Context switches (voluntary + involuntary) so far of each named process, by
+    thread name (``/proc/<pid>/task/<tid>``; threads of one name summed)."""
+    out: dict[str, dict[str, int]] = {}
+    for name, pid in pids.items():
+        threads: dict[str, int] = {}
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                comm = (task / "comm").read_text().strip()
+                status = (task / "status").read_text()
+            except OSError:
+                continue  # the thread ended
+            n = sum(
+                int(line.split()[1])
+                for line in status.splitlines()
+                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"))
+            )
+            threads[comm] = threads.get(comm, 0) + n
+        out[name] = threads
+    return out
+
+
+def _switch_delta(
+    before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], n: int
+) -> str:
+    """Context switches per task of each process over a burst, its busiest threads
+    named (a thread that started during the burst counts from 0)."""
+    parts = []
+    for name, threads in after.items():
+        old = before.get(name, {})
+        per = {t: (v - old.get(t, 0)) / n for t, v in threads.items()}
+        busy = ", ".join(
+            f"{t} {v:.2f}" for t, v in sorted(per.items(), key=lambda kv: -kv[1]) if v >= 0.05
+        )
+        parts.append(f"{name} {sum(per.values()):.2f} ({busy})")
+    return "; ".join(parts)
 
 
 def _per_task(counts: dict[str, int], n: int) -> str:
@@ -438,6 +480,10 @@ def main(argv: list[str] | None = None) -> int:
         + "): "
         + ", ".join(f"{k} {v:.0f} us" for k, v in cpu.items())
     )
+    if args.stack != "cpp-redis":  # on Redis: from the plain burst below
+        report.append(
+            "context switches per task (by thread name): " + counted.get("switches_per_task", "")
+        )
     if args.stack == "cpp-redis":  # MONITOR makes redis-server format every command
         plain = burst(args, "plain", out_dir)
         report.append(
@@ -445,6 +491,10 @@ def main(argv: list[str] | None = None) -> int:
             f"done {plain.get('done_per_s', 0):,.0f}/s; CPU per task: "
             + ", ".join(f"{k} {v:.0f} us" for k, v in plain.get("cpu_us_per_task", {}).items())
             + f"; invocations the runner's finishes took ahead: {plain.get('taken_ahead', 0)}"
+        )
+        report.append(
+            "context switches per task, plain burst (by thread name): "
+            + plain.get("switches_per_task", "")
         )
         if "commandstats" in plain:
             report.append(_render_commandstats(plain["commandstats"], n))

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -160,6 +161,33 @@ TEST(RunnerEngine, ExecutesEveryIdOnceAcrossWorkers) {
   EXPECT_EQ(log.started_threads, log.exited_threads);
   EXPECT_TRUE(log.started_threads.count(kTimerThread));
   EXPECT_EQ(log.started_threads.size(), 5u);
+}
+
+// The engine's threads carry names a profile shows (top -H, perf, /proc).
+TEST(RunnerEngine, NamesItsThreads) {
+  auto source = std::make_unique<FakeSource>();
+  Log log;
+  std::mutex mu;
+  std::map<int, std::string> names;
+  RunnerHooks hooks = RecordingHooks(log);
+  hooks.thread_started = [&](int w) {
+    char name[16] = {};
+    pthread_getname_np(pthread_self(), name, sizeof(name));
+    std::lock_guard<std::mutex> lock(mu);
+    names[w] = name;
+  };
+  RunnerEngine engine(Options(2), std::move(source), std::move(hooks));
+  ASSERT_TRUE(engine.Start().ok());
+  ASSERT_TRUE(Eventually([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return names.size() == 3;
+  }));
+  engine.Stop();
+  ASSERT_TRUE(engine.Wait(5s));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(names[kTimerThread], "pynenc-timer");
+  EXPECT_EQ(names[0], "pynenc-worker");
+  EXPECT_EQ(names[1], "pynenc-worker");
 }
 
 TEST(RunnerEngine, GracefulStopLetsRunningTasksFinishAndRetrievesNoMore) {

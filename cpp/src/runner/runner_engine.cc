@@ -1,12 +1,14 @@
 #include "pynenc_cpp/runner/runner_engine.h"
-#include "pynenc_cpp/core/thread_annotations.h"
 
 #include <algorithm>
 #include <condition_variable>
-#include <system_error>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <utility>
+
+#include "pynenc_cpp/core/thread_annotations.h"
+#include "pynenc_cpp/core/thread_name.h"
 
 namespace pynenc_cpp::runner {
 
@@ -112,6 +114,7 @@ struct RunnerEngine::Core {
   }
 
   void WorkerMain(const std::shared_ptr<Core>& self, const std::shared_ptr<Worker>& w) {
+    NameThisThread("pynenc-worker");
     if (hooks.thread_started) hooks.thread_started(w->index);
     while (true) {
       {
@@ -132,7 +135,8 @@ struct RunnerEngine::Core {
       if (!id) {
         Result<std::optional<std::string>> got = source->Next(options.retrieve_wait);
         if (!got.ok()) {
-          if (hooks.report_error) hooks.report_error("runner retrieval failed: " + got.status().ToString());
+          if (hooks.report_error)
+            hooks.report_error("runner retrieval failed: " + got.status().ToString());
           UniqueLock lock(mu);
           cv.wait_for(lock.native(), options.error_backoff,
                       [&]() PYNENC_REQUIRES(mu) { return Stopping(); });
@@ -197,6 +201,7 @@ struct RunnerEngine::Core {
   }
 
   void TimerMain(const std::shared_ptr<Core>& self) {
+    NameThisThread("pynenc-timer");
     if (hooks.thread_started) hooks.thread_started(kTimerThread);
     const auto now0 = Clock::now();
     Clock::time_point next_heartbeat = now0, next_management = now0;

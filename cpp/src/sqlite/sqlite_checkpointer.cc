@@ -6,6 +6,8 @@
 #include <mutex>
 #include <utility>
 
+#include "pynenc_cpp/core/thread_name.h"
+
 namespace pynenc_cpp::sqlite {
 namespace {
 
@@ -60,11 +62,10 @@ std::uint64_t Checkpointer::failed() const {
 }
 
 void Checkpointer::Loop() {
+  NameThisThread("pynenc-ckpt");
   UniqueLock lock(mu_);
   while (true) {
-    cv_.wait(lock.native(), [this]() PYNENC_REQUIRES(mu_) {
-      return requested_ || stopping_;
-    });
+    cv_.wait(lock.native(), [this]() PYNENC_REQUIRES(mu_) { return requested_ || stopping_; });
     if (stopping_) return;
     requested_ = false;
     lock.Unlock();
