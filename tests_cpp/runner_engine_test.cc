@@ -190,6 +190,50 @@ TEST(RunnerEngine, NamesItsThreads) {
   EXPECT_EQ(names[1], "pynenc-worker");
 }
 
+// Context switches so far of thread `tid` of this process (0 if unreadable).
+std::int64_t ThreadSwitches(pid_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/status");
+  std::int64_t total = 0;
+  std::string key;
+  std::int64_t value = 0;
+  while (in >> key) {
+    if (key == "voluntary_ctxt_switches:" || key == "nonvoluntary_ctxt_switches:") {
+      in >> value;
+      total += value;
+    }
+  }
+  return total;
+}
+
+// The timer waits for a state change or a worker leaving (and its ticks); a task
+// done is neither, so a burst of tasks leaves it asleep (it used to wake per task).
+TEST(RunnerEngine, TasksDoneDoNotWakeTheTimer) {
+  auto source = std::make_unique<FakeSource>();
+  FakeSource* src = source.get();
+  Log log;
+  std::atomic<pid_t> timer_tid{0};
+  // Tasks of 1 ms: the timer would be asleep again when the next one ends. No
+  // heartbeat, management or watchdog ticks.
+  RunnerHooks hooks = RecordingHooks(log, [](int, const std::string&) {
+    std::this_thread::sleep_for(1ms);
+    return ExecOutcome::kDone;
+  });
+  hooks.thread_started = [&timer_tid](int w) {
+    if (w == kTimerThread) timer_tid = static_cast<pid_t>(gettid());
+  };
+  RunnerEngine engine(Options(2), std::move(source), std::move(hooks));
+  ASSERT_TRUE(engine.Start().ok());
+  ASSERT_TRUE(Eventually([&] { return timer_tid.load() != 0; }));
+  std::this_thread::sleep_for(50ms);  // the timer reaches its wait
+  const std::int64_t before = ThreadSwitches(timer_tid);
+  for (int i = 0; i < 400; ++i) src->Push("inv-" + std::to_string(i));
+  ASSERT_TRUE(log.WaitFor([&] { return log.executed.size() == 400; }));
+  const std::int64_t after = ThreadSwitches(timer_tid);
+  EXPECT_LT(after - before, 40) << "the timer woke " << (after - before) << " times";
+  engine.Stop();
+  ASSERT_TRUE(engine.Wait(5s));
+}
+
 TEST(RunnerEngine, GracefulStopLetsRunningTasksFinishAndRetrievesNoMore) {
   auto source = std::make_unique<FakeSource>();
   FakeSource* src = source.get();

@@ -162,7 +162,7 @@ struct RunnerEngine::Core {
         w->started = Clock::now();
       }
       const ExecOutcome outcome = hooks.execute(w->index, *id, claimed);
-      bool leave = false;
+      bool leave = false, wake = false;
       {
         MutexLock lock(mu);
         ++executed;
@@ -177,8 +177,12 @@ struct RunnerEngine::Core {
           FillSlotsLocked(self);
         }
         leave = w->abandoned;
+        // What the timer, Wait and the destructor wait for is a state change or a
+        // worker leaving: a task done alone changes neither, and waking them for
+        // each task cost two context switches a task.
+        wake = leave || state != RunnerState::kRunning;
       }
-      cv.notify_all();
+      if (wake) cv.notify_all();
       if (leave) break;
     }
     if (hooks.thread_exiting) hooks.thread_exiting(w->index);
