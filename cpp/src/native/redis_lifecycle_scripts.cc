@@ -22,7 +22,13 @@ namespace {
 // ARGV[2] = state prefix Ps, ARGV[3] = trigger prefix Pt, ARGV[4] = id.
 constexpr const char* kLifecycleHelpers = R"lua(
 local Ps, Pt, id = ARGV[2], ARGV[3], ARGV[4]
--- f = HMGET(k, 'seq', 'st', 'own', 'task', ...): the orchestrator's status change.
+-- id's orchestrator record: its key k and f = HMGET(k, 'seq', 'st', 'own', 'task',
+-- 'ts') (f[1] nil: unknown id), what every step reads first.
+local function record()
+  local k = P .. 'inv:' .. id
+  return k, redis.call('HMGET', k, 'seq', 'st', 'own', 'task', 'ts')
+end
+-- f as record() reads it: the orchestrator's status change.
 local function set_status(k, f, new, ts, owner)
   return orch_set_status(k, id, f[1], f[4], f[2], new, ts, owner)
 end
@@ -111,8 +117,7 @@ return {w, added}
 const Script& FinishScript() {
   static const Script s(LifecycleSource(R"lua(
 local runner, new, ts = ARGV[5], ARGV[6], ARGV[7]
-local k = P .. 'inv:' .. id
-local f = redis.call('HMGET', k, 'seq', 'st', 'own', 'task', 'ts')
+local k, f = record()
 if not f[1] or f[2] ~= 'running' or f[3] ~= runner then return {0} end
 redis.call('HSET', Ps .. ARGV[8], id, ARGV[9])
 local m = set_status(k, f, new, ts, nil)
@@ -234,8 +239,7 @@ const Script& ReadFinalArmedScript() {
 // a TakeAndStart pop, which may take an id registered since): else {-1}.
 constexpr const char* kClaimBody = R"lua(
 local runner, ts = ARGV[5], ARGV[6]
-local k = P .. 'inv:' .. id
-local f = redis.call('HMGET', k, 'seq', 'st', 'own', 'task', 'ts')
+local k, f = record()
 if not f[1] then return {-1} end
 local n = tonumber(ARGV[17])
 local available = false
@@ -310,8 +314,7 @@ end)
 const Script& ChangeScript() {
   static const Script s(LifecycleSource(R"lua(
 local runner, new, ts = ARGV[5], ARGV[6], ARGV[7]
-local k = P .. 'inv:' .. id
-local f = redis.call('HMGET', k, 'seq', 'st', 'own', 'task', 'ts')
+local k, f = record()
 if not f[1] then return {0} end
 local allowed = false
 for i = 15, #ARGV, 2 do
