@@ -13,16 +13,22 @@ BACKENDS = ("mem", "sqlite", "redis")
 
 
 def build_cpp_app(
-    backend: str, request: pytest.FixtureRequest, tmp_path: Path, prefix: str
+    backend: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    prefix: str,
+    *,
+    native: bool = True,
 ) -> Pynenc:
-    """A new app (its own app id, starting with ``prefix``) on ``backend``."""
+    """A new app (its own app id, starting with ``prefix``) on ``backend``, in
+    native mode or (``native=False``) mixed mode."""
     builder = PynencBuilder().app_id(f"{prefix}-{uuid.uuid4().hex[:8]}")
     if backend == "mem":
-        builder = builder.cpp_mem()
+        builder = builder.cpp_mem(native=native)
     elif backend == "sqlite":
-        builder = builder.cpp_sqlite(path=tmp_path / f"{prefix}.db")
+        builder = builder.cpp_sqlite(path=tmp_path / f"{prefix}.db", native=native)
     elif backend == "redis":
-        builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
+        builder = builder.cpp_redis(request.getfixturevalue("redis_url"), native=native)
     else:
         raise ValueError(f"backend {backend!r}: expected one of {BACKENDS}")
     return builder.build()

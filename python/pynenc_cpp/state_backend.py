@@ -45,6 +45,7 @@ from pynenc_cpp.errors import InvocationNotFound
 if TYPE_CHECKING:
     from pynenc import Pynenc
     from pynenc.invocation.dist_invocation import DistributedInvocation
+    from pynenc.invocation.status import InvocationStatusRecord
 
 #: A result read together with its final status (``CppNativeOrchestrator``'s status
 #: read) is kept for the reading thread's next ``get_result`` of that id for at most
@@ -271,6 +272,53 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
         return iter(as_invocation_ids(ids))
 
     # --- history -----------------------------------------------------------
+
+    def add_history(
+        self,
+        invocation_id: InvocationId,
+        status_record: InvocationStatusRecord,
+        runner_context: RunnerContext,
+    ) -> None:
+        """pynenc's ``add_history``, with the row dated when its status was set.
+
+        pynenc writes a status change and its history row in two steps and dates
+        the row when it is written. Two threads changing one invocation (a worker's
+        RUNNING and a stop's KILLED) could then store rows whose order is not the
+        order of the changes (KILLED -> RUNNING), which pynenc's own checker rejects.
+        Dated by the status record (the storage's own time of the change, as a
+        native composite dates its row), the rows sort in the order the changes
+        were made."""
+        self.store_runner_context(runner_context)
+        self._add_dated_history(invocation_id, status_record, runner_context, None)
+
+    def add_histories(
+        self,
+        invocations: list[DistributedInvocation],
+        status_record: InvocationStatusRecord,
+        runner_context: RunnerContext,
+    ) -> None:
+        """pynenc's ``add_histories`` (its REGISTERED rows), dated as ``add_history``."""
+        self.store_runner_context(runner_context)
+        registered = status_record.status == InvocationStatus.REGISTERED
+        for invocation in invocations:
+            parent = invocation.parent_invocation_id if registered else None
+            self._add_dated_history(invocation.invocation_id, status_record, runner_context, parent)
+
+    def _add_dated_history(
+        self,
+        invocation_id: InvocationId,
+        status_record: InvocationStatusRecord,
+        runner_context: RunnerContext,
+        registered_by: InvocationId | None,
+    ) -> None:
+        history = InvocationHistory(
+            invocation_id=invocation_id,
+            status_record=status_record,
+            runner_context_id=runner_context.runner_id,
+            registered_by_inv_id=registered_by,
+        )
+        history._timestamp = status_record.timestamp
+        self._add_histories([invocation_id], history)
 
     def _add_histories(
         self, invocation_ids: list[InvocationId], invocation_history: InvocationHistory
