@@ -4,23 +4,25 @@
 // durable backends; Redis: reliable dequeue (redelivery after a consumer dies),
 // restarts and an unreachable server.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <set>
 #include <thread>
 
 #include "backend_fixture.h"
-#include "redis/redis_client.h"
 #include "pynenc_cpp/ports/broker.h"
 #include "pynenc_cpp/ports/client_data_store.h"
 #include "redis/redis_broker.h"
+#include "redis/redis_client.h"
 #include "sqlite/sqlite_broker.h"
 
 namespace pynenc_cpp {
@@ -352,6 +354,81 @@ TEST(SqliteBroker, AcknowledgedDeliveriesAreNotRedelivered) {
   ASSERT_TRUE(other->Route({InvocationId("z")}, "q", 0).ok());
   EXPECT_EQ(Pop(*other, "q")->str(), "z");
   ASSERT_TRUE(other->Purge().ok());
+}
+
+// A broker whose recovery pass is not due in these tests.
+std::unique_ptr<Broker> QuietSqliteBroker(const BackendConfig& config, std::int64_t lease_ms) {
+  auto db = sqlite::OpenDatabase(config);
+  EXPECT_TRUE(db.ok()) << db.status().ToString();
+  sqlite::SqliteBrokerOptions options;
+  options.lease_ms = lease_ms;
+  options.recovery_interval_ms = 600'000;
+  auto b = sqlite::NewSqliteBroker(db.value(), config, options);
+  EXPECT_TRUE(b.ok()) << b.status().ToString();
+  return std::move(b).value();
+}
+
+// Another process's write transaction, held open until Release().
+class HeldWriteLock {
+ public:
+  explicit HeldWriteLock(const std::string& path) {
+    EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  }
+  ~HeldWriteLock() { Release(); }
+  HeldWriteLock(const HeldWriteLock&) = delete;
+  HeldWriteLock& operator=(const HeldWriteLock&) = delete;
+  void Release() {
+    if (db_ == nullptr) return;
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(db_);
+    db_ = nullptr;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// A poller of an empty queue with nothing to acknowledge and a fresh lease does
+// not wait for the file's write lock (pynenc's own runners poll in a loop, and
+// each poll used to be a write transaction queued behind the real writers).
+TEST(SqliteBroker, AnEmptyQueueIsPolledWithoutTheWriteLock) {
+  SqliteBackend backend;
+  auto poller = QuietSqliteBroker(backend.Config(), 10'000);
+  EXPECT_FALSE(Pop(*poller, "q").has_value());  // registers: a write
+  HeldWriteLock lock(backend.Path());
+  auto polled = std::async(std::launch::async, [&] { return poller->Retrieve("q", 0); });
+  ASSERT_EQ(polled.wait_for(std::chrono::seconds(3)), std::future_status::ready)
+      << "the poll waited for the write lock";
+  auto got = polled.get();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_FALSE(got.value().has_value());
+  // A queue with an item still takes it in a write transaction, once the lock is free.
+  lock.Release();
+  auto producer = QuietSqliteBroker(backend.Config(), 10'000);
+  ASSERT_TRUE(producer->Route({InvocationId("x")}, "q", 0).ok());
+  EXPECT_EQ(Pop(*poller, "q")->str(), "x");
+  EXPECT_EQ(poller->Count({"q"}).value(), 0);
+}
+
+// Polling an idle queue still renews the lease before it lapses: an id taken by
+// this consumer (not yet acknowledged) is not recovered by another consumer.
+TEST(SqliteBroker, PollingAnIdleQueueStillRenewsTheLease) {
+  SqliteBackend backend;
+  auto busy = QuietSqliteBroker(backend.Config(), 300);
+  auto other = ShortLeaseSqliteBroker(backend.Config(), 10'000);
+  ASSERT_TRUE(other->Route({InvocationId("x")}, "work", 0).ok());
+  EXPECT_EQ(Pop(*busy, "work")->str(), "x");  // taken on this thread, not acknowledged
+  std::thread idle([&] {  // another thread of the same consumer polls an idle queue
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(900);
+    while (std::chrono::steady_clock::now() < until) {
+      EXPECT_FALSE(Pop(*busy, "idle").has_value());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  idle.join();  // 3 leases long: renewed, `x` stays taken
+  EXPECT_FALSE(Pop(*other, "work").has_value()) << "x was recovered from a live consumer";
+  EXPECT_FALSE(Pop(*busy, "work").has_value());  // acknowledges x
 }
 
 // A process SIGKILLed between its pop and anything else loses nothing: the id

@@ -2,10 +2,14 @@
 // A pop moves the best row (highest priority, then oldest) from broker_queue
 // into broker_proc under this broker object's consumer id, inside one IMMEDIATE
 // transaction, so two runners, threads or processes never get the same id; the
-// calling thread's next Retrieve acknowledges (deletes) it. Each Retrieve
+// calling thread's next Retrieve acknowledges (deletes) it. A Retrieve
 // refreshes the consumer's lease (broker_consumers); at most once per recovery
 // interval a Retrieve moves the processing rows of every consumer whose lease
-// lapsed back into their queue at their original position. A process killed
+// lapsed back into their queue at their original position. A Retrieve with
+// nothing to acknowledge, recover or renew (over half the lease left) first
+// looks at the queue with a read, and an empty queue costs no write lock: idle
+// pollers (pynenc's own runners call retrieve in a loop) do not queue on the
+// file's one write lock ahead of the processes that have work to store. A process killed
 // between a pop and its claim therefore loses nothing: the id is redelivered
 // (and a duplicate delivery is refused by the orchestrator's status
 // compare-and-set).
@@ -263,13 +267,23 @@ class SqliteBroker final : public Broker {
     std::optional<InvocationId> out;
     std::int64_t delivered = 0;
     bool recover = false;
+    bool lease_fresh = false;
     const TimestampUs now = clock_->NowMicros();
+    const TimestampUs lease_us = options_.lease_ms * 1000;
     {
       MutexLock lock(mu_);
       if (now >= next_recovery_us_) {
         recover = true;
         next_recovery_us_ = now + options_.recovery_interval_ms * 1000;
       }
+      lease_fresh = registered_ && now + lease_us / 2 < lease_until_us_;
+    }
+    // Nothing to acknowledge, recover or renew: an empty queue is seen without the
+    // write lock (a poller of an idle queue does not hold up the writers of others).
+    if (acks.empty() && !recover && lease_fresh) {
+      Result<bool> queued = HasQueued(queue);
+      if (!queued.ok()) return queued.status();
+      if (!queued.value()) return std::optional<InvocationId>();
     }
     Status s = db_->Write([&](Conn& c) -> Status {
       out.reset();
@@ -330,9 +344,26 @@ class SqliteBroker final : public Broker {
     {
       MutexLock lock(mu_);
       registered_ = true;
+      lease_until_us_ = now + lease_us;
     }
     if (out) Remember({delivered});
     return out;
+  }
+
+  // Whether `queue` holds any item (a read: no write lock is taken).
+  Result<bool> HasQueued(const std::string& queue) {
+    bool queued = false;
+    Status s = db_->Read([&](Conn& c) -> Status {
+      auto q = c.Prepare("SELECT 1 FROM broker_queue WHERE app_id = ? AND queue = ? LIMIT 1");
+      if (!q.ok()) return q.status();
+      q.value()->Bind(1, app_id_).Bind(2, queue);
+      auto row = q.value()->Step();
+      if (!row.ok()) return row.status();
+      queued = row.value();
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    return queued;
   }
 
   const std::shared_ptr<Database> db_;
@@ -344,6 +375,7 @@ class SqliteBroker final : public Broker {
   std::string consumer_ PYNENC_GUARDED_BY(mu_);  // "" until the first pop
   long pid_ PYNENC_GUARDED_BY(mu_) = 0;  // the process consumer_ belongs to
   bool registered_ PYNENC_GUARDED_BY(mu_) = false;  // a pop committed under consumer_
+  TimestampUs lease_until_us_ PYNENC_GUARDED_BY(mu_) = 0;  // the last lease written
   TimestampUs next_recovery_us_ PYNENC_GUARDED_BY(mu_) = 0;
   std::unordered_map<std::thread::id, std::vector<std::int64_t>> unacked_
       PYNENC_GUARDED_BY(mu_);
