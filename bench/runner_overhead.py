@@ -49,6 +49,25 @@ HERE = Path(__file__).resolve().parent
 TARGET_US = 10.0  # issue 14
 
 
+def _worker_cpu_ns() -> int | None:
+    """CPU time so far of this process's runner worker threads (named ``pynenc-worker``
+    by CppRunner's engine, ``ThreadPoolExecutor``/``Thread-`` for pynenc's own runners are
+    not told apart: None for them), from /proc's per-thread schedstat; None where
+    /proc does not have it."""
+    total, found = 0, False
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                if f.read().strip() != "pynenc-worker":
+                    continue
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+            found = True
+    except OSError:
+        return None
+    return total if found else None
+
+
 def measure_one(runner: str, n: int) -> dict[str, Any]:
     """In this process: the per-task figures for ``runner`` on cpp_mem."""
     sys.path.insert(0, str(HERE))
@@ -99,8 +118,14 @@ def measure_one(runner: str, n: int) -> dict[str, Any]:
     span_owner: Any = DistributedInvocation
     span_name = "run"
     orch_cls = type(app.orchestrator)
-    if runner == "cpp" and callable(getattr(orch_cls, "run_invocation", None)):
-        span_owner, span_name = orch_cls, "run_invocation"
+    if runner == "cpp":
+        # CppRunner's Python part of a run: up to the result's storage, which its
+        # engine then makes without the GIL (run_invocation_to_finish), or, where
+        # that is not there, the whole run.
+        for name in ("run_invocation_to_finish", "run_invocation"):
+            if callable(getattr(orch_cls, name, None)):
+                span_owner, span_name = orch_cls, name
+                break
     setattr(span_owner, span_name, timer(getattr(span_owner, span_name), run_ns, run_cpu_ns))
     runner_cls = type(app.runner)
     if callable(getattr(runner_cls, "_execute_taken", None)):
@@ -113,10 +138,12 @@ def measure_one(runner: str, n: int) -> dict[str, Any]:
         _ = inv.result
     for samples in (run_ns, body_ns, run_cpu_ns, body_cpu_ns, exec_ns):
         samples.clear()
+    cpu0 = _worker_cpu_ns()
     t0 = time.perf_counter()
     invs = [noop(i) for i in range(n)]
     results = [inv.result for inv in invs]
     wall = time.perf_counter() - t0
+    cpu1 = _worker_cpu_ns()
     app.runner.stop_runner_loop()
     thread.join(timeout=10)
     out: dict[str, Any] = {
@@ -131,6 +158,10 @@ def measure_one(runner: str, n: int) -> dict[str, Any]:
         "body_calls": len(body_ns),
         "wall_us_per_task": 1e6 * wall / n,
     }
+    if cpu0 is not None and cpu1 is not None:
+        # Everything the runner's worker threads did per task, engine work included
+        # (take, claim, the result's storage, their Python): not only the span above.
+        out["worker_cpu_us_per_task"] = (cpu1 - cpu0) / n / 1000
     if run_ns and body_ns:
         out["run_us_median"] = statistics.median(run_ns) / 1000
         out["body_us_median"] = statistics.median(body_ns) / 1000
@@ -174,6 +205,11 @@ def text(results: list[dict[str, Any]]) -> str:
                 + (
                     f"; with the claim's Python {r['execute_overhead_us_median']:.1f} us"
                     if "execute_overhead_us_median" in r
+                    else ""
+                )
+                + (
+                    f"; workers' CPU (engine included) {r['worker_cpu_us_per_task']:.1f} us/task"
+                    if "worker_cpu_us_per_task" in r
                     else ""
                 )
                 + f"; wall {r['wall_us_per_task']:.1f} us/task"

@@ -83,30 +83,42 @@ auto Quick(const Lifecycle& l, Fn&& fn) {
   return WithoutGil(std::forward<Fn>(fn));
 }
 
-// FinishSuccess / FinishFailure; on a runner worker whose take armed its next
-// one (next_take.h) for this lifecycle, FinishThenTake, the invocation it took
-// ahead left for the engine's next take.
+// FinishSuccess / FinishFailure called from Python; on a runner worker whose take
+// armed its next one (next_take.h) for this lifecycle, FinishThenTake, the
+// invocation it took ahead left for the engine's next take.
 FinishOutcome FinishTakingNext(Lifecycle& l, const InvocationId& id, const std::string& payload,
                                bool success, const Actor& actor, const TaskId& task,
                                bool release_waiters) {
   std::optional<NextTake> next = std::move(tls_next_take);
   tls_next_take.reset();
-  if (!next || next->lifecycle != &l || !next->held->Begin()) {
-    return Quick(l, [&] {
-      return success ? l.FinishSuccess(id, payload, actor, task, release_waiters)
-                     : l.FinishFailure(id, payload, actor, task, release_waiters);
-    });
+  if (!next || next->lifecycle != &l) {
+    return Quick(
+        l, [&] { return FinishArmed(l, id, payload, success, actor, task, release_waiters, {}); });
   }
-  FinishedAndTaken both = [&] {
-    GilRelease release;
-    return l.FinishThenTake(id, payload, success, actor, task, release_waiters, next->queue,
-                            next->taker);
-  }();
-  next->held->End(std::move(both.next));
-  return Unwrap(std::move(both.finish));
+  return WithoutGil([&] {
+    return FinishArmed(l, id, payload, success, actor, task, release_waiters, std::move(next));
+  });
 }
 
 }  // namespace
+
+Result<FinishOutcome> FinishArmed(Lifecycle& l, const InvocationId& id, const std::string& payload,
+                                  bool success, const Actor& actor, const TaskId& task,
+                                  bool release_waiters, std::optional<NextTake> next) {
+  if (!next || next->lifecycle != &l || !next->held->Begin()) {
+    return success ? l.FinishSuccess(id, payload, actor, task, release_waiters)
+                   : l.FinishFailure(id, payload, actor, task, release_waiters);
+  }
+  FinishedAndTaken both = l.FinishThenTake(id, payload, success, actor, task, release_waiters,
+                                           next->queue, next->taker);
+  next->held->End(std::move(both.next));
+  return std::move(both.finish);
+}
+
+py::tuple FinishTuple(const FinishOutcome& out) {
+  return py::make_tuple(RecordTuple(out.change.record), out.change.status_watched,
+                        out.payload_watched);
+}
 
 py::tuple ClaimTuple(const ClaimOutcome& out) {
   py::object inv =
@@ -288,10 +300,8 @@ void InitLifecycle(py::module_& m) {
              std::optional<std::string> runner_id, std::string runner_context_id,
              std::string task_key, bool release_waiters) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
-            FinishOutcome out =
-                FinishTakingNext(l, id, result, true, actor, TaskId(task_key), release_waiters);
-            return py::make_tuple(RecordTuple(out.change.record), out.change.status_watched,
-                                  out.payload_watched);
+            return FinishTuple(
+                FinishTakingNext(l, id, result, true, actor, TaskId(task_key), release_waiters));
           },
           py::arg("invocation_id"), py::arg("serialized_result"), py::arg("runner_id"),
           py::arg("runner_context_id"), py::arg("task_key"), py::arg("release_waiters") = true,
@@ -303,10 +313,8 @@ void InitLifecycle(py::module_& m) {
              std::optional<std::string> runner_id, std::string runner_context_id,
              std::string task_key, bool release_waiters) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
-            FinishOutcome out =
-                FinishTakingNext(l, id, exception, false, actor, TaskId(task_key), release_waiters);
-            return py::make_tuple(RecordTuple(out.change.record), out.change.status_watched,
-                                  out.payload_watched);
+            return FinishTuple(FinishTakingNext(l, id, exception, false, actor, TaskId(task_key),
+                                                release_waiters));
           },
           py::arg("invocation_id"), py::arg("serialized_exception"), py::arg("runner_id"),
           py::arg("runner_context_id"), py::arg("task_key"), py::arg("release_waiters") = true,

@@ -18,4 +18,8 @@ py::dict InvocationToDict(const InvocationRecord& r);
 // None, timestamp_us), invocation dict | None, status_watched).
 py::tuple ClaimTuple(const ClaimOutcome& out);
 
+// A finish's outcome as Lifecycle.finish_success returns it: ((status, runner_id |
+// None, timestamp_us), status_watched, payload_watched).
+py::tuple FinishTuple(const FinishOutcome& out);
+
 }  // namespace pynenc_cpp::bindings

@@ -15,6 +15,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "conversions.h"
 #include "init.h"
@@ -40,6 +44,17 @@ thread_local int tls_worker = INT_MIN;
 // What this worker's source last took and claimed (Lifecycle::TakeAndStart), for
 // the execute hook that follows on the same thread.
 thread_local std::optional<TakenClaim> tls_taken;
+// References this thread dropped while it did not hold the GIL (a finished run's
+// `after`, with the task's result): released at its next entry into Python, or
+// when its take finds the queue empty (see MakeQueueSource's take below).
+thread_local std::vector<PyObject*> tls_to_drop;
+
+// REQUIRES: the GIL, on this thread.
+void DropStashed() {
+  std::vector<PyObject*> drop;
+  drop.swap(tls_to_drop);
+  for (PyObject* o : drop) Py_DECREF(o);
+}
 
 // The Python callables of one engine. Destroyed by whichever thread drops the
 // engine's shared state last: with the GIL when possible, else leaked (the
@@ -47,6 +62,7 @@ thread_local std::optional<TakenClaim> tls_taken;
 struct PyCallbacks {
   py::object broker;     // keeps the engine broker (a BrokerSource's target) alive
   py::object lifecycle;  // keeps the Lifecycle of a claiming source alive
+  Lifecycle* engine_lifecycle = nullptr;  // `lifecycle`'s engine object (set with it)
   // Invocations its finishes took ahead (next_take.h).
   std::shared_ptr<HeldClaims> held = std::make_shared<HeldClaims>();
   py::object execute, execute_taken, fallback_next, next_blocking, heartbeat, management, timed_out;
@@ -75,6 +91,7 @@ bool WithGil(const char* what, Fn&& fn) {
   PythonEntry entry;
   if (!entry) return false;
   PyEval_RestoreThread(tls_tstate);
+  if (!tls_to_drop.empty()) DropStashed();
   bool ok = true;
   try {
     fn();
@@ -94,6 +111,62 @@ bool WithGil(const char* what, Fn&& fn) {
 std::optional<std::string> OptionalStr(const py::object& o) {
   if (o.is_none()) return std::nullopt;
   return o.cast<std::string>();
+}
+
+// A task's result that its run left for the engine to store (`PendingFinish` in
+// python/pynenc_cpp/_run.py: (invocation id, serialized result, task key,
+// release_waiters, after, runner id)).
+struct PendingFinish {
+  InvocationId id;
+  std::string serialized;
+  std::string task_key;
+  bool release_waiters = true;
+  py::object after;  // REQUIRES: released with the GIL (or stashed in tls_to_drop)
+  std::string runner_id;
+};
+
+// execute_taken's return value: None, or a PendingFinish tuple. REQUIRES: the GIL.
+std::optional<PendingFinish> ReadPending(const py::object& r) {
+  if (r.is_none()) return std::nullopt;
+  if (!py::isinstance<py::tuple>(r) || py::len(r) != 6) {
+    throw py::type_error("execute_taken must return None or a 6-item PendingFinish tuple");
+  }
+  auto t = py::reinterpret_borrow<py::tuple>(r);
+  PendingFinish p;
+  p.id = InvocationId(t[0].cast<std::string>());
+  p.serialized = t[1].cast<std::string>();
+  p.task_key = t[2].cast<std::string>();
+  p.release_waiters = t[3].cast<bool>();
+  p.runner_id = t[5].cast<std::string>();
+  p.after = t[4];
+  return p;
+}
+
+// Stores `p`'s result (FinishSuccess, with this worker's armed next take) without
+// the GIL, then calls `after` with the outcome where Python has work left: an error,
+// or a trigger watching the status or the result. Returns false when
+// `after` raised (the worker is replaced). REQUIRES: the GIL not held.
+bool FinishPending(Lifecycle& lifecycle, PendingFinish& p) {
+  std::optional<NextTake> next = std::move(tls_next_take);
+  tls_next_take.reset();
+  Result<FinishOutcome> out =
+      FinishArmed(lifecycle, p.id, p.serialized, true, Actor{p.runner_id, p.runner_id},
+                  TaskId(p.task_key), p.release_waiters, std::move(next));
+  if (!out.ok() && out.status().code() == ErrorCode::kBackendFailure) {
+    metrics::OnBackendError(out.status().connection_lost());  // as EngineException counts it
+  }
+  const bool call_after =
+      !out.ok() || out.value().change.status_watched || out.value().payload_watched;
+  if (!call_after) {
+    tls_to_drop.push_back(p.after.release().ptr());
+    return true;
+  }
+  const bool ok = WithGil("CppRunner worker", [&] {
+    py::object after = std::move(p.after);
+    after(out.ok() ? py::object(FinishTuple(out.value())) : StatusError(out.status()));
+  });
+  if (p.after) p.after.release();  // Python was not entered: the process is exiting
+  return ok;
 }
 
 RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine_key) {
@@ -119,6 +192,7 @@ RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine
     }
     if (PythonEntry entry; tls_tstate != nullptr && entry) {
       PyEval_RestoreThread(tls_tstate);
+      DropStashed();
       PyThreadState_Clear(tls_tstate);
       PyThreadState_DeleteCurrent();  // releases the GIL
     }
@@ -127,20 +201,24 @@ RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine
     tls_worker = INT_MIN;
     tls_taken.reset();
     tls_next_take.reset();
+    tls_to_drop.clear();  // left only when Python is gone: leaked with the process
   };
   h.execute = [cb](int, const std::string& id, bool claimed) {
     std::optional<TakenClaim> taken;
     if (tls_taken && tls_taken->id.str() == id) taken.swap(tls_taken);
     tls_taken.reset();
-    const bool ok = WithGil("CppRunner worker", [&] {
+    std::optional<PendingFinish> pending;
+    bool ok = WithGil("CppRunner worker", [&] {
       if (!taken) {
         cb->execute(py::str(id), claimed);
         return;
       }
       py::object claim = taken->claim_status.ok() ? py::object(ClaimTuple(taken->claim))
                                                   : StatusError(taken->claim_status);
-      cb->execute_taken(py::str(id), claim);
+      pending = ReadPending(cb->execute_taken(py::str(id), claim));
     });
+    // The task returned: its result is stored here, with the GIL released.
+    if (pending) ok = FinishPending(*cb->engine_lifecycle, *pending) && ok;
     return ok ? ExecOutcome::kDone : ExecOutcome::kReplaceWorker;
   };
   if (!cb->next_blocking.is_none()) {
@@ -224,6 +302,7 @@ class PyRunnerEngine {
       auto* engine_lifecycle = lifecycle.cast<Lifecycle*>();
       auto* engine_broker = broker.cast<Broker*>();
       cb->lifecycle = lifecycle;
+      cb->engine_lifecycle = engine_lifecycle;
       cb->execute_taken = std::move(execute_taken);
       auto held = cb->held;
       const bool ahead = take_ahead && engine_lifecycle->TakesWithFinish();
@@ -237,7 +316,11 @@ class PyRunnerEngine {
           Result<std::optional<TakenClaim>> r =
               engine_lifecycle->TakeAndStart(queue, timeout_ms, actor);
           if (!r.ok()) return r.status();
-          if (!r.value()) return std::optional<std::string>();
+          if (!r.value()) {
+            // Idle: what the last run left to release is not kept while it waits.
+            if (!tls_to_drop.empty()) WithGil("CppRunner worker", [] {});
+            return std::optional<std::string>();
+          }
           taken = std::move(*r.value());
         }
         tls_taken = std::move(taken);

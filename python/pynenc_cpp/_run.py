@@ -11,10 +11,11 @@ patch, a wrapper installed before import) is run by pynenc's own code.
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 from abc import abstractmethod
 from collections.abc import Callable
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 from pynenc import context, exceptions
@@ -26,10 +27,15 @@ from pynenc.orchestrator.base_orchestrator import BaseOrchestrator
 from pynenc.util.asyncio_helper import run_task_sync
 from pynenc.workflow.workflow_exceptions import WorkflowPauseError
 
+from pynenc_cpp import _core
+
 if TYPE_CHECKING:
     from pynenc.runner.runner_context import RunnerContext
 
-    from pynenc_cpp import _core
+#: A task's result left to store by ``run_invocation_to_finish``: (invocation id,
+#: serialized result, task key, release_waiters, after, runner id), a
+#: plain tuple as ``CppRunner``'s engine reads it (see that method).
+PendingFinish = tuple[str, str, str, bool, Callable[[object], None], str]
 
 #: pynenc's own ``DistributedInvocation.run`` (pynenc 0.4.0), which
 #: ``CppNativeOrchestrator.run_invocation`` follows step by step; an invocation whose
@@ -90,6 +96,33 @@ class RunsInvocations(BaseOrchestrator):
             is _PYNENC_AUTHORIZE_CORE
         )
 
+    @abstractmethod
+    def _finish_deferrable(self) -> bool:
+        """Whether a run may leave storing its result to its caller
+        (``run_invocation_to_finish``): only while ``set_invocation_result`` is this
+        class's own (not overridden, patched or wrapped)."""
+
+    @abstractmethod
+    def _result_stored(
+        self,
+        lifecycle: _core.Lifecycle,
+        invocation: DistributedInvocation,
+        result: Any,
+        runner_ctx: RunnerContext,
+        serialized: str,
+        outcome: object,
+    ) -> None:
+        """What ``set_invocation_result`` does after its engine call, given that call's
+        ``outcome`` (``finish_success``'s tuple, or the engine error it raised): the
+        outage retries, the status errors, the after-change steps, the trigger report."""
+
+    def _native_run(self, invocation: DistributedInvocation) -> _core.Lifecycle | None:
+        """The lifecycle to run ``invocation`` with this class's steps, or None when it
+        is to be run by its own ``run`` (see ``run_invocation``)."""
+        if not _PYNENCS_OWN or type(invocation).run is not _PYNENC_RUN or "run" in vars(invocation):
+            return None
+        return self._lifecycle()
+
     def run_invocation(self, invocation: DistributedInvocation, runner_ctx: RunnerContext) -> None:
         """``invocation.run(runner_ctx)`` on the thread that claimed it, with less Python.
 
@@ -109,40 +142,78 @@ class RunsInvocations(BaseOrchestrator):
         were wrapped before this module was imported, and mixed mode run
         ``invocation.run``.
         """
-        if (
-            not _PYNENCS_OWN
-            or type(invocation).run is not _PYNENC_RUN
-            or "run" in vars(invocation)
-            or self._lifecycle() is None
-        ):
+        pending = self.run_invocation_to_finish(invocation, runner_ctx)
+        if pending is not None:
+            self.finish_pending(pending)
+
+    def run_invocation_to_finish(
+        self, invocation: DistributedInvocation, runner_ctx: RunnerContext
+    ) -> PendingFinish | None:
+        """``run_invocation`` up to its last storage step, which it may leave to the
+        caller: ``CppRunner``'s engine stores a task's result after this returns,
+        without the GIL, so the Python of a task that succeeds is only its steps
+        around the task's call (``docs/runner.md``).
+
+        Returns None when the run is over (its outcome stored, or an error raised
+        as ``run_invocation`` raises it). Otherwise the task returned and its result
+        is serialized but not stored: the caller must complete the returned
+        ``PendingFinish`` at once, on this thread, either with ``finish_pending`` or
+        as ``CppRunner``'s engine does: ``Lifecycle.finish_success(invocation_id,
+        serialized, runner_id, runner_id, task_key, release_waiters)``, then
+        ``after(outcome)`` with the error it raised, or with the tuple it returned
+        if either of its flags says a trigger watches the status or the result.
+        ``after`` makes the rest of ``set_invocation_result`` (outage retries, status
+        errors, trigger reports) and raises what ``run_invocation`` would.
+
+        The result is stored here, as ``run_invocation`` stores it, when
+        ``set_invocation_result`` is not this class's own (a subclass's, a patch) and
+        when the app's logger writes INFO lines (the status change's line is
+        Python's: deferring the store would only add a second entry into Python).
+        """
+        lifecycle = self._native_run(invocation)
+        if lifecycle is None:
             invocation.run(runner_ctx)
-            return
+            return None
+        app = self.app
+        context.set_runner_args(None)
+        context.set_current_app(app)
+        context.set_runner_context(app.app_id, runner_ctx)
+        return self._guarded(
+            invocation, runner_ctx, self._run_steps, lifecycle, invocation, runner_ctx
+        )
+
+    def finish_pending(self, pending: PendingFinish) -> None:
+        """Completes ``pending`` here, as ``CppRunner``'s engine does (see
+        ``run_invocation_to_finish``); raises what ``run_invocation`` would."""
+        invocation_id, serialized, task_key, release_waiters, after, runner_id = pending
+        lifecycle = self._lifecycle()
+        assert lifecycle is not None  # run_invocation_to_finish deferred with one
+        outcome: object
+        try:
+            outcome = lifecycle.finish_success(
+                invocation_id, serialized, runner_id, runner_id, task_key, release_waiters
+            )
+        except _core.EngineError as exc:
+            outcome = exc
+        if isinstance(outcome, BaseException) or outcome[1] or outcome[2]:
+            after(outcome)
+
+    def _guarded[T](
+        self,
+        invocation: DistributedInvocation,
+        runner_ctx: RunnerContext,
+        step: Callable[..., T],
+        *args: Any,
+    ) -> T | None:
+        """``step(*args)`` in the invocation's context, its errors handled as pynenc's
+        ``run`` handles what its steps raise (logged, stored, retried, raised)."""
         app = self.app
         app_id = app.app_id
         invocation_id = invocation.invocation_id
         task = invocation.task
-        invocation._deterministic_runtime = None
-        context.set_runner_args(None)
-        context.set_current_app(app)
-        context.set_runner_context(app_id, runner_ctx)
         previous = context.swap_dist_invocation_context(app_id, invocation)
         try:
-            if (
-                not self._claims_may_start()
-                or task.conf.running_concurrency != ConcurrencyControlType.DISABLED
-            ) and not self.is_authorize_to_run_by_concurrency_control(invocation):
-                self.reroute_invocations({invocation_id}, runner_ctx)
-            self.set_invocation_status(invocation_id, InvocationStatus.RUNNING, runner_ctx)
-            invocation._register_workflow_run()
-            func = task.func
-            kwargs = invocation.call.arguments.kwargs
-            # pynenc calls run_task_sync(func, **kwargs): an argument named `func`
-            # then collides with it (a TypeError), which this keeps.
-            if "func" in kwargs or self._is_coroutine_function(func):
-                result = run_task_sync(func, **kwargs)
-            else:
-                result = func(**kwargs)
-            self.set_invocation_result(invocation, result, runner_ctx)
+            return step(*args)
         except WorkflowPauseError as ex:
             task.logger.warning(
                 f"invocation:{invocation_id} Workflow pause requested but not implemented yet: "
@@ -170,6 +241,58 @@ class RunsInvocations(BaseOrchestrator):
             raise ex
         finally:
             context.swap_dist_invocation_context(app_id, previous)
+        return None
+
+    def _run_steps(
+        self,
+        lifecycle: _core.Lifecycle,
+        invocation: DistributedInvocation,
+        runner_ctx: RunnerContext,
+    ) -> PendingFinish | None:
+        """The body of pynenc's ``run`` (in ``_guarded``), its result's storage left to
+        the caller where ``_finish_deferrable`` allows."""
+        invocation_id = invocation.invocation_id
+        task = invocation.task
+        invocation._deterministic_runtime = None
+        if (
+            not self._claims_may_start()
+            or task.conf.running_concurrency != ConcurrencyControlType.DISABLED
+        ) and not self.is_authorize_to_run_by_concurrency_control(invocation):
+            self.reroute_invocations({invocation_id}, runner_ctx)
+        self.set_invocation_status(invocation_id, InvocationStatus.RUNNING, runner_ctx)
+        invocation._register_workflow_run()
+        func = task.func
+        kwargs = invocation.call.arguments.kwargs
+        # pynenc calls run_task_sync(func, **kwargs): an argument named `func`
+        # then collides with it (a TypeError), which this keeps.
+        if "func" in kwargs or self._is_coroutine_function(func):
+            result = run_task_sync(func, **kwargs)
+        else:
+            result = func(**kwargs)
+        app = self.app
+        if not self._finish_deferrable() or app.logger.isEnabledFor(logging.INFO):
+            self.set_invocation_result(invocation, result, runner_ctx)
+            return None
+        serialized = app.client_data_store.serialize(result)
+        after = partial(
+            self._guarded,
+            invocation,
+            runner_ctx,
+            self._result_stored,
+            lifecycle,
+            invocation,
+            result,
+            runner_ctx,
+            serialized,
+        )
+        return (
+            invocation_id,
+            serialized,
+            task.task_id.key,
+            bool(self.conf.blocking_control),
+            after,
+            runner_ctx.runner_id,
+        )
 
     def _is_coroutine_function(self, func: Callable[..., Any]) -> bool:
         """``inspect.iscoroutinefunction(func)`` (what ``run_task_sync`` asks), kept per

@@ -104,6 +104,8 @@ if TYPE_CHECKING:
 #: The largest result read together with its SUCCESS status (a larger one is read
 #: on its own when asked for).
 _PREFETCH_RESULT_BYTES = 64 * 1024
+#: ``_finish``'s ``made`` when the composite is still to be made.
+_NOT_YET: Any = object()
 
 _CONTEXT_NAMES = (
     _context_type_name(StatusContext),
@@ -515,8 +517,31 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
             super().set_invocation_result(invocation, result, runner_ctx)
             return
         serialized = self.app.client_data_store.serialize(result)
+        self._result_stored(lifecycle, invocation, result, runner_ctx, serialized, _NOT_YET)
+
+    def _finish_deferrable(self) -> bool:
+        own = type(self).set_invocation_result is CppNativeOrchestrator.set_invocation_result
+        return own and "set_invocation_result" not in self.__dict__
+
+    def _result_stored(
+        self,
+        lifecycle: _core.Lifecycle,
+        invocation: DistributedInvocation,
+        result: Any,
+        runner_ctx: RunnerContext,
+        serialized: str,
+        outcome: object,
+    ) -> None:
+        """``set_invocation_result`` from its engine call on; ``outcome``: that call's
+        tuple or error when it was made already (``run_invocation_to_finish``), or
+        ``_NOT_YET``."""
         if self._finish(
-            lifecycle.finish_success, InvocationStatus.SUCCESS, invocation, serialized, runner_ctx
+            lifecycle.finish_success,
+            InvocationStatus.SUCCESS,
+            invocation,
+            serialized,
+            runner_ctx,
+            outcome,
         ):
             self.app.trigger.report_invocation_result(invocation, result)
 
@@ -540,17 +565,32 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
         invocation: DistributedInvocation,
         serialized: str,
         runner_ctx: RunnerContext,
+        made: object = _NOT_YET,
     ) -> bool:
         """Store an outcome and its final ``status`` in one composite (``finish_success``
         or ``finish_failure``), then pynenc's after-change side effects; returns
-        whether a trigger condition watches this outcome (result or exception)."""
+        whether a trigger condition watches this outcome (result or exception).
+
+        ``made``: the composite's outcome (its tuple, or the engine error it raised)
+        when the caller made it already; it then counts as the first attempt (an
+        error is handled as if this call had raised it)."""
         runner_id, ctx_id = self._actor(runner_ctx)
         inv_id = invocation.invocation_id
         task_key = invocation.call.task.task_id.key
         blocking = bool(self.conf.blocking_control)
+        first = [] if made is _NOT_YET else [made]
+
+        def call() -> tuple[Any, bool, bool]:
+            if first:
+                got = first.pop()
+                if isinstance(got, BaseException):
+                    raise got
+                return got  # type: ignore[return-value]
+            return finish(inv_id, serialized, runner_id, ctx_id, task_key, blocking)
+
         try:
             outcome = self._ride_out(
-                lambda: finish(inv_id, serialized, runner_id, ctx_id, task_key, blocking),
+                call,
                 f"invocation:{inv_id} outcome {status.value}",
                 settled=lambda: self._settled_as(inv_id, status, runner_id),
             )

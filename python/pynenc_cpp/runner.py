@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 import weakref
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any, cast
 
 import pynenc
@@ -56,6 +56,8 @@ if TYPE_CHECKING:
     from pynenc.app import Pynenc
     from pynenc.invocation.dist_invocation import DistributedInvocation
     from pynenc.runner.runner_context import RunnerContext
+
+    from pynenc_cpp._run import PendingFinish
 
 #: How long an immediate stop waits for interrupted workers before exiting.
 _ABORT_GRACE_SEC = 2.0
@@ -481,14 +483,29 @@ class CppRunner(BaseRunner):
             orchestrator.reroute_invocations(to_reroute, self.runner_context)
         return invocation
 
-    def _execute_taken(self, invocation_id: str, claim: Any) -> None:
+    def _execute_taken(self, invocation_id: str, claim: Any) -> PendingFinish | None:
         """``_execute`` of an id the engine took and claimed (``take_for_runner``):
-        ``claim`` is the claim's outcome or its error."""
+        ``claim`` is the claim's outcome or its error. Returns what the engine is to
+        store after it (the orchestrator's ``run_invocation_to_finish``), its ``after``
+        handled as the rest of ``_run``; None when the run is over."""
         inv_id = InvocationId(invocation_id)
         claimed_for_run = self.app.orchestrator.claimed_for_run
-        self._run(
-            self._claimed(inv_id, lambda: claimed_for_run(inv_id, self.runner_context, claim))
+        invocation = self._claimed(
+            inv_id, lambda: claimed_for_run(inv_id, self.runner_context, claim)
         )
+        if invocation is None:
+            self._forget_started()
+            return None
+        pending = self._guarded_run(
+            invocation,
+            self.app.orchestrator.run_invocation_to_finish,
+            invocation,
+            self.runner_context,
+        )
+        if pending is None:
+            return None
+        after = partial(self._guarded_run, invocation, pending[4])
+        return (*pending[:4], after, pending[5])
 
     def _execute(self, invocation_id: str, claimed: bool) -> None:
         inv_id = InvocationId(invocation_id)
@@ -526,30 +543,39 @@ class CppRunner(BaseRunner):
 
     def _run(self, invocation: DistributedInvocation | None) -> None:
         """Runs a claimed invocation on this worker (None: nothing to run)."""
+        if invocation is None:
+            self._forget_started()
+            return
+        # A native orchestrator runs it with less Python between the steps of
+        # pynenc's ``DistributedInvocation.run`` (same steps and outcomes).
+        orchestrator = self.app.orchestrator
+        if isinstance(orchestrator, CppNativeOrchestrator):
+            self._guarded_run(
+                invocation, orchestrator.run_invocation, invocation, self.runner_context
+            )
+        else:
+            self._guarded_run(invocation, invocation.run, self.runner_context)
+
+    def _guarded_run[T](
+        self, invocation: DistributedInvocation, step: Callable[..., T], *args: Any
+    ) -> T | None:
+        """``step(*args)``, a step of running ``invocation`` on this worker; what it
+        raises ends the run as below (None is returned then)."""
         try:
-            if invocation is None:
-                return
-            # A native orchestrator runs it with less Python between the steps of
-            # pynenc's ``DistributedInvocation.run`` (same steps and outcomes).
-            orchestrator = self.app.orchestrator
-            if isinstance(orchestrator, CppNativeOrchestrator):
-                orchestrator.run_invocation(invocation, self.runner_context)
-            else:
-                invocation.run(self.runner_context)
+            return step(*args)
         except _WorkerInterrupted:
-            return  # timed out or killed: its status was set by whoever interrupted it
+            return None  # timed out or killed: its status was set by whoever interrupted it
         except Exception as exc:
             # Normally pynenc stored the task's exception and logged it before
             # re-raising; if the failure came from storing the outcome itself
             # (e.g. the backend went away), the invocation would stay ours and
             # RUNNING while this runner lives: report it as FAILED instead.
-            if invocation is not None:
-                self._fail_if_still_ours(invocation, exc)
+            self._fail_if_still_ours(invocation, exc)
         except BaseException as exc:  # SystemExit, KeyboardInterrupt, other BaseExceptions
-            if invocation is not None:
-                self._fail(invocation, exc)
+            self._fail(invocation, exc)
         finally:
             self._forget_started()
+        return None
 
     def _fail_if_still_ours(self, invocation: DistributedInvocation, exc: Exception) -> None:
         """Set FAILED an invocation that ``run`` left PENDING or RUNNING after ``exc``."""
