@@ -6,10 +6,13 @@ pynenc's ``ThreadRunner`` for reference), a fresh process builds a ``cpp_mem``
 app (native mode when available) whose runner runs in a thread, then:
 
 * wraps the method the runner calls once per invocation to run it with a timer:
-  ``CppNativeOrchestrator.run_invocation`` for ``CppRunner`` on a native
-  orchestrator (pynenc's ``DistributedInvocation.run``, step for step, with less
-  Python between the steps), else ``DistributedInvocation.run`` (status changes,
-  argument and result (de)serialization, result storage, the task call),
+  for ``CppRunner`` on a native orchestrator
+  ``CppNativeOrchestrator.run_invocation_to_finish`` (pynenc's
+  ``DistributedInvocation.run``, step for step, up to the serialized result, which
+  the runner's engine then stores without the GIL; ``run_invocation``, which
+  stores it too, on a pynenc-cpp that does not have it), else
+  ``DistributedInvocation.run`` (status changes, argument and result
+  (de)serialization, result storage, the task call),
 * for ``CppRunner``, also wraps ``CppRunner._execute_taken``: everything the
   runner does in Python per invocation the engine took and claimed (building the
   invocation from the claimed record, then the run above), and
@@ -26,7 +29,10 @@ measured in the worker thread's CPU time (``thread CPU``): the work alone,
 without the time the thread waited for the GIL while the client or the other
 worker held it (the median figure above is wall time, waits included). If a
 runner calls neither, the wrapper sees 0 calls and the report says so instead of
-printing a figure.
+printing a figure. For ``CppRunner`` it also reports the CPU time its worker
+threads (``pynenc-worker``) used per task in all, engine work included (taking,
+claiming, storing the result, waking up), read from /proc: what moving work out
+of Python cannot hide.
 """
 
 from __future__ import annotations
@@ -50,10 +56,9 @@ TARGET_US = 10.0  # issue 14
 
 
 def _worker_cpu_ns() -> int | None:
-    """CPU time so far of this process's runner worker threads (named ``pynenc-worker``
-    by CppRunner's engine, ``ThreadPoolExecutor``/``Thread-`` for pynenc's own runners are
-    not told apart: None for them), from /proc's per-thread schedstat; None where
-    /proc does not have it."""
+    """CPU time so far, in ns, of this process's CppRunner worker threads (the engine
+    names them ``pynenc-worker``), from /proc's per-thread schedstat; None when there
+    are none (pynenc's own runners' threads have other names) or /proc lacks it."""
     total, found = 0, False
     try:
         for tid in os.listdir("/proc/self/task"):
