@@ -115,9 +115,8 @@ Result<FinishOutcome> FinishArmed(Lifecycle& l, const InvocationId& id, const st
   return std::move(both.finish);
 }
 
-py::tuple FinishTuple(const FinishOutcome& out) {
-  return py::make_tuple(RecordTuple(out.change.record), out.change.status_watched,
-                        out.payload_watched);
+std::tuple<py::tuple, bool, bool> FinishTuple(const FinishOutcome& out) {
+  return {RecordTuple(out.change.record), out.change.status_watched, out.payload_watched};
 }
 
 py::tuple ClaimTuple(const ClaimOutcome& out) {

@@ -1,6 +1,8 @@
 // Record conversions shared by more than one binding file (GIL held).
 #pragma once
 
+#include <tuple>
+
 #include "conversions.h"
 #include "pynenc_cpp/native/lifecycle.h"
 #include "pynenc_cpp/ports/state_backend.h"
@@ -20,6 +22,6 @@ py::tuple ClaimTuple(const ClaimOutcome& out);
 
 // A finish's outcome as Lifecycle.finish_success returns it: ((status, runner_id |
 // None, timestamp_us), status_watched, payload_watched).
-py::tuple FinishTuple(const FinishOutcome& out);
+std::tuple<py::tuple, bool, bool> FinishTuple(const FinishOutcome& out);
 
 }  // namespace pynenc_cpp::bindings

@@ -65,15 +65,17 @@ struct PyCallbacks {
   Lifecycle* engine_lifecycle = nullptr;  // `lifecycle`'s engine object (set with it)
   // Invocations its finishes took ahead (next_take.h).
   std::shared_ptr<HeldClaims> held = std::make_shared<HeldClaims>();
-  py::object execute, execute_taken, fallback_next, next_blocking, heartbeat, management, timed_out;
+  py::object execute, execute_taken, finished_taken, fallback_next, next_blocking, heartbeat,
+      management, timed_out;
   py::object thread_started, report_error;
   PyInterpreterState* interp = nullptr;
   std::mutex mu;
   std::map<int, unsigned long> idents;  // worker index -> Python thread ident
 
   ~PyCallbacks() {
-    DropPyObjects({&broker, &lifecycle, &execute, &execute_taken, &fallback_next, &next_blocking,
-                   &heartbeat, &management, &timed_out, &thread_started, &report_error});
+    DropPyObjects({&broker, &lifecycle, &execute, &execute_taken, &finished_taken, &fallback_next,
+                   &next_blocking, &heartbeat, &management, &timed_out, &thread_started,
+                   &report_error});
   }
 
   unsigned long Ident(int worker) {
@@ -115,14 +117,14 @@ std::optional<std::string> OptionalStr(const py::object& o) {
 
 // A task's result that its run left for the engine to store (`PendingFinish` in
 // python/pynenc_cpp/_run.py: (invocation id, serialized result, task key,
-// release_waiters, after, runner id)).
+// release_waiters, runner id, state)).
 struct PendingFinish {
   InvocationId id;
   std::string serialized;
   std::string task_key;
   bool release_waiters = true;
-  py::object after;  // REQUIRES: released with the GIL (or stashed in tls_to_drop)
   std::string runner_id;
+  py::object state;  // REQUIRES: released with the GIL (or stashed in tls_to_drop)
 };
 
 // execute_taken's return value: None, or a PendingFinish tuple. REQUIRES: the GIL.
@@ -137,16 +139,17 @@ std::optional<PendingFinish> ReadPending(const py::object& r) {
   p.serialized = t[1].cast<std::string>();
   p.task_key = t[2].cast<std::string>();
   p.release_waiters = t[3].cast<bool>();
-  p.runner_id = t[5].cast<std::string>();
-  p.after = t[4];
+  p.runner_id = t[4].cast<std::string>();
+  p.state = t[5];
   return p;
 }
 
 // Stores `p`'s result (FinishSuccess, with this worker's armed next take) without
-// the GIL, then calls `after` with the outcome where Python has work left: an error,
-// or a trigger watching the status or the result. Returns false when
-// `after` raised (the worker is replaced). REQUIRES: the GIL not held.
-bool FinishPending(Lifecycle& lifecycle, PendingFinish& p) {
+// the GIL, then calls finished_taken(state, outcome) where Python has work left: an
+// error, or a trigger watching the status or the result. Returns false when that
+// raised (the worker is replaced). REQUIRES: the GIL not held.
+bool FinishPending(PyCallbacks& cb, PendingFinish& p) {
+  Lifecycle& lifecycle = *cb.engine_lifecycle;
   std::optional<NextTake> next = std::move(tls_next_take);
   tls_next_take.reset();
   Result<FinishOutcome> out =
@@ -158,14 +161,15 @@ bool FinishPending(Lifecycle& lifecycle, PendingFinish& p) {
   const bool call_after =
       !out.ok() || out.value().change.status_watched || out.value().payload_watched;
   if (!call_after) {
-    tls_to_drop.push_back(p.after.release().ptr());
+    tls_to_drop.push_back(p.state.release().ptr());
     return true;
   }
   const bool ok = WithGil("CppRunner worker", [&] {
-    py::object after = std::move(p.after);
-    after(out.ok() ? py::object(FinishTuple(out.value())) : StatusError(out.status()));
+    py::object state = std::move(p.state);
+    cb.finished_taken(state,
+                      out.ok() ? py::cast(FinishTuple(out.value())) : StatusError(out.status()));
   });
-  if (p.after) p.after.release();  // Python was not entered: the process is exiting
+  if (p.state) p.state.release();  // Python was not entered: the process is exiting
   return ok;
 }
 
@@ -218,7 +222,7 @@ RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine
       pending = ReadPending(cb->execute_taken(py::str(id), claim));
     });
     // The task returned: its result is stored here, with the GIL released.
-    if (pending) ok = FinishPending(*cb->engine_lifecycle, *pending) && ok;
+    if (pending) ok = FinishPending(*cb, *pending) && ok;
     return ok ? ExecOutcome::kDone : ExecOutcome::kReplaceWorker;
   };
   if (!cb->next_blocking.is_none()) {
@@ -259,7 +263,7 @@ class PyRunnerEngine {
                  py::object heartbeat, py::object management, py::object timed_out,
                  py::object thread_started, py::object report_error, py::object lifecycle,
                  std::optional<std::string> runner_id, std::string runner_context_id,
-                 py::object execute_taken, bool take_ahead) {
+                 py::object execute_taken, py::object finished_taken, bool take_ahead) {
     auto ms = [](double sec, const char* name) {
       if (!(sec >= 0) || sec > 1e9) {
         throw py::value_error(std::string(name) + " must be a number of seconds >= 0");
@@ -299,11 +303,15 @@ class PyRunnerEngine {
       if (execute_taken.is_none() || !PyCallable_Check(execute_taken.ptr())) {
         throw py::type_error("execute_taken must be callable when a lifecycle is given");
       }
+      if (finished_taken.is_none() || !PyCallable_Check(finished_taken.ptr())) {
+        throw py::type_error("finished_taken must be callable when a lifecycle is given");
+      }
       auto* engine_lifecycle = lifecycle.cast<Lifecycle*>();
       auto* engine_broker = broker.cast<Broker*>();
       cb->lifecycle = lifecycle;
       cb->engine_lifecycle = engine_lifecycle;
       cb->execute_taken = std::move(execute_taken);
+      cb->finished_taken = std::move(finished_taken);
       auto held = cb->held;
       const bool ahead = take_ahead && engine_lifecycle->TakesWithFinish();
       auto take = [engine_lifecycle, held, ahead,
@@ -457,7 +465,7 @@ void InitRunner(py::module_& m) {
           py::init<py::object, std::vector<std::string>, int, double, double, double, py::object,
                    double, double, py::object, py::object, py::object, py::object, py::object,
                    py::object, py::object, py::object, std::optional<std::string>, std::string,
-                   py::object, bool>(),
+                   py::object, py::object, bool>(),
           py::arg("broker"), py::arg("queues"), py::arg("workers"), py::arg("task_timeout_sec"),
           py::arg("heartbeat_interval_sec"), py::arg("management_interval_sec"), py::arg("execute"),
           py::arg("retrieve_wait_sec") = 0.5, py::arg("idle_backoff_sec") = 0.01,
@@ -466,7 +474,8 @@ void InitRunner(py::module_& m) {
           py::arg("timed_out") = py::none(), py::arg("thread_started") = py::none(),
           py::arg("report_error") = py::none(), py::arg("lifecycle") = py::none(),
           py::arg("runner_id") = py::none(), py::arg("runner_context_id") = "",
-          py::arg("execute_taken") = py::none(), py::arg("take_ahead") = true,
+          py::arg("execute_taken") = py::none(), py::arg("finished_taken") = py::none(),
+          py::arg("take_ahead") = true,
           "Builds a stopped engine. `broker`: an engine Broker to block on over `queues`, or\n"
           "None to poll `fallback_next() -> str | None` (GIL held, `idle_backoff_sec` between\n"
           "empty answers). Hooks run on engine threads with the GIL: execute(id, claimed),\n"
@@ -474,7 +483,10 @@ void InitRunner(py::module_& m) {
           "thread_started(worker_index), report_error(message). 0 disables an interval.\n"
           "With `lifecycle` (a native Lifecycle over `broker`), workers take and claim in one\n"
           "step (Lifecycle.take_and_start for runner_id / runner_context_id) and call\n"
-          "execute_taken(id, claim) instead, claim as take_and_start returns it; with\n"
+          "execute_taken(id, claim) instead, claim as take_and_start returns it; it returns\n"
+          "None, or a task's serialized result left to store (PendingFinish, pynenc_cpp._run),\n"
+          "which the worker stores with the GIL released, then calls finished_taken(state,\n"
+          "outcome) when the store failed or a trigger watches it. With\n"
           "`take_ahead`, a worker's finish also takes its next invocation where the storage\n"
           "does both in one operation (SQLite, Redis: Lifecycle.FinishThenTake).")
       .def("start", &PyRunnerEngine::Start, "Starts the workers and the timer thread.")

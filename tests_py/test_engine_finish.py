@@ -193,12 +193,11 @@ def test_triggers_watching_the_status_and_the_result_get_their_reports(
         assert inv.result == 8
         wait_until(lambda: (S.SUCCESS, inv.invocation_id) in statuses)
         wait_until(lambda: (inv.invocation_id, 8) in results)
-    assert [s for s, i in statuses if i == inv.invocation_id] == [
-        S.REGISTERED,
-        S.PENDING,
-        S.RUNNING,
-        S.SUCCESS,
-    ]
+    reported = [s for s, i in statuses if i == inv.invocation_id]
+    # The submit reports REGISTERED after routing, so the worker's reports may come
+    # first; the worker's own come in the order of its changes, each once.
+    assert sorted(reported) == sorted([S.REGISTERED, S.PENDING, S.RUNNING, S.SUCCESS])
+    assert [s for s in reported if s != S.REGISTERED] == [S.PENDING, S.RUNNING, S.SUCCESS]
     app.purge()
 
 

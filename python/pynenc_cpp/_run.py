@@ -15,7 +15,7 @@ import logging
 import os
 from abc import abstractmethod
 from collections.abc import Callable
-from functools import cached_property, partial
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from pynenc import context, exceptions
@@ -33,9 +33,10 @@ if TYPE_CHECKING:
     from pynenc.runner.runner_context import RunnerContext
 
 #: A task's result left to store by ``run_invocation_to_finish``: (invocation id,
-#: serialized result, task key, release_waiters, after, runner id), a
-#: plain tuple as ``CppRunner``'s engine reads it (see that method).
-PendingFinish = tuple[str, str, str, bool, Callable[[object], None], str]
+#: serialized result, task key, release_waiters, runner id, state), a plain tuple
+#: as ``CppRunner``'s engine reads it (see that method). ``state`` is opaque to the
+#: caller but for its first item, the invocation.
+PendingFinish = tuple[str, str, str, bool, str, tuple[Any, ...]]
 
 #: pynenc's own ``DistributedInvocation.run`` (pynenc 0.4.0), which
 #: ``CppNativeOrchestrator.run_invocation`` follows step by step; an invocation whose
@@ -88,12 +89,13 @@ class RunsInvocations(BaseOrchestrator):
         the run-time concurrency check is pynenc's own, which always authorizes a task
         that runs freely (the only kind a claim starts). An overridden or patched
         check may refuse, and pynenc's ``run`` then reroutes the PENDING invocation."""
+        cls, own = type(self), self.__dict__
         return (
             _PYNENCS_OWN
-            and getattr(self.is_authorize_to_run_by_concurrency_control, "__func__", None)
-            is _PYNENC_AUTHORIZE
-            and getattr(self._is_authorize_by_concurrency_control, "__func__", None)
-            is _PYNENC_AUTHORIZE_CORE
+            and cls.is_authorize_to_run_by_concurrency_control is _PYNENC_AUTHORIZE
+            and cls._is_authorize_by_concurrency_control is _PYNENC_AUTHORIZE_CORE
+            and "is_authorize_to_run_by_concurrency_control" not in own
+            and "_is_authorize_by_concurrency_control" not in own
         )
 
     @abstractmethod
@@ -160,10 +162,11 @@ class RunsInvocations(BaseOrchestrator):
         ``PendingFinish`` at once, on this thread, either with ``finish_pending`` or
         as ``CppRunner``'s engine does: ``Lifecycle.finish_success(invocation_id,
         serialized, runner_id, runner_id, task_key, release_waiters)``, then
-        ``after(outcome)`` with the error it raised, or with the tuple it returned
-        if either of its flags says a trigger watches the status or the result.
-        ``after`` makes the rest of ``set_invocation_result`` (outage retries, status
-        errors, trigger reports) and raises what ``run_invocation`` would.
+        ``complete_finish(state, outcome)`` with the error it raised, or with the
+        tuple it returned if either of its flags says a trigger watches the status
+        or the result. ``complete_finish`` makes the rest of ``set_invocation_result``
+        (outage retries, status errors, trigger reports) and raises what
+        ``run_invocation`` would.
 
         The result is stored here, as ``run_invocation`` stores it, when
         ``set_invocation_result`` is not this class's own (a subclass's, a patch) and
@@ -185,7 +188,7 @@ class RunsInvocations(BaseOrchestrator):
     def finish_pending(self, pending: PendingFinish) -> None:
         """Completes ``pending`` here, as ``CppRunner``'s engine does (see
         ``run_invocation_to_finish``); raises what ``run_invocation`` would."""
-        invocation_id, serialized, task_key, release_waiters, after, runner_id = pending
+        invocation_id, serialized, task_key, release_waiters, runner_id, state = pending
         lifecycle = self._lifecycle()
         assert lifecycle is not None  # run_invocation_to_finish deferred with one
         outcome: object
@@ -196,7 +199,25 @@ class RunsInvocations(BaseOrchestrator):
         except _core.EngineError as exc:
             outcome = exc
         if isinstance(outcome, BaseException) or outcome[1] or outcome[2]:
-            after(outcome)
+            self.complete_finish(state, outcome)
+
+    def complete_finish(self, state: tuple[Any, ...], outcome: object) -> None:
+        """What is left of a ``PendingFinish`` whose ``state`` this is, after its store
+        gave ``outcome`` (``finish_success``'s tuple, or the ``EngineError`` it raised):
+        pynenc's ``set_invocation_result`` from its storage step on, in the run's
+        context and ``except`` clauses (see ``run_invocation_to_finish``)."""
+        invocation, runner_ctx, lifecycle, result, serialized = state
+        self._guarded(
+            invocation,
+            runner_ctx,
+            self._result_stored,
+            lifecycle,
+            invocation,
+            result,
+            runner_ctx,
+            serialized,
+            outcome,
+        )
 
     def _guarded[T](
         self,
@@ -274,24 +295,13 @@ class RunsInvocations(BaseOrchestrator):
             self.set_invocation_result(invocation, result, runner_ctx)
             return None
         serialized = app.client_data_store.serialize(result)
-        after = partial(
-            self._guarded,
-            invocation,
-            runner_ctx,
-            self._result_stored,
-            lifecycle,
-            invocation,
-            result,
-            runner_ctx,
-            serialized,
-        )
         return (
             invocation_id,
             serialized,
             task.task_id.key,
             bool(self.conf.blocking_control),
-            after,
             runner_ctx.runner_id,
+            (invocation, runner_ctx, lifecycle, result, serialized),
         )
 
     def _is_coroutine_function(self, func: Callable[..., Any]) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pynenc.client_data_store.base_client_data_store import BaseClientDataStore
+from pynenc.serializer.constants import ReservedKeys
 from pynenc.serializer.json_pickle_serializer import JsonPickleSerializer
 
 from pynenc_cpp import _scalars
@@ -12,6 +13,9 @@ from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, S
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
+
+#: pynenc's prefix of a reference key (``BaseClientDataStore.is_reference``).
+_REFERENCE_PREFIX: str = ReservedKeys.CLIENT_DATA.value
 
 
 class CppClientDataStore(CppComponentMixin, BaseClientDataStore):
@@ -47,9 +51,25 @@ class CppClientDataStore(CppComponentMixin, BaseClientDataStore):
         if isinstance(obj, str) and self.is_reference(obj):
             return obj
         key: str = self._maybe_store(text)
-        if self.is_reference(key):
+        # A scalar's own text is never a reference key (see _scalars): only a stored one is.
+        if key is not text and self.is_reference(key):
             self._cache_deserialized(key, obj)
         return key
+
+    def is_reference(self, value: str) -> bool:
+        """pynenc's ``is_reference``, its key prefix read once."""
+        return value.startswith(_REFERENCE_PREFIX)
+
+    def deserialize_arguments(self, serialized_args: dict[str, str]) -> dict[str, Any]:
+        """pynenc's ``deserialize_arguments``; plain scalars read without the serializer,
+        whose type is checked once per call rather than once per argument."""
+        if type(self.app.serializer) is not JsonPickleSerializer:
+            return {k: self.resolve(v) for k, v in serialized_args.items()}
+        out: dict[str, Any] = {}
+        for k, v in serialized_args.items():
+            value = _scalars.decode(v)
+            out[k] = self.resolve(v) if value is _scalars.MISS else value
+        return out
 
     def resolve(self, data: str) -> Any:
         """pynenc's ``resolve``; a plain scalar's text is read without jsonpickle."""

@@ -127,7 +127,8 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
 
     def __init__(self, app: Pynenc) -> None:
         super().__init__(app)
-        self._lifecycle_key: tuple[int, int, int] | None = None
+        # The components the lifecycle was made for (``_lifecycle``).
+        self._lifecycle_parts: tuple[object, object, object] | None = None
         self._lifecycle_obj: _core.Lifecycle | None = None
         self._external_ctx: tuple[int, RunnerContext] | None = None
         # Per thread: (invocation id, runner id, status watched) of the invocation this
@@ -156,13 +157,18 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
             return None
         app = self.app
         state_backend, broker, trigger = app.state_backend, app.broker, app.trigger
-        key = (id(state_backend), id(broker), id(trigger))
-        if key == self._lifecycle_key:
+        parts = self._lifecycle_parts
+        if (
+            parts is not None
+            and parts[0] is state_backend
+            and parts[1] is broker
+            and parts[2] is trigger
+        ):
             return self._lifecycle_obj
         lifecycle = None
         if self.shares_storage_with(state_backend) and self.shares_storage_with(broker):
             lifecycle = self.storage.lifecycle(self.shares_storage_with(trigger), *_CONTEXT_NAMES)
-        self._lifecycle_key, self._lifecycle_obj = key, lifecycle
+        self._lifecycle_parts, self._lifecycle_obj = (state_backend, broker, trigger), lifecycle
         return lifecycle
 
     @cached_property

@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 import weakref
-from functools import cached_property, partial
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast
 
 import pynenc
@@ -345,6 +345,7 @@ class CppRunner(BaseRunner):
             runner_id=take[2] if take is not None else None,
             runner_context_id=take[3] if take is not None else "",
             execute_taken=self._execute_taken if take is not None else None,
+            finished_taken=self._finished_taken if take is not None else None,
             take_ahead=bool(self.conf.cpp_runner_take_ahead),
         )
         self._engine.start()
@@ -486,26 +487,25 @@ class CppRunner(BaseRunner):
     def _execute_taken(self, invocation_id: str, claim: Any) -> PendingFinish | None:
         """``_execute`` of an id the engine took and claimed (``take_for_runner``):
         ``claim`` is the claim's outcome or its error. Returns what the engine is to
-        store after it (the orchestrator's ``run_invocation_to_finish``), its ``after``
-        handled as the rest of ``_run``; None when the run is over."""
+        store after it (the orchestrator's ``run_invocation_to_finish``, completed by
+        ``_finished_taken``); None when the run is over."""
         inv_id = InvocationId(invocation_id)
-        claimed_for_run = self.app.orchestrator.claimed_for_run
+        orchestrator = self.app.orchestrator
         invocation = self._claimed(
-            inv_id, lambda: claimed_for_run(inv_id, self.runner_context, claim)
+            inv_id, lambda: orchestrator.claimed_for_run(inv_id, self.runner_context, claim)
         )
         if invocation is None:
             self._forget_started()
             return None
-        pending = self._guarded_run(
-            invocation,
-            self.app.orchestrator.run_invocation_to_finish,
-            invocation,
-            self.runner_context,
+        return self._guarded_run(
+            invocation, orchestrator.run_invocation_to_finish, invocation, self.runner_context
         )
-        if pending is None:
-            return None
-        after = partial(self._guarded_run, invocation, pending[4])
-        return (*pending[:4], after, pending[5])
+
+    def _finished_taken(self, state: tuple[Any, ...], outcome: object) -> None:
+        """The engine stored the result ``_execute_taken`` left (``outcome``: the store's
+        tuple or error) and Python has work left: the orchestrator's
+        ``complete_finish``, ended as ``_run`` ends a run."""
+        self._guarded_run(state[0], self.app.orchestrator.complete_finish, state, outcome)
 
     def _execute(self, invocation_id: str, claimed: bool) -> None:
         inv_id = InvocationId(invocation_id)

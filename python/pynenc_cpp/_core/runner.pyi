@@ -37,6 +37,7 @@ class RunnerEngine:
         runner_id: str | None = None,
         runner_context_id: str = "",
         execute_taken: typing.Any = None,
+        finished_taken: typing.Any = None,
         take_ahead: bool = True,
     ) -> None:
         """
@@ -47,7 +48,10 @@ class RunnerEngine:
         thread_started(worker_index), report_error(message). 0 disables an interval.
         With `lifecycle` (a native Lifecycle over `broker`), workers take and claim in one
         step (Lifecycle.take_and_start for runner_id / runner_context_id) and call
-        execute_taken(id, claim) instead, claim as take_and_start returns it; with
+        execute_taken(id, claim) instead, claim as take_and_start returns it; it returns
+        None, or a task's serialized result left to store (PendingFinish, pynenc_cpp._run),
+        which the worker stores with the GIL released, then calls finished_taken(state,
+        outcome) when the store failed or a trigger watches it. With
         `take_ahead`, a worker's finish also takes its next invocation where the storage
         does both in one operation (SQLite, Redis: Lifecycle.FinishThenTake).
         """
