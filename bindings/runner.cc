@@ -117,7 +117,7 @@ std::optional<std::string> OptionalStr(const py::object& o) {
 
 // A task's result that its run left for the engine to store (`PendingFinish` in
 // python/pynenc_cpp/_run.py: (invocation id, serialized result, task key,
-// release_waiters, runner id, state)).
+// release_waiters, runner id, state, logs)).
 struct PendingFinish {
   InvocationId id;
   std::string serialized;
@@ -125,13 +125,14 @@ struct PendingFinish {
   bool release_waiters = true;
   std::string runner_id;
   py::object state;  // REQUIRES: released with the GIL (or stashed in tls_to_drop)
+  bool logs = false;  // Python writes the status change's log line: always called back
 };
 
 // execute_taken's return value: None, or a PendingFinish tuple. REQUIRES: the GIL.
 std::optional<PendingFinish> ReadPending(const py::object& r) {
   if (r.is_none()) return std::nullopt;
-  if (!py::isinstance<py::tuple>(r) || py::len(r) != 6) {
-    throw py::type_error("execute_taken must return None or a 6-item PendingFinish tuple");
+  if (!py::isinstance<py::tuple>(r) || py::len(r) != 7) {
+    throw py::type_error("execute_taken must return None or a 7-item PendingFinish tuple");
   }
   auto t = py::reinterpret_borrow<py::tuple>(r);
   PendingFinish p;
@@ -141,13 +142,14 @@ std::optional<PendingFinish> ReadPending(const py::object& r) {
   p.release_waiters = t[3].cast<bool>();
   p.runner_id = t[4].cast<std::string>();
   p.state = t[5];
+  p.logs = t[6].cast<bool>();
   return p;
 }
 
 // Stores `p`'s result (FinishSuccess, with this worker's armed next take) without
 // the GIL, then calls finished_taken(state, outcome) where Python has work left: an
-// error, or a trigger watching the status or the result. Returns false when that
-// raised (the worker is replaced). REQUIRES: the GIL not held.
+// error, a trigger watching the status or the result, or the log line. Returns false
+// when that raised (the worker is replaced). REQUIRES: the GIL not held.
 bool FinishPending(PyCallbacks& cb, PendingFinish& p) {
   Lifecycle& lifecycle = *cb.engine_lifecycle;
   std::optional<NextTake> next = std::move(tls_next_take);
@@ -159,7 +161,7 @@ bool FinishPending(PyCallbacks& cb, PendingFinish& p) {
     metrics::OnBackendError(out.status().connection_lost());  // as EngineException counts it
   }
   const bool call_after =
-      !out.ok() || out.value().change.status_watched || out.value().payload_watched;
+      p.logs || !out.ok() || out.value().change.status_watched || out.value().payload_watched;
   if (!call_after) {
     tls_to_drop.push_back(p.state.release().ptr());
     return true;
@@ -486,7 +488,7 @@ void InitRunner(py::module_& m) {
           "execute_taken(id, claim) instead, claim as take_and_start returns it; it returns\n"
           "None, or a task's serialized result left to store (PendingFinish, pynenc_cpp._run),\n"
           "which the worker stores with the GIL released, then calls finished_taken(state,\n"
-          "outcome) when the store failed or a trigger watches it. With\n"
+          "outcome) when the store failed, a trigger watches it or a log line is due. With\n"
           "`take_ahead`, a worker's finish also takes its next invocation where the storage\n"
           "does both in one operation (SQLite, Redis: Lifecycle.FinishThenTake).")
       .def("start", &PyRunnerEngine::Start, "Starts the workers and the timer thread.")

@@ -71,11 +71,12 @@ def payload(n: int) -> Payload:
 TASKS = (double, on_double, kills_itself, payload)
 
 
-def _app(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Pynenc:
-    # Above INFO: only what watches an outcome (or an error) sends the engine back to Python.
-    builder = (
-        PynencBuilder().app_id(f"engine-finish-{uuid.uuid4().hex[:10]}").logging_level("warning")
-    )
+def _app(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, level: str = "warning"
+) -> Pynenc:
+    # Above INFO (the default here): only an error or a trigger watching the outcome
+    # sends the engine back to Python after its store.
+    builder = PynencBuilder().app_id(f"engine-finish-{uuid.uuid4().hex[:10]}").logging_level(level)
     if backend == "mem":
         builder = builder.cpp_mem(native=True)
     elif backend == "sqlite":
@@ -96,11 +97,16 @@ def _statuses(app: Pynenc, invocation_id: str) -> list[InvocationStatus]:
     return [h.status_record.status for h in app.state_backend.get_history(invocation_id)]
 
 
+@pytest.mark.parametrize("level", ["warning", "info"])
 @pytest.mark.parametrize("backend", ALL)
 def test_the_result_is_stored_after_the_runs_python_returns(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+    backend: str,
+    level: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    app = _app(backend, tmp_path, request)
+    app = _app(backend, tmp_path, request, level)
     orchestrator = app.orchestrator
     run_to_finish = orchestrator.run_invocation_to_finish  # type: ignore[attr-defined]
     seen: list[tuple[InvocationStatus, Any]] = []

@@ -75,9 +75,15 @@ def takes_func(func: int) -> int:
 TASKS = (add, add_async, boom, flaky, one_at_a_time, parent, watched, takes_func)
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=[(b, level) for b in BACKENDS for level in ("info", "warning")])
 def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pynenc]:
-    app = build_cpp_app(request.param, request, tmp_path, "runinv")
+    """Each backend at pynenc's default INFO level and above it: ``run_invocation``
+    completes the result's store in Python only for what needs it (a log line, a
+    watching trigger, an error), so both ways are compared with pynenc's ``run``."""
+    backend, level = request.param
+    app = build_cpp_app(backend, request, tmp_path, "runinv")
+    app.conf.logging_level = level
+    app.logger.setLevel(level.upper())
     for task in TASKS:
         task.app = app
     assert isinstance(app.orchestrator, CppNativeOrchestrator)

@@ -33,10 +33,10 @@ if TYPE_CHECKING:
     from pynenc.runner.runner_context import RunnerContext
 
 #: A task's result left to store by ``run_invocation_to_finish``: (invocation id,
-#: serialized result, task key, release_waiters, runner id, state), a plain tuple
-#: as ``CppRunner``'s engine reads it (see that method). ``state`` is opaque to the
-#: caller but for its first item, the invocation.
-PendingFinish = tuple[str, str, str, bool, str, tuple[Any, ...]]
+#: serialized result, task key, release_waiters, runner id, state, logs), a plain
+#: tuple as ``CppRunner``'s engine reads it (see that method). ``state`` is opaque to
+#: the caller but for its first item, the invocation.
+PendingFinish = tuple[str, str, str, bool, str, tuple[Any, ...], bool]
 
 #: pynenc's own ``DistributedInvocation.run`` (pynenc 0.4.0), which
 #: ``CppNativeOrchestrator.run_invocation`` follows step by step; an invocation whose
@@ -164,14 +164,13 @@ class RunsInvocations(BaseOrchestrator):
         serialized, runner_id, runner_id, task_key, release_waiters)``, then
         ``complete_finish(state, outcome)`` with the error it raised, or with the
         tuple it returned if either of its flags says a trigger watches the status
-        or the result. ``complete_finish`` makes the rest of ``set_invocation_result``
-        (outage retries, status errors, trigger reports) and raises what
-        ``run_invocation`` would.
+        or the result, or if ``logs`` is true (the app's logger writes the INFO line
+        of the status change). ``complete_finish`` makes the rest of
+        ``set_invocation_result`` (outage retries, status errors, trigger reports,
+        the log line) and raises what ``run_invocation`` would.
 
         The result is stored here, as ``run_invocation`` stores it, when
-        ``set_invocation_result`` is not this class's own (a subclass's, a patch) and
-        when the app's logger writes INFO lines (the status change's line is
-        Python's: deferring the store would only add a second entry into Python).
+        ``set_invocation_result`` is not this class's own (a subclass's, a patch).
         """
         lifecycle = self._native_run(invocation)
         if lifecycle is None:
@@ -188,7 +187,7 @@ class RunsInvocations(BaseOrchestrator):
     def finish_pending(self, pending: PendingFinish) -> None:
         """Completes ``pending`` here, as ``CppRunner``'s engine does (see
         ``run_invocation_to_finish``); raises what ``run_invocation`` would."""
-        invocation_id, serialized, task_key, release_waiters, runner_id, state = pending
+        invocation_id, serialized, task_key, release_waiters, runner_id, state, logs = pending
         lifecycle = self._lifecycle()
         assert lifecycle is not None  # run_invocation_to_finish deferred with one
         outcome: object
@@ -198,7 +197,7 @@ class RunsInvocations(BaseOrchestrator):
             )
         except _core.EngineError as exc:
             outcome = exc
-        if isinstance(outcome, BaseException) or outcome[1] or outcome[2]:
+        if logs or isinstance(outcome, BaseException) or outcome[1] or outcome[2]:
             self.complete_finish(state, outcome)
 
     def complete_finish(self, state: tuple[Any, ...], outcome: object) -> None:
@@ -291,7 +290,7 @@ class RunsInvocations(BaseOrchestrator):
         else:
             result = func(**kwargs)
         app = self.app
-        if not self._finish_deferrable() or app.logger.isEnabledFor(logging.INFO):
+        if not self._finish_deferrable():
             self.set_invocation_result(invocation, result, runner_ctx)
             return None
         serialized = app.client_data_store.serialize(result)
@@ -302,6 +301,7 @@ class RunsInvocations(BaseOrchestrator):
             bool(self.conf.blocking_control),
             runner_ctx.runner_id,
             (invocation, runner_ctx, lifecycle, result, serialized),
+            app.logger.isEnabledFor(logging.INFO),
         )
 
     def _is_coroutine_function(self, func: Callable[..., Any]) -> bool:

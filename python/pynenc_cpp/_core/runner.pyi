@@ -51,7 +51,7 @@ class RunnerEngine:
         execute_taken(id, claim) instead, claim as take_and_start returns it; it returns
         None, or a task's serialized result left to store (PendingFinish, pynenc_cpp._run),
         which the worker stores with the GIL released, then calls finished_taken(state,
-        outcome) when the store failed or a trigger watches it. With
+        outcome) when the store failed, a trigger watches it or a log line is due. With
         `take_ahead`, a worker's finish also takes its next invocation where the storage
         does both in one operation (SQLite, Redis: Lifecycle.FinishThenTake).
         """
