@@ -4,6 +4,7 @@ test's temp dir) or cpp_redis (the session's private redis-server)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,11 @@ def build_cpp_app(
     prefix: str,
     *,
     native: bool = True,
+    then: Callable[[PynencBuilder], PynencBuilder] | None = None,
 ) -> Pynenc:
     """A new app (its own app id, starting with ``prefix``) on ``backend``, in
-    native mode or (``native=False``) mixed mode."""
+    native mode or (``native=False``) mixed mode; ``then`` adds to the builder
+    (a runner, configuration) before it builds."""
     builder = PynencBuilder().app_id(f"{prefix}-{uuid.uuid4().hex[:8]}")
     if backend == "mem":
         builder = builder.cpp_mem(native=native)
@@ -31,4 +34,4 @@ def build_cpp_app(
         builder = builder.cpp_redis(request.getfixturevalue("redis_url"), native=native)
     else:
         raise ValueError(f"backend {backend!r}: expected one of {BACKENDS}")
-    return builder.build()
+    return (then(builder) if then is not None else builder).build()

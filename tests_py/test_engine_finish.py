@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import gc
 import logging
-import uuid
 import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pynenc import Pynenc, PynencBuilder, context
+from pynenc import Pynenc, context
 from pynenc.invocation import InvocationStatus
 from pynenc.trigger import TriggerBuilder
 
+from tests_py.cpp_apps import build_cpp_app
 from tests_py.test_cpp_runner import running, wait_until
 
 S = InvocationStatus
@@ -76,17 +76,18 @@ def _app(
 ) -> Pynenc:
     # Above INFO (the default here): only an error or a trigger watching the outcome
     # sends the engine back to Python after its store.
-    builder = PynencBuilder().app_id(f"engine-finish-{uuid.uuid4().hex[:10]}").logging_level(level)
-    if backend == "mem":
-        builder = builder.cpp_mem(native=True)
-    elif backend == "sqlite":
-        builder = builder.cpp_sqlite(path=tmp_path / "finish.db", native=True)
-    else:
-        builder = builder.cpp_redis(request.getfixturevalue("redis_url"), native=True)
-    app = (
-        builder.cpp_runner(workers=1)
-        .custom_config(runner_loop_sleep_time_sec=0.01, invocation_wait_results_sleep_time_sec=0.01)
-        .build()
+    app = build_cpp_app(
+        backend,
+        request,
+        tmp_path,
+        "engine-finish",
+        then=lambda builder: (
+            builder.logging_level(level)
+            .cpp_runner(workers=1)
+            .custom_config(
+                runner_loop_sleep_time_sec=0.01, invocation_wait_results_sleep_time_sec=0.01
+            )
+        ),
     )
     for task in TASKS:
         task.app = app
