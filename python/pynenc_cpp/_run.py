@@ -188,8 +188,7 @@ class RunsInvocations(BaseOrchestrator):
         """Completes ``pending`` here, as ``CppRunner``'s engine does (see
         ``run_invocation_to_finish``); raises what ``run_invocation`` would."""
         invocation_id, serialized, task_key, release_waiters, runner_id, state, logs = pending
-        lifecycle = self._lifecycle()
-        assert lifecycle is not None  # run_invocation_to_finish deferred with one
+        lifecycle: _core.Lifecycle = state[2]  # the one the run was made with
         outcome: object
         try:
             outcome = lifecycle.finish_success(
