@@ -45,8 +45,8 @@ thread_local int tls_worker = INT_MIN;
 // the execute hook that follows on the same thread.
 thread_local std::optional<TakenClaim> tls_taken;
 // References this thread dropped while it did not hold the GIL (a finished run's
-// `after`, with the task's result): released at its next entry into Python, or
-// when its take finds the queue empty (see MakeQueueSource's take below).
+// PendingFinish state, the task's result in it): released at its next entry into
+// Python, or when its take finds the queue empty (the take in PyRunnerEngine).
 thread_local std::vector<PyObject*> tls_to_drop;
 
 // REQUIRES: the GIL, on this thread.
