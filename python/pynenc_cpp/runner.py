@@ -19,18 +19,12 @@ is immediate (running invocations are KILLED and rerouted, then the runner exits
 from __future__ import annotations
 
 import atexit
-import ctypes
-import logging
 import os
-import queue
-import sys
-import threading
 import time
 import weakref
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast
 
-import pynenc
 from cistell import ConfigField
 from pynenc import context
 from pynenc.conf.config_runner import ConfigRunner
@@ -42,8 +36,11 @@ from pynenc.runner.base_runner import BaseRunner
 from pynenc_cpp import _core
 from pynenc_cpp._claim import claim_one
 from pynenc_cpp._component import CppComponentMixin
+from pynenc_cpp._interrupt import WorkerInterrupted, interrupt_thread
 from pynenc_cpp._outage import no_ride_out
-from pynenc_cpp.errors import BackendConnectionError
+from pynenc_cpp._recovery import DeadRunnerRecovery
+from pynenc_cpp._result_wait import ResultWaits
+from pynenc_cpp._timeouts import TimeoutRecords
 from pynenc_cpp.native import CppNativeOrchestrator
 
 #: The longest heartbeat tick when ``cpp_runner_heartbeat_interval_sec`` is 0: the
@@ -51,7 +48,7 @@ from pynenc_cpp.native import CppNativeOrchestrator
 _RECOVERY_TICK_SEC = 1.0
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable
 
     from pynenc.app import Pynenc
     from pynenc.invocation.dist_invocation import DistributedInvocation
@@ -61,11 +58,6 @@ if TYPE_CHECKING:
 
 #: How long an immediate stop waits for interrupted workers before exiting.
 _ABORT_GRACE_SEC = 2.0
-#: Longest single blocking wait for a result (it returns as soon as one is final);
-#: bounded so that Ctrl-C and stop requests are served within it.
-_WAIT_BLOCK_SEC = 1.0
-#: Pause before re-waiting on ids already seen final (stale status cache).
-_STALE_CACHE_SLEEP_SEC = 0.005
 
 
 class TaskTimeoutError(TimeoutError):
@@ -75,70 +67,6 @@ class TaskTimeoutError(TimeoutError):
 class TaskAbortedError(RuntimeError):
     """Stored as the exception of an invocation whose task ended its thread with a
     ``BaseException`` that is not an ``Exception`` (``SystemExit``, ``KeyboardInterrupt``...)."""
-
-
-class _WorkerInterrupted(BaseException):
-    """Raised asynchronously in a worker whose task timed out or was killed.
-
-    A ``BaseException`` so that pynenc's ``except Exception`` handlers (and the
-    task's own) do not overwrite the status already recorded for it.
-    """
-
-
-def _package_dir(module: object) -> str:
-    """The directory of ``module`` + ``os.sep``; for a module with no file, a prefix
-    no path has (never "/", which every frame would match)."""
-    file = getattr(module, "__file__", None)
-    return os.path.dirname(file) + os.sep if isinstance(file, str) else "\0no file"
-
-
-# Code an asynchronous exception must never land in: it would leave a lock held
-# (logging's handler lock, threading's) or a pynenc status change half done.
-_UNSAFE_ANYWHERE = (
-    _package_dir(logging),
-    str(threading.__file__),
-    str(queue.__file__),
-    "<frozen importlib",
-)
-_UNSAFE_INNERMOST = tuple(_package_dir(m) for m in (pynenc, sys.modules["pynenc_cpp"]))
-
-
-def _safe_to_interrupt(thread_ident: int) -> bool | None:
-    """Whether the thread is in task code now (None: the thread is gone).
-
-    REQUIRES: the GIL (the answer holds until the caller releases it).
-    """
-    frame = sys._current_frames().get(thread_ident)
-    if frame is None:
-        return None
-    if frame.f_code.co_filename.startswith(_UNSAFE_INNERMOST):
-        return False
-    while frame is not None:
-        if frame.f_code.co_filename.startswith(_UNSAFE_ANYWHERE):
-            return False
-        frame = frame.f_back
-    return True
-
-
-def _interrupt_thread(thread_ident: int, within_sec: float = 2.0) -> bool:
-    """Raise ``_WorkerInterrupted`` in the thread ``thread_ident`` as soon as it is in
-    task code (never inside logging, threading or pynenc itself); gives up after
-    ``within_sec`` (the thread then finishes its task on its own)."""
-    if not thread_ident:
-        return False
-    deadline = time.monotonic() + within_sec
-    while True:
-        safe = _safe_to_interrupt(thread_ident)
-        if safe is None:
-            return False
-        if safe:
-            done = ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(thread_ident), ctypes.py_object(_WorkerInterrupted)
-            )
-            return bool(done)
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)  # lets the thread move on
 
 
 #: Runners whose engine is running, stopped at interpreter exit (see below).
@@ -203,7 +131,7 @@ class ConfigCppRunner(ConfigRunner):
     cpp_runner_take_ahead = ConfigField(True)
 
 
-class CppRunner(BaseRunner):
+class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
     """A runner whose loop, worker pool, timers and shutdown run in C++."""
 
     def __init__(
@@ -421,7 +349,7 @@ class CppRunner(BaseRunner):
                     f"CppRunner:{self.runner_id} invocation:{invocation_id} not killed; "
                     "left to recovery"
                 )
-            _interrupt_thread(thread_ident)
+            interrupt_thread(thread_ident)
         self._abort_deadline = time.monotonic() + _ABORT_GRACE_SEC
 
     def _on_stop(self) -> None:
@@ -512,7 +440,7 @@ class CppRunner(BaseRunner):
         if claimed:  # from next_blocking: claimed by the orchestrator already
             try:
                 invocation = self.app.state_backend.get_invocation(inv_id)
-            except _WorkerInterrupted:
+            except WorkerInterrupted:
                 return  # timed out or killed: its status was set by whoever interrupted it
             except Exception:
                 self.logger.exception(f"invocation:{inv_id} unreadable; left to recovery")
@@ -527,7 +455,7 @@ class CppRunner(BaseRunner):
         """``claim()``, or None when it failed (the id is then routed back)."""
         try:
             return claim()
-        except _WorkerInterrupted:
+        except WorkerInterrupted:
             self._forget_started()
             return None  # timed out or killed: its status was set by whoever interrupted it
         except Exception:
@@ -563,7 +491,7 @@ class CppRunner(BaseRunner):
         raises ends the run as below (None is returned then)."""
         try:
             return step(*args)
-        except _WorkerInterrupted:
+        except WorkerInterrupted:
             return None  # timed out or killed: its status was set by whoever interrupted it
         except Exception as exc:
             # Normally pynenc stored the task's exception and logged it before
@@ -616,77 +544,7 @@ class CppRunner(BaseRunner):
         )
         self.logger.error(str(error))
         self._record_timeout(inv_id, error)
-        _interrupt_thread(thread_ident)
-
-    def _record_timeout(self, inv_id: InvocationId, error: TaskTimeoutError) -> bool:
-        """FAILED with ``error`` for a timed-out invocation; on an unreachable storage it
-        is kept and tried again on each heartbeat tick (``_record_timeouts``). Returns
-        whether it is settled (stored, or finished otherwise)."""
-        try:
-            # The timer thread (heartbeats, the watchdog) does not wait for the storage.
-            with no_ride_out():
-                invocation = self.app.state_backend.get_invocation(inv_id)
-                self.app.orchestrator.set_invocation_exception(
-                    invocation, error, self.runner_context
-                )
-        except InvocationStatusError as ex:
-            self.logger.info(f"invocation:{inv_id} finished as it timed out: {ex}")
-        except BackendConnectionError as ex:
-            sent = bool(getattr(ex, "maybe_applied", True))
-            with self._unrecorded_lock:
-                first = inv_id not in self._unrecorded_timeouts
-                _, was_sent = self._unrecorded_timeouts.get(inv_id, (error, False))
-                self._unrecorded_timeouts[inv_id] = (error, sent or was_sent)
-            if first:
-                self.logger.warning(
-                    f"invocation:{inv_id} timed out; storage unreachable, FAILED is stored "
-                    f"when it answers: {ex}"
-                )
-            return False
-        except Exception:
-            self.logger.exception(f"invocation:{inv_id} timed out; could not record it")
-        with self._unrecorded_lock:
-            self._unrecorded_timeouts.pop(inv_id, None)
-        return True
-
-    def _record_timeouts(self) -> None:
-        """Tries again the timeouts not stored for an outage (heartbeat tick, stop).
-
-        One whose earlier attempt may have landed is first looked up: found FAILED,
-        it was stored, and only the trigger reports that the lost attempt never got
-        to make are made."""
-        with self._unrecorded_lock:
-            pending = list(self._unrecorded_timeouts.items())
-        for inv_id, (error, maybe_stored) in pending:
-            if maybe_stored:
-                try:
-                    with no_ride_out():
-                        status = self.app.orchestrator.get_invocation_status(inv_id)
-                except BackendConnectionError:
-                    return  # still unreachable: the next tick tries again
-                except Exception:
-                    self.logger.exception(f"invocation:{inv_id} status unreadable")
-                    status = None
-                if status == InvocationStatus.FAILED:
-                    self._report_landed_timeout(inv_id, error)
-                    continue
-            if not self._record_timeout(inv_id, error):
-                return  # still unreachable: the next tick tries again
-
-    def _report_landed_timeout(self, inv_id: InvocationId, error: TaskTimeoutError) -> None:
-        with self._unrecorded_lock:
-            self._unrecorded_timeouts.pop(inv_id, None)
-        self.logger.warning(
-            f"invocation:{inv_id} timeout was stored before the connection was lost"
-        )
-        try:
-            with no_ride_out():
-                trigger = self.app.trigger
-                trigger.report_tasks_status([inv_id], InvocationStatus.FAILED)
-                invocation = self.app.state_backend.get_invocation(inv_id)
-                trigger.report_invocation_failure(invocation, error)
-        except Exception:
-            self.logger.exception(f"invocation:{inv_id} timeout: trigger reports not made")
+        interrupt_thread(thread_ident)
 
     def _route_back(self, invocation_id: InvocationId) -> None:
         """Put an id taken from the broker but not run back in its queue."""
@@ -735,76 +593,6 @@ class CppRunner(BaseRunner):
         except Exception:
             self.logger.exception(f"CppRunner:{self.runner_id} native recovery failed")
 
-    def _steady_heartbeats(self, now: float | None = None) -> bool:
-        """Whether this runner may declare others dead: its own heartbeats have been
-        stored, with no gap of half a dead-after time or more, for a whole dead-after
-        time. A gap means this process or the storage stalled (a frozen process
-        holding SQLite's write lock stalls every writer; a SIGSTOPped runner wakes to
-        heartbeats that look stale only because nobody could write them): every
-        runner gets one dead-after time to be heard again before anyone is recovered
-        as dead. A runner that just started has seen no stall and may recover at
-        once."""
-        now = time.monotonic() if now is None else now
-        dead_after = float(self.app.conf.runner_considered_dead_after_minutes) * 60.0
-        stall = max(dead_after / 2.0, 3.0 * self._intervals()[0])
-        last, self._last_heartbeat_ok = self._last_heartbeat_ok, now
-        if last is None or self._heartbeats_steady_since is None:
-            self._heartbeats_steady_since = now - dead_after  # a fresh start: no stall seen
-        elif now - last >= stall:
-            self._heartbeats_steady_since = now
-            self.logger.warning(
-                f"CppRunner:{self.runner_id} its own heartbeats stalled for {now - last:.1f} s: "
-                f"declaring no runner dead for the next {dead_after:g} s"
-            )
-        return now - self._heartbeats_steady_since >= dead_after
-
-    def _recover_dead_runners(self) -> None:
-        """Native recovery, on every heartbeat tick (at most a second apart): the
-        RUNNING and PENDING invocations of runners with no heartbeat for
-        ``runner_considered_dead_after_minutes``, and any PENDING one past its
-        allowed time (``max_pending_seconds``), move to RUNNING_RECOVERY /
-        PENDING_RECOVERY and are routed again, as pynenc's recovery core tasks do
-        (those stay as a backstop on their cron). Several runners may look at once:
-        each transition is a compare-and-set, so exactly one of them recovers a
-        given invocation and only that one routes it again."""
-        orchestrator = self.app.orchestrator
-        ctx = self.runner_context
-        finds: list[tuple[Callable[[], Iterable[InvocationId]], InvocationStatus]] = [
-            (orchestrator.get_running_invocations_for_recovery, InvocationStatus.RUNNING_RECOVERY),
-        ]
-        of_dead = getattr(orchestrator, "get_pending_invocations_of_dead_runners", None)
-        if of_dead is not None:  # an engine orchestrator: a dead runner's claims at once
-            finds.append((of_dead, InvocationStatus.PENDING_RECOVERY))
-        finds.append(
-            (orchestrator.get_pending_invocations_for_recovery, InvocationStatus.PENDING_RECOVERY)
-        )
-        for find, status in finds:
-            recovered = 0
-            for invocation_id in list(find()):
-                try:
-                    orchestrator.set_invocation_status(invocation_id, status, ctx)
-                except (InvocationStatusError, KeyError):
-                    continue  # another runner recovered it first, or it is gone
-                # Routed at once, one by one: a failure leaves only this one to the
-                # retry below (and to pynenc's cron), never a batch in *_RECOVERY.
-                for attempt in range(3):
-                    try:
-                        orchestrator.reroute_invocations({invocation_id}, ctx)
-                        break
-                    except Exception:
-                        if attempt == 2:
-                            self.logger.exception(
-                                f"CppRunner:{self.runner_id} could not route recovered "
-                                f"invocation:{invocation_id} again"
-                            )
-                        time.sleep(0.1)
-                recovered += 1
-            if recovered:
-                self.logger.warning(
-                    f"CppRunner:{self.runner_id} recovered {recovered} invocation(s) "
-                    f"({status.value}) of dead runners or stuck pending"
-                )
-
     def _management(self) -> None:
         # The C++ timer decides when; pynenc's own interval check must not skip it.
         self._last_atomic_service_check_time = 0.0
@@ -842,60 +630,6 @@ class CppRunner(BaseRunner):
             return
         if not self._wait_any_final(result_invocation_ids):
             super().waiting_for_results(running_invocation_id, result_invocation_ids, runner_args)
-
-    def _wait_any_final(self, invocation_ids: list[InvocationId]) -> bool:
-        """Blocks in the engine orchestrator until one of ``invocation_ids`` is final,
-        at most ``_WAIT_BLOCK_SEC`` (keeps Ctrl-C and stop requests responsive).
-
-        Returns False when there is no engine orchestrator to wait on (or it
-        failed: logged), so the caller falls back to sleeping.
-
-        pynenc's invocation status cache (``cached_status_time``) may keep showing
-        a non-final status for a while after the invocation finished; the caller
-        then asks again at once. A repeated request for ids this thread already saw
-        final sleeps briefly instead of spinning (set ``cached_status_time`` to 0
-        for the lowest result latency).
-        """
-        orchestrator = self.app.orchestrator
-        if not isinstance(orchestrator, CppComponentMixin) or not invocation_ids:
-            return False
-        engine = orchestrator.storage.orchestrator()
-        ids = [str(i) for i in invocation_ids]
-        seen = getattr(self._wait_memo, "final_ids", None)
-        if seen is not None and seen == ids:
-            # The caller still sees a non-final (cached) status for ids already final.
-            time.sleep(min(float(self.app.conf.cached_status_time), _STALE_CACHE_SLEEP_SEC))
-        # Native mode: the orchestrator's own wait also reads the final record (served
-        # to this thread's next status read of the id, so it costs no round trip).
-        wait = getattr(self.app.orchestrator, "wait_any_final", engine.wait_any_final)
-        try:
-            final_id = wait(ids, _WAIT_BLOCK_SEC)
-        except BackendConnectionError as exc:  # an outage: the status reads ride it out
-            self.logger.warning(f"CppRunner:{self.runner_id} wait_any_final: {exc}")
-            return False
-        except Exception:
-            self.logger.exception(f"CppRunner:{self.runner_id} wait_any_final failed")
-            return False
-        self._wait_memo.final_ids = ids if final_id is not None else None
-        if final_id is not None:
-            # The caller's invocation object sees the final status now, whatever its
-            # status cache held (pynenc's `cached_status_time`).
-            note_final = getattr(orchestrator, "_note_final", None)
-            if note_final is not None:
-                try:
-                    note_final(final_id)
-                except Exception as exc:  # the caller's own status reads meet it again
-                    self.logger.warning(f"CppRunner:{self.runner_id} reading {final_id}: {exc}")
-        return True
-
-    @cached_property
-    def _unrecorded_lock(self) -> threading.Lock:
-        return threading.Lock()
-
-    @cached_property
-    def _wait_memo(self) -> threading.local:
-        """Per-thread memory of the ids the last wait found final."""
-        return threading.local()
 
     def _waiting_for_results(
         self,
