@@ -25,6 +25,7 @@
 #include "next_take.h"
 #include "pynenc_cpp/native/lifecycle.h"
 #include "pynenc_cpp/ports/broker.h"
+#include "pynenc_cpp/runner/fd_watch.h"
 #include "pynenc_cpp/runner/runner_engine.h"
 #include "records.h"
 
@@ -363,6 +364,7 @@ class PyRunnerEngine {
   }
 
   ~PyRunnerEngine() {
+    signal_watch_.reset();  // its thread nudges the engine: gone before it
     // Joining threads that need the GIL: drop it while the engine stops.
     if (PyGILState_Check()) {
       GilRelease release;
@@ -389,8 +391,22 @@ class PyRunnerEngine {
   }
   py::list Running() const { return Describe(engine_->Running()); }
 
+  // From now on a byte readable on `fd` (Python's signal wakeup fd) ends the
+  // Wait in progress at once (after running the signal handlers), so they run
+  // without waiting for a slice to end. Replaces an earlier watch. `fd` must stay open until
+  // UnwatchSignals() (or this engine's end).
+  void WatchSignals(int fd) {
+    signal_watch_.reset();
+    RunnerEngine* engine = engine_.get();
+    signal_watch_ = Unwrap(runner::FdWatch::Start(fd, [engine] { engine->Nudge(); }));
+  }
+  void Nudge() { engine_->Nudge(); }
+  // Ends the watch of WatchSignals (its thread never takes the GIL: joined with it held).
+  void UnwatchSignals() { signal_watch_.reset(); }
+
   // Waits in slices with the GIL released; between slices runs Python's signal
-  // handlers (main thread), so a SIGINT/SIGTERM handler acts within one slice.
+  // handlers (main thread), so a SIGINT/SIGTERM handler acts within one slice, or
+  // at once with WatchSignals. A nudge ends it (false) after the handlers ran.
   bool Wait(double timeout_sec, double slice_sec) {
     if (!(timeout_sec >= 0) || !(slice_sec > 0)) {
       throw py::value_error("timeout_sec must be >= 0 and slice_sec > 0");
@@ -404,17 +420,18 @@ class PyRunnerEngine {
                           std::chrono::microseconds(static_cast<std::int64_t>(timeout_sec * 1e6));
     const auto slice = std::chrono::milliseconds(
         std::max<std::int64_t>(1, static_cast<std::int64_t>(slice_sec * 1000)));
+    const std::uint64_t nudges = engine_->nudges();  // a later nudge ends this wait
     while (true) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
       bool done;
       {
         GilRelease release;
-        done = engine_->Wait(std::max(std::chrono::milliseconds(0), std::min(left, slice)));
+        done = engine_->Wait(std::max(std::chrono::milliseconds(0), std::min(left, slice)), nudges);
       }
       if (done) return true;
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      if (left.count() <= 0) return false;
+      if (left.count() <= 0 || engine_->nudges() != nudges) return false;
     }
   }
 
@@ -453,6 +470,7 @@ class PyRunnerEngine {
 
   std::shared_ptr<PyCallbacks> callbacks_;
   std::unique_ptr<RunnerEngine> engine_;
+  std::unique_ptr<runner::FdWatch> signal_watch_;  // WatchSignals; reset before engine_ goes
 };
 
 }  // namespace
@@ -500,7 +518,18 @@ void InitRunner(py::module_& m) {
            "[(invocation_id, thread_ident)] being executed (timed-out ones excluded).")
       .def("wait", &PyRunnerEngine::Wait, py::arg("timeout_sec"), py::arg("slice_sec") = 0.1,
            "Waits (GIL released, signal handlers run between slices) until every worker and\n"
-           "the timer exited after stop()/abort(). True if they did within `timeout_sec`.")
+           "the timer exited after stop()/abort(). True if they did within `timeout_sec`;\n"
+           "False when the time is over or nudge() (or a watched signal) ended the wait.")
+      .def("watch_signals", &PyRunnerEngine::WatchSignals, py::arg("fd"),
+           "A byte readable on `fd` (the read end of the pipe given to\n"
+           "signal.set_wakeup_fd) ends the wait() in progress at once (it runs the signal\n"
+           "handlers and returns False), so wait() can use long slices. The bytes are\n"
+           "read and discarded. `fd` must stay open until unwatch_signals().")
+      .def("nudge", &PyRunnerEngine::Nudge,
+           "Ends the wait() in progress at once (it returns False, after signal handlers\n"
+           "ran): a caller changed something the waiting thread must look at.")
+      .def("unwatch_signals", &PyRunnerEngine::UnwatchSignals,
+           "Ends the watch of watch_signals(); a no-op without one.")
       .def("mark_waiting", &PyRunnerEngine::MarkWaiting,
            "From a task on one of this engine's workers: its worker waits for results and\n"
            "stops counting as a slot until the task returns. False off a worker thread.")

@@ -261,6 +261,29 @@ TEST(RunnerEngine, GracefulStopLetsRunningTasksFinishAndRetrievesNoMore) {
   EXPECT_EQ(src->size(), 1u);
 }
 
+TEST(RunnerEngine, NudgeEndsAWaitEarlyAndOnlyThatWait) {
+  Log log;
+  RunnerEngine engine(Options(1), std::make_unique<FakeSource>(), RecordingHooks(log));
+  ASSERT_TRUE(engine.Start().ok());
+  std::atomic<bool> returned{false};
+  bool result = true;
+  std::thread waiter([&] {
+    result = engine.Wait(60s);  // running: only a nudge ends it before 60 s
+    returned = true;
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(returned.load());
+  engine.Nudge();
+  waiter.join();         // would block for a minute without the nudge
+  EXPECT_FALSE(result);  // nudged, not done
+  EXPECT_EQ(engine.state(), RunnerState::kRunning);
+  EXPECT_FALSE(engine.Wait(20ms));  // an earlier nudge does not end a later Wait
+  engine.Stop();
+  EXPECT_TRUE(engine.Wait(5s));
+  engine.Nudge();  // after the end: harmless
+  EXPECT_TRUE(engine.Wait(0ms));
+}
+
 TEST(RunnerEngine, AbortReturnsWhatIsRunningAndDoesNotWaitForIt) {
   auto source = std::make_unique<FakeSource>();
   FakeSource* src = source.get();

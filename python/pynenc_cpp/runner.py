@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import threading
 import time
 import weakref
 from functools import cached_property
@@ -40,6 +41,7 @@ from pynenc_cpp._interrupt import WorkerInterrupted, interrupt_thread
 from pynenc_cpp._outage import no_ride_out
 from pynenc_cpp._recovery import DeadRunnerRecovery
 from pynenc_cpp._result_wait import ResultWaits
+from pynenc_cpp._signal_wake import watch_signals
 from pynenc_cpp._timeouts import TimeoutRecords
 from pynenc_cpp.native import CppNativeOrchestrator
 
@@ -56,6 +58,11 @@ if TYPE_CHECKING:
 
     from pynenc_cpp._run import PendingFinish
 
+#: How often an idle ``run`` wakes to look at ``running`` (a stop, a signal or a new
+#: deadline wakes it at once). Each wake-up of an idle process costs CPU time.
+_RUN_TICK_SEC = 2.0
+#: How often ``run`` lets Python's signal handlers run when no watch wakes it for them.
+_SIGNAL_SLICE_SEC = 0.1
 #: How long an immediate stop waits for interrupted workers before exiting.
 _ABORT_GRACE_SEC = 2.0
 
@@ -67,6 +74,16 @@ class TaskTimeoutError(TimeoutError):
 class TaskAbortedError(RuntimeError):
     """Stored as the exception of an invocation whose task ended its thread with a
     ``BaseException`` that is not an ``Exception`` (``SystemExit``, ``KeyboardInterrupt``...)."""
+
+
+def _wait_for(engine: Any, seconds: float) -> bool:
+    """``engine.wait`` for ``seconds`` in all, through the nudges that end a wait
+    early (``CppRunner._abort``). True when the engine's threads are done."""
+    deadline = time.monotonic() + seconds
+    while not engine.wait(max(deadline - time.monotonic(), 0.0)):
+        if time.monotonic() >= deadline:
+            return False
+    return True
 
 
 #: Runners whose engine is running, stopped at interpreter exit (see below).
@@ -83,7 +100,7 @@ def _stop_runners_at_exit() -> None:
         if engine is None or engine.state != "running":
             continue
         engine.stop()
-        engine.wait(1.0)
+        _wait_for(engine, 1.0)
         for invocation_id in engine.take_orphans():
             runner._route_back(InvocationId(invocation_id))
 
@@ -287,9 +304,17 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         """Starts the engine and waits for it in C++ (GIL released, signals handled)."""
         context.set_current_runner(self.app.app_id, self)
         self.on_start()
+        unwatch = watch_signals(self._engine)
+        # Short slices only where a signal handler could run and no watch ends the
+        # slice when a signal comes (see ``_signal_wake``).
+        on_main = threading.current_thread() is threading.main_thread()
+        slow_signals = on_main and unwatch is None
         try:
             while True:
-                if self._engine.wait(0.5, 0.1):
+                # Until the next deadline, at most a tick; a deadline set meanwhile
+                # (a stop from a handler or another thread) nudges the wait.
+                tick = self._run_tick()
+                if self._engine.wait(tick, _SIGNAL_SLICE_SEC if slow_signals else tick):
                     break
                 if not self.running and self._engine.state == "running":
                     self._engine.stop()  # `running` cleared without stop_runner_loop
@@ -308,8 +333,19 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
             self.logger.warning(f"KeyboardInterrupt received. Stopping runner:{self.runner_id}...")
             self._abort()
         finally:
+            if unwatch is not None:
+                unwatch()
             self.on_stop()
             context.clear_current_runner(self.app.app_id)
+
+    def _run_tick(self) -> float:
+        """How long ``run`` may wait before it must look at its deadlines again."""
+        tick = _RUN_TICK_SEC
+        now = time.monotonic()
+        for deadline in (self._grace_deadline, self._abort_deadline):
+            if deadline is not None:
+                tick = min(tick, max(deadline - now, 0.0) + 0.01)
+        return tick
 
     def runner_loop_iteration(self) -> None:
         """Not used: the loop runs in C++ (see ``run``)."""
@@ -327,6 +363,7 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
             self._engine.stop()
             if grace > 0:
                 self._grace_deadline = time.monotonic() + grace
+                self._engine.nudge()  # run() waits for the new deadline
         else:
             self._abort()
 
@@ -351,6 +388,7 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
                 )
             interrupt_thread(thread_ident)
         self._abort_deadline = time.monotonic() + _ABORT_GRACE_SEC
+        engine.nudge()  # run() waits for the new deadline
 
     def _on_stop(self) -> None:
         engine = self._engine
@@ -358,7 +396,7 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
             return
         if engine.state == "running":
             engine.stop()
-            engine.wait(_ABORT_GRACE_SEC)
+            _wait_for(engine, _ABORT_GRACE_SEC)
         with no_ride_out():  # stopping does not wait for the storage
             for invocation_id in engine.take_orphans():
                 self._route_back(InvocationId(invocation_id))

@@ -63,6 +63,7 @@ struct RunnerEngine::Core {
   std::thread timer;
   std::vector<std::string> orphans PYNENC_GUARDED_BY(mu);
   std::int64_t executed PYNENC_GUARDED_BY(mu) = 0;
+  std::uint64_t nudges PYNENC_GUARDED_BY(mu) = 0;  // Nudge() calls: end the Waits in progress
   // The last thread creation the OS refused ("" after a success).
   std::string spawn_error PYNENC_GUARDED_BY(mu);
   // The last spawn_error reported (reported once per change).
@@ -378,7 +379,22 @@ std::vector<RunningTask> RunnerEngine::Abort() {
   return running;
 }
 
-bool RunnerEngine::Wait(std::chrono::milliseconds timeout) {
+void RunnerEngine::Nudge() {
+  {
+    MutexLock lock(core_->mu);
+    ++core_->nudges;
+  }
+  core_->cv.notify_all();
+}
+
+std::uint64_t RunnerEngine::nudges() const {
+  MutexLock lock(core_->mu);
+  return core_->nudges;
+}
+
+bool RunnerEngine::Wait(std::chrono::milliseconds timeout) { return Wait(timeout, nudges()); }
+
+bool RunnerEngine::Wait(std::chrono::milliseconds timeout, std::uint64_t nudges_seen) {
   UniqueLock lock(core_->mu);
   auto done = [&]() PYNENC_REQUIRES(core_->mu) {
     if (core_->state == RunnerState::kRunning) return false;
@@ -388,7 +404,10 @@ bool RunnerEngine::Wait(std::chrono::milliseconds timeout) {
     }
     return true;
   };
-  if (!core_->cv.wait_for(lock.native(), timeout, done)) return false;
+  const bool woke = core_->cv.wait_for(lock.native(), timeout, [&]() PYNENC_REQUIRES(core_->mu) {
+    return core_->nudges != nudges_seen || done();
+  });
+  if (!woke || !done()) return false;
   // Join the threads that are done so their resources go now.
   for (const auto& w : core_->workers) {
     if (w->exited && w->thread.joinable()) {

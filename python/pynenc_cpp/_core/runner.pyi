@@ -64,6 +64,11 @@ class RunnerEngine:
         From a task on one of this engine's workers: its worker waits for results and
         stops counting as a slot until the task returns. False off a worker thread.
         """
+    def nudge(self) -> None:
+        """
+        Ends the wait() in progress at once (it returns False, after signal handlers
+        ran): a caller changed something the waiting thread must look at.
+        """
     def on_worker_thread(self) -> bool:
         """
         True when called from one of this engine's worker threads.
@@ -86,6 +91,10 @@ class RunnerEngine:
         took ahead that no worker ran (from here on finishes take nothing ahead); the
         caller routes them again.
         """
+    def unwatch_signals(self) -> None:
+        """
+        Ends the watch of watch_signals(); a no-op without one.
+        """
     def wait(
         self,
         timeout_sec: typing.SupportsFloat | typing.SupportsIndex,
@@ -93,7 +102,15 @@ class RunnerEngine:
     ) -> bool:
         """
         Waits (GIL released, signal handlers run between slices) until every worker and
-        the timer exited after stop()/abort(). True if they did within `timeout_sec`.
+        the timer exited after stop()/abort(). True if they did within `timeout_sec`;
+        False when the time is over or nudge() (or a watched signal) ended the wait.
+        """
+    def watch_signals(self, fd: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        A byte readable on `fd` (the read end of the pipe given to
+        signal.set_wakeup_fd) ends the wait() in progress at once (it runs the signal
+        handlers and returns False), so wait() can use long slices. The bytes are
+        read and discarded. `fd` must stay open until unwatch_signals().
         """
     @property
     def executed(self) -> int:

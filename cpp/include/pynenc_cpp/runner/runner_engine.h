@@ -111,6 +111,14 @@ class RunnerEngine {
   // Waits up to `timeout` for every non-abandoned worker and the timer to exit
   // (after Stop or Abort). True when they have.
   bool Wait(std::chrono::milliseconds timeout);
+  // Wait, ended early (false) too by a Nudge() made after nudges() returned
+  // `nudges_seen` (one made before this call ends it at once).
+  bool Wait(std::chrono::milliseconds timeout, std::uint64_t nudges_seen);
+  // Ends the Wait calls in progress early (they return false unless the engine is
+  // done): a thread blocked in Wait gets to act on something outside the engine,
+  // e.g. a signal arrived. Thread-safe; async-signal-unsafe (call it from a thread).
+  void Nudge();
+  std::uint64_t nudges() const;  // Nudge() calls so far
   // The calling hook's task, on `worker`, waits for other invocations: the
   // worker stops counting as a slot until its execute returns. Idempotent.
   void MarkWaiting(int worker);
