@@ -57,6 +57,9 @@ REPORT = os.environ.get("PYNENC_CPP_CHAOS_REPORT")
 
 DEAD_AFTER_MINUTES = 0.05  # 3 s without a heartbeat: the runner is dead
 WORKERS = 2  # per CppRunner process
+# How long a live runner may take to write a SUCCESS row after the status (mixed
+# mode, `Chaos.await_history_rows`): its outage retries back off to 2 s each.
+ROW_LAG_SEC = 15.0
 FINAL = {
     InvocationStatus.SUCCESS,
     InvocationStatus.FAILED,
@@ -140,6 +143,14 @@ def wait_stopped(pgid: int, timeout: float = 10) -> None:
     raise AssertionError(f"process group {pgid} did not stop within {timeout} s")
 
 
+def _group_of(pid: int) -> int | None:
+    """The process group of a live process, None once it is gone."""
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
 def parse_ledger(path: Path) -> list[tuple[str, str, int]]:
     """The ledger's complete lines as (kind, tag, pgid)."""
     if not path.exists():
@@ -187,6 +198,8 @@ class Chaos:
         self.slots = 0  # worker slots of every runner started (bounds re-runs)
         # Filled by check(): what each disruption held, every history, pid lookup.
         self.held: dict[int, set[str]] = {}
+        self.tag_of: dict[str, str] = {}  # invocation id -> ledger tag (set by `check`)
+        self.stopped: set[int] = set()  # groups SIGSTOPped and not thawed since
         self.histories: dict[str, list[Any]] = {}
         self.pid_of: Callable[[str], int | None] = lambda _ctx: None
 
@@ -244,6 +257,10 @@ class Chaos:
         event = Disruption(sig.name, runner.pgid, at, len(parse_ledger(self.ledger)), time.time())
         if sig != signal.SIGCONT:
             self.disruptions.append(event)
+        if sig == signal.SIGSTOP:
+            self.stopped.add(runner.pgid)
+        else:
+            self.stopped.discard(runner.pgid)
         return event
 
     def kill_redis(self) -> Disruption:
@@ -313,8 +330,13 @@ class Chaos:
         return found
 
     def describe(self, ids: list[str]) -> str:
-        """Each invocation's status history: status, owner's pid, time."""
+        """Each invocation's status history (status, owner's pid, time), its status
+        record now, its ledger lines and the runner log lines that name it: what a
+        failed check needs to be explained from CI's output alone."""
         state = self.app.state_backend
+        record_of = self.app.orchestrator.get_invocation_status_record
+        ledger = parse_ledger(self.ledger)
+        logs = self.full_logs().splitlines()
         out = []
         for iid in ids:
             out.append(f"{iid}:")
@@ -326,6 +348,11 @@ class Chaos:
                     f"  {at_(h).time()} (row {h.timestamp.time()}) {rec.status.value} "
                     f"pid={pid} owner={rec.runner_id}"
                 )
+            now = record_of(iid)
+            out.append(f"  now: {now.status.value} at {now.timestamp.time()} owner={now.runner_id}")
+            tag = self.tag_of.get(iid)
+            out += [f"  ledger: {k} {t} pgid={g}" for k, t, g in ledger if t == tag]
+            out += [f"  log: {line[:400]}" for line in logs if iid in line][:20]
         return "\n".join(out)
 
     def full_logs(self) -> str:
@@ -377,12 +404,45 @@ class Chaos:
 
     # --------------------------------------------------------------- checks
 
+    def await_history_rows(self, ids: list[str], timeout: float = ROW_LAG_SEC) -> None:
+        """Mixed mode: until every SUCCESS among `ids` has its history row, or none of
+        those without one is owned by a runner that could still write it (alive and
+        not stopped), or `timeout` passes.
+
+        pynenc writes a status change and its history row in two calls, so a runner
+        riding out an outage between them (its retries back off to 2 s) may show
+        SUCCESS a while before the row: the row lags, it is not lost. Checked
+        before that runner's next retry, it would look lost (CI saw it once)."""
+        state, orch = self.app.state_backend, self.app.orchestrator
+        live = {r.pgid for r in self.runners if r.proc.poll() is None} - self.stopped
+        deadline = time.monotonic() + timeout
+        waiting = list(ids)
+        while True:
+            lagging = []
+            for iid in waiting:
+                record = orch.get_invocation_status_record(iid)
+                if record.status != InvocationStatus.SUCCESS:
+                    continue
+                history = state.get_history(iid)
+                if any(h.status_record.status == InvocationStatus.SUCCESS for h in history):
+                    continue
+                # The last row's actor (the runner that took it to RUNNING) writes it.
+                ctx = state.get_runner_context(history[-1].runner_context_id) if history else None
+                if ctx is not None and _group_of(ctx.pid) in live:
+                    lagging.append(iid)
+            if not lagging or time.monotonic() > deadline:
+                return
+            waiting = lagging
+            time.sleep(0.1)
+
     def check(self, acknowledged: dict[str, int], *, outage_reruns: int = 0) -> Outcome:
         """The shared assertions (module docstring); `outage_reruns` is how many
         re-runs a storage outage may cause (a body whose RUNNING record was lost)."""
         assert not self.sanitizer_reports(), "\n".join(self.sanitizer_reports())
         orch, state = self.app.orchestrator, self.app.state_backend
-        tag_of = {iid: f"t{x}" for iid, x in acknowledged.items()}
+        if self.mode == "mixed":
+            self.await_history_rows(list(acknowledged))
+        tag_of = self.tag_of = {iid: f"t{x}" for iid, x in acknowledged.items()}
         statuses = {iid: orch.get_invocation_status(iid) for iid in acknowledged}
         ledger = parse_ledger(self.ledger)
         starts: dict[str, list[int]] = defaultdict(list)
