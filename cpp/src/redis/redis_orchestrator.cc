@@ -467,15 +467,24 @@ Status RedisOrchestrator::Purge() {
     if (!d.ok()) return d.status();
     if (d.value().is_error()) return ReplyError(d.value(), "purge (unlink)");
   } while (cursor != "0");
-  return Status::Ok();
+  return DropRetiredIndexes();  // the purge unlinked their markers too
+}
+
+Status RedisOrchestrator::DropRetiredIndexes() {
+  std::vector<std::string> args;
+  for (InvocationStatus st : AllStatuses()) args.emplace_back(StatusName(st));
+  return Run(DropRetiredIndexesScript(), std::move(args), "drop retired indexes").status();
 }
 
 }  // namespace redis_orchestrator
 
 Result<std::unique_ptr<Orchestrator>> NewRedisOrchestrator(std::shared_ptr<redis::Client> client,
                                                            const BackendConfig& config) {
-  return std::unique_ptr<Orchestrator>(
-      std::make_unique<redis_orchestrator::RedisOrchestrator>(std::move(client), config));
+  auto orchestrator =
+      std::make_unique<redis_orchestrator::RedisOrchestrator>(std::move(client), config);
+  Status dropped = orchestrator->DropRetiredIndexes();
+  if (!dropped.ok()) return dropped;
+  return std::unique_ptr<Orchestrator>(std::move(orchestrator));
 }
 
 }  // namespace pynenc_cpp

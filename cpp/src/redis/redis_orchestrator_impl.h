@@ -8,13 +8,18 @@
 //   P seq                 INCR counter: registration sequence numbers
 //   P inv:<id>            hash: seq, task, call, st (status name), ts (status us),
 //                         own (owner; absent = no owner), retries
-//   P all / task:<t> / call:<c> / status:<s>
-//                         sorted sets of ids scored by seq (registration order)
+//   P task:<t> / call:<c> sorted sets of ids scored by seq (registration order)
 //   P arg:<len(k)>:<k>=<v> sorted set of ids scored by seq; P args:<id> hash k -> v
 //   P times               sorted set scored by status time, members
 //                         "<seq, 20 digits><id>": newest-first pages, ties newest seq
 //   P stimes:<s> / ttimes:<t>  the same, per status / per task (filtered pages,
-//                         pending recovery)
+//                         counts, recovery scans; registration order is the
+//                         members' order). An earlier layout also kept P all
+//                         and P status:<s> (ids by seq), duplicates of times
+//                         and stimes:<s>; opening (and purging) an orchestrator
+//                         replaces them with strings, so that a process of the
+//                         earlier layout fails with WRONGTYPE instead of
+//                         silently missing what this one writes.
 //   P purge               auto-purge marks, scored by mark time, same members
 //   P wf:<id> / wb:<id>   sets: what <id> waits for / who waits for <id>;
 //   P waited              set of ids someone waits for
@@ -65,6 +70,7 @@ const redis::Script& ExecutionStartScript();
 const redis::Script& ExecutionFinalizeScript();
 const redis::Script& ExecutionsScript();
 const redis::Script& ExecutionDropScript();
+const redis::Script& DropRetiredIndexesScript();
 
 // A final-status note, as notify_final pushes it on a waiter's list:
 // "<id length>:<id>" and then whatever the script that set the status added (the
@@ -181,6 +187,11 @@ class RedisOrchestrator final : public Orchestrator {
       TimestampUs start_us, TimestampUs end_us, std::int64_t limit,
       const std::optional<std::string>& runner_id, TimestampUs min_duration_us) override;
   Result<std::int64_t> PurgeAtomicServiceExecutions(const ExecutionPurgePolicy& policy) override;
+
+  // Replaces the indexes an earlier key layout kept (P all, P status:<s>),
+  // which nothing reads or updates now, with strings that make a process of
+  // that layout fail loudly; done when the orchestrator is opened or purged.
+  Status DropRetiredIndexes();
 
  private:
   // Runs `script` with ARGV = {prefix, args...}; a Redis error reply becomes

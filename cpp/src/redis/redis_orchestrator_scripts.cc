@@ -35,10 +35,8 @@ local function forget(id)
   local k = P .. 'inv:' .. id
   local f = redis.call('HMGET', k, 'seq', 'task', 'call', 'st')
   if not f[1] then return end
-  redis.call('ZREM', P .. 'all', id)
   redis.call('ZREM', P .. 'task:' .. f[2], id)
   redis.call('ZREM', P .. 'call:' .. f[3], id)
-  redis.call('ZREM', P .. 'status:' .. f[4], id)
   local m = pad(f[1]) .. id
   redis.call('ZREM', P .. 'times', m)
   redis.call('ZREM', P .. 'stimes:' .. f[4], m)
@@ -50,8 +48,8 @@ local function forget(id)
   release(id)
 end
 -- Moves id (record key k, sequence seq, task, current status old) to status new
--- at ts, owned by owner (nil: nobody): the record, the status index and the time
--- pages. Every status change of a script goes through here (TransitionScript and
+-- at ts, owned by owner (nil: nobody): the record and the time pages (stimes:<s>
+-- is also the status index). Every status change of a script goes through here (TransitionScript and
 -- native/redis_lifecycle_scripts.cc's). Returns id's time-page member.
 local function orch_set_status(k, id, seq, task, old, new, ts, owner)
   if owner then
@@ -60,8 +58,6 @@ local function orch_set_status(k, id, seq, task, old, new, ts, owner)
     redis.call('HSET', k, 'st', new, 'ts', ts)
     redis.call('HDEL', k, 'own')
   end
-  redis.call('ZREM', P .. 'status:' .. old, id)
-  redis.call('ZADD', P .. 'status:' .. new, seq, id)
   local m = pad(seq) .. id
   redis.call('ZADD', P .. 'times', ts, m)
   redis.call('ZREM', P .. 'stimes:' .. old, m)
@@ -70,7 +66,7 @@ local function orch_set_status(k, id, seq, task, old, new, ts, owner)
   return m
 end
 -- Registers one invocation unless known (status st at ts, owner or nil): the
--- record, the task / call / status indexes and the time pages. Shared with the
+-- record, the task / call indexes and the time pages. Shared with the
 -- submit script of native/redis_lifecycle_scripts.cc. Returns 1 if registered, 0 if known.
 local function orch_register(id, task, call, st, ts, owner)
   local k = P .. 'inv:' .. id
@@ -82,10 +78,8 @@ local function orch_register(id, task, call, st, ts, owner)
   else
     redis.call('HSET', k, 'seq', seq, 'task', task, 'call', call, 'st', st, 'ts', ts, 'retries', 0)
   end
-  redis.call('ZADD', P .. 'all', seq, id)
   redis.call('ZADD', P .. 'task:' .. task, seq, id)
   redis.call('ZADD', P .. 'call:' .. call, seq, id)
-  redis.call('ZADD', P .. 'status:' .. st, seq, id)
   redis.call('ZADD', P .. 'times', ts, pad(seq) .. id)
   redis.call('ZADD', P .. 'stimes:' .. st, ts, pad(seq) .. id)
   redis.call('ZADD', P .. 'ttimes:' .. task, ts, pad(seq) .. id)
@@ -297,18 +291,20 @@ end
   return s;
 }
 
-// ARGV: P, has_task, task, statuses...
+// ARGV: P, has_task, task, statuses... The time pages hold every invocation
+// once (times), per status (stimes:<s>) and per task (ttimes:<t>), all with the
+// same members, so a count is a cardinality or an intersection's.
 const Script& CountScript() {
   static const Script s = Make(R"lua(
 local has_task = ARGV[2] == '1'
-local tk = P .. 'task:' .. ARGV[3]
 if #ARGV < 4 then
-  if has_task then return redis.call('ZCARD', tk) end
-  return redis.call('ZCARD', P .. 'all')
+  if has_task then return redis.call('ZCARD', P .. 'task:' .. ARGV[3]) end
+  return redis.call('ZCARD', P .. 'times')
 end
+local tk = P .. 'ttimes:' .. ARGV[3]
 local n = 0
 for i = 4, #ARGV do
-  local sk = P .. 'status:' .. ARGV[i]
+  local sk = P .. 'stimes:' .. ARGV[i]
   if has_task then n = n + redis.call('ZINTERCARD', 2, tk, sk) else n = n + redis.call('ZCARD', sk) end
 end
 return n
@@ -444,12 +440,16 @@ return out
 
 // ARGV: P, cutoff, status, missing ('1': an owner with no heartbeat counts as
 // dead). Invocations in `status` whose owner's heartbeat is < cutoff (or
-// missing), registration order: RUNNING for recovery, PENDING of dead runners.
+// missing), registration order (the status's time page, sorted by its
+// seq-prefixed members): RUNNING for recovery, PENDING of dead runners.
 const Script& OwnerDeadScript() {
   static const Script s = Make(R"lua(
 local cutoff, missing_dead = tonumber(ARGV[2]), ARGV[4] == '1'
+local ms = redis.call('ZRANGE', P .. 'stimes:' .. ARGV[3], 0, -1)
+table.sort(ms)
 local out = {}
-for _, id in ipairs(redis.call('ZRANGE', P .. 'status:' .. ARGV[3], 0, -1)) do
+for _, m in ipairs(ms) do
+  local id = string.sub(m, 21)
   local own = redis.call('HGET', P .. 'inv:' .. id, 'own')
   if own and own ~= '' then
     local hb = redis.call('HGET', P .. 'runner:' .. own, 'hb')
@@ -559,6 +559,28 @@ for i = 2, #ARGV, 2 do
   end
 end
 return n
+)lua");
+  return s;
+}
+
+// The indexes an earlier key layout kept and this one does not: P all and P
+// status:<s> (ids by registration order; the time pages answer what they did).
+// ARGV: P, every status name. Unlinks them and leaves a string in each key: a
+// process of that earlier layout, which would write and read those indexes
+// (sorted sets), fails with WRONGTYPE at its first register, status change,
+// count or recovery scan instead of silently missing what this layout wrote.
+const Script& DropRetiredIndexesScript() {
+  static const Script s = Make(R"lua(
+local keys, marks = {P .. 'all'}, {}
+for i = 2, #ARGV do keys[#keys + 1] = P .. 'status:' .. ARGV[i] end
+redis.call('UNLINK', unpack(keys))
+local why = 'not kept since pynenc-cpp key layout 2: upgrade every process of this app'
+for _, k in ipairs(keys) do
+  marks[#marks + 1] = k
+  marks[#marks + 1] = why
+end
+redis.call('MSET', unpack(marks))
+return #keys
 )lua");
   return s;
 }

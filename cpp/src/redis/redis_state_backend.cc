@@ -155,6 +155,8 @@ std::string EncodeTs(TimestampUs ts) {
   return Hex16(static_cast<std::uint64_t>(ts) ^ (std::uint64_t{1} << 63));
 }
 constexpr std::size_t kPosLen = 32;
+// The key layout the state backend writes (P layout; DropRetiredKeys).
+constexpr const char* kLayout = "2";
 
 std::optional<HistoryPosition> DecodePos(const std::string& member) {
   if (member.size() < kPosLen) return std::nullopt;
@@ -187,6 +189,12 @@ std::optional<HistoryRecord> UnpackHistory(const std::string& pos, const std::st
 // --- Lua scripts (KEYS[1] is always the app's state prefix) -----------------
 const char* kLuaHelpers = R"LUA(
 local p = KEYS[1]
+-- A history entry as stored in P hkey:<id>: its position (32 hex digits), then
+-- its value; an entry of layout 1 is the position alone, its value in P hist.
+local function hist_value(e)
+  if #e == 32 then return redis.call('HGET', p .. 'hist', e) end
+  return string.sub(e, 33)
+end
 local function hmget_all(key, fields)
   local out = {}
   for i = 1, #fields, 1000 do
@@ -209,7 +217,7 @@ end
 //   state_add_new_histories(sp, rows): rows {id, tsenc, dk, val}, in order, each
 //     known to be new (a lifecycle step's own rows, under a timestamp taken for
 //     that step): state_add_history without its lookup, each key written once
-//     for all the rows (5 commands for one invocation's rows instead of 6 a row).
+//     for all the rows (3 commands for one invocation's rows instead of 4 a row).
 const char* kStateFragments = R"LUA(
 local state_ix = {parent = 'ix:parent:', event = 'ix:event:', wfid = 'ix:wf:', wftype = 'ix:wftype:'}
 local state_ix_names = {'parent', 'event', 'wfid', 'wftype'}
@@ -242,14 +250,16 @@ end
 local function state_add_history(sp, id, tsenc, dk, val)
   local dkey = sp .. 'hkey:' .. id
   local pos = redis.call('HGET', dkey, dk)
-  if not pos then
+  if pos then
+    -- An entry of layout 1 is its position alone, its value in P hist: moved here.
+    if #pos == 32 then redis.call('HDEL', sp .. 'hist', pos) end
+    pos = string.sub(pos, 1, 32)
+  else
     local hseq = redis.call('INCR', sp .. 'hseq')
     pos = tsenc .. string.format('%016x', hseq)
-    redis.call('HSET', dkey, dk, pos)
     redis.call('ZADD', sp .. 'htime', 0, pos .. id)
-    redis.call('ZADD', sp .. 'hinv:' .. id, 0, pos)
   end
-  redis.call('HSET', sp .. 'hist', pos, val)
+  redis.call('HSET', dkey, dk, pos .. val)
 end
 local function state_call_chunked(cmd, key, args)
   for i = 1, #args, 1000 do
@@ -260,31 +270,25 @@ local function state_add_new_histories(sp, rows)
   local n = #rows
   if n == 0 then return end
   local first = redis.call('INCRBY', sp .. 'hseq', n) - n
-  local htime, hist, per_id, ids = {}, {}, {}, {}
+  local htime, per_id, ids = {}, {}, {}
   for i, r in ipairs(rows) do
     local id = r[1]
     local pos = r[2] .. string.format('%016x', first + i)
     htime[#htime + 1] = 0
     htime[#htime + 1] = pos .. id
-    hist[#hist + 1] = pos
-    hist[#hist + 1] = r[4]
     local t = per_id[id]
     if not t then
-      t = {{}, {}}
+      t = {}
       per_id[id] = t
       ids[#ids + 1] = id
     end
-    t[1][#t[1] + 1] = r[3]
-    t[1][#t[1] + 1] = pos
-    t[2][#t[2] + 1] = 0
-    t[2][#t[2] + 1] = pos
+    t[#t + 1] = r[3]
+    t[#t + 1] = pos .. r[4]
   end
   for _, id in ipairs(ids) do
-    redis.call('HSET', sp .. 'hkey:' .. id, unpack(per_id[id][1]))
-    redis.call('ZADD', sp .. 'hinv:' .. id, unpack(per_id[id][2]))
+    redis.call('HSET', sp .. 'hkey:' .. id, unpack(per_id[id]))
   end
   state_call_chunked('ZADD', sp .. 'htime', htime)
-  state_call_chunked('HSET', sp .. 'hist', hist)
 end
 )LUA";
 
@@ -332,12 +336,16 @@ return 1
   return script;
 }
 
-// ARGV: id. Returns {positions, values}.
+// ARGV: id. Returns {positions, values}, in position order (each stored entry
+// starts with its position, 32 lowercase hex digits, so Lua's string order of
+// the entries is their positions' byte order).
 const Script& GetHistoryScript() {
   static const Script script(WithHelpers(R"LUA(
-local ps = redis.call('ZRANGE', p .. 'hinv:' .. ARGV[1], 0, -1)
-if #ps == 0 then return {{}, {}} end
-return {ps, hmget_all(p .. 'hist', ps)}
+local es = redis.call('HVALS', p .. 'hkey:' .. ARGV[1])
+table.sort(es)
+local ps, vs = {}, {}
+for i, e in ipairs(es) do ps[i], vs[i] = string.sub(e, 1, 32), hist_value(e) end
+return {ps, vs}
 )LUA"));
   return script;
 }
@@ -346,10 +354,18 @@ return {ps, hmget_all(p .. 'hist', ps)}
 const Script& HistoryRangeScript() {
   static const Script script(WithHelpers(R"LUA(
 local ms = redis.call('ZRANGEBYLEX', p .. 'htime', ARGV[1], ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
-if #ms == 0 then return {{}, {}} end
-local ps = {}
-for i = 1, #ms do ps[i] = string.sub(ms[i], 1, 32) end
-return {ms, hmget_all(p .. 'hist', ps)}
+local by_id, vs = {}, {}
+for i, m in ipairs(ms) do
+  local pos, id = string.sub(m, 1, 32), string.sub(m, 33)
+  local es = by_id[id]
+  if not es then
+    es = {}
+    for _, e in ipairs(redis.call('HVALS', p .. 'hkey:' .. id)) do es[string.sub(e, 1, 32)] = e end
+    by_id[id] = es
+  end
+  vs[i] = es[pos] and hist_value(es[pos]) or false
+end
+return {ms, vs}
 )LUA"));
   return script;
 }
@@ -668,13 +684,44 @@ class RedisStateBackend final : public StateBackend {
                    "no workflow data '" + key + "' for workflow " + workflow.str());
   }
 
+  // Unlinks the keys an earlier layout kept and this one does not (P hinv:<id>:
+  // each invocation's history positions, which P hkey:<id> holds too), by one
+  // SCAN of the app's history keys, then marks the app's layout (P layout = 2)
+  // so that later opens skip the scan.
+  Status DropRetiredKeys() {
+    const std::string marker = p_ + "layout";
+    Result<Value> seen = Checked(client_->Command({"GET", marker}));
+    if (!seen.ok()) return seen.status();
+    if (seen.value().type == Value::Type::kString && seen.value().str == kLayout) {
+      return Status::Ok();
+    }
+    const std::string match = GlobEscape(p_ + "hinv:") + "*";
+    std::string cursor = "0";
+    do {
+      Result<Value> v =
+          Checked(client_->Command({"SCAN", cursor, "MATCH", match, "COUNT", "1000"}));
+      if (!v.ok()) return v.status();
+      if (v.value().elements.size() != 2) return Corrupt("SCAN reply");
+      cursor = v.value().elements[0].str;
+      std::vector<std::string> argv = {"UNLINK"};
+      for (const Value& k : v.value().elements[1].elements) argv.push_back(k.str);
+      if (argv.size() > 1) {
+        Status st = Checked(client_->Command(argv)).status();
+        if (!st.ok()) return st;
+      }
+    } while (cursor != "0");
+    return Checked(client_->Command({"SET", marker, kLayout})).status();
+  }
+
   // SCAN over this app's state keys (never KEYS), deleted with UNLINK batch by
-  // batch. The order counters are kept so orders stay monotonic across purges.
+  // batch. The order counters and the layout mark are kept so orders stay
+  // monotonic across purges.
   // Writes racing with a purge may survive it, as with any purge.
   Status Purge() override {
     const std::string match = GlobEscape(p_) + "*";
     const std::string keep1 = p_ + "seq";
     const std::string keep2 = p_ + "hseq";
+    const std::string keep3 = p_ + "layout";
     std::string cursor = "0";
     do {
       Result<Value> v =
@@ -684,7 +731,7 @@ class RedisStateBackend final : public StateBackend {
       cursor = v.value().elements[0].str;
       std::vector<std::string> argv = {"UNLINK"};
       for (const Value& k : v.value().elements[1].elements) {
-        if (k.str != keep1 && k.str != keep2) argv.push_back(k.str);
+        if (k.str != keep1 && k.str != keep2 && k.str != keep3) argv.push_back(k.str);
       }
       if (argv.size() > 1) {
         Status s = Checked(client_->Command(argv)).status();
@@ -769,7 +816,10 @@ std::optional<InvocationRecord> ParseInvocationRecord(const std::string& packed)
 Result<std::unique_ptr<StateBackend>> NewRedisStateBackend(std::shared_ptr<Client> client,
                                                            const BackendConfig& config) {
   if (config.app_id.empty()) return Status::BadConfig("the redis state backend needs an app_id");
-  return std::unique_ptr<StateBackend>(new RedisStateBackend(std::move(client), config));
+  std::unique_ptr<RedisStateBackend> backend(new RedisStateBackend(std::move(client), config));
+  Status dropped = backend->DropRetiredKeys();
+  if (!dropped.ok()) return dropped;
+  return std::unique_ptr<StateBackend>(std::move(backend));
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> RedisDiscoverAppInfos(

@@ -10,11 +10,17 @@
 //   P ix:wftype:<type>    zset  idem, by workflow type
 //   P ix:wfany            zset  idem, every invocation that has a workflow
 //   P seq / P hseq        counters (kept by Purge, so orders never go back)
-//   P hist                hash  pos -> "<status>|<json>"; pos = 16 hex of the
-//                               timestamp (sign bit flipped) + 16 hex of hseq
+//   P hkey:<id>           hash  "<ts>:<status>" (the replace-in-place key) ->
+//                               pos + "<status>|<json>": one invocation's history,
+//                               read sorted; pos = 16 hex of the timestamp (sign
+//                               bit flipped) + 16 hex of hseq
 //   P htime               zset  score 0, member pos+id: lexicographic = total order
-//   P hinv:<id>           zset  score 0, member pos: one invocation's history
-//   P hkey:<id>           hash  "<ts>:<status>" -> pos (the replace-in-place key)
+//   P layout              "2" once the keys of layout 1 are gone (the P hinv:<id>
+//                               zsets of pos, which duplicated hkey:<id>; unlinked
+//                               by one SCAN when a state backend is opened)
+//   P hist                hash  (layout 1) pos -> value of an entry whose hkey
+//                               field holds pos alone; still read, emptied as
+//                               entries are replaced, never written anew
 //   P results / P exceptions / P runners     hashes by invocation / runner id
 //   P wfruns / P wftype_of                   hashes workflow id -> packed run / type
 //   P wfruns_t:<type>     set   workflow ids of one type;  P wftypes  set of types

@@ -1,0 +1,144 @@
+"""The Redis key layout across an upgrade: the indexes an earlier layout kept
+(orchestrator ``all`` and ``status:<s>``, state ``hinv:<id>``) are dropped
+when the components are opened, and what that layout stored still reads the
+same (counts, recovery scans, histories), because every read now goes to the
+keys both layouts keep. The orchestrator's dropped indexes become strings, so a
+process of the earlier layout fails with WRONGTYPE instead of silently missing
+what this one writes."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+
+from pynenc_cpp import _core
+from tests_py.redis_server import RedisServer
+
+
+def _cli(server: RedisServer, *args: str) -> str:
+    out = subprocess.run(
+        ["redis-cli", "-p", str(server.port), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    return out.stdout.strip()
+
+
+def test_indexes_of_the_earlier_layout_are_unlinked_and_its_data_still_reads(
+    redis_server: RedisServer,
+) -> None:
+    app = f"layout-{uuid.uuid4().hex[:6]}"
+    po, ps = f"pynenc:{{{app}}}:orchestrator:", f"pynenc:{{{app}}}:state:"
+    orch = _core.Orchestrator(redis_server.url, app)
+    state = _core.StateBackend(redis_server.url, app)
+    ids = [f"inv-{i}" for i in range(4)]
+    for i in ids:
+        orch.register([(i, "mod.task_a" if i != "inv-3" else "mod.task_b", f"call-{i}")])
+    orch.transition("inv-1", "pending", "runner-x")
+    orch.transition("inv-1", "running", "runner-x")
+    orch.transition("inv-2", "pending", "runner-x")
+    orch.transition("inv-2", "running", "runner-x")
+    state.add_histories(["inv-1"], 1_000, "registered", '{"n": 1}')
+    state.add_histories(["inv-1"], 3_000, "running", '{"n": 3}')
+    state.add_histories(["inv-1"], 2_000, "pending", '{"n": 2}')
+    assert _cli(redis_server, "TYPE", po + "all") == "string"
+    assert _cli(redis_server, "TYPE", po + "status:running") == "string"
+    assert _cli(redis_server, "EXISTS", ps + "hinv:inv-1") == "0"
+
+    # What the earlier layout kept beside the same data.
+    _cli(redis_server, "DEL", po + "all", po + "status:registered", po + "status:running")
+    _cli(redis_server, "ZADD", po + "all", "1", "inv-0", "2", "inv-1", "3", "inv-2", "4", "inv-3")
+    _cli(redis_server, "ZADD", po + "status:registered", "1", "inv-0", "4", "inv-3")
+    _cli(redis_server, "ZADD", po + "status:running", "2", "inv-1", "3", "inv-2")
+    entries = _cli(redis_server, "HVALS", ps + "hkey:inv-1").split("\n")
+    assert len(entries) == 3
+    for entry in entries:  # its position, then its value
+        _cli(redis_server, "ZADD", ps + "hinv:inv-1", "0", entry[:32])
+    _cli(redis_server, "DEL", ps + "layout")
+
+    orch2 = _core.Orchestrator(redis_server.url, app)
+    state2 = _core.StateBackend(redis_server.url, app)
+    for key in (po + "all", po + "status:registered", po + "status:running"):
+        assert _cli(redis_server, "TYPE", key) == "string"
+    assert _cli(redis_server, "EXISTS", ps + "hinv:inv-1") == "0"
+    assert _cli(redis_server, "GET", ps + "layout") == "2"
+    # A writer of the earlier layout meets a string where it kept an index.
+    assert "WRONGTYPE" in _cli(redis_server, "ZADD", po + "all", "5", "inv-4")
+
+    assert orch2.count_invocations() == 4
+    assert orch2.count_invocations("mod.task_a") == 3
+    assert orch2.count_invocations(None, ["running"]) == 2
+    assert orch2.count_invocations("mod.task_a", ["registered"]) == 1
+    assert orch2.count_invocations("mod.task_b", ["registered", "running"]) == 1
+    # Owners with no heartbeat count as dead: both, in registration order.
+    assert orch2.running_for_recovery(1) == ["inv-1", "inv-2"]
+    assert [h for h in state2.get_history("inv-1")] == ['{"n": 1}', '{"n": 2}', '{"n": 3}']
+
+
+def test_recovery_scan_keeps_registration_order_after_status_changes(
+    redis_server: RedisServer,
+) -> None:
+    """The scan reads the status's time page, scored by the time of the change;
+    it must still answer in registration order."""
+    app = f"layout-{uuid.uuid4().hex[:6]}"
+    orch = _core.Orchestrator(redis_server.url, app)
+    ids = [f"inv-{i:02d}" for i in range(12)]
+    orch.register([(i, "mod.task", f"call-{i}") for i in ids])
+    for i in reversed(ids):  # the last registered changes status first
+        orch.transition(i, "pending", "runner-y")
+        orch.transition(i, "running", "runner-y")
+    assert orch.running_for_recovery(1) == ids
+    orch.transition("inv-05", "success", "runner-y")
+    assert orch.running_for_recovery(1) == [i for i in ids if i != "inv-05"]
+    assert orch.count_invocations(None, ["running"]) == 11
+    assert orch.count_invocations("mod.task", ["success"]) == 1
+
+
+def test_layout_marks_survive_a_purge(redis_server: RedisServer) -> None:
+    app = f"layout-{uuid.uuid4().hex[:6]}"
+    po, ps = f"pynenc:{{{app}}}:orchestrator:", f"pynenc:{{{app}}}:state:"
+    orch = _core.Orchestrator(redis_server.url, app)
+    state = _core.StateBackend(redis_server.url, app)
+    orch.register([("inv-a", "mod.task", "call-a")])
+    state.add_histories(["inv-a"], 1_000, "registered", "{}")
+    orch.purge()
+    state.purge()
+    assert _cli(redis_server, "GET", ps + "layout") == "2"
+    assert _cli(redis_server, "TYPE", po + "status:registered") == "string"
+    assert state.get_history("inv-a") == []
+    assert orch.count_invocations() == 0
+
+
+def test_history_entries_of_layout_1_still_read_and_move_when_replaced(
+    redis_server: RedisServer,
+) -> None:
+    """Layout 1 kept a history entry's position in ``hkey:<id>`` and its value in
+    the app's ``hist`` hash; layout 2 keeps both in ``hkey:<id>``. Entries of
+    layout 1 read the same by invocation and by time range, and a replaced one
+    moves into ``hkey:<id>``."""
+    app = f"layout-{uuid.uuid4().hex[:6]}"
+    ps = f"pynenc:{{{app}}}:state:"
+    state = _core.StateBackend(redis_server.url, app)
+    state.add_histories(["inv-1", "inv-2"], 1_000, "registered", '{"n": 1}')
+    state.add_histories(["inv-1"], 2_000, "running", '{"n": 2}')
+    state.add_histories(["inv-2"], 3_000, "running", '{"n": 3}')
+    # Rewritten as layout 1 stored them.
+    for inv in ("inv-1", "inv-2"):
+        lines = _cli(redis_server, "HGETALL", ps + "hkey:" + inv).split("\n")
+        for field, entry in zip(lines[::2], lines[1::2], strict=True):
+            assert len(entry) > 32
+            _cli(redis_server, "HSET", ps + "hist", entry[:32], entry[32:])
+            _cli(redis_server, "HSET", ps + "hkey:" + inv, field, entry[:32])
+    assert _cli(redis_server, "HLEN", ps + "hist") == "4"
+
+    assert state.get_history("inv-1") == ['{"n": 1}', '{"n": 2}']
+    jsons, cursor = state.history_in_range(0, 10_000)
+    assert jsons == ['{"n": 1}', '{"n": 1}', '{"n": 2}', '{"n": 3}'] and cursor is None
+    assert state.history_in_range(1_500, 3_000)[0] == ['{"n": 2}', '{"n": 3}']
+
+    state.add_histories(["inv-2"], 3_000, "running", '{"n": 33}')  # replaces, in place
+    assert _cli(redis_server, "HLEN", ps + "hist") == "3"
+    assert state.get_history("inv-2") == ['{"n": 1}', '{"n": 33}']
+    assert state.history_in_range(2_500, 10_000)[0] == ['{"n": 33}']
