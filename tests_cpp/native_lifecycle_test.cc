@@ -63,6 +63,31 @@ TYPED_TEST(LifecycleCompliance, RegisterRejectsAnEmptyIdAndStoresNothing) {
   EXPECT_EQ(this->broker_->Count({"default"}).value(), 0);
 }
 
+TYPED_TEST(LifecycleCompliance, AnIdSubmittedTwiceAtOneInstantKeepsItsHistoryReadable) {
+  // Same id twice in one batch, then again in another call, all at one instant
+  // (the clock does not move): every row written under the same key. Whatever
+  // rows a backend keeps, a time range reads exactly those, page by page.
+  ASSERT_TRUE(this->life_->RegisterAndRoute({this->New("a"), this->New("a")}, kRunner).ok());
+  ASSERT_TRUE(this->life_->RegisterAndRoute({this->New("a"), this->New("b")}, kRunner).ok());
+  std::size_t rows = 0;
+  for (const char* id : {"a", "b"}) {
+    auto h = this->state_->GetHistory(InvocationId(id));
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    EXPECT_FALSE(h.value().empty());
+    rows += h.value().size();
+  }
+  std::size_t paged = 0;
+  std::optional<HistoryPosition> after;
+  for (int page = 0; page < 10; ++page) {
+    auto p = this->state_->HistoryInRange(0, kStart + 1, after, 1);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    paged += p.value().records.size();
+    if (!p.value().next) break;
+    after = p.value().next;
+  }
+  EXPECT_EQ(paged, rows);
+}
+
 TYPED_TEST(LifecycleCompliance, WatchedFlagsFollowTheTriggerStore) {
   ASSERT_TRUE(this->trigger_->RegisterCondition("c-status", "{}", "StatusContext").ok());
   ASSERT_TRUE(this->trigger_->RegisterSourceTaskCondition("mod.watched", "c-status").ok());

@@ -467,7 +467,7 @@ Status RedisOrchestrator::Purge() {
     if (!d.ok()) return d.status();
     if (d.value().is_error()) return ReplyError(d.value(), "purge (unlink)");
   } while (cursor != "0");
-  return DropRetiredIndexes();  // the purge unlinked their markers too
+  return Status::Ok();
 }
 
 Status RedisOrchestrator::DropRetiredIndexes() {
@@ -482,8 +482,9 @@ Result<std::unique_ptr<Orchestrator>> NewRedisOrchestrator(std::shared_ptr<redis
                                                            const BackendConfig& config) {
   auto orchestrator =
       std::make_unique<redis_orchestrator::RedisOrchestrator>(std::move(client), config);
-  Status dropped = orchestrator->DropRetiredIndexes();
-  if (!dropped.ok()) return dropped;
+  // Best effort: nothing reads those keys, so a failure (the server unreachable
+  // for a moment) only leaves them for the next open.
+  (void)orchestrator->DropRetiredIndexes();
   return std::unique_ptr<Orchestrator>(std::move(orchestrator));
 }
 

@@ -16,10 +16,7 @@
 //                         counts, recovery scans; registration order is the
 //                         members' order). An earlier layout also kept P all
 //                         and P status:<s> (ids by seq), duplicates of times
-//                         and stimes:<s>; opening (and purging) an orchestrator
-//                         replaces them with strings, so that a process of the
-//                         earlier layout fails with WRONGTYPE instead of
-//                         silently missing what this one writes.
+//                         and stimes:<s>; opening an orchestrator unlinks them.
 //   P purge               auto-purge marks, scored by mark time, same members
 //   P wf:<id> / wb:<id>   sets: what <id> waits for / who waits for <id>;
 //   P waited              set of ids someone waits for
@@ -188,9 +185,8 @@ class RedisOrchestrator final : public Orchestrator {
       const std::optional<std::string>& runner_id, TimestampUs min_duration_us) override;
   Result<std::int64_t> PurgeAtomicServiceExecutions(const ExecutionPurgePolicy& policy) override;
 
-  // Replaces the indexes an earlier key layout kept (P all, P status:<s>),
-  // which nothing reads or updates now, with strings that make a process of
-  // that layout fail loudly; done when the orchestrator is opened or purged.
+  // Unlinks the indexes an earlier key layout kept (P all, P status:<s>),
+  // which nothing reads or updates now; done when the orchestrator is opened.
   Status DropRetiredIndexes();
 
  private:

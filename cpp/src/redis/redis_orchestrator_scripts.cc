@@ -565,22 +565,12 @@ return n
 
 // The indexes an earlier key layout kept and this one does not: P all and P
 // status:<s> (ids by registration order; the time pages answer what they did).
-// ARGV: P, every status name. Unlinks them and leaves a string in each key: a
-// process of that earlier layout, which would write and read those indexes
-// (sorted sets), fails with WRONGTYPE at its first register, status change,
-// count or recovery scan instead of silently missing what this layout wrote.
+// ARGV: P, every status name. Unlinks them; returns how many existed.
 const Script& DropRetiredIndexesScript() {
   static const Script s = Make(R"lua(
-local keys, marks = {P .. 'all'}, {}
+local keys = {P .. 'all'}
 for i = 2, #ARGV do keys[#keys + 1] = P .. 'status:' .. ARGV[i] end
-redis.call('UNLINK', unpack(keys))
-local why = 'not kept since pynenc-cpp key layout 2: upgrade every process of this app'
-for _, k in ipairs(keys) do
-  marks[#marks + 1] = k
-  marks[#marks + 1] = why
-end
-redis.call('MSET', unpack(marks))
-return #keys
+return redis.call('UNLINK', unpack(keys))
 )lua");
   return s;
 }

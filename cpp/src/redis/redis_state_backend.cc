@@ -273,20 +273,28 @@ local function state_add_new_histories(sp, rows)
   local htime, per_id, ids = {}, {}, {}
   for i, r in ipairs(rows) do
     local id = r[1]
-    local pos = r[2] .. string.format('%016x', first + i)
-    htime[#htime + 1] = 0
-    htime[#htime + 1] = pos .. id
     local t = per_id[id]
     if not t then
-      t = {}
+      t = {fields = {}, at = {}}
       per_id[id] = t
       ids[#ids + 1] = id
     end
-    t[#t + 1] = r[3]
-    t[#t + 1] = pos .. r[4]
+    local at = t.at[r[3]]
+    if at then
+      -- The same key twice in one call (an id submitted twice in one batch):
+      -- one entry, the later value, as state_add_history's replace.
+      t.fields[at] = string.sub(t.fields[at], 1, 32) .. r[4]
+    else
+      local pos = r[2] .. string.format('%016x', first + i)
+      htime[#htime + 1] = 0
+      htime[#htime + 1] = pos .. id
+      t.fields[#t.fields + 1] = r[3]
+      t.fields[#t.fields + 1] = pos .. r[4]
+      t.at[r[3]] = #t.fields
+    end
   end
   for _, id in ipairs(ids) do
-    redis.call('HSET', sp .. 'hkey:' .. id, unpack(per_id[id]))
+    redis.call('HSET', sp .. 'hkey:' .. id, unpack(per_id[id].fields))
   end
   state_call_chunked('ZADD', sp .. 'htime', htime)
 end
@@ -337,8 +345,8 @@ return 1
 }
 
 // ARGV: id. Returns {positions, values}, in position order (each stored entry
-// starts with its position, 32 lowercase hex digits, so Lua's string order of
-// the entries is their positions' byte order).
+// starts with its position, 32 lowercase hex digits; Lua compares strings with
+// strcoll, which orders such fixed-length hex strings as their bytes).
 const Script& GetHistoryScript() {
   static const Script script(WithHelpers(R"LUA(
 local es = redis.call('HVALS', p .. 'hkey:' .. ARGV[1])
@@ -350,20 +358,34 @@ return {ps, vs}
   return script;
 }
 
-// ARGV: min, max (ZRANGEBYLEX bounds), count. Returns {members, values}.
+// ARGV: min, max (ZRANGEBYLEX bounds), count. Returns {members, values}: the
+// first `count` entries in range. A time-page member whose entry is no longer
+// stored (its key was written again at another position by a step that took
+// every row as new: the same id submitted twice within one microsecond) is
+// skipped, and the range read on past it.
 const Script& HistoryRangeScript() {
   static const Script script(WithHelpers(R"LUA(
-local ms = redis.call('ZRANGEBYLEX', p .. 'htime', ARGV[1], ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
-local by_id, vs = {}, {}
-for i, m in ipairs(ms) do
-  local pos, id = string.sub(m, 1, 32), string.sub(m, 33)
-  local es = by_id[id]
-  if not es then
-    es = {}
-    for _, e in ipairs(redis.call('HVALS', p .. 'hkey:' .. id)) do es[string.sub(e, 1, 32)] = e end
-    by_id[id] = es
+local want = tonumber(ARGV[3])
+local by_id, ms, vs = {}, {}, {}
+local offset = 0
+while #ms < want do
+  local batch = redis.call('ZRANGEBYLEX', p .. 'htime', ARGV[1], ARGV[2], 'LIMIT', offset, want - #ms)
+  if #batch == 0 then break end
+  offset = offset + #batch
+  for _, m in ipairs(batch) do
+    local pos, id = string.sub(m, 1, 32), string.sub(m, 33)
+    local es = by_id[id]
+    if not es then
+      es = {}
+      for _, e in ipairs(redis.call('HVALS', p .. 'hkey:' .. id)) do es[string.sub(e, 1, 32)] = e end
+      by_id[id] = es
+    end
+    local v = es[pos] and hist_value(es[pos])
+    if v then
+      ms[#ms + 1] = m
+      vs[#vs + 1] = v
+    end
   end
-  vs[i] = es[pos] and hist_value(es[pos]) or false
 end
 return {ms, vs}
 )LUA"));
@@ -817,8 +839,9 @@ Result<std::unique_ptr<StateBackend>> NewRedisStateBackend(std::shared_ptr<Clien
                                                            const BackendConfig& config) {
   if (config.app_id.empty()) return Status::BadConfig("the redis state backend needs an app_id");
   std::unique_ptr<RedisStateBackend> backend(new RedisStateBackend(std::move(client), config));
-  Status dropped = backend->DropRetiredKeys();
-  if (!dropped.ok()) return dropped;
+  // Best effort: nothing reads those keys, so a failure (the server unreachable
+  // for a moment) only leaves them, and the mark, for the next open.
+  (void)backend->DropRetiredKeys();
   return std::unique_ptr<StateBackend>(std::move(backend));
 }
 
