@@ -717,21 +717,8 @@ class RedisStateBackend final : public StateBackend {
     if (seen.value().type == Value::Type::kString && seen.value().str == kLayout) {
       return Status::Ok();
     }
-    const std::string match = GlobEscape(p_ + "hinv:") + "*";
-    std::string cursor = "0";
-    do {
-      Result<Value> v =
-          Checked(client_->Command({"SCAN", cursor, "MATCH", match, "COUNT", "1000"}));
-      if (!v.ok()) return v.status();
-      if (v.value().elements.size() != 2) return Corrupt("SCAN reply");
-      cursor = v.value().elements[0].str;
-      std::vector<std::string> argv = {"UNLINK"};
-      for (const Value& k : v.value().elements[1].elements) argv.push_back(k.str);
-      if (argv.size() > 1) {
-        Status st = Checked(client_->Command(argv)).status();
-        if (!st.ok()) return st;
-      }
-    } while (cursor != "0");
+    Status dropped = UnlinkMatching(GlobEscape(p_ + "hinv:") + "*", {});
+    if (!dropped.ok()) return dropped;
     return Checked(client_->Command({"SET", marker, kLayout})).status();
   }
 
@@ -740,10 +727,13 @@ class RedisStateBackend final : public StateBackend {
   // monotonic across purges.
   // Writes racing with a purge may survive it, as with any purge.
   Status Purge() override {
-    const std::string match = GlobEscape(p_) + "*";
-    const std::string keep1 = p_ + "seq";
-    const std::string keep2 = p_ + "hseq";
-    const std::string keep3 = p_ + "layout";
+    return UnlinkMatching(GlobEscape(p_) + "*", {p_ + "seq", p_ + "hseq", p_ + "layout"});
+  }
+
+ private:
+  // Unlinks every key matching the SCAN pattern `match` but those in `keep`,
+  // one SCAN batch at a time (never KEYS).
+  Status UnlinkMatching(const std::string& match, const std::vector<std::string>& keep) {
     std::string cursor = "0";
     do {
       Result<Value> v =
@@ -753,7 +743,7 @@ class RedisStateBackend final : public StateBackend {
       cursor = v.value().elements[0].str;
       std::vector<std::string> argv = {"UNLINK"};
       for (const Value& k : v.value().elements[1].elements) {
-        if (k.str != keep1 && k.str != keep2 && k.str != keep3) argv.push_back(k.str);
+        if (std::find(keep.begin(), keep.end(), k.str) == keep.end()) argv.push_back(k.str);
       }
       if (argv.size() > 1) {
         Status s = Checked(client_->Command(argv)).status();
@@ -763,7 +753,6 @@ class RedisStateBackend final : public StateBackend {
     return Status::Ok();
   }
 
- private:
   // A Redis error reply becomes kBackendFailure with the server's message.
   Result<Value> Checked(Result<Value> v) const {
     if (!v.ok()) return v.status();
