@@ -1,5 +1,5 @@
 # Developer and CI entry points. Each target installs what it needs.
-.PHONY: setup test demo wheel conformance chaos bench bench-peers profile bench-cluster bench-actors clean
+.PHONY: setup test demo wheel conformance chaos bench bench-peers profile profile-serial bench-cluster bench-actors clean
 
 setup:
 	bash scripts/setup.sh
@@ -40,6 +40,11 @@ profile: setup
 	[ -x .venv/bin/py-spy ] || .venv/bin/python -m pip -q install "py-spy>=0.4"
 	command -v perf >/dev/null || { apt-get update -qq && apt-get install -y -qq linux-perf; }
 	.venv/bin/python bench/profile_burst.py --perf $(ARGS)
+
+# Where a serial task's time goes (S2): submit, to the body, to the result, and on
+# Redis each script's server time (SLOWLOG). ARGS="--stack cpp-sqlite" etc.
+profile-serial: setup
+	.venv/bin/python bench/profile_serial.py $(ARGS)
 
 # Cluster failover with real processes on loopback (docs/cluster/python.md).
 # ARGS="--quick" for a smoke run.

@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import time
 from typing import Any
 
 from pynenc import Pynenc, PynencBuilder
@@ -129,3 +130,10 @@ app = build(CFG) if REASON is None else PynencBuilder().app_id("peers-unset").me
 def noop(i: int) -> int:
     """The benchmark's task body: returns its argument."""
     return i
+
+
+@app.task
+def stamp(i: int) -> int:
+    """bench/profile_serial.py's task body: the system-wide monotonic clock (ns) when
+    the body ran, so a client in another process can split a serial task's time."""
+    return time.monotonic_ns()
