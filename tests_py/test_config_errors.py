@@ -122,3 +122,19 @@ def test_errors_never_show_a_redis_password(url: str) -> None:
     with pytest.raises(ValueError) as exc:  # BadConfig is a ValueError too
         PynencBuilder().app_id("cfg-test").cpp_redis(url=url).build().orchestrator.purge()
     assert "s3cr3t" not in str(exc.value)
+
+
+def test_wal_buffer_is_checked_and_reaches_the_engine_uri(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="wal_buffer must be a bool"):
+        PynencBuilder().cpp_sqlite(path="x.db", wal_buffer="no")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="cpp_sqlite_wal_buffer='sometimes'"):
+        PynencBuilder().app_id("cfg").cpp_sqlite(path=tmp_path / "a.db").custom_config(
+            cpp_sqlite_wal_buffer="sometimes"
+        ).build()
+    on = sqlite_app(tmp_path / "on.db")
+    off = sqlite_app(tmp_path / "off.db", wal_buffer=False)
+    assert "&wal_buffer" not in on.broker.engine_uri  # type: ignore[attr-defined]
+    assert off.broker.engine_uri.endswith("&wal_buffer=off")  # type: ignore[attr-defined]
+    for app in (on, off):  # both open the file and keep what they write
+        app.client_data_store._engine.store("k", "v")  # type: ignore[attr-defined]
+        assert app.client_data_store._engine.retrieve("k") == "v"  # type: ignore[attr-defined]

@@ -139,4 +139,5 @@ def sqlite_uri(conf: ConfigCpp) -> str:
     return (
         f"sqlite://{path}?synchronous={conf.cpp_sqlite_synchronous}"
         f"&busy_timeout_ms={int(conf.cpp_sqlite_busy_timeout_ms)}"
+        + ("" if conf.sqlite_wal_buffer else "&wal_buffer=off")
     )

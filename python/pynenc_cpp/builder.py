@@ -48,7 +48,7 @@ SQLITE_COMPONENTS: dict[str, str] = components("Sqlite")
 REDIS_COMPONENTS: dict[str, str] = components("Redis")
 
 
-_NATIVE_VALUES = ("true", "false", "1", "0", "yes", "no", "on", "off")
+_FLAG_VALUES = ("true", "false", "1", "0", "yes", "no", "on", "off")
 
 
 def _check_native(native: object) -> bool:
@@ -92,6 +92,7 @@ def cpp_sqlite(
     *,
     synchronous: str = "normal",
     busy_timeout_ms: int = 5000,
+    wal_buffer: bool = True,
     native: bool = True,
 ) -> PynencBuilder:
     """Use the native SQLite components: every component of the app in one file.
@@ -101,6 +102,8 @@ def cpp_sqlite(
         named after the app id in the system temp directory.
     :param synchronous: ``"normal"`` (default, WAL) or ``"full"`` (fsync every commit).
     :param busy_timeout_ms: How long a write waits for another process's lock.
+    :param wal_buffer: Write a commit's WAL frames with one system call (default);
+        ``False`` opens the file with SQLite's default VFS (docs/backends/sqlite.md).
     :param native: Native mode (default): each orchestration step is one engine
         call (one SQLite transaction). ``False``: mixed mode.
     """
@@ -110,6 +113,8 @@ def cpp_sqlite(
         raise TypeError(f"busy_timeout_ms must be an int, got {type(busy_timeout_ms).__name__}")
     if not 0 <= busy_timeout_ms <= 3_600_000:
         raise ValueError(f"busy_timeout_ms={busy_timeout_ms}: expected 0..3600000")
+    if not isinstance(wal_buffer, bool):
+        raise TypeError(f"wal_buffer must be a bool, got {type(wal_buffer).__name__}")
     if path is None:
         app_id = builder._config.get("app_id", "pynenc")
         path = os.path.join(tempfile.gettempdir(), f"pynenc-cpp-{app_id}.db")
@@ -117,6 +122,7 @@ def cpp_sqlite(
     builder._config["cpp_sqlite_path"] = os.path.abspath(os.fspath(path))
     builder._config["cpp_sqlite_synchronous"] = synchronous
     builder._config["cpp_sqlite_busy_timeout_ms"] = busy_timeout_ms
+    builder._config["cpp_sqlite_wal_buffer"] = "true" if wal_buffer else "false"
     return builder
 
 
@@ -180,8 +186,11 @@ def _validate(config: dict[str, Any]) -> None:
     if url is not None and (problem := redis_url_problem(url)):
         raise ValueError(f"cpp_redis_url={problem}")
     native = config.get("cpp_native")
-    if native is not None and str(native).strip().lower() not in _NATIVE_VALUES:
+    if native is not None and str(native).strip().lower() not in _FLAG_VALUES:
         raise ValueError(f"cpp_native={native!r}: expected true or false")
+    wal_buffer = config.get("cpp_sqlite_wal_buffer")
+    if wal_buffer is not None and str(wal_buffer).strip().lower() not in _FLAG_VALUES:
+        raise ValueError(f"cpp_sqlite_wal_buffer={wal_buffer!r}: expected true or false")
     timeout = config.get("cpp_sqlite_busy_timeout_ms")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int)):
         raise TypeError(f"cpp_sqlite_busy_timeout_ms must be an int, got {type(timeout).__name__}")

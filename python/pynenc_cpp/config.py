@@ -13,6 +13,10 @@ from pynenc.conf.config_base import ConfigPynencBase
 SYNCHRONOUS_MODES = ("normal", "full")
 
 
+#: What a flag stored as a str (see ``cpp_native``) reads as False.
+_FALSE_VALUES = ("false", "0", "no", "off", "")
+
+
 class ConfigCpp(ConfigPynencBase):
     """
     :cvar ConfigField[str] cpp_sqlite_path:
@@ -23,6 +27,11 @@ class ConfigCpp(ConfigPynencBase):
         last transactions) or ``"full"`` (fsync at every commit).
     :cvar ConfigField[int] cpp_sqlite_busy_timeout_ms:
         How long a write waits for another process's lock before failing (5000).
+    :cvar ConfigField[str] cpp_sqlite_wal_buffer:
+        Whether a commit's WAL frames are written with one system call (default
+        ``"true"``; read it through ``sqlite_wal_buffer``, which accepts
+        ``false``/``0``/``no``/``off`` too, as from ``PYNENC__CPP_SQLITE_WAL_BUFFER``).
+        ``"false"`` opens the file with SQLite's default VFS (docs/backends/sqlite.md).
     :cvar ConfigField[str] cpp_redis_url:
         The Redis server of the ``cpp_redis`` components, as redis-py reads URLs:
         ``redis://[[user]:password@]host[:port][/db]`` (IPv6 as ``[::1]``) or
@@ -47,6 +56,7 @@ class ConfigCpp(ConfigPynencBase):
     cpp_sqlite_path = ConfigField("")
     cpp_sqlite_synchronous = ConfigField("normal")
     cpp_sqlite_busy_timeout_ms = ConfigField(5000)
+    cpp_sqlite_wal_buffer = ConfigField("true")  # a str, as cpp_native below
     cpp_redis_url = ConfigField("redis://127.0.0.1:6379/0")
     # A str, not a bool: cistell casts env values with the default's type, and
     # bool("False") is True.
@@ -56,4 +66,9 @@ class ConfigCpp(ConfigPynencBase):
     @property
     def native_enabled(self) -> bool:
         """``cpp_native`` as a bool."""
-        return str(self.cpp_native).strip().lower() not in ("false", "0", "no", "off", "")
+        return str(self.cpp_native).strip().lower() not in _FALSE_VALUES
+
+    @property
+    def sqlite_wal_buffer(self) -> bool:
+        """``cpp_sqlite_wal_buffer`` as a bool."""
+        return str(self.cpp_sqlite_wal_buffer).strip().lower() not in _FALSE_VALUES

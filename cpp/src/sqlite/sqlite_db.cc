@@ -9,6 +9,7 @@
 
 #include "pynenc_cpp/core/metrics.h"
 #include "pynenc_cpp/core/thread_annotations.h"
+#include "sqlite/sqlite_wal_vfs.h"
 
 namespace pynenc_cpp::sqlite {
 namespace {
@@ -97,9 +98,15 @@ Result<SqliteOptions> ParseSqliteLocation(const std::string& location) {
                                  "': expected milliseconds between 0 and 3600000");
       }
       options.busy_timeout_ms = static_cast<int>(ms);
+    } else if (key == "wal_buffer") {
+      if (value != "on" && value != "off") {
+        return Status::BadConfig("sqlite option wal_buffer='" + value +
+                                 "': expected 'on' or 'off'");
+      }
+      options.wal_buffer = value == "on";
     } else {
       return Status::BadConfig("unknown sqlite option '" + key +
-                               "'; known: synchronous, busy_timeout_ms");
+                               "'; known: synchronous, busy_timeout_ms, wal_buffer");
     }
   }
   return options;
@@ -280,7 +287,8 @@ Result<std::unique_ptr<Conn>> Database::Acquire() {
   sqlite3* raw = nullptr;
   const int rc =
       sqlite3_open_v2(options_.path.c_str(), &raw,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      options_.wal_buffer ? WalBufferingVfsName() : nullptr);
   if (rc != SQLITE_OK) {
     Status s = OpenError(options_.path, rc, raw);
     sqlite3_close_v2(raw);

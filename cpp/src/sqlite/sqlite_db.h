@@ -40,6 +40,7 @@ struct SqliteOptions {
   std::string path;
   bool synchronous_full = false;  // PRAGMA synchronous=FULL instead of NORMAL
   int busy_timeout_ms = 5000;     // how long a writer waits for the lock
+  bool wal_buffer = true;         // a commit's WAL frames in one write (sqlite_wal_vfs.h)
 };
 
 // One step of a component's schema: SQL that takes a file recorded at
@@ -50,7 +51,8 @@ struct SchemaMigration {
 };
 
 // Parses the location part of "sqlite://<location>": "/abs/path.db" optionally
-// followed by "?synchronous=normal|full&busy_timeout_ms=N". kBadConfig on error.
+// followed by "?synchronous=normal|full&busy_timeout_ms=N&wal_buffer=on|off".
+// kBadConfig on error.
 Result<SqliteOptions> ParseSqliteLocation(const std::string& location);
 
 // A cached prepared statement. Binding indexes are 1-based, columns 0-based.
