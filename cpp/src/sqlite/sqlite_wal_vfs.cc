@@ -22,6 +22,7 @@ constexpr int kFrameHeaderBytes = 24;
 
 std::atomic<unsigned long long> g_file_writes{0};
 std::atomic<unsigned long long> g_sqlite_writes{0};
+std::atomic<unsigned long long> g_rewrites{0};
 
 sqlite3_vfs g_vfs;
 const char* g_registered_name = nullptr;
@@ -41,39 +42,57 @@ struct ShimFile {
   char* buffer;
   int length;
   sqlite3_int64 offset;
+  // The end of what this handle appended in its current write transaction (-1:
+  // nothing yet). A write below it rewrites an appended frame.
+  sqlite3_int64 append_end;
   // The frame header just buffered was a commit frame's: its page is the
-  // transaction's last write, flushed with it.
+  // transaction's last append, flushed with it.
   bool commit_page_next;
+  // A flush failed in this write transaction: calls on the WAL fail until the
+  // write lock is released, so SQLite rolls the whole transaction back.
+  bool failed;
 };
 
 constexpr int kShimBytes = (sizeof(ShimFile) + 7) & ~7;
+// The WAL-index lock a writer holds for a whole write transaction (SQLite's
+// WAL_WRITE_LOCK, slot 0 of the shared-memory locks).
+constexpr int kWalWriteLock = 0;
 
 ShimFile* Shim(sqlite3_file* f) { return reinterpret_cast<ShimFile*>(f); }
 const sqlite3_io_methods* RealMethods(ShimFile* f) { return f->real->pMethods; }
 
 // Writes the buffer with one call. The buffer is empty afterwards, whatever the
-// outcome (SQLite rolls back on the error and rewrites what it needs).
+// outcome; a failure marks the handle failed (see ShimFile::failed).
 int Flush(ShimFile* f) {
   if (f->length == 0) return SQLITE_OK;
   const int length = f->length;
   f->length = 0;
   f->commit_page_next = false;
   g_file_writes.fetch_add(1, std::memory_order_relaxed);
-  return RealMethods(f)->xWrite(f->real, f->buffer, length, f->offset);
+  const int rc = RealMethods(f)->xWrite(f->real, f->buffer, length, f->offset);
+  if (rc != SQLITE_OK) f->failed = true;
+  return rc;
+}
+
+// A failed flush as the error of a call other than xWrite: an I/O error, which
+// makes SQLite roll the whole transaction back (SQLITE_FULL from a read may not).
+int FlushForOtherCall(ShimFile* f) {
+  if (f->failed) return SQLITE_IOERR_WRITE;
+  return Flush(f) == SQLITE_OK ? SQLITE_OK : SQLITE_IOERR_WRITE;
 }
 
 // The WAL buffered beside a database file, written before its shared memory
 // (where SQLite publishes a commit) is touched.
 int FlushPeerWal(ShimFile* f) {
-  return !f->wal && f->peer != nullptr ? Flush(f->peer) : SQLITE_OK;
+  return !f->wal && f->peer != nullptr ? FlushForOtherCall(f->peer) : SQLITE_OK;
 }
 
 // ---- io methods -------------------------------------------------------------
 
 int Close(sqlite3_file* file) {
   ShimFile* f = Shim(file);
-  const int flushed = Flush(f);
-  if (f->peer != nullptr) f->peer->peer = nullptr;
+  const int flushed = f->failed ? SQLITE_OK : Flush(f);
+  if (f->peer != nullptr && f->peer->peer == f) f->peer->peer = nullptr;
   f->peer = nullptr;
   const int rc = RealMethods(f)->xClose(f->real);
   std::free(f->buffer);
@@ -83,8 +102,10 @@ int Close(sqlite3_file* file) {
 
 int Read(sqlite3_file* file, void* out, int amount, sqlite3_int64 offset) {
   ShimFile* f = Shim(file);
-  const int rc = Flush(f);
-  if (rc != SQLITE_OK) return rc;
+  if (f->wal) {
+    const int rc = FlushForOtherCall(f);
+    if (rc != SQLITE_OK) return rc;
+  }
   return RealMethods(f)->xRead(f->real, out, amount, offset);
 }
 
@@ -94,28 +115,55 @@ bool IsCommitFrameHeader(const void* data, int amount) {
   return (b[4] | b[5] | b[6] | b[7]) != 0;  // the database size after a commit
 }
 
+bool IsPageSize(int amount) {
+  return amount >= 512 && amount <= 65536 && (amount & (amount - 1)) == 0;
+}
+
+// A write made at once, in order after the buffer, its error its own.
+int WriteThrough(ShimFile* f, const void* data, int amount, sqlite3_int64 offset) {
+  int rc = Flush(f);
+  if (rc != SQLITE_OK) return rc;
+  g_file_writes.fetch_add(1, std::memory_order_relaxed);
+  rc = RealMethods(f)->xWrite(f->real, data, amount, offset);
+  if (rc != SQLITE_OK) f->failed = true;
+  return rc;
+}
+
+// Only appends are buffered: a WAL header at offset 0 (a new WAL), frame headers
+// and pages at or past the end of what this transaction appended. Rewrites of
+// appended frames (new checksums, a page changed again after a cache spill) and
+// pieces of split writes go through at once: their errors are their own.
 int Write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offset) {
   ShimFile* f = Shim(file);
   if (!f->wal) return RealMethods(f)->xWrite(f->real, data, amount, offset);
   g_sqlite_writes.fetch_add(1, std::memory_order_relaxed);
-  // A commit frame's page ends the transaction's frames: it is written at once,
-  // so that a failure is this call's error, before SQLite publishes the commit.
+  if (f->failed) return SQLITE_IOERR_WRITE;
+  const bool wal_header = offset == 0 && amount == kWalHeaderBytes;
+  if (wal_header) f->append_end = 0;
   const bool ends_commit = f->commit_page_next && amount != kFrameHeaderBytes;
   f->commit_page_next = false;
+  const bool append = f->append_end < 0 || offset >= f->append_end;
+  const bool frame_part = wal_header || amount == kFrameHeaderBytes || IsPageSize(amount);
+  if (!append || !frame_part) {
+    if (append) {
+      f->append_end = offset + amount;
+    } else {
+      g_rewrites.fetch_add(1, std::memory_order_relaxed);
+    }
+    return WriteThrough(f, data, amount, offset);
+  }
+  f->append_end = offset + amount;
   if (f->length > 0 && (offset != f->offset + f->length || f->length + amount > kBufferBytes)) {
     const int rc = Flush(f);
     if (rc != SQLITE_OK) return rc;
   }
-  if (f->buffer == nullptr && amount <= kBufferBytes) {
-    f->buffer = static_cast<char*>(std::malloc(kBufferBytes));
-  }
-  if (amount > kBufferBytes || f->buffer == nullptr) {
-    g_file_writes.fetch_add(1, std::memory_order_relaxed);
-    return RealMethods(f)->xWrite(f->real, data, amount, offset);
-  }
+  if (f->buffer == nullptr) f->buffer = static_cast<char*>(std::malloc(kBufferBytes));
+  if (f->buffer == nullptr) return WriteThrough(f, data, amount, offset);
   if (f->length == 0) f->offset = offset;
   std::memcpy(f->buffer + f->length, data, static_cast<std::size_t>(amount));
   f->length += amount;
+  // A commit frame's page is the transaction's last append: written now, so that
+  // a failure is this call's error, before SQLite publishes the commit.
   if (ends_commit) return Flush(f);
   f->commit_page_next = offset >= kWalHeaderBytes && IsCommitFrameHeader(data, amount);
   return SQLITE_OK;
@@ -123,35 +171,35 @@ int Write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offset
 
 int Truncate(sqlite3_file* file, sqlite3_int64 size) {
   ShimFile* f = Shim(file);
-  const int rc = Flush(f);
+  const int rc = FlushForOtherCall(f);
   if (rc != SQLITE_OK) return rc;
   return RealMethods(f)->xTruncate(f->real, size);
 }
 
 int Sync(sqlite3_file* file, int flags) {
   ShimFile* f = Shim(file);
-  const int rc = Flush(f);
+  const int rc = FlushForOtherCall(f);
   if (rc != SQLITE_OK) return rc;
   return RealMethods(f)->xSync(f->real, flags);
 }
 
 int FileSize(sqlite3_file* file, sqlite3_int64* size) {
   ShimFile* f = Shim(file);
-  const int rc = Flush(f);
+  const int rc = FlushForOtherCall(f);
   if (rc != SQLITE_OK) return rc;
   return RealMethods(f)->xFileSize(f->real, size);
 }
 
 int Lock(sqlite3_file* file, int level) {
   ShimFile* f = Shim(file);
-  const int rc = Flush(f);
+  const int rc = FlushForOtherCall(f);
   if (rc != SQLITE_OK) return rc;
   return RealMethods(f)->xLock(f->real, level);
 }
 
 int Unlock(sqlite3_file* file, int level) {
   ShimFile* f = Shim(file);
-  const int rc = Flush(f);
+  const int rc = FlushForOtherCall(f);
   if (rc != SQLITE_OK) return rc;
   return RealMethods(f)->xUnlock(f->real, level);
 }
@@ -163,7 +211,7 @@ int CheckReservedLock(sqlite3_file* file, int* out) {
 
 int FileControl(sqlite3_file* file, int op, void* arg) {
   ShimFile* f = Shim(file);
-  const int rc = Flush(f);
+  const int rc = FlushForOtherCall(f);
   if (rc != SQLITE_OK) return rc;
   return RealMethods(f)->xFileControl(f->real, op, arg);
 }
@@ -191,8 +239,21 @@ int ShmMap(sqlite3_file* file, int page, int page_size, int extend, void volatil
 int ShmLock(sqlite3_file* file, int offset, int n, int flags) {
   ShimFile* f = Shim(file);
   if (!HasShm(f)) return SQLITE_IOERR_SHMLOCK;
-  const int rc = FlushPeerWal(f);
-  if (rc != SQLITE_OK && (flags & SQLITE_SHM_LOCK) != 0) return rc;
+  const int flushed = FlushPeerWal(f);
+  const bool write_lock = offset == kWalWriteLock && (flags & SQLITE_SHM_EXCLUSIVE) != 0;
+  if ((flags & SQLITE_SHM_LOCK) != 0) {
+    if (flushed != SQLITE_OK) return flushed;
+    const int rc = RealMethods(f)->xShmLock(f->real, offset, n, flags);
+    ShimFile* wal = f->wal ? nullptr : f->peer;
+    if (rc == SQLITE_OK && write_lock && wal != nullptr) {
+      wal->append_end = -1;  // a write transaction begins: its appends start anew
+      wal->commit_page_next = false;
+      wal->failed = false;
+    }
+    return rc;
+  }
+  // An unlock: after the write lock, a failed transaction is over (rolled back).
+  if (write_lock && !f->wal && f->peer != nullptr) f->peer->failed = false;
   return RealMethods(f)->xShmLock(f->real, offset, n, flags);
 }
 
@@ -253,6 +314,7 @@ const sqlite3_io_methods kMethods = {
 int Open(sqlite3_vfs*, const char* name, sqlite3_file* file, int flags, int* out_flags) {
   ShimFile* f = Shim(file);
   std::memset(f, 0, sizeof(ShimFile));
+  f->append_end = -1;
   f->real = reinterpret_cast<sqlite3_file*>(reinterpret_cast<char*>(file) + kShimBytes);
   const int rc = Real()->xOpen(Real(), name, f->real, flags, out_flags);
   if (rc != SQLITE_OK || f->real->pMethods == nullptr) {
@@ -341,6 +403,7 @@ WalBufferingStats WalBufferingStatsNow() {
   WalBufferingStats s;
   s.file_writes = g_file_writes.load(std::memory_order_relaxed);
   s.sqlite_writes = g_sqlite_writes.load(std::memory_order_relaxed);
+  s.rewrites = g_rewrites.load(std::memory_order_relaxed);
   return s;
 }
 

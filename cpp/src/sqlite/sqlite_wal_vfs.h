@@ -4,13 +4,14 @@
 // page, so a commit that dirties 16 pages makes 32 of them. On Linux the call,
 // not the copy, is most of their cost (docs/performance.md, stop 46: 16 frames
 // in 37 us as 32 pwrites, 12 us as one). This VFS wraps the default one and
-// keeps the writes to a WAL file that continue each other in a buffer of the
-// file handle, and writes the buffer with one pwrite():
+// buffers a WAL file's appends (the WAL header of a new WAL, then frame
+// headers and pages at or past the end of what the current write transaction
+// appended) in the file handle, and writes the buffer with one pwrite():
 //
 //   * when the page of a commit frame (a frame whose header carries the
-//     database size: a transaction's last) is written, so that a failure is
-//     that write's error, returned to SQLite before it publishes the commit
-//     (it then rolls the transaction back);
+//     database size: a transaction's last append) is written, so that a
+//     failure is that write's error, returned to SQLite before it publishes
+//     the commit (it then rolls the transaction back);
 //   * before any other call on the WAL file (xRead, xSync, xTruncate,
 //     xFileSize, xFileControl, xLock, xUnlock, xClose), before a write that
 //     does not continue the buffer or would overflow it, and before any call of
@@ -18,12 +19,19 @@
 //     xShmBarrier, xShmUnmap): SQLite publishes a commit by writing the WAL
 //     index header there, between a barrier and an unlock.
 //
+// Every other write (a rewrite of a frame the transaction appended: new
+// checksums, a page changed again after a cache spill; a piece of a split
+// write) goes to the file at once, after the buffer, with its own error. After
+// a failed write the handle fails every WAL call with SQLITE_IOERR_WRITE until
+// the transaction's write lock is released, so SQLite rolls the whole
+// transaction back rather than going on with frames that are not in the file.
+//
 // So readers, in this process or another, never see a committed frame that is
 // not in the file, xSync still covers every frame written before it
 // (synchronous=FULL), and a process killed before the flush loses only frames
 // no one could have read: the commit had not been published. Files other than
-// WAL files pass straight through. After a flush the buffer is empty, whatever
-// its outcome.
+// WAL files pass straight through. Not for locking_mode=EXCLUSIVE (no shared
+// memory calls then; the engine never sets it).
 //
 // Thread safety: as SQLite's own VFS; a file handle is used by one connection
 // at a time. The registration is thread-safe.
@@ -37,10 +45,12 @@ namespace pynenc_cpp::sqlite {
 const char* WalBufferingVfsName();
 
 // Per-process counters (tests, bench): pwrite()s this VFS made to WAL files,
-// and the WAL writes SQLite asked of it.
+// the WAL writes SQLite asked of it, and those that rewrote a frame appended by
+// the same transaction (made at once).
 struct WalBufferingStats {
   unsigned long long file_writes = 0;
   unsigned long long sqlite_writes = 0;
+  unsigned long long rewrites = 0;
 };
 WalBufferingStats WalBufferingStatsNow();
 
