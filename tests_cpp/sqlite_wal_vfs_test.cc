@@ -226,15 +226,16 @@ TEST(SqliteWalBuffer, AFlushThatFailsFailsTheCommitAndPublishesNothing) {
   EXPECT_EQ(ReadInt(*db, "SELECT count(*) FROM t WHERE tag = 4"), 8);
 }
 
-// A reader process reading all the time while this process commits (the WAL
-// checkpointed and, between the reader's reads, restarted, so that frames of an
-// older generation lie where new ones are written): every snapshot it reads
-// holds whole transactions with their bodies intact. A commit published before
-// its frames were in the file would show old or missing bytes there.
+// A reader process reading all the time while this process commits: every
+// snapshot it reads holds whole transactions with their bodies intact. (Forked
+// before this process opens the file: SQLite's connections do not survive a
+// fork.)
 TEST(SqliteWalBuffer, AReaderProcessSeesOnlyWholeTransactionsAsTheyCommit) {
   SqliteBackend b;
-  auto db = OpenOk(b.Path());
-  ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (tag INTEGER, body BLOB)").ok());
+  {
+    auto db = OpenOk(b.Path());
+    ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (tag INTEGER, body BLOB)").ok());
+  }
   constexpr int kRows = 4, kWidth = 2000;
   int pipefd[2];
   ASSERT_EQ(pipe(pipefd), 0);
@@ -271,6 +272,7 @@ TEST(SqliteWalBuffer, AReaderProcessSeesOnlyWholeTransactionsAsTheyCommit) {
     _exit(reads > 10 ? 0 : 7);
   }
   close(pipefd[0]);
+  auto db = OpenOk(b.Path());
   // ~6 pages a commit: checkpoints every ~170 commits (at 1,000 WAL pages).
   constexpr int kCommits = 1000;
   for (int i = 0; i < kCommits; ++i) ASSERT_TRUE(InsertRows(*db, kRows, kWidth, i).ok());
@@ -325,6 +327,81 @@ TEST(SqliteWalBuffer, ASpilledAndRewrittenTransactionIsRecoveredAfterAKill) {
   EXPECT_EQ(CountWithDefaultVfs(b.Path(), "SELECT count(*) FROM t"), 200);
   EXPECT_EQ(CountWithDefaultVfs(b.Path(), "SELECT count(*) FROM t WHERE tag >= 1000"), 100);
   EXPECT_EQ(CountWithDefaultVfs(b.Path(), "SELECT sum(length(body)) FROM t"), 200 * 1000);
+}
+
+// A rewrite of a frame the transaction appended is written at once, so its
+// failure is its own call's: the transaction fails and nothing of it is
+// published (FailWalRewriteForTest makes the first rewrite fail, in a child).
+TEST(SqliteWalBuffer, ARewriteThatFailsFailsTheTransaction) {
+  SqliteBackend b;
+  {
+    auto db = OpenOk(b.Path());
+    ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (tag INTEGER, body BLOB)").ok());
+  }
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto db = Database::Open(ParseSqliteLocation(b.Path()).value());
+    if (!db.ok()) _exit(2);
+    FailWalRewriteForTest(1);
+    Status s = db.value()->Write([](Conn& c) -> Status {
+      Status st = c.Exec("PRAGMA cache_size=20");
+      if (!st.ok()) return st;
+      for (int i = 0; i < 200; ++i) {
+        st = c.Exec("INSERT INTO t (tag, body) VALUES (" + std::to_string(i) +
+                    ", randomblob(1000))");
+        if (!st.ok()) return st;
+      }
+      return c.Exec("UPDATE t SET tag = tag + 1000 WHERE tag < 100");
+    });
+    FailWalRewriteForTest(0);
+    if (s.ok()) _exit(3);
+    // The connection goes on: the next transaction commits.
+    if (!InsertRows(*db.value(), 2, 100, 5000).ok()) _exit(4);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "3: the transaction committed; 4: the next failed";
+  EXPECT_EQ(CountWithDefaultVfs(b.Path(), "SELECT count(*) FROM t WHERE tag < 5000"), 0);
+  EXPECT_EQ(CountWithDefaultVfs(b.Path(), "SELECT count(*) FROM t WHERE tag = 5000"), 2);
+}
+
+TEST(SqliteWalBuffer, AnExclusiveLockingModeIsRefused) {
+  SqliteBackend b;
+  auto db = OpenOk(b.Path());
+  Status s = db->Write([](Conn& c) { return c.Exec("PRAGMA locking_mode=EXCLUSIVE"); });
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("locking_mode=exclusive is not supported"), std::string::npos)
+      << s.ToString();
+}
+
+// synchronous=FULL on a file without powersafe overwrite (psow=0): SQLite pads
+// each commit to a sector boundary with copies of the commit frame, splitting
+// the last one at the sync point. Every commit reads back whole.
+TEST(SqliteWalBuffer, PaddedAndSplitCommitFramesReadBack) {
+  SqliteBackend b;
+  const std::string uri = "file:" + b.Path() + "?psow=0";
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(uri.c_str(), &raw,
+                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
+                            WalBufferingVfsName()),
+            SQLITE_OK);
+  auto exec = [&](const std::string& sql) {
+    char* error = nullptr;
+    const int rc = sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, &error);
+    EXPECT_EQ(rc, SQLITE_OK) << sql << ": " << (error ? error : "");
+    sqlite3_free(error);
+  };
+  exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (tag, body)");
+  for (int i = 0; i < 30; ++i) {
+    exec("INSERT INTO t VALUES (" + std::to_string(i) + ", randomblob(" +
+         std::to_string(300 + 97 * i) + "))");
+    ASSERT_EQ(CountWithDefaultVfs(b.Path(), "SELECT count(*) FROM t"), i + 1);
+  }
+  sqlite3_close_v2(raw);
+  EXPECT_EQ(CountWithDefaultVfs(b.Path(), "SELECT count(*) FROM t"), 30);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ constexpr int kFrameHeaderBytes = 24;
 std::atomic<unsigned long long> g_file_writes{0};
 std::atomic<unsigned long long> g_sqlite_writes{0};
 std::atomic<unsigned long long> g_rewrites{0};
+std::atomic<int> g_fail_rewrite_in{0};  // FailWalRewriteForTest
 
 sqlite3_vfs g_vfs;
 const char* g_registered_name = nullptr;
@@ -45,9 +46,10 @@ struct ShimFile {
   // The end of what this handle appended in its current write transaction (-1:
   // nothing yet). A write below it rewrites an appended frame.
   sqlite3_int64 append_end;
-  // The frame header just buffered was a commit frame's: its page is the
-  // transaction's last append, flushed with it.
-  bool commit_page_next;
+  // This write transaction appended its commit frame's header: every write
+  // after it (the commit frame's page, synchronous=FULL's padding frames) is
+  // made before its call returns.
+  bool commit_seen;
   // A flush failed in this write transaction: calls on the WAL fail until the
   // write lock is released, so SQLite rolls the whole transaction back.
   bool failed;
@@ -67,7 +69,6 @@ int Flush(ShimFile* f) {
   if (f->length == 0) return SQLITE_OK;
   const int length = f->length;
   f->length = 0;
-  f->commit_page_next = false;
   g_file_writes.fetch_add(1, std::memory_order_relaxed);
   const int rc = RealMethods(f)->xWrite(f->real, f->buffer, length, f->offset);
   if (rc != SQLITE_OK) f->failed = true;
@@ -140,8 +141,6 @@ int Write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offset
   if (f->failed) return SQLITE_IOERR_WRITE;
   const bool wal_header = offset == 0 && amount == kWalHeaderBytes;
   if (wal_header) f->append_end = 0;
-  const bool ends_commit = f->commit_page_next && amount != kFrameHeaderBytes;
-  f->commit_page_next = false;
   const bool append = f->append_end < 0 || offset >= f->append_end;
   const bool frame_part = wal_header || amount == kFrameHeaderBytes || IsPageSize(amount);
   if (!append || !frame_part) {
@@ -149,6 +148,12 @@ int Write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offset
       f->append_end = offset + amount;
     } else {
       g_rewrites.fetch_add(1, std::memory_order_relaxed);
+      if (g_fail_rewrite_in.load(std::memory_order_relaxed) > 0 &&
+          g_fail_rewrite_in.fetch_sub(1, std::memory_order_relaxed) == 1) {
+        f->failed = true;
+        f->length = 0;
+        return SQLITE_IOERR_WRITE;
+      }
     }
     return WriteThrough(f, data, amount, offset);
   }
@@ -162,10 +167,13 @@ int Write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offset
   if (f->length == 0) f->offset = offset;
   std::memcpy(f->buffer + f->length, data, static_cast<std::size_t>(amount));
   f->length += amount;
-  // A commit frame's page is the transaction's last append: written now, so that
-  // a failure is this call's error, before SQLite publishes the commit.
-  if (ends_commit) return Flush(f);
-  f->commit_page_next = offset >= kWalHeaderBytes && IsCommitFrameHeader(data, amount);
+  if (offset >= kWalHeaderBytes && IsCommitFrameHeader(data, amount)) {
+    f->commit_seen = true;  // its page follows; padding frames repeat the pair
+    return SQLITE_OK;
+  }
+  // From the commit frame's page on, each write is made before this call
+  // returns: a failure is its error, returned before SQLite publishes the commit.
+  if (f->commit_seen) return Flush(f);
   return SQLITE_OK;
 }
 
@@ -211,6 +219,19 @@ int CheckReservedLock(sqlite3_file* file, int* out) {
 
 int FileControl(sqlite3_file* file, int op, void* arg) {
   ShimFile* f = Shim(file);
+  if (op == SQLITE_FCNTL_PRAGMA && !f->wal) {
+    // With an exclusive lock SQLite keeps the WAL index in heap memory and makes
+    // no shared-memory calls: the flushes and resets above would not happen.
+    char** pragma = static_cast<char**>(arg);
+    if (pragma[1] != nullptr && pragma[2] != nullptr &&
+        sqlite3_stricmp(pragma[1], "locking_mode") == 0 &&
+        sqlite3_stricmp(pragma[2], "exclusive") == 0) {
+      pragma[0] = sqlite3_mprintf(
+          "locking_mode=exclusive is not supported by the %s VFS (open with wal_buffer=off)",
+          kVfsName);
+      return SQLITE_ERROR;
+    }
+  }
   const int rc = FlushForOtherCall(f);
   if (rc != SQLITE_OK) return rc;
   return RealMethods(f)->xFileControl(f->real, op, arg);
@@ -247,13 +268,17 @@ int ShmLock(sqlite3_file* file, int offset, int n, int flags) {
     ShimFile* wal = f->wal ? nullptr : f->peer;
     if (rc == SQLITE_OK && write_lock && wal != nullptr) {
       wal->append_end = -1;  // a write transaction begins: its appends start anew
-      wal->commit_page_next = false;
+      wal->commit_seen = false;
       wal->failed = false;
+      wal->length = 0;
     }
     return rc;
   }
   // An unlock: after the write lock, a failed transaction is over (rolled back).
-  if (write_lock && !f->wal && f->peer != nullptr) f->peer->failed = false;
+  if (write_lock && !f->wal && f->peer != nullptr && f->peer->failed) {
+    f->peer->length = 0;  // what a failed transaction left unwritten: rolled back
+    f->peer->failed = false;
+  }
   return RealMethods(f)->xShmLock(f->real, offset, n, flags);
 }
 
@@ -397,6 +422,10 @@ const char* WalBufferingVfsName() {
   static std::once_flag once;
   std::call_once(once, Register);
   return g_registered_name;
+}
+
+void FailWalRewriteForTest(int nth) {
+  g_fail_rewrite_in.store(nth > 0 ? nth : 0, std::memory_order_relaxed);
 }
 
 WalBufferingStats WalBufferingStatsNow() {

@@ -9,9 +9,10 @@
 // appended) in the file handle, and writes the buffer with one pwrite():
 //
 //   * when the page of a commit frame (a frame whose header carries the
-//     database size: a transaction's last append) is written, so that a
-//     failure is that write's error, returned to SQLite before it publishes
-//     the commit (it then rolls the transaction back);
+//     database size: a transaction's last append) is written, and at each
+//     write after it (synchronous=FULL's padding frames), so that a failure is
+//     that write's error, returned to SQLite before it publishes the commit
+//     (it then rolls the transaction back);
 //   * before any other call on the WAL file (xRead, xSync, xTruncate,
 //     xFileSize, xFileControl, xLock, xUnlock, xClose), before a write that
 //     does not continue the buffer or would overflow it, and before any call of
@@ -30,8 +31,8 @@
 // not in the file, xSync still covers every frame written before it
 // (synchronous=FULL), and a process killed before the flush loses only frames
 // no one could have read: the commit had not been published. Files other than
-// WAL files pass straight through. Not for locking_mode=EXCLUSIVE (no shared
-// memory calls then; the engine never sets it).
+// WAL files pass straight through. PRAGMA locking_mode=EXCLUSIVE is refused
+// with an error (SQLite makes no shared-memory calls then).
 //
 // Thread safety: as SQLite's own VFS; a file handle is used by one connection
 // at a time. The registration is thread-safe.
@@ -53,5 +54,9 @@ struct WalBufferingStats {
   unsigned long long rewrites = 0;
 };
 WalBufferingStats WalBufferingStatsNow();
+
+// Fault injection for tests (process-wide): the `nth` WAL rewrite from now (see
+// above) fails with SQLITE_IOERR_WRITE and writes nothing; 0 turns it off.
+void FailWalRewriteForTest(int nth);
 
 }  // namespace pynenc_cpp::sqlite
