@@ -1,15 +1,16 @@
-// The WAL-buffering VFS (sqlite_wal_vfs.h): a commit's frames in one write,
-// readers in this and other processes see every commit at once, a large
-// transaction, synchronous=full, a writer killed mid-stream, a failed flush,
-// the option.
+// The WAL-buffering VFS (sqlite_wal_vfs.h): a commit's frames in one write;
+// readers in this and another process see whole commits; a large transaction;
+// a spilled and rewritten one recovered after a kill, and failing whole when a
+// rewrite fails; synchronous=full with padded frames; writers killed
+// mid-stream; a failed flush; exclusive locking refused; the option.
 #include "sqlite/sqlite_wal_vfs.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
