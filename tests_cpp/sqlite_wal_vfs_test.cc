@@ -51,6 +51,25 @@ Status InsertRows(Database& db, int n, int width, std::int64_t tag) {
   });
 }
 
+// Table t in a new file at `path`, the file closed again (before a fork).
+void CreateTable(const std::string& path) {
+  auto db = OpenOk(path);
+  ASSERT_NE(db, nullptr);
+  ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (tag INTEGER, body BLOB)").ok());
+}
+
+// 200 rows of 1 KB with a 20-page cache (SQLite spills frames before the end),
+// then a change to the first 100 (spilled pages again: frames rewritten).
+Status SpillAndRewrite(Conn& c) {
+  Status st = c.Exec("PRAGMA cache_size=20");
+  if (!st.ok()) return st;
+  for (int i = 0; i < 200; ++i) {
+    st = c.Exec("INSERT INTO t (tag, body) VALUES (" + std::to_string(i) + ", randomblob(1000))");
+    if (!st.ok()) return st;
+  }
+  return c.Exec("UPDATE t SET tag = tag + 1000 WHERE tag < 100");
+}
+
 // The same file through SQLite's default VFS, outside the engine: what any other
 // reader sees.
 std::int64_t CountWithDefaultVfs(const std::string& path, const std::string& sql) {
@@ -147,10 +166,7 @@ TEST(SqliteWalBuffer, SynchronousFullCommitsAndReadsBack) {
 // the shim keeps it.)
 TEST(SqliteWalBuffer, AWriterKilledMidStreamLeavesWholeTransactions) {
   SqliteBackend b;
-  {
-    auto db = OpenOk(b.Path());
-    ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (tag INTEGER, body BLOB)").ok());
-  }
+  CreateTable(b.Path());
   constexpr int kRowsPerCommit = 5;
   for (int round = 0; round < 3; ++round) {
     pid_t pid = fork();
@@ -233,10 +249,7 @@ TEST(SqliteWalBuffer, AFlushThatFailsFailsTheCommitAndPublishesNothing) {
 // fork.)
 TEST(SqliteWalBuffer, AReaderProcessSeesOnlyWholeTransactionsAsTheyCommit) {
   SqliteBackend b;
-  {
-    auto db = OpenOk(b.Path());
-    ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (tag INTEGER, body BLOB)").ok());
-  }
+  CreateTable(b.Path());
   constexpr int kRows = 4, kWidth = 2000;
   int pipefd[2];
   ASSERT_EQ(pipe(pipefd), 0);
@@ -296,26 +309,14 @@ TEST(SqliteWalBuffer, AReaderProcessSeesOnlyWholeTransactionsAsTheyCommit) {
 // every frame's checksum).
 TEST(SqliteWalBuffer, ASpilledAndRewrittenTransactionIsRecoveredAfterAKill) {
   SqliteBackend b;
-  {
-    auto db = OpenOk(b.Path());
-    ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (tag INTEGER, body BLOB)").ok());
-  }
+  CreateTable(b.Path());
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     auto db = Database::Open(ParseSqliteLocation(b.Path()).value());
     if (!db.ok()) _exit(2);
     const unsigned long long rewrites = WalBufferingStatsNow().rewrites;
-    Status s = db.value()->Write([](Conn& c) -> Status {
-      Status st = c.Exec("PRAGMA cache_size=20");  // 20 pages: the inserts below spill
-      if (!st.ok()) return st;
-      for (int i = 0; i < 200; ++i) {
-        st = c.Exec("INSERT INTO t (tag, body) VALUES (" + std::to_string(i) +
-                    ", randomblob(1000))");
-        if (!st.ok()) return st;
-      }
-      return c.Exec("UPDATE t SET tag = tag + 1000 WHERE tag < 100");  // spilled pages again
-    });
+    Status s = db.value()->Write(SpillAndRewrite);
     if (!s.ok()) _exit(3);
     if (WalBufferingStatsNow().rewrites == rewrites) _exit(5);  // no frame was rewritten
     kill(getpid(), SIGKILL);  // no close: the next opener recovers from the WAL
@@ -335,26 +336,14 @@ TEST(SqliteWalBuffer, ASpilledAndRewrittenTransactionIsRecoveredAfterAKill) {
 // published (FailWalRewriteForTest makes the first rewrite fail, in a child).
 TEST(SqliteWalBuffer, ARewriteThatFailsFailsTheTransaction) {
   SqliteBackend b;
-  {
-    auto db = OpenOk(b.Path());
-    ASSERT_TRUE(db->EnsureSchema("t", 1, "CREATE TABLE t (tag INTEGER, body BLOB)").ok());
-  }
+  CreateTable(b.Path());
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     auto db = Database::Open(ParseSqliteLocation(b.Path()).value());
     if (!db.ok()) _exit(2);
     FailWalRewriteForTest(1);
-    Status s = db.value()->Write([](Conn& c) -> Status {
-      Status st = c.Exec("PRAGMA cache_size=20");
-      if (!st.ok()) return st;
-      for (int i = 0; i < 200; ++i) {
-        st = c.Exec("INSERT INTO t (tag, body) VALUES (" + std::to_string(i) +
-                    ", randomblob(1000))");
-        if (!st.ok()) return st;
-      }
-      return c.Exec("UPDATE t SET tag = tag + 1000 WHERE tag < 100");
-    });
+    Status s = db.value()->Write(SpillAndRewrite);
     FailWalRewriteForTest(0);
     if (s.ok()) _exit(3);
     // The connection goes on: the next transaction commits.
