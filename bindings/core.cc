@@ -1,5 +1,7 @@
 // Core types: the status machine table and a transition check, exposed so that
 // tests can compare them with pynenc's own table.
+#include "pynenc_cpp/core/call_ids.h"
+
 #include "conversions.h"
 #include "init.h"
 
@@ -91,6 +93,35 @@ void InitCore(py::module_& m) {
   m.def(
       "set_engine_metrics_enabled", [](bool enabled) { metrics::SetEnabled(enabled); },
       py::arg("enabled"), "Turns the engine's metric counting on or off (on by default).");
+
+  m.def(
+      "new_invocation_id", [] { return Unwrap(NewInvocationId()); },
+      "A new invocation id: str(uuid.uuid4())'s form (36 characters, version 4), from the\n"
+      "kernel's random bytes. Raises EngineError if the kernel gives none.");
+  m.def(
+      "args_id",
+      [](const py::dict& serialized_arguments) {
+        std::vector<std::pair<std::string, std::string>> pairs;
+        pairs.reserve(serialized_arguments.size());
+        for (auto [name, text] : serialized_arguments) {
+          if (!PyUnicode_CheckExact(name.ptr()) || !PyUnicode_CheckExact(text.ptr())) {
+            throw py::type_error("args_id: names and serialized texts must be str");
+          }
+          Py_ssize_t nn = 0, nt = 0;
+          const char* n = PyUnicode_AsUTF8AndSize(name.ptr(), &nn);
+          if (n == nullptr) throw py::error_already_set();  // a lone surrogate
+          const char* t = PyUnicode_AsUTF8AndSize(text.ptr(), &nt);
+          if (t == nullptr) throw py::error_already_set();
+          pairs.emplace_back(std::string(n, static_cast<std::size_t>(nn)),
+                             std::string(t, static_cast<std::size_t>(nt)));
+        }
+        return ArgsId(std::move(pairs));
+      },
+      py::arg("serialized_arguments"),
+      "pynenc's compute_args_id (pynenc 0.4.0), byte for byte: 'no_args' for an empty dict,\n"
+      "else the SHA-256 hex digest of JSON(name)=JSON(text); per name in sorted order.\n"
+      "Raises TypeError for a name or text that is not a str, UnicodeEncodeError for one\n"
+      "that has no UTF-8 form (a lone surrogate); callers then use pynenc's own function.");
 }
 
 }  // namespace pynenc_cpp::bindings

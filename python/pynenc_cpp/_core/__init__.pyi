@@ -95,6 +95,7 @@ __all__: list[str] = [
     "TriggerStore",
     "Unavailable",
     "apply_transition",
+    "args_id",
     "broker",
     "client_data_store",
     "cluster",
@@ -104,6 +105,7 @@ __all__: list[str] = [
     "gil_handovers",
     "history_json",
     "lifecycle",
+    "new_invocation_id",
     "orchestrator",
     "report",
     "runner",
@@ -206,6 +208,14 @@ def apply_transition(
     Returns (new_status, new_owner); raises IllegalTransition or OwnershipViolation.
     """
 
+def args_id(serialized_arguments: dict) -> str:
+    """
+    pynenc's compute_args_id (pynenc 0.4.0), byte for byte: 'no_args' for an empty dict,
+    else the SHA-256 hex digest of JSON(name)=JSON(text); per name in sorted order.
+    Raises TypeError for a name or text that is not a str, UnicodeEncodeError for one
+    that has no UTF-8 form (a lone surrogate); callers then use pynenc's own function.
+    """
+
 def engine_metrics() -> dict:
     """
     A snapshot of this process's task-engine metrics (pynenc_cpp.metrics renders it):
@@ -222,6 +232,12 @@ def gil_handovers() -> dict:
     that released it and took it back) and ``thread_entries`` (engine threads that took
     it to run Python: a runner worker running an invocation, a callback). Each is one
     GIL acquisition. For profiling (bench/profile_burst.py); never reset.
+    """
+
+def new_invocation_id() -> str:
+    """
+    A new invocation id: str(uuid.uuid4())'s form (36 characters, version 4), from the
+    kernel's random bytes. Raises EngineError if the kernel gives none.
     """
 
 def set_engine_metrics_enabled(enabled: bool) -> None:
