@@ -55,13 +55,13 @@ from pynenc.call import LazyCall
 from pynenc.conf.config_broker import validate_priority
 from pynenc.conf.config_task import ConcurrencyControlType
 from pynenc.identifiers.invocation_id import InvocationId
-from pynenc.invocation import dist_invocation
 from pynenc.invocation.dist_invocation import (
     DistributedInvocation,
     TaskInvocation,
     WorkflowInvocation,
 )
 from pynenc.invocation.status import InvocationStatus, InvocationStatusRecord
+from pynenc.orchestrator.base_orchestrator import BaseOrchestrator
 from pynenc.runner.base_runner import ExternalRunner
 from pynenc.runner.runner_context import RunnerContext
 from pynenc.task import Task
@@ -74,6 +74,7 @@ from pynenc_cpp._outage import Settled
 from pynenc_cpp._pick import PicksInvocations
 from pynenc_cpp._read_ahead import ReadAhead
 from pynenc_cpp._run import _PYNENC_CALL_FROM_DTO, _PYNENC_INV_FROM_DTO
+from pynenc_cpp._submit import compute_args_id, keep_signature, new_invocation_id, record_of
 from pynenc_cpp.errors import (
     IllegalTransition,
     InvocationNotFound,
@@ -91,7 +92,6 @@ from pynenc_cpp.state_backend import (
     _arguments_from_json,
     _call_id,
     _dtos,
-    _invocation_record,
     _record_workflow,
 )
 from pynenc_cpp.trigger import _context_type_name
@@ -104,6 +104,8 @@ if TYPE_CHECKING:
 #: The largest result read together with its SUCCESS status (a larger one is read
 #: on its own when asked for).
 _PREFETCH_RESULT_BYTES = 64 * 1024
+#: pynenc's own ``route_call`` (a patched one is called by ``route_call`` below).
+_PYNENC_ROUTE_CALL = BaseOrchestrator.route_call
 #: ``_finish``'s ``made`` when the composite is still to be made.
 _NOT_YET: Any = object()
 
@@ -295,7 +297,8 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
             if route not in validated:
                 self._validate_route(*route)
                 validated.add(route)
-            items.append((_invocation_record(inv.to_dto(), inv.call.to_dto()), *route))
+            compute_args_id(inv.call)
+            items.append((record_of(inv), *route))
         raw, watched = lifecycle.register_and_route(items, runner_id, ctx_id)
         self._remember_invocations(invocations)
         if self._read_ahead is not None:
@@ -310,6 +313,23 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
                     f"NEW task:{invocation.call.task.task_id.key} "
                     f"invocation:{invocation.invocation_id} REGISTERED and ROUTED"
                 )
+
+    def route_call(self, call: Call[Params, Result]) -> DistributedInvocation[Params, Result]:
+        """pynenc's ``route_call``; for a task with no registration concurrency control,
+        its debug line is formatted only when it is logged, and the task function's
+        signature is kept for pynenc's next ``Arguments.from_call`` (``_submit.py``)."""
+        if (
+            self._lifecycle() is None
+            or BaseOrchestrator.route_call is not _PYNENC_ROUTE_CALL
+            or call.task.conf.registration_concurrency != ConcurrencyControlType.DISABLED
+        ):
+            return super().route_call(call)
+        task = call.task
+        keep_signature(task.func)
+        logger = task.logger
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(f"New invocation for call {call}")
+        return self._route_new_call_invocation(call)
 
     def _route_new_call_invocation(
         self, call: Call[Params, Result], runner_id: str | None = None
@@ -752,7 +772,7 @@ def _new_invocation(
     ``TaskInvocation.from_parent``; marked stored because the caller's register
     composite upserts it (in the same engine call as its registration).
     """
-    invocation_id = dist_invocation.generate_invocation_id()
+    invocation_id = InvocationId(new_invocation_id())
     parent_workflow = parent_invocation.workflow if parent_invocation else None
     parent_invocation_id = parent_invocation.invocation_id if parent_invocation else None
     logger = call.app.logger

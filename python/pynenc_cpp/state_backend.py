@@ -84,15 +84,34 @@ def _arguments_from_json(text: str) -> Any:
 
 def _invocation_record(inv_dto: InvocationDTO, call_dto: CallDTO) -> dict[str, str | None]:
     """The engine's invocation record: sqlite_state_backend's columns, same values."""
-    wf = inv_dto.workflow
+    return _record_fields(
+        inv_dto.invocation_id,
+        call_dto.call_id,
+        call_dto.serialized_arguments,
+        inv_dto.parent_invocation_id,
+        inv_dto.parent_event_id,
+        inv_dto.workflow,
+    )
+
+
+def _record_fields(
+    invocation_id: str,
+    call_id: CallId,
+    serialized_arguments: dict[str, str],
+    parent_invocation_id: str | None,
+    parent_event_id: str | None,
+    wf: WorkflowIdentity | None,
+) -> dict[str, str | None]:
+    """``_invocation_record`` of the DTOs' fields (``_submit.record_of`` passes them
+    without building the DTOs)."""
     return {
-        "invocation_id": inv_dto.invocation_id,
-        "call_id": call_dto.call_id.key,
-        "task_id": call_dto.call_id.task_id.key,
-        "arguments_id": call_dto.call_id.args_id,
-        "serialized_arguments": _arguments_json(call_dto.serialized_arguments),
-        "parent_invocation_id": inv_dto.parent_invocation_id,
-        "parent_event_id": inv_dto.parent_event_id,
+        "invocation_id": invocation_id,
+        "call_id": call_id.key,
+        "task_id": call_id.task_id.key,
+        "arguments_id": call_id.args_id,
+        "serialized_arguments": _arguments_json(serialized_arguments),
+        "parent_invocation_id": parent_invocation_id,
+        "parent_event_id": parent_event_id,
         "workflow_id": wf.workflow_id if wf else None,
         "workflow_type": wf.workflow_type.key if wf else None,
         "parent_workflow_id": wf.parent_workflow_id if wf else None,
