@@ -15,8 +15,10 @@ code it stands in for gives, and step aside when that code is patched.
 from __future__ import annotations
 
 import inspect
+import pickle
 import random
 import re
+import types
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,3 +189,19 @@ def test_own_signature_is_left_alone() -> None:
     assert "__signature__" not in g.__dict__
     _submit.keep_signature(len)  # not a plain function: nothing to keep
     assert inspect.signature(len) == inspect.signature(len)
+
+
+def test_kept_signature_pickles_as_none() -> None:
+    """A function's ``__dict__`` pickled by value (as cloudpickle pickles a function of
+    ``__main__``) carries no kept signature: None, which inspect passes over."""
+
+    def f(x: int, y: int = 2) -> int:
+        return x + y
+
+    _submit.keep_signature(f)
+    copied = pickle.loads(pickle.dumps(dict(f.__dict__)))
+    assert copied == {"__signature__": None}
+    g = types.FunctionType(f.__code__, {}, "g", f.__defaults__)
+    g.__annotations__ = f.__annotations__
+    g.__dict__.update(copied)
+    assert inspect.signature(g) == inspect.signature(f)

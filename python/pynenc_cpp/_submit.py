@@ -88,6 +88,11 @@ def record_of(invocation: Any) -> dict[str, str | None]:
     )
 
 
+def _no_signature() -> None:
+    """What a ``_KeptSignature`` unpickles to (see its ``__reduce__``)."""
+    return None
+
+
 class _KeptSignature:
     """A task function's ``__signature__``: ``inspect.signature`` calls it (as Python 3.12
     and 3.13 call a callable ``__signature__``) and gets the function's Signature,
@@ -98,6 +103,11 @@ class _KeptSignature:
     def __init__(self, func: types.FunctionType) -> None:
         self._func = weakref.ref(func)  # no cycle through the function's own __dict__
         self._made: tuple[Any, Any, Any, inspect.Signature] | None = None
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        """A copy of the function's ``__dict__`` pickled by value (cloudpickle) gets no
+        kept signature: ``__signature__`` None, which ``inspect.signature`` passes over."""
+        return (_no_signature, ())
 
     def __call__(self) -> inspect.Signature:
         func = self._func()
