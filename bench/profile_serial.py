@@ -112,18 +112,25 @@ def _pct(xs: list[int], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))] / 1000
 
 
-def run(stack: str, m: int, mode: str) -> dict[str, Any]:
-    tmp = Path(tempfile.mkdtemp(prefix="profile-serial-"))
-    cfg: dict[str, Any] = {
-        "app_id": f"serial-{uuid.uuid4().hex[:8]}",
+def app_config(prefix: str, stack: str, mode: str, slots: int, tmp: Path) -> dict[str, Any]:
+    """``PEERS_PYNENC`` for a profiling tool's app (``peer_systems/pynenc_app.py``): a new
+    app id, CppRunner with ``slots`` workers, peers.py's tuning, a SQLite file in ``tmp``
+    (used on cpp-sqlite); the caller adds ``url`` on cpp-redis."""
+    return {
+        "app_id": f"{prefix}-{uuid.uuid4().hex[:8]}",
         "stack": stack,
         "mode": mode,
         "runner": "cpp",
         "sleep": 0.01,
         "status_cache": 0.0,
-        "slots": 2,
+        "slots": slots,
         "path": str(tmp / "app.sqlite"),
     }
+
+
+def run(stack: str, m: int, mode: str) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix="profile-serial-"))
+    cfg = app_config("serial", stack, mode, 2, tmp)
     redis = None
     if stack == "cpp-redis":
         from peers import start_redis

@@ -25,7 +25,6 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -56,16 +55,9 @@ class _TimedLifecycle:
 
 def run(stack: str, n: int) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="submit-alone-"))
-    cfg: dict[str, Any] = {
-        "app_id": f"submit-{uuid.uuid4().hex[:8]}",
-        "stack": stack,
-        "mode": "native",
-        "runner": "cpp",
-        "sleep": 0.01,
-        "status_cache": 0.0,
-        "slots": 1,
-        "path": str(tmp / "app.sqlite"),
-    }
+    from profile_serial import app_config
+
+    cfg = app_config("submit", stack, "native", 1, tmp)
     redis = None
     if stack == "cpp-redis":
         from peers import start_redis
