@@ -118,6 +118,30 @@ TYPED_TEST(BrokerCompliance, BlockingRetrieveIgnoresOtherQueuesAndTimesOut) {
   EXPECT_EQ(b->Count({"other-queue"}).value(), 1);
 }
 
+// The spin before the sleep (core/spin_wait.h): a route that comes at once is seen
+// while spinning, one that comes later by the sleep; a retrieve that timed out idle
+// (its wait point then sleeps at once) is still woken by the next route.
+TYPED_TEST(BrokerCompliance, BlockingRetrieveWakesDuringTheSpinAndAfterAnIdleTimeout) {
+  auto b = this->NewBroker();
+  std::optional<InvocationId> got;
+  std::thread waiter([&] { got = Pop(*b, "q", 10'000); });
+  ASSERT_TRUE(b->Route({InvocationId("soon")}, "q", 0).ok());
+  waiter.join();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->str(), "soon");
+  EXPECT_FALSE(Pop(*b, "q", 100).has_value());  // timed out idle
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(b->Route({InvocationId("late")}, "q", 0).ok());
+  });
+  const auto start = std::chrono::steady_clock::now();
+  got = Pop(*b, "q", 10'000);
+  late.join();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->str(), "late");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
 TYPED_TEST(BrokerCompliance, InterruptWakesWaiters) {
   auto b = this->NewBroker();
   std::atomic<int> returned{0};

@@ -74,6 +74,27 @@ TYPED_TEST(OrchestratorWait, WakesWhenAnotherThreadFinishesOne) {
   EXPECT_EQ(got, InvocationId("b"));
 }
 
+// The spin before the sleep (core/spin_wait.h): a final status that comes at once is
+// seen while spinning, one that comes later by the sleep; a wait that timed out idle
+// (its wait point then sleeps at once) is still woken by the next final status.
+TYPED_TEST(OrchestratorWait, WakesWhetherTheFinalStatusComesDuringTheSpinOrAfterAnIdleTimeout) {
+  for (const char* id : {"soon", "late"}) {
+    this->Register(id);
+    this->Move(id, S::kPending);
+    this->Move(id, S::kRunning);
+  }
+  std::thread at_once([this] { this->Move("soon", S::kSuccess); });
+  EXPECT_EQ(this->Wait({"soon"}, 10 * kMinute), InvocationId("soon"));
+  at_once.join();
+  EXPECT_EQ(this->Wait({"late"}, 20'000), std::nullopt);  // timed out idle
+  std::thread later([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    this->Move("late", S::kSuccess);
+  });
+  EXPECT_EQ(this->Wait({"late"}, 10 * kMinute), InvocationId("late"));
+  later.join();
+}
+
 TYPED_TEST(OrchestratorWait, NonFinalTransitionsDoNotEndTheWait) {
   this->Register("a");
   this->Move("a", S::kPending);

@@ -1,10 +1,15 @@
 // In-memory broker: per queue, a map priority -> FIFO deque, guarded by one
-// mutex; a condition variable wakes blocked retrievers when work is routed.
+// mutex; a condition variable wakes blocked retrievers when work is routed. A
+// retriever that finds its queue empty spins briefly on the routes' counter
+// before it sleeps (core/spin_wait.h).
 #include "mem/mem_broker.h"
+#include "pynenc_cpp/core/spin_wait.h"
 #include "pynenc_cpp/core/thread_annotations.h"
 
 #include <chrono>
 #include <condition_variable>
+#include <atomic>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -23,6 +28,7 @@ class MemBroker final : public Broker {
       MutexLock lock(mu_);
       auto& fifo = queues_[queue][priority];
       fifo.insert(fifo.end(), ids.begin(), ids.end());
+      changes_.fetch_add(1, std::memory_order_release);
     }
     cv_.notify_all();
     return Status::Ok();
@@ -35,12 +41,24 @@ class MemBroker final : public Broker {
     if (auto id = PopLocked(queue)) return std::optional<InvocationId>(std::move(*id));
     if (timeout_ms <= 0) return std::optional<InvocationId>();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    const std::uint64_t seen = changes_.load(std::memory_order_acquire);
+    lock.Unlock();
+    SpinUntil(spin_gate_, deadline,
+              [&] { return changes_.load(std::memory_order_acquire) != seen; });
+    lock.Lock();
+    if (interrupt_epoch_ != epoch) return std::optional<InvocationId>();
+    if (auto id = PopLocked(queue)) return std::optional<InvocationId>(std::move(*id));
     while (true) {
       if (cv_.wait_until(lock.native(), deadline) == std::cv_status::timeout) {
-        return std::optional<InvocationId>(PopLocked(queue));
+        std::optional<InvocationId> id = PopLocked(queue);
+        spin_gate_.Settle(id.has_value());
+        return id;
       }
       if (interrupt_epoch_ != epoch) return std::optional<InvocationId>();
-      if (auto id = PopLocked(queue)) return std::optional<InvocationId>(std::move(*id));
+      if (auto id = PopLocked(queue)) {
+        spin_gate_.Settle(true);
+        return std::optional<InvocationId>(std::move(*id));
+      }
     }
   }
 
@@ -66,6 +84,7 @@ class MemBroker final : public Broker {
     {
       MutexLock lock(mu_);
       ++interrupt_epoch_;
+      changes_.fetch_add(1, std::memory_order_release);
     }
     cv_.notify_all();
   }
@@ -88,6 +107,9 @@ class MemBroker final : public Broker {
   std::unordered_map<std::string, std::map<double, std::deque<InvocationId>, std::greater<>>>
       queues_ PYNENC_GUARDED_BY(mu_);
   std::uint64_t interrupt_epoch_ PYNENC_GUARDED_BY(mu_) = 0;
+  // Bumped by every Route and Interrupt (under mu_): what a spinning retriever polls.
+  std::atomic<std::uint64_t> changes_{0};
+  SpinGate spin_gate_;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "mem/mem_orchestrator_impl.h"
 #include "pynenc_cpp/core/metrics.h"
+#include "pynenc_cpp/core/spin_wait.h"
 #include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp {
@@ -88,7 +89,10 @@ Result<StatusRecord> MemOrchestrator::TransitionStatus(
   by_status_[static_cast<std::size_t>(to)].insert(row->seq);
   metrics::OnTransition(row->status, next.value());
   row->status = next.value();
-  if (IsFinal(to)) final_cv_.notify_all();
+  if (IsFinal(to)) {
+    finals_.fetch_add(1, std::memory_order_release);
+    final_cv_.notify_all();
+  }
   return next;
 }
 
@@ -109,7 +113,13 @@ Result<std::optional<InvocationId>> MemOrchestrator::WaitAnyFinal(
     }
     return false;
   };
+  if (any_final()) return found;
+  const std::uint64_t seen = finals_.load(std::memory_order_acquire);
+  lock.Unlock();
+  SpinUntil(final_spin_, deadline, [&] { return finals_.load(std::memory_order_acquire) != seen; });
+  lock.Lock();
   final_cv_.wait_until(lock.native(), deadline, any_final);
+  final_spin_.Settle(found.has_value());
   return found;
 }
 

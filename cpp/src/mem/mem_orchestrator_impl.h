@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -21,6 +22,7 @@
 #include <utility>
 
 #include "mem/mem_orchestrator.h"
+#include "pynenc_cpp/core/spin_wait.h"
 #include "pynenc_cpp/core/thread_annotations.h"
 
 namespace pynenc_cpp::mem_orchestrator {
@@ -65,7 +67,8 @@ class MemOrchestrator final : public Orchestrator {
   Result<StatusRecord> GetStatusRecord(const InvocationId& id) override;
   Result<std::vector<InvocationId>> FilterByStatus(
       const std::vector<InvocationId>& ids, const std::vector<InvocationStatus>& statuses) override;
-  // Sleeps on final_cv_ (notified by every transition to a final status): no polling.
+  // Sleeps on final_cv_ (notified by every transition to a final status): no
+  // polling; spins on finals_ first, for the process's spin budget.
   Result<std::optional<InvocationId>> WaitAnyFinal(const std::vector<InvocationId>& ids,
                                                    TimestampUs timeout_us) override;
   Status IndexArguments(const InvocationId& id,
@@ -142,6 +145,10 @@ class MemOrchestrator final : public Orchestrator {
   mutable Mutex mu_;
   // Notified (all) whenever an invocation reaches a final status; used with mu_.
   std::condition_variable final_cv_;
+  // Bumped (under mu_) with each final_cv_ notification: what a waiter spins on
+  // before it sleeps (core/spin_wait.h).
+  std::atomic<std::uint64_t> finals_{0};
+  SpinGate final_spin_;
   Seq next_seq_ PYNENC_GUARDED_BY(mu_) = 1;
   std::unordered_map<InvocationId, InvocationRow> rows_ PYNENC_GUARDED_BY(mu_);
   std::map<Seq, InvocationId> by_seq_ PYNENC_GUARDED_BY(mu_);
