@@ -111,9 +111,14 @@ void WakeBoard::Bump(std::uint32_t* counter, std::uint32_t* waiting) {
   }
 }
 
-void WakeBoard::WaitOn(std::uint32_t* counter, std::uint32_t* waiting, std::uint32_t seen,
-                       std::chrono::steady_clock::time_point until) {
+void WakeBoard::WaitOn(SpinGate& gate, std::uint32_t* counter, std::uint32_t* waiting,
+                       std::uint32_t seen, std::chrono::steady_clock::time_point until) {
   using Clock = std::chrono::steady_clock;
+  // Spinning first (core/spin_wait.h): a spinner is not counted as a sleeper, so
+  // a commit meanwhile bumps the counter without a FUTEX_WAKE.
+  if (SpinUntil(gate, until, [&] { return __atomic_load_n(counter, __ATOMIC_SEQ_CST) != seen; })) {
+    return;
+  }
   __atomic_fetch_add(waiting, 1u, __ATOMIC_SEQ_CST);
   while (__atomic_load_n(counter, __ATOMIC_SEQ_CST) == seen) {
     const auto left = until - Clock::now();
@@ -127,6 +132,7 @@ void WakeBoard::WaitOn(std::uint32_t* counter, std::uint32_t* waiting, std::uint
     Futex(counter, FUTEX_WAIT, seen, &ts);
   }
   __atomic_fetch_sub(waiting, 1u, __ATOMIC_SEQ_CST);
+  gate.Settle(__atomic_load_n(counter, __ATOMIC_SEQ_CST) != seen);
 }
 
 void WakeBoard::Wake(std::uint64_t mask) {
@@ -137,7 +143,8 @@ void WakeBoard::Wake(std::uint64_t mask) {
 
 void WakeBoard::Wait(int slot, std::uint32_t seen, std::chrono::steady_clock::time_point deadline) {
   const auto cap = std::chrono::milliseconds(poll_cap_ms_.load());
-  WaitOn(seq(slot), sleepers(slot), seen,
+  WaitOn(spin_gates_[static_cast<std::size_t>(std::clamp(slot, 0, kSlots - 1))], seq(slot),
+         sleepers(slot), seen,
          std::min(deadline, std::chrono::steady_clock::now() + cap));
 }
 
@@ -148,7 +155,7 @@ std::uint32_t WakeBoard::WriterSeq() const {
 void WakeBoard::WriterDone() { Bump(writer_seq(), writer_sleepers()); }
 
 void WakeBoard::WaitWriter(std::uint32_t seen, std::chrono::steady_clock::time_point until) {
-  WaitOn(writer_seq(), writer_sleepers(), seen, until);
+  WaitOn(writer_spin_gate_, writer_seq(), writer_sleepers(), seen, until);
 }
 
 }  // namespace pynenc_cpp::sqlite

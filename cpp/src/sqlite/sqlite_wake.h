@@ -18,12 +18,15 @@
 // wake the OS would lose (none is known).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+
+#include "pynenc_cpp/core/spin_wait.h"
 
 namespace pynenc_cpp::sqlite {
 
@@ -81,10 +84,15 @@ class WakeBoard {
   std::uint32_t* writer_sleepers() const;
   // FUTEX_WAITs on `counter` while it reads `seen`, until `until`, counted in
   // `waiting` meanwhile (what a waker checks before its FUTEX_WAKE).
-  static void WaitOn(std::uint32_t* counter, std::uint32_t* waiting, std::uint32_t seen,
-                     std::chrono::steady_clock::time_point until);
+  // A thread of this process that `gate` lets in spins on `counter` first.
+  static void WaitOn(SpinGate& gate, std::uint32_t* counter, std::uint32_t* waiting,
+                     std::uint32_t seen, std::chrono::steady_clock::time_point until);
   static void Bump(std::uint32_t* counter, std::uint32_t* waiting);
 
+  // Per slot, and for the write lock: the one thread of this process that spins
+  // before it sleeps (core/spin_wait.h).
+  std::array<SpinGate, kSlots> spin_gates_;
+  SpinGate writer_spin_gate_;
   void* page_;
   std::atomic<std::int64_t> poll_cap_ms_;
   const bool mapped_;  // page_ is an mmap of this board (else a static page)
