@@ -1,6 +1,7 @@
 // Core types: the status machine table and a transition check, exposed so that
 // tests can compare them with pynenc's own table.
 #include "pynenc_cpp/core/call_ids.h"
+#include "pynenc_cpp/core/spin_wait.h"
 
 #include "conversions.h"
 #include "init.h"
@@ -94,6 +95,20 @@ void InitCore(py::module_& m) {
       "set_engine_metrics_enabled", [](bool enabled) { metrics::SetEnabled(enabled); },
       py::arg("enabled"), "Turns the engine's metric counting on or off (on by default).");
 
+  m.def("spin_wait_us", &SpinWaitUs,
+        "The process-wide spin budget in microseconds: how long a waiter polls before it\n"
+        "sleeps (core/spin_wait.h; 0: never spins).");
+  m.def(
+      "set_spin_wait_us",
+      [](std::int64_t us) {
+        if (us < 0 || us > kMaxSpinWaitUs) {
+          throw py::value_error("set_spin_wait_us: expected microseconds between 0 and " +
+                                std::to_string(kMaxSpinWaitUs) + ", got " + std::to_string(us));
+        }
+        SetSpinWaitUs(us);
+      },
+      py::arg("us"),
+      "Sets the process-wide spin budget (0 to 10000 us; ValueError otherwise).");
   m.def(
       "new_invocation_id", [] { return Unwrap(NewInvocationId()); },
       "A new invocation id: str(uuid.uuid4())'s form (36 characters, version 4), from the\n"

@@ -12,7 +12,7 @@ from pynenc_cpp import _core
 from pynenc_cpp._outage import Settled, ride_out
 from pynenc_cpp._storage import storage_for
 from pynenc_cpp._urls import redis_url_problem
-from pynenc_cpp.config import SYNCHRONOUS_MODES, ConfigCpp
+from pynenc_cpp.config import SYNCHRONOUS_MODES, ConfigCpp, spin_wait_problem
 from pynenc_cpp.errors import BadConfig
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ class CppComponentMixin:
         """The engine storage of this component's app and URI: the one object that
         owns the connection pool, database or memory the app's pynenc-cpp components
         share, and hands out their engine ports (``_storage.storage_for``)."""
+        _core.set_spin_wait_us(spin_wait_us(self.cpp_conf))
         return storage_for(self.app, self.engine_uri)
 
     def shares_storage_with(self, other: object) -> bool:
@@ -112,6 +113,15 @@ class RedisBackend:
     @property
     def engine_uri(self) -> str:
         return redis_uri(self.cpp_conf)
+
+
+def spin_wait_us(conf: ConfigCpp) -> int:
+    """``cpp_spin_wait_us``, checked (``BadConfig`` naming the problem)."""
+    raw = conf.cpp_spin_wait_us
+    problem = spin_wait_problem(raw)
+    if problem:
+        raise BadConfig(problem)
+    return int(raw)
 
 
 def redis_uri(conf: ConfigCpp) -> str:

@@ -14,7 +14,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any
 
 from pynenc_cpp._urls import redis_url_problem
-from pynenc_cpp.config import SYNCHRONOUS_MODES
+from pynenc_cpp.config import SYNCHRONOUS_MODES, spin_wait_problem
 
 if TYPE_CHECKING:
     from pynenc.builder import PynencBuilder
@@ -191,6 +191,9 @@ def _validate(config: dict[str, Any]) -> None:
     wal_buffer = config.get("cpp_sqlite_wal_buffer")
     if wal_buffer is not None and str(wal_buffer).strip().lower() not in _FLAG_VALUES:
         raise ValueError(f"cpp_sqlite_wal_buffer={wal_buffer!r}: expected true or false")
+    spin = config.get("cpp_spin_wait_us")
+    if spin is not None and (problem := spin_wait_problem(spin)):
+        raise ValueError(problem)
     timeout = config.get("cpp_sqlite_busy_timeout_ms")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int)):
         raise TypeError(f"cpp_sqlite_busy_timeout_ms must be an int, got {type(timeout).__name__}")

@@ -51,6 +51,16 @@ class ConfigCpp(ConfigPynencBase):
         read are retried with backoff for this long before the error reaches
         pynenc (which may then report the invocation FAILED). 0 never retries.
         See docs/reliability.md.
+    :cvar ConfigField[int] cpp_spin_wait_us:
+        How long, in microseconds (0 to 10000; default 500), a waiter of the memory
+        and SQLite backends polls for what it waits for before it sleeps: an idle
+        worker for the next route, a client for a final status, a writer for
+        SQLite's write lock. A sleep and its wake-up cost tens of microseconds on a
+        VM; within the budget the waiter sees the event at once, and its waker makes
+        no wake-up call. At most one thread per wait point spins, yielding its CPU
+        between polls, and a wait point that timed out idle sleeps at once until it
+        is woken again. 0 never spins. Process-wide: the app whose storage opens last
+        sets it (docs/performance.md, stop 48).
     """
 
     cpp_sqlite_path = ConfigField("")
@@ -62,6 +72,7 @@ class ConfigCpp(ConfigPynencBase):
     # bool("False") is True.
     cpp_native = ConfigField("true")
     cpp_outage_budget_sec = ConfigField(60.0)
+    cpp_spin_wait_us = ConfigField(500)
 
     @property
     def native_enabled(self) -> bool:
@@ -72,3 +83,21 @@ class ConfigCpp(ConfigPynencBase):
     def sqlite_wal_buffer(self) -> bool:
         """``cpp_sqlite_wal_buffer`` as a bool."""
         return str(self.cpp_sqlite_wal_buffer).strip().lower() not in _FALSE_VALUES
+
+
+#: The largest ``cpp_spin_wait_us`` (core/spin_wait.h's kMaxSpinWaitUs).
+MAX_SPIN_WAIT_US = 10_000
+
+
+def spin_wait_problem(raw: object) -> str | None:
+    """What is wrong with ``raw`` as ``cpp_spin_wait_us`` (None: whole microseconds
+    from 0 to ``MAX_SPIN_WAIT_US``, as an int or, from an environment variable, its
+    text)."""
+    value: int | None = None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    elif isinstance(raw, str) and raw.strip().isdigit():
+        value = int(raw.strip())
+    if value is None or not 0 <= value <= MAX_SPIN_WAIT_US:
+        return f"cpp_spin_wait_us={raw!r}: expected whole microseconds from 0 to {MAX_SPIN_WAIT_US}"
+    return None
