@@ -110,6 +110,8 @@ __all__: list[str] = [
     "report",
     "runner",
     "set_engine_metrics_enabled",
+    "set_spin_wait_us",
+    "spin_wait_us",
     "state_backend",
     "status_names",
     "status_table",
@@ -243,6 +245,17 @@ def new_invocation_id() -> str:
 def set_engine_metrics_enabled(enabled: bool) -> None:
     """
     Turns the engine's metric counting on or off (on by default).
+    """
+
+def set_spin_wait_us(us: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """
+    Sets the process-wide spin budget (0 to 10000 us; ValueError otherwise).
+    """
+
+def spin_wait_us() -> int:
+    """
+    The process-wide spin budget in microseconds: how long a waiter polls before it
+    sleeps (core/spin_wait.h; 0: never spins).
     """
 
 def status_names() -> list:
