@@ -6,9 +6,9 @@
 #include "pynenc_cpp/core/spin_wait.h"
 #include "pynenc_cpp/core/thread_annotations.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>

@@ -113,7 +113,8 @@ Result<std::optional<InvocationId>> MemOrchestrator::WaitAnyFinal(
     }
     return false;
   };
-  if (any_final()) return found;
+  // A timeout of 0 is a look, not a wait: it neither spins nor marks the wait point idle.
+  if (any_final() || timeout_us <= 0) return found;
   const std::uint64_t seen = finals_.load(std::memory_order_acquire);
   lock.Unlock();
   SpinUntil(final_spin_, deadline, [&] { return finals_.load(std::memory_order_acquire) != seen; });

@@ -114,6 +114,7 @@ void WakeBoard::Bump(std::uint32_t* counter, std::uint32_t* waiting) {
 void WakeBoard::WaitOn(SpinGate& gate, std::uint32_t* counter, std::uint32_t* waiting,
                        std::uint32_t seen, std::chrono::steady_clock::time_point until) {
   using Clock = std::chrono::steady_clock;
+  if (until <= Clock::now()) return;  // nothing to wait for: no spin, no idle mark
   // Spinning first (core/spin_wait.h): a spinner is not counted as a sleeper, so
   // a commit meanwhile bumps the counter without a FUTEX_WAKE.
   if (SpinUntil(gate, until, [&] { return __atomic_load_n(counter, __ATOMIC_SEQ_CST) != seen; })) {
