@@ -59,8 +59,9 @@ class ConfigCpp(ConfigPynencBase):
         VM; within the budget the waiter sees the event at once, and its waker makes
         no wake-up call. At most one thread per wait point spins, yielding its CPU
         between polls, and a wait point that timed out idle sleeps at once until it
-        is woken again. 0 never spins. Process-wide: the app whose storage opens last
-        sets it (docs/performance.md, stop 48).
+        is woken again. 0 never spins. Process-wide: each component sets it from its
+        app's value when it first opens its storage, so the apps of one process
+        should agree on it (docs/performance.md, stop 48).
     """
 
     cpp_sqlite_path = ConfigField("")
