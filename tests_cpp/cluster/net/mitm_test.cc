@@ -1,6 +1,8 @@
-// A man in the middle between two real AsioEnvs: a test-driven TCP proxy relays
-// the handshake untouched (it cannot forge one without the secret), then
-// injects, replays, alters or reorders frames of the established connection.
+// A man in the middle between two real AsioEnvs: a test-driven TCP proxy sits on
+// the address the server advertises (127.0.0.2:<port>; the server listens on
+// 127.0.0.1:<port>), relays the handshake untouched (it cannot forge one without
+// the secret), then injects, replays, alters or reorders frames of the
+// established connection.
 // Each must get the connection closed with nothing of it delivered; the frames
 // relayed untouched are delivered (so the relay itself is faithful).
 #include <gtest/gtest.h>
@@ -24,20 +26,23 @@ std::string Reencode(const tp::Frame& f) { return tp::EncodeFrame(f.type, f.body
 class Mitm : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto server = MakeAsioEnv(Options("mitm-secret", "mitm"), nullptr);
+    auto server_options = Options("mitm-secret", "mitm");
+    server_options.advertise_host = "127.0.0.2";
+    auto server = MakeAsioEnv(server_options, nullptr);
     ASSERT_TRUE(server.ok()) << server.status().message();
     server_ = std::move(server).value();
+    proxy_ = std::make_unique<RawListener>("127.0.0.2", nettest::PortOf(server_->LocalAddress()));
     server_->SetReceiver(got_.AsReceiver());
     auto client = MakeAsioEnv(Options("mitm-secret", "mitm"), client_logs_.Sink());
     ASSERT_TRUE(client.ok()) << client.status().message();
     client_ = std::move(client).value();
-    ASSERT_NE(proxy_.port(), 0);
+    ASSERT_NE(proxy_->port(), 0);
   }
 
   // The client env dials the proxy; the proxy dials the server and relays the
   // four handshake frames both ways. Returns false if any step failed.
   bool RelayHandshake() {
-    from_client_ = proxy_.Accept();
+    from_client_ = proxy_->Accept();
     to_server_ = std::make_unique<RawClient>(nettest::PortOf(server_->LocalAddress()));
     if (!from_client_ || !to_server_->connected()) return false;
     for (int i = 0; i < 2; ++i) {
@@ -76,13 +81,13 @@ class Mitm : public ::testing::Test {
   std::unique_ptr<AsioEnv> server_;
   std::unique_ptr<AsioEnv> client_;
   Collector got_;
-  RawListener proxy_;
+  std::unique_ptr<RawListener> proxy_;  // on the server's advertised address
   std::unique_ptr<RawClient> from_client_;
   std::unique_ptr<RawClient> to_server_;
 };
 
 TEST_F(Mitm, RelayedFramesAreDeliveredAndTheirPayloadIsNotInClear) {
-  client_->Send(proxy_.address(), 16, "first plain-text payload");
+  client_->Send(server_->LocalAddress(), 16, "first plain-text payload");
   ASSERT_TRUE(RelayHandshake());
   const auto rec = Intercept();
   EXPECT_EQ(rec.type, tp::kSealed);
@@ -96,7 +101,7 @@ TEST_F(Mitm, RelayedFramesAreDeliveredAndTheirPayloadIsNotInClear) {
 }
 
 TEST_F(Mitm, AReplayedFrameClosesTheConnectionAndIsNotDeliveredTwice) {
-  client_->Send(proxy_.address(), 16, "pay once");
+  client_->Send(server_->LocalAddress(), 16, "pay once");
   ASSERT_TRUE(RelayHandshake());
   const auto rec = Intercept();
   ASSERT_TRUE(to_server_->Send(Reencode(rec)));
@@ -107,7 +112,7 @@ TEST_F(Mitm, AReplayedFrameClosesTheConnectionAndIsNotDeliveredTwice) {
 }
 
 TEST_F(Mitm, AnInjectedPlainFrameIsNeverDecoded) {
-  client_->Send(proxy_.address(), 16, "genuine");
+  client_->Send(server_->LocalAddress(), 16, "genuine");
   ASSERT_TRUE(RelayHandshake());
   ASSERT_TRUE(to_server_->Send(Reencode(Intercept())));
   ASSERT_TRUE(WaitUntil([&] { return got_.Count() == 1; }));
@@ -118,7 +123,7 @@ TEST_F(Mitm, AnInjectedPlainFrameIsNeverDecoded) {
 }
 
 TEST_F(Mitm, AForgedSealedFrameDoesNotOpen) {
-  client_->Send(proxy_.address(), 16, "genuine");
+  client_->Send(server_->LocalAddress(), 16, "genuine");
   ASSERT_TRUE(RelayHandshake());
   const auto rec = Intercept();
   ASSERT_TRUE(to_server_->Send(Reencode(rec)));
@@ -136,7 +141,7 @@ TEST_F(Mitm, AnyAlteredBitIsDetected) {
   std::size_t delivered = 0;
   for (std::size_t pos : {std::size_t{0}, std::size_t{20}, 1 + payload.size() + 3}) {
     SCOPED_TRACE("flipped byte " + std::to_string(pos));
-    client_->Send(proxy_.address(), 16, payload);
+    client_->Send(server_->LocalAddress(), 16, payload);
     ASSERT_TRUE(RelayHandshake());
     auto rec = Intercept();
     rec.body[pos] = static_cast<char>(rec.body[pos] ^ 0x01);
@@ -148,8 +153,8 @@ TEST_F(Mitm, AnyAlteredBitIsDetected) {
 }
 
 TEST_F(Mitm, ReorderedFramesAreRefused) {
-  client_->Send(proxy_.address(), 16, "one");
-  client_->Send(proxy_.address(), 16, "two");
+  client_->Send(server_->LocalAddress(), 16, "one");
+  client_->Send(server_->LocalAddress(), 16, "two");
   ASSERT_TRUE(RelayHandshake());
   const auto one = Intercept();
   const auto two = Intercept();
@@ -160,19 +165,79 @@ TEST_F(Mitm, ReorderedFramesAreRefused) {
 }
 
 TEST_F(Mitm, AFrameFromAnEarlierConnectionDoesNotOpenOnANewOne) {
-  client_->Send(proxy_.address(), 16, "old");
+  client_->Send(server_->LocalAddress(), 16, "old");
   ASSERT_TRUE(RelayHandshake());
   const auto old = Intercept();
   ASSERT_TRUE(to_server_->Send(Reencode(old)));
   ASSERT_TRUE(WaitUntil([&] { return got_.Count() == 1; }));
   DropBothLegs();
-  client_->Send(proxy_.address(), 16, "new");
+  client_->Send(server_->LocalAddress(), 16, "new");
   ASSERT_TRUE(RelayHandshake());
   // The first record of the new connection is at sequence number 0, like `old`,
   // but under the new connection's key.
   ASSERT_TRUE(to_server_->Send(Reencode(old)));
   ExpectClosedWith(1);
   EXPECT_TRUE(WaitUntil([&] { return server_->Stats().records_rejected == 1; }));
+}
+
+// Someone without the secret who receives a connection the client dials (the
+// port of a peer that is down, squatted; or a path it sits on) relays the
+// client's handshake to a DIFFERENT live node. That node's CHALLENGE names its
+// own advertised address, not the one dialed: the client refuses before it
+// proves anything, so the node never gets a proof, a record or a frame.
+TEST_F(Mitm, AHandshakeRelayedToAnotherNodeIsRefused) {
+  RawListener squatted;  // 127.0.0.1:<port>: an address no node advertises
+  client_->Send(squatted.address(), 16, "meant for the peer at the squatted address");
+  auto victim = squatted.Accept();
+  ASSERT_TRUE(victim);
+  RawClient to_other(nettest::PortOf(server_->LocalAddress()));
+  ASSERT_TRUE(to_other.connected());
+  auto hello = victim->ReadFrame();
+  ASSERT_TRUE(hello && hello->type == tp::kHello);
+  ASSERT_TRUE(to_other.Send(Reencode(*hello)));
+  auto challenge = to_other.ReadFrame();
+  ASSERT_TRUE(challenge && challenge->type == tp::kChallenge);
+  ASSERT_TRUE(victim->Send(Reencode(*challenge)));
+  EXPECT_TRUE(victim->WaitClosed()) << "no AUTH: the client closes";
+  EXPECT_TRUE(WaitUntil([&] { return client_->Stats().handshakes_rejected >= 1; }));
+  EXPECT_TRUE(client_logs_.Contains(LogLevel::kWarning, "a relayed connection"));
+  EXPECT_EQ(client_->Stats().connections_established, 0u);
+  EXPECT_EQ(client_->Stats().frames_sent, 0u);
+  EXPECT_EQ(server_->Stats().frames_received, 0u);
+  EXPECT_EQ(got_.Count(), 0u);
+}
+
+// The same squatter relays the client's HELLO to the client's OWN server (a
+// reflection: both ends then compute the same transcript, so each side's proof
+// would satisfy the other). The server refuses a HELLO carrying its own node's
+// address and nonce; the client, shown a CHALLENGE naming itself, refuses too.
+TEST_F(Mitm, AHandshakeReflectedToItsSenderIsRefusedOnBothSides) {
+  RawListener squatted;
+  client_->Send(squatted.address(), 16, "reflected");
+  auto victim = squatted.Accept();
+  ASSERT_TRUE(victim);
+  auto hello = victim->ReadFrame();
+  ASSERT_TRUE(hello && hello->type == tp::kHello);
+  // Server side: the client's own listener closes on its own HELLO.
+  RawClient to_self(nettest::PortOf(client_->LocalAddress()));
+  ASSERT_TRUE(to_self.connected());
+  ASSERT_TRUE(to_self.Send(Reencode(*hello)));
+  EXPECT_FALSE(to_self.ReadFrame(std::chrono::milliseconds(2'000)).has_value()) << "no CHALLENGE";
+  EXPECT_TRUE(to_self.WaitClosed());
+  EXPECT_TRUE(client_logs_.Contains(LogLevel::kWarning, "a reflected connection"));
+  // Client side: a CHALLENGE naming the client itself (as its own server would
+  // have sent) gets no AUTH.
+  tp::Hello h;
+  ASSERT_TRUE(tp::ParseHello(hello->body, h));
+  tp::Challenge ch;
+  ch.server_address = client_->LocalAddress();
+  ASSERT_TRUE(tp::RandomNonce(ch.server_nonce));
+  ASSERT_TRUE(victim->Send(tp::EncodeFrame(tp::kChallenge, tp::EncodeChallenge(ch))));
+  EXPECT_TRUE(victim->WaitClosed()) << "no AUTH: the client closes";
+  EXPECT_TRUE(WaitUntil([&] { return client_->Stats().handshakes_rejected >= 2; }));
+  EXPECT_EQ(client_->Stats().connections_established, 0u);
+  EXPECT_EQ(client_->Stats().frames_received, 0u);
+  EXPECT_EQ(client_->Stats().frames_sent, 0u);
 }
 
 }  // namespace

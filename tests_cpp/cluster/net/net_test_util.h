@@ -278,14 +278,18 @@ class RawClient {
   std::unique_ptr<transport::RecordSealer> sealer_;
 };
 
-// A listening socket on 127.0.0.1:<ephemeral> standing in for a peer's server.
+// A listening socket on 127.0.0.1:<ephemeral> standing in for a peer's server;
+// or on `ip`:`port` (another loopback address, say, where a test puts a party in
+// the path to a node that advertises that address).
 class RawListener {
  public:
-  RawListener() {
+  RawListener() : RawListener("127.0.0.1", 0) {}
+  RawListener(const char* ip, std::uint16_t port) : ip_(ip) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    if (::inet_pton(AF_INET, ip, &addr.sin_addr) != 1) return;
     socklen_t len = sizeof addr;
     if (fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
         ::listen(fd_, 16) == 0 &&
@@ -300,7 +304,7 @@ class RawListener {
   RawListener& operator=(const RawListener&) = delete;
 
   std::uint16_t port() const { return port_; }
-  Address address() const { return "127.0.0.1:" + std::to_string(port_); }
+  Address address() const { return ip_ + ":" + std::to_string(port_); }
 
   // The next accepted connection, or nullptr after `timeout`.
   std::unique_ptr<RawClient> Accept(std::chrono::milliseconds timeout = kDeadline) {
@@ -312,6 +316,7 @@ class RawListener {
   }
 
  private:
+  std::string ip_;
   int fd_ = -1;
   std::uint16_t port_ = 0;
 };

@@ -97,6 +97,9 @@ struct Core {
   // and their count per source IP (bounded by max_pending_handshakes_per_source).
   std::size_t pending_handshakes = 0;
   std::map<std::string, std::size_t> pending_by_source;
+  // Client nonces of our own outbound handshakes in progress: a HELLO that
+  // carries one is our own HELLO relayed back to us (a reflection), refused.
+  std::set<Nonce> own_hello_nonces;
   // Refusal warnings: those logged in the current one-second window, and those
   // not logged since the last one that was.
   std::chrono::steady_clock::time_point refusal_window{};
@@ -144,6 +147,11 @@ class OutboundLink : public std::enable_shared_from_this<OutboundLink> {
   // Ends the current attempt: `level` logs `why`; reconnects after a backoff
   // if frames are queued, else (or once failing for outbound_expiry_ms) Forget()s.
   void Fail(LogLevel level, const std::string& why);
+  // Why the server of this attempt is not the peer we dialed (empty: it may be),
+  // from the advertised address in its CHALLENGE. See OnFrame.
+  std::string WrongServer(const Address& server_address) const;
+  // Removes this attempt's client nonce from Core::own_hello_nonces.
+  void ForgetNonce();
   // Close(), then removes this link from Core::outbound.
   void Forget();
   std::int64_t NextBackoffMs();
@@ -170,6 +178,7 @@ class OutboundLink : public std::enable_shared_from_this<OutboundLink> {
   FrameDecoder decoder_{kMaxHandshakeBodyBytes};
   std::array<char, 4096> read_buf_{};
   Transcript transcript_;
+  bool nonce_listed_ = false;  // transcript_.client_nonce is in Core::own_hello_nonces
   bool challenged_ = false;
   std::unique_ptr<RecordSealer> sealer_;  // set once kReady (this attempt's key)
 };

@@ -101,6 +101,14 @@ bool InboundConn::OnFrame(Frame frame) {
         Reject(nullptr, "cluster name '" + Printable(hello.cluster_name) + "' is not ours");
         return false;
       }
+      // Our own HELLO relayed back to us: whoever relays it holds no secret but
+      // would get our client proof verified by our own server (a reflection).
+      if (hello.client_address == core_.local_address ||
+          core_.own_hello_nonces.count(hello.client_nonce) != 0) {
+        Reject(nullptr, "a hello claiming this node's own address or nonce "
+                        "(a reflected connection)");
+        return false;
+      }
       transcript_ = Transcript{};
       transcript_.cluster_name = hello.cluster_name;
       transcript_.client_address = hello.client_address;

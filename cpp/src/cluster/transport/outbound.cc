@@ -59,6 +59,7 @@ void OutboundLink::Close() {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
   ++gen_;
+  ForgetNonce();
   boost::system::error_code ignored;
   resolver_.cancel();
   timer_.cancel();
@@ -76,6 +77,7 @@ void OutboundLink::StartConnect() {
   if (core_.closing) return;
   const std::uint64_t gen = ++gen_;
   state_ = State::kConnecting;
+  ForgetNonce();
   decoder_ = FrameDecoder(kMaxHandshakeBodyBytes);
   control_.clear();
   challenged_ = false;
@@ -120,6 +122,7 @@ void OutboundLink::OnConnected(std::uint64_t gen, const boost::system::error_cod
   transcript_.cluster_name = core_.options.cluster_name;
   transcript_.client_address = core_.local_address;
   if (!RandomNonce(transcript_.client_nonce)) return Fail(LogLevel::kError, "RAND_bytes failed");
+  nonce_listed_ = core_.own_hello_nonces.insert(transcript_.client_nonce).second;
   Hello hello;
   hello.cluster_name = transcript_.cluster_name;
   hello.client_address = transcript_.client_address;
@@ -174,6 +177,16 @@ void OutboundLink::OnFrame(Frame frame) {
       return Fail(LogLevel::kWarning,
                   "handshake refused: protocol version " + std::to_string(ch.version));
     }
+    // Before any proof of ours: the client proof covers the server address, so
+    // a server that is not the peer we dialed must not get one.
+    if (const std::string why = WrongServer(ch.server_address); !why.empty()) {
+      AtomicStats::Add(core_.stats.handshakes_rejected);
+      return Fail(LogLevel::kWarning, "handshake refused: " + why);
+    }
+    if (ch.server_address != peer_) {
+      core_.Log(LogLevel::kInfo, "dialed " + peer_ + " (a host name), its server advertises " +
+                                     Printable(ch.server_address));
+    }
     transcript_.server_address = ch.server_address;
     transcript_.server_nonce = ch.server_nonce;
     challenged_ = true;
@@ -197,6 +210,7 @@ void OutboundLink::OnFrame(Frame frame) {
   if (!key) return Fail(LogLevel::kError, "deriving the record key failed");
   sealer_ = std::make_unique<RecordSealer>(*key);
   OPENSSL_cleanse(&*key, sizeof *key);
+  ForgetNonce();
   state_ = State::kReady;
   failures_ = 0;
   decoder_.SetMaxBodyBytes(0);  // the server sends nothing after kAccept
@@ -271,9 +285,32 @@ std::int64_t OutboundLink::NextBackoffMs() {
                         failures_, core_.rng());
 }
 
+std::string OutboundLink::WrongServer(const Address& server_address) const {
+  if (server_address == core_.local_address) {
+    // We never dial ourselves (Send delivers those frames locally): this is our
+    // own HELLO relayed to our own server by someone in the path.
+    return "the server is this node itself (" + Printable(server_address) +
+           "): a reflected connection (someone relayed our handshake back to us)";
+  }
+  if (server_address == peer_) return "";
+  boost::system::error_code ec;
+  (void)asio::ip::make_address(target_.host, ec);
+  if (ec) return "";  // dialed a host name: its node may advertise another (seeds)
+  return "dialed " + peer_ + " but the server advertises " + Printable(server_address) +
+         ": a relayed connection, or an address that is not the one this node advertises "
+         "(list seeds and peers by the address each node advertises)";
+}
+
+void OutboundLink::ForgetNonce() {
+  if (!nonce_listed_) return;
+  core_.own_hello_nonces.erase(transcript_.client_nonce);
+  nonce_listed_ = false;
+}
+
 void OutboundLink::Fail(LogLevel level, const std::string& why) {
   if (state_ == State::kClosed) return;
   const std::uint64_t gen = ++gen_;
+  ForgetNonce();
   boost::system::error_code ignored;
   resolver_.cancel();
   timer_.cancel();
