@@ -488,7 +488,7 @@ void InitRunner(py::module_& m) {
                    py::object, py::object, bool>(),
           py::arg("broker"), py::arg("queues"), py::arg("workers"), py::arg("task_timeout_sec"),
           py::arg("heartbeat_interval_sec"), py::arg("management_interval_sec"), py::arg("execute"),
-          py::arg("retrieve_wait_sec") = 0.5, py::arg("idle_backoff_sec") = 0.01,
+          py::arg("retrieve_wait_sec") = 5.0, py::arg("idle_backoff_sec") = 0.01,
           py::arg("fallback_next") = py::none(), py::arg("next_blocking") = py::none(),
           py::arg("heartbeat") = py::none(), py::arg("management") = py::none(),
           py::arg("timed_out") = py::none(), py::arg("thread_started") = py::none(),

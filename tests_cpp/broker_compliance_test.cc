@@ -153,9 +153,13 @@ TYPED_TEST(BrokerCompliance, InterruptWakesWaiters) {
     });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto interrupted = std::chrono::steady_clock::now();
   b->Interrupt();
   for (auto& t : waiters) t.join();
   EXPECT_EQ(returned.load(), 3);
+  // Woken by the interrupt, not by the end of a wait slice (3 s on Redis, 5 s for
+  // SQLite's safety poll): a generous bound that a slice would still miss.
+  EXPECT_LT(std::chrono::steady_clock::now() - interrupted, std::chrono::milliseconds(2'500));
   // Later calls wait normally again.
   ASSERT_TRUE(b->Route({InvocationId("after")}, "q", 0).ok());
   EXPECT_EQ(Pop(*b, "q", 1000)->str(), "after");

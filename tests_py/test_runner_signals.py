@@ -51,7 +51,7 @@ def test_an_idle_runners_main_thread_sleeps_until_a_signal(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """``pynenc runner start`` runs CppRunner on the main thread. Idle, that thread
-    wakes for its 2 s tick (and a GIL hand-off now and then), not every 100 ms to
+    wakes for its 5 s tick (and a GIL hand-off now and then), not every 100 ms to
     let signal handlers run: a signal ends its wait by itself. It still stops at
     once on SIGTERM."""
     app = build_app("sqlite", tmp_path, request)
@@ -62,10 +62,64 @@ def test_an_idle_runners_main_thread_sleeps_until_a_signal(
         before = _voluntary_switches(proc.pid, proc.pid)
         time.sleep(3.0)
         woke = _voluntary_switches(proc.pid, proc.pid) - before
-        # 100 ms slices made at least 30 in 3 s; the 2 s tick makes 1 or 2, plus hand-offs.
+        # 100 ms slices made at least 30 in 3 s; the 5 s tick makes 0 or 1, plus hand-offs.
         assert woke < 20, f"the idle main thread woke {woke} times in 3 s"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
+    finally:
+        stop(proc)
+
+
+def _thread_wakeups(pid: int, name: str) -> int:
+    """Voluntary context switches so far of the threads of ``pid`` named ``name``."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                if f.read().strip() != name:
+                    continue
+            total += _voluntary_switches(pid, int(tid))
+        except (OSError, AssertionError):
+            continue  # the thread ended meanwhile
+    return total
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_an_idle_runners_workers_and_timer_sleep_through_their_waits(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """An idle runner's two workers block on the broker for a whole retrieve wait
+    (5 s; SQLite's safety poll 5 s, a Redis BLPOP slice 3 s, each then one pop),
+    not 0.5 s; on Redis no longer in 100 ms BLPOP slices with a pop after each (a
+    stop ends the wait through the broker's interrupt list instead). The timer
+    ticks at most every 5 s by default. The old waits made about 15 worker wake-ups
+    in 4 s on SQLite and 130 on Redis, and 4 timer ticks (4 and 20 wake-ups). The runner then
+    still takes new work at once and stops at once on SIGTERM."""
+    app = build_app(backend, tmp_path, request)
+    proc = start_runner(runner_env(app, backend), tmp_path / "runner.log")
+    try:
+        assert rt.add(1, 2).result == 3  # running, and idle from here on
+        time.sleep(1.5)
+        workers, timer = (_thread_wakeups(proc.pid, n) for n in ("pynenc-worker", "pynenc-timer"))
+        time.sleep(4.0)
+        workers = _thread_wakeups(proc.pid, "pynenc-worker") - workers
+        timer = _thread_wakeups(proc.pid, "pynenc-timer") - timer
+        # Measured: about 2 (SQLite) and 8 (Redis: a BLPOP and a pop a 3 s slice).
+        assert workers < (24 if backend == "redis" else 10), (
+            f"2 idle workers woke {workers} times in 4 s"
+        )
+        # One tick at most in 4 s; on Redis each tick's engine calls are round trips
+        # (a wake-up each, about 5 a tick), on SQLite about one a tick.
+        assert timer < (12 if backend == "redis" else 4), (
+            f"the idle timer woke {timer} times in 4 s"
+        )
+        started = time.monotonic()
+        assert rt.add(2, 3).result == 5
+        assert time.monotonic() - started < 2.0, "new work waited for a wait to end"
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        assert time.monotonic() - started < 2.5, "the stop waited for a wait to end"
     finally:
         stop(proc)
 

@@ -46,8 +46,10 @@ from pynenc_cpp._timeouts import TimeoutRecords
 from pynenc_cpp.native import CppNativeOrchestrator
 
 #: The longest heartbeat tick when ``cpp_runner_heartbeat_interval_sec`` is 0: the
-#: native recovery runs on it (``CppRunner._recover_dead_runners``).
-_RECOVERY_TICK_SEC = 1.0
+#: native recovery runs on it (``CppRunner._recover_dead_runners``), so a dead runner's
+#: invocations are recovered within dead-after + this. Each tick is a wake-up of an
+#: idle runner (docs/performance.md, stop 49: what one costs).
+_RECOVERY_TICK_SEC = 5.0
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -60,7 +62,7 @@ if TYPE_CHECKING:
 
 #: How often an idle ``run`` wakes to look at ``running`` (a stop, a signal or a new
 #: deadline wakes it at once). Each wake-up of an idle process costs CPU time.
-_RUN_TICK_SEC = 2.0
+_RUN_TICK_SEC = 5.0
 #: How often ``run`` lets Python's signal handlers run when no watch wakes it for them.
 _SIGNAL_SLICE_SEC = 0.1
 #: How long an immediate stop waits for interrupted workers before exiting.
@@ -117,7 +119,8 @@ class ConfigCppRunner(ConfigRunner):
         ``runner_considered_dead_after_minutes``, at most
         ``atomic_service_check_interval_minutes``.
     :cvar ConfigField[float] cpp_runner_retrieve_wait_sec:
-        Longest single blocking wait on the broker (shutdown wakes it anyway).
+        Longest single blocking wait on the broker (new work and a stop wake it at
+        once; an idle worker wakes once per wait). Default 5.
     :cvar ConfigField[float] cpp_runner_stop_grace_sec:
         How long a graceful stop (first signal, or ``stop_runner_loop()``) lets
         running invocations finish before killing and rerouting them. < 0
@@ -141,7 +144,7 @@ class ConfigCppRunner(ConfigRunner):
     cpp_runner_workers = ConfigField(0)
     cpp_runner_task_timeout_sec = ConfigField(0.0)
     cpp_runner_heartbeat_interval_sec = ConfigField(0.0)
-    cpp_runner_retrieve_wait_sec = ConfigField(0.5)
+    cpp_runner_retrieve_wait_sec = ConfigField(5.0)
     cpp_runner_stop_grace_sec = ConfigField(-1.0)
     cpp_runner_metrics_port = ConfigField(0)
     cpp_runner_metrics_addr = ConfigField("127.0.0.1")
@@ -235,8 +238,8 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         heartbeat = float(self.conf.cpp_runner_heartbeat_interval_sec)
         if heartbeat <= 0:
             dead_after = float(app_conf.runner_considered_dead_after_minutes) * 60.0
-            # At most a second: the native recovery runs on this tick too, so the
-            # invocations of a dead runner are recovered within dead-after + 1 s.
+            # At most _RECOVERY_TICK_SEC: the native recovery runs on this tick too,
+            # so the invocations of a dead runner are recovered within dead-after + it.
             heartbeat = min(check, dead_after / 4.0, _RECOVERY_TICK_SEC)
         return max(heartbeat, 0.05), max(check, 0.05)
 

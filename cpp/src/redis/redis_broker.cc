@@ -193,7 +193,8 @@ class RedisBroker final : public Broker {
     if (!requeued.ok() || requeued.value().is_error()) return;
     (void)client_->Pipeline({{"DEL", prefix_ + "proc:" + consumer_},
                              {"SREM", prefix_ + "consumers", consumer_},
-                             {"DEL", prefix_ + "lease:" + consumer_}});
+                             {"DEL", prefix_ + "lease:" + consumer_},
+                             {"DEL", InterruptKey()}});
   }
 
   Status Route(const std::vector<InvocationId>& ids, const std::string& queue,
@@ -235,13 +236,29 @@ class RedisBroker final : public Broker {
                                     deadline - std::chrono::steady_clock::now())
                                     .count();
       if (left <= 0) return std::optional<PoppedThen>();
-      const std::int64_t slice = std::max<std::int64_t>(1, std::min(left, options_.wake_slice_ms));
+      // A third of the lease at most: the pop after each slice refreshes it.
+      const std::int64_t slice = std::max<std::int64_t>(
+          1, std::min({left, options_.wake_slice_ms, options_.lease_ms / 3}));
       char seconds[32];
       std::snprintf(seconds, sizeof(seconds), "%.3f", static_cast<double>(slice) / 1000.0);
-      Result<Value> token = client_->BlockingCommand({"BLPOP", wake, seconds}, slice);
+      // Counted before the epoch is read again: an Interrupt either sees this
+      // wait counted (and pushes a token for it) or this check sees its epoch.
+      blocked_.fetch_add(1);
+      if (interrupt_epoch_.load() != epoch) {
+        blocked_.fetch_sub(1);
+        return std::optional<PoppedThen>();
+      }
+      Result<Value> token =
+          client_->BlockingCommand({"BLPOP", wake, InterruptKey(), seconds}, slice);
+      blocked_.fetch_sub(1);
       if (!token.ok()) return token.status();
       if (token.value().is_error()) return ReplyError(*client_, "BLPOP", token.value());
-      const bool took_token = !token.value().is_nil();
+      // {key, element}: a wake token of the queue, or an interrupt token (this
+      // object's own list; a stale one, pushed for a wait that ended first, only
+      // costs this extra turn of the loop).
+      const Value& reply = token.value();
+      const bool took_token = reply.type == Value::Type::kArray && !reply.elements.empty() &&
+                              reply.elements[0].str == wake;
       if (interrupt_epoch_.load() != epoch) {
         if (took_token) (void)client_->Command({"RPUSH", wake, "1"});  // leave it for others
         return std::optional<PoppedThen>();
@@ -276,9 +293,25 @@ class RedisBroker final : public Broker {
     return Status::Ok();
   }
 
-  void Interrupt() override { interrupt_epoch_.fetch_add(1); }
+  // Ends every Retrieve of this object now waiting: a token per waiting call on
+  // its own interrupt list, which each BLPOP watches beside the queue's wake
+  // list (so a wait's slice can be long; an idle worker wakes once a slice).
+  // Best effort: if the push fails, those waits end with their slice.
+  void Interrupt() override {
+    interrupt_epoch_.fetch_add(1);
+    const int waiting = blocked_.load();
+    if (waiting <= 0) return;
+    std::vector<std::string> push{"RPUSH", InterruptKey()};
+    push.insert(push.end(), static_cast<std::size_t>(waiting), "1");
+    (void)client_->Pipeline(
+        {push, {"PEXPIRE", InterruptKey(), std::to_string(kInterruptTokenTtlMs)}});
+  }
 
  private:
+  // Unconsumed interrupt tokens (a wait that ended by itself first) expire.
+  static constexpr std::int64_t kInterruptTokenTtlMs = 60'000;
+
+  std::string InterruptKey() const { return prefix_ + "intr:" + consumer_; }
   std::string QueueKey(const std::string& queue) const { return prefix_ + "q:" + queue; }
   std::string WakeKey(const std::string& queue) const { return prefix_ + "w:" + queue; }
 
@@ -480,6 +513,7 @@ class RedisBroker final : public Broker {
   const std::string prefix_;
   const std::string consumer_;
   std::atomic<std::uint64_t> interrupt_epoch_{0};
+  std::atomic<int> blocked_{0};  // Retrieve calls in (or entering) their BLPOP
   std::atomic<bool> registered_{false};
   std::atomic<bool> suspect_{false};        // a pop's reply was lost: see RequeueUnknown
   std::atomic<std::uint64_t> attempts_{0};  // tokens of combined attempts

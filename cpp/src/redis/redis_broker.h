@@ -90,7 +90,10 @@ Result<AfterAndPopped> RetrieveThenAfter(Broker& broker, const std::string& queu
 struct RedisBrokerOptions {
   std::int64_t lease_ms = 10'000;             // a consumer silent this long is presumed dead
   std::int64_t recovery_interval_ms = 1'000;  // at most one recovery pass per interval
-  std::int64_t wake_slice_ms = 100;           // Interrupt() is honoured within one slice
+  // Longest single BLPOP of a waiting Retrieve (then it pops once, refreshing its
+  // lease: keep it well under lease_ms). Interrupt() ends a wait at once (a token
+  // on this object's interrupt list), or within one slice if that push fails.
+  std::int64_t wake_slice_ms = 3'000;
   std::int64_t wake_token_bound = 1'000;      // wake-up list trimmed to this length
 };
 

@@ -31,7 +31,7 @@
 namespace pynenc_cpp::sqlite {
 
 inline constexpr int kCrossProcessPollMs = 20;
-inline constexpr int kWakeSafetyPollMs = 1000;
+inline constexpr int kWakeSafetyPollMs = 5000;
 
 class WakeBoard {
  public:

@@ -24,7 +24,7 @@ class RunnerEngine:
         heartbeat_interval_sec: typing.SupportsFloat | typing.SupportsIndex,
         management_interval_sec: typing.SupportsFloat | typing.SupportsIndex,
         execute: typing.Any,
-        retrieve_wait_sec: typing.SupportsFloat | typing.SupportsIndex = 0.5,
+        retrieve_wait_sec: typing.SupportsFloat | typing.SupportsIndex = 5.0,
         idle_backoff_sec: typing.SupportsFloat | typing.SupportsIndex = 0.01,
         fallback_next: typing.Any = None,
         next_blocking: typing.Any = None,
