@@ -126,5 +126,37 @@ TEST_F(RawServer, GarbageFromTheServerClosesTheLink) {
   EXPECT_TRUE(WaitUntil([&] { return env_->Stats().frames_oversize == 1; }));
 }
 
+// The server's CHALLENGE names the address it advertises. Dialing an IP literal,
+// the client goes on only if that is the same IP and port (a relayed connection
+// names another node); a host name on either side cannot be compared unresolved.
+TEST_F(RawServer, AnotherAdvertisedIpIsRefusedBeforeAnyProof) {
+  env_->Send(listener_.address(), 16, "x");
+  auto c = listener_.Accept();
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(Challenge(*c, "127.0.0.9:" + std::to_string(listener_.port())).has_value());
+  EXPECT_FALSE(c->ReadFrame(std::chrono::milliseconds(500)).has_value()) << "no AUTH";
+  EXPECT_TRUE(c->WaitClosed());
+  EXPECT_TRUE(WaitUntil([&] { return env_->Stats().handshakes_rejected == 1; }));
+  EXPECT_EQ(env_->Stats().frames_sent, 0u);
+}
+
+TEST_F(RawServer, AnAdvertisedHostNameOrOtherPortIsComparedAsItCanBe) {
+  // A host name: accepted (an AUTH comes).
+  env_->Send(listener_.address(), 16, "x");
+  auto c = listener_.Accept();
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(Challenge(*c, "localhost:" + std::to_string(listener_.port())).has_value());
+  auto auth = c->ReadFrame();
+  ASSERT_TRUE(auth && auth->type == tp::kAuth);
+  c.reset();  // closed before ACCEPT: the queued frame makes the link dial again
+  // The same IP on another port: refused.
+  auto again = listener_.Accept();
+  ASSERT_TRUE(again);
+  ASSERT_TRUE(Challenge(*again, "127.0.0.1:" + std::to_string(listener_.port() + 1)).has_value());
+  EXPECT_FALSE(again->ReadFrame(std::chrono::milliseconds(500)).has_value()) << "no AUTH";
+  EXPECT_TRUE(WaitUntil([&] { return env_->Stats().handshakes_rejected >= 1; }));
+  EXPECT_EQ(env_->Stats().frames_sent, 0u);
+}
+
 }  // namespace
 }  // namespace pynenc_cpp::cluster

@@ -184,8 +184,8 @@ void OutboundLink::OnFrame(Frame frame) {
       return Fail(LogLevel::kWarning, "handshake refused: " + why);
     }
     if (ch.server_address != peer_) {
-      core_.Log(LogLevel::kInfo, "dialed " + peer_ + " (a host name), its server advertises " +
-                                     Printable(ch.server_address));
+      core_.Log(LogLevel::kInfo,
+                "dialed " + peer_ + ", its server advertises " + Printable(ch.server_address));
     }
     transcript_.server_address = ch.server_address;
     transcript_.server_nonce = ch.server_nonce;
@@ -287,15 +287,24 @@ std::int64_t OutboundLink::NextBackoffMs() {
 
 std::string OutboundLink::WrongServer(const Address& server_address) const {
   if (server_address == core_.local_address) {
-    // We never dial ourselves (Send delivers those frames locally): this is our
-    // own HELLO relayed to our own server by someone in the path.
+    // We never dial our own address (Send delivers those frames locally).
     return "the server is this node itself (" + Printable(server_address) +
-           "): a reflected connection (someone relayed our handshake back to us)";
+           "): a seed or peer address that names this node another way, or our own "
+           "handshake relayed back to us by someone without the secret";
   }
   if (server_address == peer_) return "";
+  // Compared only where both are IP literals (same address, same port; IPv6 in
+  // any spelling): a host name on either side would need resolving, and seeds
+  // given by name may reach a node that advertises another one.
   boost::system::error_code ec;
-  (void)asio::ip::make_address(target_.host, ec);
-  if (ec) return "";  // dialed a host name: its node may advertise another (seeds)
+  const auto dialed = asio::ip::make_address(target_.host, ec);
+  if (ec) return "";
+  auto advertised = ParseAddress(server_address);
+  if (advertised.ok()) {
+    const auto ip = asio::ip::make_address(advertised.value().host, ec);
+    if (ec) return "";
+    if (ip == dialed && advertised.value().port == target_.port) return "";
+  }
   return "dialed " + peer_ + " but the server advertises " + Printable(server_address) +
          ": a relayed connection, or an address that is not the one this node advertises "
          "(list seeds and peers by the address each node advertises)";
