@@ -553,6 +553,66 @@ TEST(RunnerEngine, IdRetrievedAfterStopIsKeptForTheCallerNotRun) {
   log.Note([&] { EXPECT_TRUE(log.executed.empty()); });
 }
 
+// Like a broker: a Next reads the interrupt epoch when its wait starts, so an
+// Interrupt() made before that (a stop landing between the worker's last look at
+// the state and its wait) is not seen by the wait. Its first Next passes a gate
+// the test opens before it reads the epoch, then waits for a later interrupt.
+class EpochSource final : public InvocationSource {
+ public:
+  Result<std::optional<std::string>> Next(milliseconds timeout) override {
+    if (!first_.exchange(false)) return Wait(timeout);
+    inside.store(true);
+    gate.Pass();
+    return Wait(timeout);
+  }
+  bool Blocks() const override { return true; }
+  void Interrupt() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++interrupts_;
+    }
+    interrupt_calls.fetch_add(1);
+    cv_.notify_all();
+  }
+  std::atomic<bool> inside{false};
+  std::atomic<int> interrupt_calls{0};
+  Gate gate;
+
+ private:
+  Result<std::optional<std::string>> Wait(milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    const std::uint64_t epoch = interrupts_;
+    cv_.wait_for(lock, timeout, [&] { return interrupts_ != epoch; });
+    return std::optional<std::string>();
+  }
+  std::atomic<bool> first_{true};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t interrupts_ = 0;
+};
+
+TEST(RunnerEngine, AStopThatLandsBeforeAWaitStartsStillEndsIt) {
+  for (const bool abort : {false, true}) {
+    auto source = std::make_unique<EpochSource>();
+    EpochSource* src = source.get();
+    Log log;
+    RunnerOptions options = Options(1);
+    options.retrieve_wait = 60s;  // a missed stop would wait this long
+    RunnerEngine engine(options, std::move(source), RecordingHooks(log));
+    ASSERT_TRUE(engine.Start().ok());
+    ASSERT_TRUE(Eventually([&] { return src->inside.load(); }));
+    if (abort) {
+      EXPECT_TRUE(engine.Abort().empty());
+    } else {
+      engine.Stop();
+    }
+    const int at_stop = src->interrupt_calls.load();
+    src->gate.Open();  // the wait starts after the stop's interrupt
+    EXPECT_TRUE(engine.Wait(10s)) << (abort ? "abort" : "stop");
+    EXPECT_GT(src->interrupt_calls.load(), at_stop) << "interrupted again";
+  }
+}
+
 TEST(RunnerEngine, BrokerSourceTakesFromEveryQueueAndWakesOnRoute) {
   auto broker = OpenBroker(BackendConfig{"memory://", "runner-test", nullptr});
   ASSERT_TRUE(broker.ok());

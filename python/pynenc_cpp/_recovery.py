@@ -1,6 +1,6 @@
 """The native recovery of dead runners' invocations, for ``CppRunner``.
 
-It runs on every heartbeat tick (at most a second apart), once this runner's own
+It runs on every heartbeat tick (at most 5 s apart by default), once this runner's own
 heartbeats have been steady for a whole dead-after time (``_steady_heartbeats``).
 """
 
@@ -63,7 +63,7 @@ class DeadRunnerRecovery:
         return now - self._heartbeats_steady_since >= dead_after
 
     def _recover_dead_runners(self) -> None:
-        """Native recovery, on every heartbeat tick (at most a second apart): the
+        """Native recovery, on every heartbeat tick (at most 5 s apart by default): the
         RUNNING and PENDING invocations of runners with no heartbeat for
         ``runner_considered_dead_after_minutes``, and any PENDING one past its
         allowed time (``max_pending_seconds``), move to RUNNING_RECOVERY /

@@ -120,7 +120,8 @@ class ConfigCppRunner(ConfigRunner):
         ``atomic_service_check_interval_minutes``.
     :cvar ConfigField[float] cpp_runner_retrieve_wait_sec:
         Longest single blocking wait on the broker (new work and a stop wake it at
-        once; an idle worker wakes once per wait). Default 5.
+        once; with one queue an idle worker wakes once per wait, with several it
+        watches them in turn, 50 ms each). Default 5.
     :cvar ConfigField[float] cpp_runner_stop_grace_sec:
         How long a graceful stop (first signal, or ``stop_runner_loop()``) lets
         running invocations finish before killing and rerouting them. < 0

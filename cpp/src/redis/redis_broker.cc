@@ -12,6 +12,7 @@
 #include <mutex>
 #include <random>
 #include <sstream>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -296,15 +297,27 @@ class RedisBroker final : public Broker {
   // Ends every Retrieve of this object now waiting: a token per waiting call on
   // its own interrupt list, which each BLPOP watches beside the queue's wake
   // list (so a wait's slice can be long; an idle worker wakes once a slice).
-  // Best effort: if the push fails, those waits end with their slice.
+  // Returns at once: the push is made by a thread of its own, so a stop never
+  // waits on the server (a hung one would hold it for the I/O timeout). Best
+  // effort: while a push is under way another is not started, and if the push
+  // fails those waits end with their slice (a runner interrupts again while a
+  // worker still waits: RunnerEngine).
   void Interrupt() override {
     interrupt_epoch_.fetch_add(1);
     const int waiting = blocked_.load();
-    if (waiting <= 0) return;
+    if (waiting <= 0 || pushing_->exchange(true)) return;
     std::vector<std::string> push{"RPUSH", InterruptKey()};
     push.insert(push.end(), static_cast<std::size_t>(waiting), "1");
-    (void)client_->Pipeline(
-        {push, {"PEXPIRE", InterruptKey(), std::to_string(kInterruptTokenTtlMs)}});
+    std::vector<std::vector<std::string>> commands{
+        std::move(push), {"PEXPIRE", InterruptKey(), std::to_string(kInterruptTokenTtlMs)}};
+    try {
+      std::thread([client = client_, pushing = pushing_, commands = std::move(commands)] {
+        (void)client->Pipeline(commands);
+        pushing->store(false);
+      }).detach();
+    } catch (const std::system_error&) {
+      pushing_->store(false);  // no thread: the waits end with their slice
+    }
   }
 
  private:
@@ -514,6 +527,8 @@ class RedisBroker final : public Broker {
   const std::string consumer_;
   std::atomic<std::uint64_t> interrupt_epoch_{0};
   std::atomic<int> blocked_{0};  // Retrieve calls in (or entering) their BLPOP
+  // An Interrupt's push under way (shared with the thread that makes it).
+  std::shared_ptr<std::atomic<bool>> pushing_ = std::make_shared<std::atomic<bool>>(false);
   std::atomic<bool> registered_{false};
   std::atomic<bool> suspect_{false};        // a pop's reply was lost: see RequeueUnknown
   std::atomic<std::uint64_t> attempts_{0};  // tokens of combined attempts

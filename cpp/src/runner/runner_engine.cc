@@ -14,6 +14,10 @@ namespace pynenc_cpp::runner {
 
 using Clock = std::chrono::steady_clock;
 
+// How often a stopping engine interrupts its source again while a worker still
+// waits on it (see Core::IdleWorkersLeftLocked).
+constexpr auto kReinterruptEvery = std::chrono::milliseconds(200);
+
 const char* RunnerStateName(RunnerState s) {
   switch (s) {
     case RunnerState::kCreated:
@@ -70,6 +74,17 @@ struct RunnerEngine::Core {
   std::string spawn_reported PYNENC_GUARDED_BY(mu);
 
   bool Stopping() const PYNENC_REQUIRES(mu) { return state != RunnerState::kRunning; }
+
+  // A live worker that runs nothing: in (or on its way into, or out of) the
+  // source's Next. A stop that lands between its last look at the state and the
+  // start of its source's wait is not seen by that wait, so while one is left the
+  // timer interrupts the source again (TimerMain).
+  bool IdleWorkersLeftLocked() const PYNENC_REQUIRES(mu) {
+    for (const auto& w : workers) {
+      if (!w->exited && !w->abandoned && !w->current) return true;
+    }
+    return false;
+  }
 
   // Forgets the workers whose thread has finished its work (retired, replaced
   // or timed out earlier), detaching their thread: it only has to return now,
@@ -213,9 +228,21 @@ struct RunnerEngine::Core {
     const bool heartbeats = hooks.heartbeat && options.heartbeat_interval.count() > 0;
     const bool management = hooks.management && options.management_interval.count() > 0;
     const bool watchdog = options.task_timeout.count() > 0;
+    Clock::time_point next_interrupt = Clock::time_point::max();
     UniqueLock lock(mu);
     while (state == RunnerState::kRunning || state == RunnerState::kDraining) {
       const auto now = Clock::now();
+      if (state == RunnerState::kDraining && IdleWorkersLeftLocked()) {
+        if (next_interrupt == Clock::time_point::max()) {
+          next_interrupt = now + kReinterruptEvery;  // Stop() interrupted it just now
+        } else if (now >= next_interrupt) {
+          lock.Unlock();
+          source->Interrupt();
+          lock.Lock();
+          next_interrupt = Clock::now() + kReinterruptEvery;
+          continue;
+        }
+      }
       if (heartbeats && now >= next_heartbeat) {
         lock.Unlock();
         hooks.heartbeat();
@@ -269,8 +296,17 @@ struct RunnerEngine::Core {
       if (heartbeats) wake = std::min(wake, next_heartbeat);
       if (management && state == RunnerState::kRunning) wake = std::min(wake, next_management);
       if (watchdog) wake = std::min(wake, now + options.watchdog_tick);
+      if (state == RunnerState::kDraining) wake = std::min(wake, next_interrupt);
       const RunnerState seen = state;
       cv.wait_until(lock.native(), wake, [&]() PYNENC_REQUIRES(mu) { return state != seen; });
+    }
+    // Aborted: the same for the workers that still wait on the source.
+    while (state == RunnerState::kAborted && IdleWorkersLeftLocked()) {
+      cv.wait_for(lock.native(), kReinterruptEvery);
+      if (state != RunnerState::kAborted || !IdleWorkersLeftLocked()) break;
+      lock.Unlock();
+      source->Interrupt();
+      lock.Lock();
     }
     lock.Unlock();
     if (hooks.thread_exiting) hooks.thread_exiting(kTimerThread);
