@@ -98,6 +98,8 @@ def test_to_options_copies_every_field() -> None:
         ({"placement": "most_loaded"}, "placement"),
         ({"request_timeout_ms": 0}, "request_timeout_ms"),
         ({"spawn_timeout_ms": -1}, "spawn_timeout_ms"),
+        ({"secret": " "}, "secret is only whitespace"),
+        ({"secret": "\t\n"}, "secret is only whitespace"),
     ],
 )
 def test_invalid_values_name_the_field(kwargs: dict, field_name: str) -> None:

@@ -160,6 +160,9 @@ class ClusterConfig:
                 raise ValueError(
                     f"{name} must be at most {MAX_TIMEOUT_MS} ms (one day), got {getattr(self, name)}"
                 )
+        if self.secret and not self.secret.strip():
+            # As a secret file of only whitespace is refused: a key anyone would guess.
+            raise ValueError("secret is only whitespace: set the cluster's secret, or '' for the file")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in 0..65535, got {self.port}")
         if not 0 <= self.metrics_port <= 65535:
