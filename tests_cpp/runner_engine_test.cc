@@ -613,6 +613,73 @@ TEST(RunnerEngine, AStopThatLandsBeforeAWaitStartsStillEndsIt) {
   }
 }
 
+// Serves "long" once; every later Next passes `gate` (held there, it is a worker
+// idle on the source that no interrupt reaches yet), then waits as EpochSource.
+class OneTaskThenGatedSource final : public InvocationSource {
+ public:
+  Result<std::optional<std::string>> Next(milliseconds timeout) override {
+    if (!served_.exchange(true)) return std::optional<std::string>("long");
+    inside.store(true);
+    gate.Pass();
+    std::unique_lock<std::mutex> lock(mu_);
+    const std::uint64_t epoch = interrupts_;
+    cv_.wait_for(lock, timeout, [&] { return interrupts_ != epoch; });
+    return std::optional<std::string>();
+  }
+  bool Blocks() const override { return true; }
+  void Interrupt() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++interrupts_;
+    }
+    cv_.notify_all();
+  }
+  std::atomic<bool> inside{false};
+  Gate gate;
+
+ private:
+  std::atomic<bool> served_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t interrupts_ = 0;
+};
+
+// A graceful stop: one worker runs a task, the other waits on the source past the
+// stop (re-interrupted until it leaves). Once it left, the timer sleeps until the
+// task ends (no re-interrupt is due): it does not spin. The process's CPU time
+// while the task still runs stays far below the wall time.
+TEST(RunnerEngine, DrainingWithABusyWorkerDoesNotSpin) {
+  auto source = std::make_unique<OneTaskThenGatedSource>();
+  OneTaskThenGatedSource* src = source.get();
+  Log log;
+  Gate release;
+  std::atomic<bool> running{false};
+  RunnerOptions options = Options(2);
+  options.retrieve_wait = 60s;
+  RunnerEngine engine(options, std::move(source), RecordingHooks(log, [&](int, const std::string&) {
+                        running.store(true);
+                        release.Pass();
+                        return ExecOutcome::kDone;
+                      }));
+  ASSERT_TRUE(engine.Start().ok());
+  ASSERT_TRUE(Eventually([&] { return running.load() && src->inside.load(); }));
+  engine.Stop();
+  std::this_thread::sleep_for(300ms);  // the timer sees a worker waiting on the source
+  src->gate.Open();  // it waits now, until the next re-interrupt ends its wait
+  ASSERT_TRUE(Eventually([&] { return engine.live_workers() == 1; }));
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  EXPECT_FALSE(engine.Wait(1s)) << "still draining: the task runs";
+  getrusage(RUSAGE_SELF, &after);
+  const auto cpu_us = [](const rusage& r) {
+    return (r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1'000'000 + r.ru_utime.tv_usec +
+           r.ru_stime.tv_usec;
+  };
+  EXPECT_LT(cpu_us(after) - cpu_us(before), 300'000) << "CPU time over 1 s of draining";
+  release.Open();
+  EXPECT_TRUE(engine.Wait(5s));
+}
+
 TEST(RunnerEngine, BrokerSourceTakesFromEveryQueueAndWakesOnRoute) {
   auto broker = OpenBroker(BackendConfig{"memory://", "runner-test", nullptr});
   ASSERT_TRUE(broker.ok());

@@ -242,6 +242,8 @@ struct RunnerEngine::Core {
           next_interrupt = Clock::now() + kReinterruptEvery;
           continue;
         }
+      } else {
+        next_interrupt = Clock::time_point::max();  // none waits: no wake-up for it
       }
       if (heartbeats && now >= next_heartbeat) {
         lock.Unlock();
@@ -296,7 +298,7 @@ struct RunnerEngine::Core {
       if (heartbeats) wake = std::min(wake, next_heartbeat);
       if (management && state == RunnerState::kRunning) wake = std::min(wake, next_management);
       if (watchdog) wake = std::min(wake, now + options.watchdog_tick);
-      if (state == RunnerState::kDraining) wake = std::min(wake, next_interrupt);
+      wake = std::min(wake, next_interrupt);
       const RunnerState seen = state;
       cv.wait_until(lock.native(), wake, [&]() PYNENC_REQUIRES(mu) { return state != seen; });
     }
