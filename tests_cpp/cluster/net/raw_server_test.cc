@@ -42,6 +42,22 @@ class RawServer : public ::testing::Test {
     return t;
   }
 
+  // The env's link to the listener, accepted (a frame queued makes it dial).
+  std::unique_ptr<RawClient> Dialed() {
+    env_->Send(listener_.address(), 16, "x");
+    return listener_.Accept();
+  }
+
+  // After a CHALLENGE naming `server_address`, the client sends no AUTH: it closes
+  // the connection, counts a refused handshake and has sent nothing.
+  void ExpectRefusedBeforeAnyProof(RawClient& c, const Address& server_address) {
+    ASSERT_TRUE(Challenge(c, server_address).has_value());
+    EXPECT_FALSE(c.ReadFrame(std::chrono::milliseconds(500)).has_value()) << "no AUTH";
+    EXPECT_TRUE(c.WaitClosed());
+    EXPECT_TRUE(WaitUntil([&] { return env_->Stats().handshakes_rejected >= 1; }));
+    EXPECT_EQ(env_->Stats().frames_sent, 0u);
+  }
+
   std::unique_ptr<AsioEnv> env_;
   RawListener listener_;
 };
@@ -91,8 +107,7 @@ TEST_F(RawServer, ReflectedClientProofIsRejectedAndNothingIsSent) {
 }
 
 TEST_F(RawServer, WrongServerProofIsRejected) {
-  env_->Send(listener_.address(), 16, "x");
-  auto c = listener_.Accept();
+  auto c = Dialed();
   ASSERT_TRUE(c);
   auto t = Challenge(*c, listener_.address());
   ASSERT_TRUE(t.has_value());
@@ -117,8 +132,7 @@ TEST_F(RawServer, SilentServerTimesOutAndTheLinkRetriesWithBackoff) {
 }
 
 TEST_F(RawServer, GarbageFromTheServerClosesTheLink) {
-  env_->Send(listener_.address(), 16, "x");
-  auto c = listener_.Accept();
+  auto c = Dialed();
   ASSERT_TRUE(c);
   ASSERT_TRUE(c->ReadFrame().has_value());
   ASSERT_TRUE(c->Send(std::string("\x7f\xff\xff\xff", 4)));  // 2 GiB announced
@@ -130,20 +144,15 @@ TEST_F(RawServer, GarbageFromTheServerClosesTheLink) {
 // the client goes on only if that is the same IP and port (a relayed connection
 // names another node); a host name on either side cannot be compared unresolved.
 TEST_F(RawServer, AnotherAdvertisedIpIsRefusedBeforeAnyProof) {
-  env_->Send(listener_.address(), 16, "x");
-  auto c = listener_.Accept();
+  auto c = Dialed();
   ASSERT_TRUE(c);
-  ASSERT_TRUE(Challenge(*c, "127.0.0.9:" + std::to_string(listener_.port())).has_value());
-  EXPECT_FALSE(c->ReadFrame(std::chrono::milliseconds(500)).has_value()) << "no AUTH";
-  EXPECT_TRUE(c->WaitClosed());
-  EXPECT_TRUE(WaitUntil([&] { return env_->Stats().handshakes_rejected == 1; }));
-  EXPECT_EQ(env_->Stats().frames_sent, 0u);
+  ExpectRefusedBeforeAnyProof(*c, "127.0.0.9:" + std::to_string(listener_.port()));
+  EXPECT_EQ(env_->Stats().handshakes_rejected, 1u);
 }
 
 TEST_F(RawServer, AnAdvertisedHostNameOrOtherPortIsComparedAsItCanBe) {
   // A host name: accepted (an AUTH comes).
-  env_->Send(listener_.address(), 16, "x");
-  auto c = listener_.Accept();
+  auto c = Dialed();
   ASSERT_TRUE(c);
   ASSERT_TRUE(Challenge(*c, "localhost:" + std::to_string(listener_.port())).has_value());
   auto auth = c->ReadFrame();
@@ -152,10 +161,7 @@ TEST_F(RawServer, AnAdvertisedHostNameOrOtherPortIsComparedAsItCanBe) {
   // The same IP on another port: refused.
   auto again = listener_.Accept();
   ASSERT_TRUE(again);
-  ASSERT_TRUE(Challenge(*again, "127.0.0.1:" + std::to_string(listener_.port() + 1)).has_value());
-  EXPECT_FALSE(again->ReadFrame(std::chrono::milliseconds(500)).has_value()) << "no AUTH";
-  EXPECT_TRUE(WaitUntil([&] { return env_->Stats().handshakes_rejected >= 1; }));
-  EXPECT_EQ(env_->Stats().frames_sent, 0u);
+  ExpectRefusedBeforeAnyProof(*again, "127.0.0.1:" + std::to_string(listener_.port() + 1));
 }
 
 }  // namespace
