@@ -110,6 +110,17 @@ SYSTEMS: list[System] = [
         )
         for b in ("sqlite", "redis")
     ],
+    # The same with a prefetch of 4 a worker (cpp_runner_prefetch; the default is 1).
+    *[
+        System(
+            f"cpp-{b}-native-cpprunner-prefetch4",
+            "pynenc",
+            "main",
+            {"stack": f"cpp-{b}", "runner": "cpp", "mode": "native", "prefetch": 4},
+            "cpp_runner_prefetch = 4",
+        )
+        for b in ("sqlite", "redis")
+    ],
     # pynenc-cpp (mixed, the mode that exists on main) on pynenc's own runners.
     _p("cpp-mem-mixed-thread", "main", "cpp-mem", "thread", "mixed"),
     _p("cpp-sqlite-mixed-thread", "main", "cpp-sqlite", "thread", "mixed"),

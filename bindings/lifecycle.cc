@@ -228,6 +228,29 @@ void InitLifecycle(py::module_& m) {
           "tuple or, when the claim failed, the exception it raised (not raised: the id has\n"
           "left the queue, the caller routes it back). Raises when the retrieval failed.")
       .def(
+          "take_and_claim",
+          [](Lifecycle& l, const std::string& queue, int max, std::optional<std::string> runner_id,
+             std::string runner_context_id) -> py::list {
+            if (max < 0 || max > 10'000) throw py::value_error("max must be in [0, 10000]");
+            Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
+            std::vector<TakenClaim> taken =
+                WithoutGil([&] { return l.TakeAndClaim(queue, max, actor); });
+            py::list out;
+            for (const TakenClaim& t : taken) {
+              py::object claim = t.claim_status.ok() ? py::object(ClaimTuple(t.claim))
+                                                     : StatusError(t.claim_status);
+              out.append(py::make_tuple(t.id.str(), claim));
+            }
+            return out;
+          },
+          py::arg("queue"), py::arg("max"), py::arg("runner_id"), py::arg("runner_context_id"),
+          "A runner's prefetch: up to `max` ids of `queue` taken and claimed (claim(), no\n"
+          "start) in one operation (one transaction on SQLite, one script on Redis), without\n"
+          "waiting. Returns [(invocation_id, claim), ...] in queue order; the list ends at the\n"
+          "first id not claimed at once (on Redis left in the queue; elsewhere taken, with its\n"
+          "claim tuple or the exception its claim raised). Raises when nothing could be taken\n"
+          "for an error.")
+      .def(
           "read_final",
           [](Lifecycle& l, InvocationId id, std::size_t max_result_bytes, bool arm) {
             FinalRead out = Quick(l, [&]() -> Result<FinalRead> {

@@ -22,8 +22,9 @@
 
 namespace pynenc_cpp::bindings {
 
-// Invocations taken and started ahead by finishes, not yet handed to a worker.
-// Thread-safe.
+// Invocations taken ahead, not yet handed to a worker: started by finishes
+// (FinishThenTake), or claimed by a worker's prefetch (TakeAndClaim). Handed out
+// in the order they were taken. Thread-safe.
 class HeldClaims {
  public:
   // A finish that may take ahead begins: false once the engine stopped (the
@@ -38,20 +39,40 @@ class HeldClaims {
   void End(std::optional<TakenClaim> taken) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (taken) claims_.push_back(std::move(*taken));
+      if (taken) claims_.push_back(Entry{std::move(*taken), false});
       --in_flight_;
     }
     cv_.notify_all();
   }
+  // A prefetch (Lifecycle::TakeAndClaim) that Begin() let start ended, with what
+  // it claimed, held in order after what is held already.
+  void EndMany(std::vector<TakenClaim> taken) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (TakenClaim& t : taken) claims_.push_back(Entry{std::move(t), true});
+      prefetched_ += static_cast<std::int64_t>(taken.size());
+      --in_flight_;
+    }
+    cv_.notify_all();
+  }
+  bool empty() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return claims_.empty();
+  }
+  // Invocations prefetched (EndMany) so far.
+  std::int64_t prefetched() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return prefetched_;
+  }
   std::optional<TakenClaim> Pop() {
     std::lock_guard<std::mutex> lock(mu_);
     if (claims_.empty()) return std::nullopt;
-    TakenClaim out = std::move(claims_.front());
+    Entry out = std::move(claims_.front());
     claims_.pop_front();
-    ++handed_out_;
-    return out;
+    if (!out.prefetched) ++handed_out_;
+    return std::move(out.claim);
   }
-  // Invocations taken ahead and handed to a worker so far.
+  // Invocations taken ahead by finishes and handed to a worker so far.
   std::int64_t handed_out() const {
     std::lock_guard<std::mutex> lock(mu_);
     return handed_out_;
@@ -63,7 +84,7 @@ class HeldClaims {
     closed_ = true;
     cv_.wait(lock, [this] { return in_flight_ == 0; });
     std::vector<std::string> ids;
-    for (const TakenClaim& c : claims_) ids.push_back(c.id.str());
+    for (const Entry& e : claims_) ids.push_back(e.claim.id.str());
     claims_.clear();
     return ids;
   }
@@ -71,9 +92,14 @@ class HeldClaims {
  private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<TakenClaim> claims_;
+  struct Entry {
+    TakenClaim claim;
+    bool prefetched;  // by a take's prefetch, not a finish
+  };
+  std::deque<Entry> claims_;
   int in_flight_ = 0;
   std::int64_t handed_out_ = 0;
+  std::int64_t prefetched_ = 0;
   bool closed_ = false;
 };
 

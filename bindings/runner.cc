@@ -266,7 +266,8 @@ class PyRunnerEngine {
                  py::object heartbeat, py::object management, py::object timed_out,
                  py::object thread_started, py::object report_error, py::object lifecycle,
                  std::optional<std::string> runner_id, std::string runner_context_id,
-                 py::object execute_taken, py::object finished_taken, bool take_ahead) {
+                 py::object execute_taken, py::object finished_taken, bool take_ahead,
+                 int prefetch) {
     auto ms = [](double sec, const char* name) {
       if (!(sec >= 0) || sec > 1e9) {
         throw py::value_error(std::string(name) + " must be a number of seconds >= 0");
@@ -274,6 +275,9 @@ class PyRunnerEngine {
       return std::chrono::milliseconds(static_cast<std::int64_t>(sec * 1000.0));
     };
     if (workers < 1) throw py::value_error("workers must be >= 1, got " + std::to_string(workers));
+    if (prefetch < 1 || prefetch > 1000) {
+      throw py::value_error("prefetch must be in [1, 1000], got " + std::to_string(prefetch));
+    }
     if (execute.is_none() || !PyCallable_Check(execute.ptr())) {
       throw py::type_error("execute must be callable");
     }
@@ -317,12 +321,14 @@ class PyRunnerEngine {
       cb->finished_taken = std::move(finished_taken);
       auto held = cb->held;
       const bool ahead = take_ahead && engine_lifecycle->TakesWithFinish();
-      auto take = [engine_lifecycle, held, ahead,
+      std::weak_ptr<PyCallbacks> weak_cb = cb;
+      auto take = [engine_lifecycle, held, ahead, prefetch, weak_cb,
                    actor = Actor{std::move(runner_id), runner_context_id}](
                       const std::string& queue,
                       std::int64_t timeout_ms) -> Result<std::optional<std::string>> {
         tls_next_take.reset();
-        std::optional<TakenClaim> taken = held->Pop();  // taken ahead by a finish
+        // Taken ahead by a finish, or prefetched by a take.
+        std::optional<TakenClaim> taken = held->Pop();
         if (!taken) {
           Result<std::optional<TakenClaim>> r =
               engine_lifecycle->TakeAndStart(queue, timeout_ms, actor);
@@ -335,9 +341,35 @@ class PyRunnerEngine {
           taken = std::move(*r.value());
         }
         tls_taken = std::move(taken);
-        // Its finish takes the next one where that saves an operation, and the
-        // queue was not known to be empty.
-        if (ahead && tls_taken->backlog) {
+        bool backlog = tls_taken->backlog;
+        // Prefetch: with nothing held and the queue not known to be empty, claim up
+        // to prefetch - 1 more in one operation, held for this runner's workers.
+        if (prefetch > 1 && backlog && held->empty() && held->Begin()) {
+          Result<std::vector<TakenClaim>> more =
+              engine_lifecycle->TakeAndClaim(queue, prefetch - 1, actor);
+          std::vector<TakenClaim> got;
+          if (more.ok()) {
+            got = std::move(more).value();
+            // Fewer than asked: the queue ran dry, or its next id needs a claim of
+            // its own; the last one's take-ahead would most likely find nothing.
+            if (static_cast<int>(got.size()) < prefetch - 1) {
+              backlog = false;
+              if (!got.empty()) got.back().backlog = false;
+            }
+          }
+          held->EndMany(std::move(got));
+          if (!more.ok()) {
+            // The take stands; the prefetch is made again at the next take.
+            std::shared_ptr<PyCallbacks> c = weak_cb.lock();
+            if (c && !c->report_error.is_none()) {
+              const std::string message = "prefetch failed: " + more.status().ToString();
+              WithGil("CppRunner error report", [&] { c->report_error(py::str(message)); });
+            }
+          }
+        }
+        // Its finish takes the next one where that saves an operation, nothing is
+        // held, and the queue was not known to be empty.
+        if (ahead && backlog && held->empty()) {
           tls_next_take = NextTake{engine_lifecycle, queue, actor, held};
         }
         return std::optional<std::string>(tls_taken->id.str());
@@ -459,6 +491,7 @@ class PyRunnerEngine {
   int LiveWorkers() const { return engine_->live_workers(); }
   std::int64_t Executed() const { return engine_->executed(); }
   std::int64_t TakenAhead() const { return callbacks_->held->handed_out(); }
+  std::int64_t Prefetched() const { return callbacks_->held->prefetched(); }
 
  private:
   py::list Describe(const std::vector<runner::RunningTask>& tasks) const {
@@ -485,7 +518,7 @@ void InitRunner(py::module_& m) {
           py::init<py::object, std::vector<std::string>, int, double, double, double, py::object,
                    double, double, py::object, py::object, py::object, py::object, py::object,
                    py::object, py::object, py::object, std::optional<std::string>, std::string,
-                   py::object, py::object, bool>(),
+                   py::object, py::object, bool, int>(),
           py::arg("broker"), py::arg("queues"), py::arg("workers"), py::arg("task_timeout_sec"),
           py::arg("heartbeat_interval_sec"), py::arg("management_interval_sec"), py::arg("execute"),
           py::arg("retrieve_wait_sec") = 5.0, py::arg("idle_backoff_sec") = 0.01,
@@ -495,7 +528,7 @@ void InitRunner(py::module_& m) {
           py::arg("report_error") = py::none(), py::arg("lifecycle") = py::none(),
           py::arg("runner_id") = py::none(), py::arg("runner_context_id") = "",
           py::arg("execute_taken") = py::none(), py::arg("finished_taken") = py::none(),
-          py::arg("take_ahead") = true,
+          py::arg("take_ahead") = true, py::arg("prefetch") = 1,
           "Builds a stopped engine. `broker`: an engine Broker to block on over `queues`, or\n"
           "None to poll `fallback_next() -> str | None` (GIL held, `idle_backoff_sec` between\n"
           "empty answers). Hooks run on engine threads with the GIL: execute(id, claimed),\n"
@@ -508,7 +541,9 @@ void InitRunner(py::module_& m) {
           "which the worker stores with the GIL released, then calls finished_taken(state,\n"
           "outcome) when the store failed, a trigger watches it or a log line is due. With\n"
           "`take_ahead`, a worker's finish also takes its next invocation where the storage\n"
-          "does both in one operation (SQLite, Redis: Lifecycle.FinishThenTake).")
+          "does both in one operation (SQLite, Redis: Lifecycle.FinishThenTake). With\n"
+          "`prefetch` K > 1, a take that leaves the queue non-empty also claims up to K - 1\n"
+          "more in one operation (Lifecycle.take_and_claim), held for this engine's workers.")
       .def("start", &PyRunnerEngine::Start, "Starts the workers and the timer thread.")
       .def("stop", &PyRunnerEngine::Stop,
            "Graceful stop: no more retrieval; running invocations finish.")
@@ -539,6 +574,8 @@ void InitRunner(py::module_& m) {
            "Invocation ids retrieved after stop() or abort() and not run, and those finishes\n"
            "took ahead that no worker ran (from here on finishes take nothing ahead); the\n"
            "caller routes them again.")
+      .def_property_readonly("prefetched", &PyRunnerEngine::Prefetched,
+                             "Invocations claimed by prefetches (Lifecycle.take_and_claim).")
       .def_property_readonly("taken_ahead", &PyRunnerEngine::TakenAhead,
                              "Invocations a finish took and started ahead, with its own\n"
                              "operation (Lifecycle.FinishThenTake), and a worker then ran.")

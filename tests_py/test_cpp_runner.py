@@ -265,6 +265,56 @@ def test_a_stop_mid_burst_leaves_nothing_taken_ahead_behind(
     assert [inv.result for inv in invocations] == [i + 2 for i in range(300)]
 
 
+@pytest.mark.parametrize("backend", ALL)
+def test_a_prefetching_runner_claims_ahead_and_runs_each_invocation_once(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """``cpp_runner_prefetch = 4``: a take that leaves the queue non-empty claims up
+    to 3 more in the same operation (Lifecycle.take_and_claim); each then runs with
+    its own RUNNING change, and every status history is pynenc's."""
+    app = build_app(backend, tmp_path, request, workers=2, prefetch=4)
+    assert app.runner.prefetch == 4
+    invocations = [rt.add(i, 1) for i in range(80)]  # queued before the runner starts
+    with running(app) as runner:
+        assert [inv.result for inv in invocations] == [i + 1 for i in range(80)]
+        wait_until(lambda: runner._engine.executed >= 80, timeout=10.0)
+        assert runner._engine.executed == 80, "each invocation ran once"
+        assert runner._engine.prefetched > 0
+    for inv in invocations:
+        assert statuses(app, inv.invocation_id) == [
+            InvocationStatus.REGISTERED,
+            InvocationStatus.PENDING,
+            InvocationStatus.RUNNING,
+            InvocationStatus.SUCCESS,
+        ]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_a_stop_mid_burst_routes_back_what_was_prefetched(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Stopping a prefetching runner: the invocations it claimed and did not run
+    (PENDING, held) are routed back at once (take_orphans), not left to pynenc's
+    pending recovery, so a second runner finishes every one."""
+    app = build_app(backend, tmp_path, request, workers=2, prefetch=8)
+    invocations = [rt.add(i, 2) for i in range(300)]
+    with running(app) as runner:
+        wait_until(lambda: runner._engine.executed >= 20, timeout=30.0)
+        prefetched = runner._engine.prefetched
+    assert prefetched > 0
+    assert not any(inv.status == InvocationStatus.PENDING for inv in invocations)
+    builder = PynencBuilder().app_id(app.app_id)
+    if backend == "sqlite":
+        builder = builder.cpp_sqlite(path=tmp_path / "runner.db")
+    else:
+        builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
+    second = builder.cpp_runner(workers=2).custom_config(**FAST).build()
+    rt.use(second)
+    with running(second):
+        wait_until(lambda: all(inv.status.is_final() for inv in invocations), timeout=60.0)
+    assert [inv.result for inv in invocations] == [i + 2 for i in range(300)]
+
+
 @pytest.mark.parametrize("backend", ["mem", "sqlite"])
 def test_graceful_stop_lets_running_invocations_finish(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -345,6 +395,18 @@ def test_builder_rejects_bad_runner_options() -> None:
         PynencBuilder().cpp_runner(workers="2")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="task_timeout_sec"):
         PynencBuilder().cpp_runner(task_timeout_sec=-1)
+    with pytest.raises(ValueError, match="prefetch"):
+        PynencBuilder().cpp_runner(prefetch=0)
+    with pytest.raises(TypeError, match="prefetch"):
+        PynencBuilder().cpp_runner(prefetch="4")  # type: ignore[arg-type]
+
+
+def test_a_bad_prefetch_setting_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYNENC__RUNNER_CLS", "CppRunner")
+    monkeypatch.setenv("PYNENC__CPP_RUNNER_PREFETCH", "0")
+    app = Pynenc(config_values={"app_id": f"cpp-runner-env-{uuid.uuid4().hex[:8]}"})
+    with pytest.raises(ValueError, match=r"cpp_runner_prefetch=0: expected an int in \[1, 1000\]"):
+        _ = app.runner.prefetch
 
 
 # ---------------------------------------------------------------- subprocesses

@@ -108,7 +108,8 @@ def build(cfg: dict[str, Any]) -> Pynenc:
     elif runner == "process":
         b.process_runner()
     elif runner == "cpp":
-        b.cpp_runner(workers=slots)
+        prefetch = int(cfg.get("prefetch", 1))
+        b.cpp_runner(workers=slots, **({"prefetch": prefetch} if prefetch != 1 else {}))
     else:
         raise ValueError(f"unknown runner {runner!r}")
     sleep = float(cfg.get("sleep", 0.01))

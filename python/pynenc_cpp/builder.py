@@ -149,13 +149,15 @@ def cpp_redis(
 
 
 def cpp_runner(
-    builder: PynencBuilder, workers: int = 0, task_timeout_sec: float = 0.0
+    builder: PynencBuilder, workers: int = 0, task_timeout_sec: float = 0.0, prefetch: int = 1
 ) -> PynencBuilder:
     """Run invocations with ``CppRunner``: the runner loop in C++.
 
     :param workers: Worker threads (parallel invocations); 0: one per CPU.
     :param task_timeout_sec: An invocation running longer is set FAILED with a
         ``TaskTimeoutError`` and its worker replaced; 0: no timeout.
+    :param prefetch: The most invocations a worker holds, 1 to 1000
+        (``cpp_runner_prefetch``; 1, the default, prefetches nothing).
     """
     if isinstance(workers, bool) or not isinstance(workers, int):
         raise TypeError(f"workers must be an int, got {type(workers).__name__}")
@@ -165,12 +167,18 @@ def cpp_runner(
         raise TypeError(f"task_timeout_sec must be a number, got {type(task_timeout_sec).__name__}")
     if not 0 <= task_timeout_sec < 1e9:
         raise ValueError(f"task_timeout_sec={task_timeout_sec}: expected >= 0")
+    if isinstance(prefetch, bool) or not isinstance(prefetch, int):
+        raise TypeError(f"prefetch must be an int, got {type(prefetch).__name__}")
+    if not 1 <= prefetch <= 1000:
+        raise ValueError(f"prefetch={prefetch}: expected 1 to 1000")
     import pynenc_cpp  # noqa: F401  (registers CppRunner for pynenc's name lookup)
 
     builder._config["runner_cls"] = "CppRunner"
     builder._using_memory_components = False  # CppRunner's workers share the process
     builder._config["cpp_runner_workers"] = workers
     builder._config["cpp_runner_task_timeout_sec"] = float(task_timeout_sec)
+    if prefetch != 1:
+        builder._config["cpp_runner_prefetch"] = prefetch
     return builder
 
 

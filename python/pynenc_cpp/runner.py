@@ -140,6 +140,16 @@ class ConfigCppRunner(ConfigRunner):
         storage does both in one operation (SQLite: one write transaction; Redis:
         one round trip, made only while the queue is not empty). True (default);
         False: every take is its own operation.
+    :cvar ConfigField[int] cpp_runner_prefetch:
+        K, the most invocations a worker holds: a take that leaves the queue
+        non-empty also claims (PENDING) up to K - 1 more in the same operation
+        (one script on Redis, one transaction on SQLite), held for this runner's
+        workers in queue order. 1 (default, chosen by measurement:
+        ``docs/performance.md``): no prefetch; a finish takes the next one
+        (``cpp_runner_take_ahead``), which already makes one operation a task.
+        A claimed invocation's RUNNING change is its run's own operation, and one
+        held longer than pynenc's ``max_pending_seconds`` (a long task ahead of it)
+        is recovered and run elsewhere (``docs/runner.md``).
     """
 
     cpp_runner_workers = ConfigField(0)
@@ -150,6 +160,7 @@ class ConfigCppRunner(ConfigRunner):
     cpp_runner_metrics_port = ConfigField(0)
     cpp_runner_metrics_addr = ConfigField("127.0.0.1")
     cpp_runner_take_ahead = ConfigField(True)
+    cpp_runner_prefetch = ConfigField(1)
 
 
 class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
@@ -204,6 +215,14 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"cpp_runner_workers={n!r}: expected an int >= 0")
         return n or (os.cpu_count() or 1)
+
+    @property
+    def prefetch(self) -> int:
+        """``cpp_runner_prefetch``: the most invocations a worker holds (>= 1)."""
+        k = self.conf.cpp_runner_prefetch
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
+            raise ValueError(f"cpp_runner_prefetch={k!r}: expected an int in [1, 1000]")
+        return k
 
     @property
     def max_parallel_slots(self) -> int:
@@ -296,6 +315,7 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
             execute_taken=self._execute_taken if take is not None else None,
             finished_taken=self._finished_taken if take is not None else None,
             take_ahead=bool(self.conf.cpp_runner_take_ahead),
+            prefetch=self.prefetch,
         )
         self._engine.start()
         _LIVE_RUNNERS.add(self)

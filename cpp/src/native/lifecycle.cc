@@ -248,6 +248,32 @@ Result<std::optional<TakenClaim>> PortLifecycle::TakeAndStart(const std::string&
   return std::optional<TakenClaim>(Taken(id, ClaimAndStart(id, actor)));
 }
 
+Status PortLifecycle::TakeClaimSteps(const std::string& queue, int max, const Actor& actor,
+                                     bool strict, std::vector<TakenClaim>* out) {
+  out->clear();
+  while (static_cast<int>(out->size()) < max) {
+    Result<std::optional<InvocationId>> got = parts_.broker->Retrieve(queue, 0);
+    if (!got.ok()) return strict || out->empty() ? got.status() : Status::Ok();
+    if (!got.value()) break;
+    ClaimOutcome claim;
+    Status claimed = ClaimSteps(*got.value(), actor, false, &claim);
+    if (!claimed.ok() && strict) return claimed;
+    const bool more = claimed.ok() && claim.kind == ClaimKind::kClaimed;
+    out->push_back(TakenClaim{*got.value(), claimed, std::move(claim)});
+    if (!more) break;  // the caller handles this one as a take's, then takes again
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<TakenClaim>> PortLifecycle::TakeAndClaim(const std::string& queue, int max,
+                                                            const Actor& actor) {
+  std::vector<TakenClaim> out;
+  if (max <= 0) return out;
+  Status s = Atomically([&] { return TakeClaimSteps(queue, max, actor, false, &out); });
+  if (!s.ok()) return s;
+  return out;
+}
+
 Result<FinishOutcome> PortLifecycle::Finish(const InvocationId& id, const std::string& payload,
                                             bool success, const Actor& actor, const TaskId& task,
                                             bool release_waiters) {

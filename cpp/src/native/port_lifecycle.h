@@ -38,6 +38,8 @@ class PortLifecycle : public Lifecycle {
   Result<ClaimOutcome> ClaimAndStart(const InvocationId& id, const Actor& actor) override;
   Result<std::optional<TakenClaim>> TakeAndStart(const std::string& queue, std::int64_t timeout_ms,
                                                  const Actor& actor) override;
+  Result<std::vector<TakenClaim>> TakeAndClaim(const std::string& queue, int max,
+                                               const Actor& actor) override;
   Result<FinalRead> ReadFinal(const InvocationId& id, std::size_t max_result_bytes) override;
   Result<std::optional<FinalWait>> WaitAnyFinal(const std::vector<InvocationId>& ids,
                                                 TimestampUs timeout_us,
@@ -74,6 +76,12 @@ class PortLifecycle : public Lifecycle {
   virtual Status Atomically(const std::function<Status()>& fn);
   // Claim (and, if `start`, ClaimAndStart) with no scope.
   Status ClaimSteps(const InvocationId& id, const Actor& actor, bool start, ClaimOutcome* out);
+  // TakeAndClaim's takes and claims with no scope, into `out` (cleared first).
+  // `strict`: an error of any step is returned (the caller's scope rolls back);
+  // else an error after the first take ends the list (a failed claim as the last
+  // entry) and the call succeeds, since nothing rolls back what was taken.
+  Status TakeClaimSteps(const std::string& queue, int max, const Actor& actor, bool strict,
+                        std::vector<TakenClaim>* out);
 
  private:
   Result<bool> Watched(const TaskId& task, const std::string& context_type);

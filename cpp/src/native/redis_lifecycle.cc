@@ -46,6 +46,7 @@ using redis_lifecycle::ReadFinalAheadScript;
 using redis_lifecycle::ReadFinalArmedScript;
 using redis_lifecycle::ReadFinalScript;
 using redis_lifecycle::SubmitScript;
+using redis_lifecycle::TakeClaimScript;
 using redis_lifecycle::TakeStartScript;
 
 Status ReplyError(const Value& v, const char* what) {
@@ -104,6 +105,40 @@ class RedisLifecycle final : public PortLifecycle {
     if (!got.ok()) return got.status();
     if (!got.value()) return std::optional<TakenClaim>();
     return std::optional<TakenClaim>(TakenOf(*got.value(), actor, next, running));
+  }
+
+  // One script (TakeClaimScript); the port path (the broker's pops, then each
+  // claim) for an actor without a runner id.
+  Result<std::vector<TakenClaim>> TakeAndClaim(const std::string& queue, int max,
+                                               const Actor& actor) override {
+    if (!pending_runs_ || !actor.runner_id || actor.runner_id->empty()) {
+      return PortLifecycle::TakeAndClaim(queue, max, actor);
+    }
+    std::vector<TakenClaim> out;
+    if (max <= 0) return out;
+    StatusRecord next, running;
+    std::vector<std::string> args = ClaimArgs(InvocationId(), actor, false, &next, &running);
+    args.push_back(pb_);
+    args.push_back(queue);
+    args.push_back(std::to_string(max));
+    Result<Value> r = client_->Eval(TakeClaimScript(), {po_ + "seq"}, args);
+    if (!r.ok()) return r.status();
+    const Value& v = r.value();
+    if (v.is_error()) return ReplyError(v, "take and claim");
+    for (const Value& e : v.elements) {
+      if (e.elements.size() < 5) return Status::BackendFailure("redis take-and-claim: bad reply");
+      InvocationId id(e.elements[0].str);
+      Result<InvocationRecord> inv = Invocation(e.elements[1], id);
+      if (!inv.ok()) return inv.status();
+      ClaimOutcome claim;
+      claim.kind = ClaimKind::kClaimed;
+      claim.record = next;
+      claim.invocation = std::move(inv).value();
+      claim.status_watched = e.elements[2].integer != 0;
+      CountReplaced(e, 3, next);
+      out.push_back(TakenClaim{std::move(id), Status::Ok(), std::move(claim)});
+    }
+    return out;
   }
 
   Result<FinalReads> ReadFinalAhead(const InvocationId& id, const std::vector<InvocationId>& ahead,

@@ -302,6 +302,49 @@ end)
   return s;
 }
 
+// TakeAndClaim: up to `max` ids of a queue, each claimed (ClaimScript's body,
+// no start) before it is taken, in queue order. The arguments are ClaimScript's
+// built with an empty id (its PENDING history value names an empty id, in which
+// each id is put), then the broker prefix, the queue and max. The first id that
+// is not claimed at once (ClaimScript's {0}, {1}, {-1}), or whose history text
+// would need JSON escapes, stays in the queue and ends the list. Its claims skip
+// the broker's delivery records: a claimed id is PENDING, which pynenc's pending
+// recovery reroutes if the caller never runs it. One wake token is consumed per
+// id taken, as a pop does. Returns {{id, rec, status_watched, the replaced st,
+// its ts}, ...}.
+const Script& TakeClaimScript() {
+  static const Script s(LifecycleSource((std::string(R"lua(
+local function claim(ARGV)
+)lua") + kClaimBody + R"lua(
+end
+local nargs = #ARGV
+local Pb, queue, max = ARGV[nargs - 2], ARGV[nargs - 1], tonumber(ARGV[nargs])
+local own = {}
+for i = 1, nargs - 3 do own[i] = ARGV[i] end
+local value = own[9]
+local at = string.find(value, '"invocation_id": ""', 1, true)
+local q, w = Pb .. 'q:' .. queue, Pb .. 'w:' .. queue
+local out = {}
+while at and #out < max do
+  local top = redis.call('ZRANGE', q, 0, 0)
+  if #top == 0 then break end
+  local taken = string.sub(top[1], 22)
+  if string.find(taken, '[%c"\\\128-\255]') then break end
+  id = taken
+  own[4] = taken
+  own[9] = string.sub(value, 1, at + 17) .. taken .. string.sub(value, at + 18)
+  local r = claim(own)
+  if r[1] ~= 2 then break end
+  redis.call('ZREM', q, top[1])
+  redis.call('LPOP', w)
+  out[#out + 1] = {taken, r[2], r[3], r[4], r[5]}
+end
+return out
+)lua")
+                                            .c_str()));
+  return s;
+}
+
 // A non-final status change (RUNNING, PAUSED, ...) by a runner, in one round
 // trip: the transition table for the target status is passed in by the caller
 // (from-status name, '1' if the current owner must be the caller), so the

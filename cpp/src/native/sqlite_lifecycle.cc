@@ -47,6 +47,18 @@ class SqliteLifecycle final : public PortLifecycle {
     return PortLifecycle::TakeAndStart(queue, timeout_ms, actor);
   }
 
+  // Every take and claim in ONE write transaction; any failing step rolls it
+  // all back (nothing taken: the error is returned).
+  Result<std::vector<TakenClaim>> TakeAndClaim(const std::string& queue, int max,
+                                               const Actor& actor) override {
+    std::vector<TakenClaim> out;
+    if (max <= 0) return out;
+    Status s = db_->Write(
+        [&](sqlite::Conn&) { return TakeClaimSteps(queue, max, actor, /*strict=*/true, &out); });
+    if (!s.ok()) return s;
+    return out;
+  }
+
   // The finish and the next take in ONE write transaction: one lock hand-off and
   // one commit per task instead of two. A finish that fails fails the transaction
   // as it would alone; a take or claim that fails rolls the transaction back and

@@ -182,6 +182,21 @@ class Lifecycle:
         tuple or, when the claim failed, the exception it raised (not raised: the id has
         left the queue, the caller routes it back). Raises when the retrieval failed.
         """
+    def take_and_claim(
+        self,
+        queue: str,
+        max: typing.SupportsInt | typing.SupportsIndex,
+        runner_id: str | None,
+        runner_context_id: str,
+    ) -> list:
+        """
+        A runner's prefetch: up to `max` ids of `queue` taken and claimed (claim(), no
+        start) in one operation (one transaction on SQLite, one script on Redis), without
+        waiting. Returns [(invocation_id, claim), ...] in queue order; the list ends at the
+        first id not claimed at once (on Redis left in the queue; elsewhere taken, with its
+        claim tuple or the exception its claim raised). Raises when nothing could be taken
+        for an error.
+        """
     def wait_any_final(
         self,
         invocation_ids: collections.abc.Sequence[str],

@@ -39,6 +39,7 @@ class RunnerEngine:
         execute_taken: typing.Any = None,
         finished_taken: typing.Any = None,
         take_ahead: bool = True,
+        prefetch: typing.SupportsInt | typing.SupportsIndex = 1,
     ) -> None:
         """
         Builds a stopped engine. `broker`: an engine Broker to block on over `queues`, or
@@ -53,7 +54,9 @@ class RunnerEngine:
         which the worker stores with the GIL released, then calls finished_taken(state,
         outcome) when the store failed, a trigger watches it or a log line is due. With
         `take_ahead`, a worker's finish also takes its next invocation where the storage
-        does both in one operation (SQLite, Redis: Lifecycle.FinishThenTake).
+        does both in one operation (SQLite, Redis: Lifecycle.FinishThenTake). With
+        `prefetch` K > 1, a take that leaves the queue non-empty also claims up to K - 1
+        more in one operation (Lifecycle.take_and_claim), held for this engine's workers.
         """
     def abort(self) -> list:
         """
@@ -126,6 +129,11 @@ class RunnerEngine:
     def state(self) -> str:
         """
         created, running, draining, stopped or aborted.
+        """
+    @property
+    def prefetched(self) -> int:
+        """
+        Invocations claimed by prefetches (Lifecycle.take_and_claim).
         """
     @property
     def taken_ahead(self) -> int:
