@@ -1,5 +1,5 @@
 # Developer and CI entry points. Each target installs what it needs.
-.PHONY: setup test demo wheel conformance chaos bench bench-peers profile profile-serial bench-cluster bench-actors clean
+.PHONY: setup test demo wheel conformance chaos bench bench-peers bench-prefetch profile profile-serial bench-cluster bench-actors clean
 
 setup:
 	bash scripts/setup.sh
@@ -31,6 +31,11 @@ bench: setup
 bench-peers: setup
 	bash scripts/bench_setup.sh
 	.venv/bin/python bench/peers.py $(ARGS)
+
+# The runner's drain rate by cpp_runner_prefetch (K), the figure K's default is
+# chosen by (docs/performance.md, "Prefetch, measured").
+bench-prefetch: setup
+	.venv/bin/python bench/prefetch.py $(ARGS)
 
 # Where a burst's time goes: py-spy on the client and the runner, perf on the runner,
 # Redis round trips and GIL acquisitions per task (docs/performance.md).

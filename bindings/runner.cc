@@ -322,7 +322,7 @@ class PyRunnerEngine {
       auto held = cb->held;
       const bool ahead = take_ahead && engine_lifecycle->TakesWithFinish();
       std::weak_ptr<PyCallbacks> weak_cb = cb;
-      auto take = [engine_lifecycle, held, ahead, prefetch, weak_cb,
+      auto take = [engine_lifecycle, engine_broker, held, ahead, prefetch, weak_cb,
                    actor = Actor{std::move(runner_id), runner_context_id}](
                       const std::string& queue,
                       std::int64_t timeout_ms) -> Result<std::optional<std::string>> {
@@ -344,25 +344,46 @@ class PyRunnerEngine {
         bool backlog = tls_taken->backlog;
         // Prefetch: with nothing held and the queue not known to be empty, claim up
         // to prefetch - 1 more in one operation, held for this runner's workers.
-        if (prefetch > 1 && backlog && held->empty() && held->Begin()) {
-          Result<std::vector<TakenClaim>> more =
-              engine_lifecycle->TakeAndClaim(queue, prefetch - 1, actor);
+        // Only after a take that is PENDING or RUNNING already: the prefetch's pops
+        // acknowledge this thread's earlier delivery (SQLite), which an id still
+        // waiting for its own claim must keep until it is claimed or routed back.
+        const bool take_is_claimed = tls_taken->claim_status.ok() &&
+                                     (tls_taken->claim.kind == ClaimKind::kStarted ||
+                                      tls_taken->claim.kind == ClaimKind::kClaimed);
+        if (prefetch > 1 && backlog && take_is_claimed && held->empty() && held->Begin()) {
           std::vector<TakenClaim> got;
-          if (more.ok()) {
-            got = std::move(more).value();
-            // Fewer than asked: the queue ran dry, or its next id needs a claim of
-            // its own; the last one's take-ahead would most likely find nothing.
-            if (static_cast<int>(got.size()) < prefetch - 1) {
-              backlog = false;
-              if (!got.empty()) got.back().backlog = false;
+          struct Ended {  // what Begin() started always ends, or a stop waits forever
+            HeldClaims& held;
+            std::vector<TakenClaim>& got;
+            ~Ended() { held.EndMany(std::move(got)); }
+          };
+          Status failed;
+          {
+            Ended ended{*held, got};
+            Result<std::vector<TakenClaim>> more =
+                engine_lifecycle->TakeAndClaim(queue, prefetch - 1, actor);
+            if (more.ok()) {
+              got = std::move(more).value();
+              // Fewer than asked: the queue ran dry, or its next id needs a claim of
+              // its own; the last one's take-ahead would most likely find nothing.
+              if (static_cast<int>(got.size()) < prefetch - 1) {
+                backlog = false;
+                if (!got.empty()) got.back().backlog = false;
+              }
+            } else {
+              failed = more.status();
             }
+            // A worker waiting on the queue takes what is held now (the script
+            // consumed the wake tokens of what it took).
+            if (!got.empty()) engine_broker->Interrupt();
           }
-          held->EndMany(std::move(got));
-          if (!more.ok()) {
-            // The take stands; the prefetch is made again at the next take.
+          if (!failed.ok()) {
+            // The take stands; a later take prefetches again. (On Redis a reply
+            // lost after the script ran leaves what it claimed PENDING, for
+            // pynenc's pending recovery.)
             std::shared_ptr<PyCallbacks> c = weak_cb.lock();
             if (c && !c->report_error.is_none()) {
-              const std::string message = "prefetch failed: " + more.status().ToString();
+              const std::string message = "prefetch failed: " + failed.ToString();
               WithGil("CppRunner error report", [&] { c->report_error(py::str(message)); });
             }
           }
@@ -487,6 +508,13 @@ class PyRunnerEngine {
     ids.insert(ids.end(), held.begin(), held.end());
     return ids;
   }
+  // What finishes took ahead and prefetches claimed that no worker ran (after
+  // this, nothing more is taken ahead or prefetched): a graceful stop routes
+  // them back at once instead of holding them while running tasks finish.
+  std::vector<std::string> TakeHeld() {
+    GilRelease release;  // waits for a finish in flight, which may need the GIL after
+    return callbacks_->held->Close();
+  }
   int Waiting() const { return engine_->waiting(); }
   int LiveWorkers() const { return engine_->live_workers(); }
   std::int64_t Executed() const { return engine_->executed(); }
@@ -574,6 +602,10 @@ void InitRunner(py::module_& m) {
            "Invocation ids retrieved after stop() or abort() and not run, and those finishes\n"
            "took ahead that no worker ran (from here on finishes take nothing ahead); the\n"
            "caller routes them again.")
+      .def("take_held", &PyRunnerEngine::TakeHeld,
+           "Invocations finishes took ahead and prefetches claimed that no worker ran;\n"
+           "from here on nothing is taken ahead or prefetched. For stop(): the caller\n"
+           "routes them back (take_orphans returns the ones left after this).")
       .def_property_readonly("prefetched", &PyRunnerEngine::Prefetched,
                              "Invocations claimed by prefetches (Lifecycle.take_and_claim).")
       .def_property_readonly("taken_ahead", &PyRunnerEngine::TakenAhead,

@@ -177,8 +177,7 @@ def cpp_runner(
     builder._using_memory_components = False  # CppRunner's workers share the process
     builder._config["cpp_runner_workers"] = workers
     builder._config["cpp_runner_task_timeout_sec"] = float(task_timeout_sec)
-    if prefetch != 1:
-        builder._config["cpp_runner_prefetch"] = prefetch
+    builder._config["cpp_runner_prefetch"] = prefetch
     return builder
 
 

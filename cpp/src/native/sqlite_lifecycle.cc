@@ -48,14 +48,32 @@ class SqliteLifecycle final : public PortLifecycle {
   }
 
   // Every take and claim in ONE write transaction; any failing step rolls it
-  // all back (nothing taken: the error is returned).
+  // all back (nothing taken: the error is returned). An id the claim does not
+  // move by itself stays queued, as on Redis: its take is rolled back with the
+  // rest, and the ones before it are taken again without it (a taken id that is
+  // neither PENDING nor RUNNING must not lose its delivery record to this
+  // thread's next pop, which acknowledges it).
   Result<std::vector<TakenClaim>> TakeAndClaim(const std::string& queue, int max,
                                                const Actor& actor) override {
     std::vector<TakenClaim> out;
-    if (max <= 0) return out;
-    Status s = db_->Write(
-        [&](sqlite::Conn&) { return TakeClaimSteps(queue, max, actor, /*strict=*/true, &out); });
-    if (!s.ok()) return s;
+    for (int limit = max; limit > 0;) {
+      bool unclaimed_last = false;
+      Status s = db_->Write([&](sqlite::Conn&) -> Status {
+        unclaimed_last = false;
+        if (Status st = TakeClaimSteps(queue, limit, actor, /*strict=*/true, &out); !st.ok()) {
+          return st;
+        }
+        if (out.empty() || out.back().claim.kind == ClaimKind::kClaimed) return Status::Ok();
+        unclaimed_last = true;
+        return Status::Conflict("not claimed by itself: left in its queue");  // rolls back
+      });
+      if (!unclaimed_last) {
+        if (!s.ok()) return s;
+        return out;
+      }
+      limit = static_cast<int>(out.size()) - 1;
+      out.clear();
+    }
     return out;
   }
 

@@ -130,6 +130,12 @@ class RunnerEngine:
         """
         created, running, draining, stopped or aborted.
         """
+    def take_held(self) -> list[str]:
+        """
+        Invocations finishes took ahead and prefetches claimed that no worker ran;
+        from here on nothing is taken ahead or prefetched. For stop(): the caller
+        routes them back (take_orphans returns the ones left after this).
+        """
     @property
     def prefetched(self) -> int:
         """

@@ -221,18 +221,22 @@ class Lifecycle {
   // A runner's prefetch: up to `max` ids of `queue`, in queue order, each taken
   // and claimed (Claim: PENDING for `actor`, history row) in ONE operation (one
   // transaction on sqlite://, one script on redis://), without waiting. The list
-  // ends at the first id that is not claimed by itself:
-  //   * redis://  that id is left in the queue (the script claims an id before it
-  //               takes it), and an id whose history text needs JSON escapes ends
-  //               the list the same way;
-  //   * elsewhere it is taken, and is the last entry, with its claim's outcome
-  //               (kNotAvailable, kNeedsCheck) or error, as TakeAndStart hands one.
+  // ends at the first id that is not claimed by itself (kNotAvailable,
+  // kNeedsCheck, a claim error):
+  //   * redis://, sqlite://  that id is left in the queue (the script claims an
+  //               id before it takes it; the transaction is made again without
+  //               it), and on redis:// an id whose history text needs JSON
+  //               escapes ends the list the same way;
+  //   * memory:// it is taken, and is the last entry, with its claim's outcome
+  //               or error, as TakeAndStart hands one.
   // What is listed has left the queue and is the caller's: a claimed one is run by
   // moving it to RUNNING (its run's own status change), or routed back. A claimed
-  // invocation the caller never runs (a lost reply, a killed process) is
-  // PENDING, which pynenc's pending recovery reroutes after max_pending_seconds.
-  // An error: nothing was taken on sqlite:// and redis://; on memory:// an error of
-  // a later step ends the list at the id it concerns. `max` <= 0: an empty list.
+  // invocation the caller never runs (a killed process) is PENDING, which pynenc's
+  // pending recovery reroutes after max_pending_seconds.
+  // An error: nothing was taken, except on redis:// when the script ran but its
+  // reply was lost or unreadable (what it claimed is then PENDING, left to that
+  // recovery), and on memory://, where an error of a later step ends the list at
+  // the id it concerns. `max` <= 0: an empty list.
   virtual Result<std::vector<TakenClaim>> TakeAndClaim(const std::string& queue, int max,
                                                        const Actor& actor) = 0;
 
