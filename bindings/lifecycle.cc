@@ -247,9 +247,9 @@ void InitLifecycle(py::module_& m) {
           "A runner's prefetch: up to `max` ids of `queue` taken and claimed (claim(), no\n"
           "start) in one operation (one transaction on SQLite, one script on Redis), without\n"
           "waiting. Returns [(invocation_id, claim), ...] in queue order; the list ends at the\n"
-          "first id not claimed at once (on Redis left in the queue; elsewhere taken, with its\n"
-          "claim tuple or the exception its claim raised). Raises when nothing could be taken\n"
-          "for an error.")
+          "first id not claimed at once (on Redis and SQLite left in the queue; in memory\n"
+          "taken, with its claim tuple or the exception its claim raised). Raises when\n"
+          "nothing could be taken for an error.")
       .def(
           "read_final",
           [](Lifecycle& l, InvocationId id, std::size_t max_result_bytes, bool arm) {

@@ -358,6 +358,7 @@ class PyRunnerEngine {
             ~Ended() { held.EndMany(std::move(got)); }
           };
           Status failed;
+          bool wake = false;
           {
             Ended ended{*held, got};
             Result<std::vector<TakenClaim>> more =
@@ -373,10 +374,11 @@ class PyRunnerEngine {
             } else {
               failed = more.status();
             }
-            // A worker waiting on the queue takes what is held now (the script
-            // consumed the wake tokens of what it took).
-            if (!got.empty()) engine_broker->Interrupt();
+            wake = !got.empty();
           }
+          // Held now (EndMany ran): a worker waiting on the queue ends its wait and
+          // takes it (the takes consumed the wake tokens of what they took).
+          if (wake) engine_broker->Interrupt();
           if (!failed.ok()) {
             // The take stands; a later take prefetches again. (On Redis a reply
             // lost after the script ran leaves what it claimed PENDING, for

@@ -385,14 +385,15 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
                 f"CppRunner:{self.runner_id} graceful stop: running invocations finish"
             )
             self._engine.stop()
-            # What is held for the workers (taken ahead, prefetched) will not run
-            # now: routed back at once, not after the running tasks end.
-            with no_ride_out():
-                for invocation_id in self._engine.take_held():
-                    self._route_back(InvocationId(invocation_id))
             if grace > 0:
                 self._grace_deadline = time.monotonic() + grace
                 self._engine.nudge()  # run() waits for the new deadline
+            # What is held for the workers (taken ahead, prefetched) will not run
+            # now: routed back at once, not after the running tasks end. (A second
+            # stop arriving meanwhile aborts, which ends the grace period.)
+            with no_ride_out():
+                for invocation_id in self._engine.take_held():
+                    self._route_back(InvocationId(invocation_id))
         else:
             self._abort()
 
@@ -416,6 +417,7 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
                     "left to recovery"
                 )
             interrupt_thread(thread_ident)
+        self._grace_deadline = None  # an abort ends the grace period, however it came
         self._abort_deadline = time.monotonic() + _ABORT_GRACE_SEC
         engine.nudge()  # run() waits for the new deadline
 

@@ -257,7 +257,6 @@ Status PortLifecycle::TakeClaimSteps(const std::string& queue, int max, const Ac
     if (!got.value()) break;
     ClaimOutcome claim;
     Status claimed = ClaimSteps(*got.value(), actor, false, &claim);
-    if (!claimed.ok() && strict) return claimed;
     const bool more = claimed.ok() && claim.kind == ClaimKind::kClaimed;
     out->push_back(TakenClaim{*got.value(), claimed, std::move(claim)});
     if (!more) break;  // the caller handles this one as a take's, then takes again

@@ -76,10 +76,11 @@ class PortLifecycle : public Lifecycle {
   virtual Status Atomically(const std::function<Status()>& fn);
   // Claim (and, if `start`, ClaimAndStart) with no scope.
   Status ClaimSteps(const InvocationId& id, const Actor& actor, bool start, ClaimOutcome* out);
-  // TakeAndClaim's takes and claims with no scope, into `out` (cleared first).
-  // `strict`: an error of any step is returned (the caller's scope rolls back);
-  // else an error after the first take ends the list (a failed claim as the last
-  // entry) and the call succeeds, since nothing rolls back what was taken.
+  // TakeAndClaim's takes and claims with no scope, into `out` (cleared first). A
+  // claim that fails or does not claim ends the list as its last entry. A take
+  // that fails: its error is returned when `strict` (the caller's scope rolls
+  // back) or nothing was taken yet; else it ends the list and the call succeeds,
+  // since nothing rolls back what was taken.
   Status TakeClaimSteps(const std::string& queue, int max, const Actor& actor, bool strict,
                         std::vector<TakenClaim>* out);
 

@@ -217,6 +217,24 @@ class SqliteBroker final : public Broker {
     mine.insert(mine.end(), seqs.begin(), seqs.end());
   }
 
+ public:
+  // The calling thread's deliveries its next Pop acknowledges (ThreadDeliveries).
+  std::vector<std::int64_t> Unacked() {
+    MutexLock lock(mu_);
+    auto it = unacked_.find(std::this_thread::get_id());
+    return it == unacked_.end() ? std::vector<std::int64_t>() : it->second;
+  }
+  void SetUnacked(std::vector<std::int64_t> seqs) {
+    MutexLock lock(mu_);
+    if (seqs.empty()) {
+      unacked_.erase(std::this_thread::get_id());
+    } else {
+      unacked_[std::this_thread::get_id()] = std::move(seqs);
+    }
+  }
+
+ private:
+
   // Moves the processing rows of every other consumer whose lease lapsed back
   // into their queues (original seq: same position), wakes those queues, and
   // forgets those consumers. REQUIRES: inside a Write.
@@ -442,6 +460,18 @@ Result<std::unique_ptr<Broker>> NewSqliteBroker(std::shared_ptr<Database> db,
   if (Status s = db->EnsureSchema("broker", 1, kSchema); !s.ok()) return s;
   if (Status s = db->EnsureSchema("broker_proc", 1, kProcSchema); !s.ok()) return s;
   return std::unique_ptr<Broker>(std::make_unique<SqliteBroker>(std::move(db), config, options));
+}
+
+Result<ThreadDeliveries> ThreadDeliveries::Of(Broker& broker) {
+  auto* sqlite = dynamic_cast<SqliteBroker*>(&broker);
+  if (sqlite == nullptr) {
+    return Status::InvalidArgument("ThreadDeliveries needs a sqlite broker (NewSqliteBroker)");
+  }
+  return ThreadDeliveries(sqlite, sqlite->Unacked());
+}
+
+void ThreadDeliveries::Restore() const {
+  static_cast<SqliteBroker*>(broker_)->SetUnacked(seqs_);
 }
 
 Result<std::unique_ptr<ClientDataStore>> NewSqliteClientDataStore(std::shared_ptr<Database> db,

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "pynenc_cpp/ports/broker.h"
 #include "pynenc_cpp/ports/client_data_store.h"
@@ -25,6 +26,25 @@ Result<std::unique_ptr<Broker>> NewSqliteBroker(std::shared_ptr<Database> db,
 Result<std::unique_ptr<Broker>> NewSqliteBroker(std::shared_ptr<Database> db,
                                                 const BackendConfig& config,
                                                 const SqliteBrokerOptions& options);
+
+// What a sqlite broker remembers of the calling thread's deliveries (the ones
+// its next Retrieve acknowledges), taken before a write transaction that joins
+// Retrieves and may roll back: the rows roll back, the broker's memory does not,
+// so Restore() puts it back as it was (else the acknowledgements it consumed are
+// lost, and the deliveries it recorded name rows that are queued again, which
+// another thread of the process may pop under the same delivery key).
+// Of(): kInvalidArgument if `broker` was not made by NewSqliteBroker.
+class ThreadDeliveries {
+ public:
+  static Result<ThreadDeliveries> Of(Broker& broker);
+  void Restore() const;  // on the thread Of() was called on
+
+ private:
+  ThreadDeliveries(Broker* broker, std::vector<std::int64_t> seqs)
+      : broker_(broker), seqs_(std::move(seqs)) {}
+  Broker* broker_;
+  std::vector<std::int64_t> seqs_;
+};
 
 // Thread- and process-safe.
 Result<std::unique_ptr<ClientDataStore>> NewSqliteClientDataStore(std::shared_ptr<Database> db,

@@ -168,6 +168,21 @@ class Lifecycle:
         Declares that the task has running concurrency control disabled, so claim moves
         its invocations to PENDING directly.
         """
+    def take_and_claim(
+        self,
+        queue: str,
+        max: typing.SupportsInt | typing.SupportsIndex,
+        runner_id: str | None,
+        runner_context_id: str,
+    ) -> list:
+        """
+        A runner's prefetch: up to `max` ids of `queue` taken and claimed (claim(), no
+        start) in one operation (one transaction on SQLite, one script on Redis), without
+        waiting. Returns [(invocation_id, claim), ...] in queue order; the list ends at the
+        first id not claimed at once (on Redis and SQLite left in the queue; in memory
+        taken, with its claim tuple or the exception its claim raised). Raises when
+        nothing could be taken for an error.
+        """
     def take_and_start(
         self,
         queue: str,
@@ -181,21 +196,6 @@ class Lifecycle:
         Returns None (nothing arrived) or (invocation_id, claim), claim being claim()'s
         tuple or, when the claim failed, the exception it raised (not raised: the id has
         left the queue, the caller routes it back). Raises when the retrieval failed.
-        """
-    def take_and_claim(
-        self,
-        queue: str,
-        max: typing.SupportsInt | typing.SupportsIndex,
-        runner_id: str | None,
-        runner_context_id: str,
-    ) -> list:
-        """
-        A runner's prefetch: up to `max` ids of `queue` taken and claimed (claim(), no
-        start) in one operation (one transaction on SQLite, one script on Redis), without
-        waiting. Returns [(invocation_id, claim), ...] in queue order; the list ends at the
-        first id not claimed at once (on Redis left in the queue; elsewhere taken, with its
-        claim tuple or the exception its claim raised). Raises when nothing could be taken
-        for an error.
         """
     def wait_any_final(
         self,

@@ -88,6 +88,12 @@ class RunnerEngine:
         """
         Graceful stop: no more retrieval; running invocations finish.
         """
+    def take_held(self) -> list[str]:
+        """
+        Invocations finishes took ahead and prefetches claimed that no worker ran;
+        from here on nothing is taken ahead or prefetched. For stop(): the caller
+        routes them back (take_orphans returns the ones left after this).
+        """
     def take_orphans(self) -> list[str]:
         """
         Invocation ids retrieved after stop() or abort() and not run, and those finishes
@@ -126,20 +132,14 @@ class RunnerEngine:
         Workers alive and not abandoned.
         """
     @property
-    def state(self) -> str:
-        """
-        created, running, draining, stopped or aborted.
-        """
-    def take_held(self) -> list[str]:
-        """
-        Invocations finishes took ahead and prefetches claimed that no worker ran;
-        from here on nothing is taken ahead or prefetched. For stop(): the caller
-        routes them back (take_orphans returns the ones left after this).
-        """
-    @property
     def prefetched(self) -> int:
         """
         Invocations claimed by prefetches (Lifecycle.take_and_claim).
+        """
+    @property
+    def state(self) -> str:
+        """
+        created, running, draining, stopped or aborted.
         """
     @property
     def taken_ahead(self) -> int:
