@@ -14,6 +14,11 @@ demo: setup
 # with every runner (`make test` runs a representative slice of it).
 conformance: setup
 	PYNENC_CPP_CONFORMANCE=full .venv/bin/python -m pytest tests_py/conformance -q -p no:cacheprovider
+	# Then pynenc's runner combination suites on CppRunner with a prefetch of 4
+	# (cpp_runner_prefetch; its default is 1), SQLite and Redis, native mode.
+	PYNENC__CPP_RUNNER_PREFETCH=4 PYNENC_CPP_BACKENDS=sqlite,redis PYNENC_CPP_MODES=native \
+	  .venv/bin/python -m pytest tests_py/conformance/test_integration_combinations.py -q \
+	  -p no:cacheprovider -k "not Thread and not Process"
 
 # The chaos suite in full (tests_py/chaos, docs/reliability.md): every scenario
 # five times in both modes on SQLite and Redis, then once more with the engine built
