@@ -1,8 +1,8 @@
 """Drain rate by ``cpp_runner_prefetch`` (K): the figure K's default is chosen by.
 
 Not a test. Run with ``.venv/bin/python bench/prefetch.py`` (``make bench-prefetch``).
-In ``bench/peers.py``'s S1 the runner keeps up with the one client, so S1 measures
-the client's submit rate; prefetch changes the runner's side only. Here the
+In ``bench/peers.py``'s S1 on Redis the runner keeps up with the one client, so S1
+measures the client's submit rate; prefetch changes the runner's side only. Here the
 runner is the bottleneck: for each backend (native ``cpp_sqlite``, ``cpp_redis``)
 and each K, a fresh process queues N no-op tasks with no runner running, then
 starts a ``CppRunner`` (2 workers, prefetch K) in a thread and reads every
@@ -136,12 +136,23 @@ def main() -> int:
                             "redis_pid": server.proc.pid if server and backend == "redis" else 0,
                         }
                         proc = subprocess.run(
-                            [sys.executable, __file__, "--one", json.dumps(spec), "-n", str(args.n)],
+                            [
+                                sys.executable,
+                                __file__,
+                                "--one",
+                                json.dumps(spec),
+                                "-n",
+                                str(args.n),
+                            ],
                             capture_output=True,
                             timeout=300,
                         )
                         line = next(
-                            (x for x in proc.stdout.decode().splitlines() if x.startswith("ONE-RESULT ")),
+                            (
+                                x
+                                for x in proc.stdout.decode().splitlines()
+                                if x.startswith("ONE-RESULT ")
+                            ),
                             None,
                         )
                         if line is None:
@@ -152,8 +163,12 @@ def main() -> int:
         finally:
             if server is not None:
                 server.stop()
-    print(f"drain of {args.n} queued no-op tasks, CppRunner 2 workers, median of {args.rounds} rounds:")
-    print(f"{'backend':<8} {'K':>3} {'drain/s':>9} {'x K=1':>6} {'worker CPU us':>14} {'redis CPU us':>13}")
+    print(
+        f"drain of {args.n} queued no-op tasks, CppRunner 2 workers, median of {args.rounds} rounds:"
+    )
+    print(
+        f"{'backend':<8} {'K':>3} {'drain/s':>9} {'x K=1':>6} {'worker CPU us':>14} {'redis CPU us':>13}"
+    )
     for backend in backends:
         base = None
         for k in ks:

@@ -1,4 +1,6 @@
-// A runner worker's next take, made by its finish (Lifecycle::FinishThenTake).
+// A runner worker's next take, made by its finish (Lifecycle::FinishThenTake),
+// and what a take's prefetch claimed (Lifecycle::TakeAndClaim), both held in
+// HeldClaims until a worker takes them.
 //
 // The runner's take (runner.cc) arms `tls_next_take` on the worker thread after it
 // took and started an invocation; that invocation's finish, called from pynenc's
@@ -27,8 +29,9 @@ namespace pynenc_cpp::bindings {
 // in the order they were taken. Thread-safe.
 class HeldClaims {
  public:
-  // A finish that may take ahead begins: false once the engine stopped (the
-  // finish then takes nothing). REQUIRES: End() follows a true Begin().
+  // A finish that may take ahead, or a prefetch, begins: false once the engine
+  // stopped (it then takes nothing). REQUIRES: End() or EndMany() follows a true
+  // Begin().
   bool Begin() {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return false;

@@ -42,8 +42,9 @@ using runner::RunnerState;
 thread_local PyThreadState* tls_tstate = nullptr;
 thread_local const void* tls_engine = nullptr;
 thread_local int tls_worker = INT_MIN;
-// What this worker's source last took and claimed (Lifecycle::TakeAndStart), for
-// the execute hook that follows on the same thread.
+// What this worker's source last took and claimed (Lifecycle::TakeAndStart, or
+// held: taken ahead by a finish, prefetched by a take), for the execute hook that
+// follows on the same thread.
 thread_local std::optional<TakenClaim> tls_taken;
 // References this thread dropped while it did not hold the GIL (a finished run's
 // PendingFinish state, the task's result in it): released at its next entry into
@@ -64,7 +65,7 @@ struct PyCallbacks {
   py::object broker;     // keeps the engine broker (a BrokerSource's target) alive
   py::object lifecycle;  // keeps the Lifecycle of a claiming source alive
   Lifecycle* engine_lifecycle = nullptr;  // `lifecycle`'s engine object (set with it)
-  // Invocations its finishes took ahead (next_take.h).
+  // Invocations its finishes took ahead and its takes prefetched (next_take.h).
   std::shared_ptr<HeldClaims> held = std::make_shared<HeldClaims>();
   py::object execute, execute_taken, finished_taken, fallback_next, next_blocking, heartbeat,
       management, timed_out;
@@ -498,8 +499,8 @@ class PyRunnerEngine {
 
   bool OnWorkerThread() const { return tls_engine == this && tls_worker >= 0; }
   std::string State() const { return runner::RunnerStateName(engine_->state()); }
-  // The engine's orphans, and the invocations finishes took ahead that no worker
-  // ran (after this, finishes take nothing ahead).
+  // The engine's orphans, and the invocations finishes took ahead or prefetches
+  // claimed that no worker ran (after this, nothing is taken ahead or prefetched).
   std::vector<std::string> TakeOrphans() {
     std::vector<std::string> ids = engine_->TakeOrphans();
     std::vector<std::string> held;
@@ -602,8 +603,8 @@ void InitRunner(py::module_& m) {
            "True when called from one of this engine's worker threads.")
       .def("take_orphans", &PyRunnerEngine::TakeOrphans,
            "Invocation ids retrieved after stop() or abort() and not run, and those finishes\n"
-           "took ahead that no worker ran (from here on finishes take nothing ahead); the\n"
-           "caller routes them again.")
+           "took ahead or prefetches claimed that no worker ran (from here on nothing is taken\n"
+           "ahead or prefetched); the caller routes them again.")
       .def("take_held", &PyRunnerEngine::TakeHeld,
            "Invocations finishes took ahead and prefetches claimed that no worker ran;\n"
            "from here on nothing is taken ahead or prefetched. For stop(): the caller\n"

@@ -305,7 +305,7 @@ def test_a_graceful_stop_routes_back_what_was_prefetched_at_once(
     thread.start()
     # Once run, the task is known to run freely (a claim then moves it by itself).
     assert rt.slow_append(str(tmp_path / "warm.log"), "warm", 0.0).result == "warm"
-    group = rt.slow_append.parallelize([(str(log), f"t{i}", 1.0) for i in range(4)])
+    group = rt.slow_append.parallelize([(str(log), f"t{i}", 2.0) for i in range(4)])
     invs = list(group.invocations)
 
     def status(inv: Any) -> InvocationStatus:
@@ -314,8 +314,10 @@ def test_a_graceful_stop_routes_back_what_was_prefetched_at_once(
     # (pynenc's recovery tasks, queued when the runner starts, are never claimed
     # ahead: a batch may stop at one, so which of the four are held is not fixed.)
     wait_until(
-        lambda: any(status(i) == InvocationStatus.RUNNING for i in invs)
-        and any(status(i) == InvocationStatus.PENDING for i in invs),
+        lambda: (
+            any(status(i) == InvocationStatus.RUNNING for i in invs)
+            and any(status(i) == InvocationStatus.PENDING for i in invs)
+        ),
         timeout=10.0,
     )
     started = [i for i in invs if status(i) == InvocationStatus.RUNNING]
@@ -323,7 +325,7 @@ def test_a_graceful_stop_routes_back_what_was_prefetched_at_once(
     assert len(started) == 1 and held
     assert runner._engine.prefetched >= len(held)
     runner.stop_runner_loop()
-    # Routed back before the started task ends (it runs 1 s).
+    # Routed back before the started task ends (it runs 2 s).
     assert status(started[0]) == InvocationStatus.RUNNING
     for inv in held:
         assert status(inv).is_available_for_run(), status(inv)

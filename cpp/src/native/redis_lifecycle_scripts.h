@@ -1,9 +1,10 @@
 // The Lua scripts of the Redis lifecycle (native/redis_lifecycle.cc): submit,
 // finish, the final-status reads (plain, ahead and armed), claim, take-and-start,
-// take-and-claim (prefetch) and a runner's status change. Each is built once from the components' shared
-// fragments (each key layout and each write lives in its component) and the
-// lifecycle helpers; the ARGV layout of each is documented beside its source in
-// redis_lifecycle_scripts.cc. Thread-safe (function-local statics).
+// take-and-claim (prefetch) and a runner's status change. Each is built once from
+// the components' shared fragments (each key layout and each write lives in its
+// component) and the lifecycle helpers; the ARGV layout of each is documented
+// beside its source in redis_lifecycle_scripts.cc. Thread-safe (function-local
+// statics).
 #pragma once
 
 #include <cstdint>

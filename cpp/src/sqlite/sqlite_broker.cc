@@ -218,14 +218,17 @@ class SqliteBroker final : public Broker {
   }
 
  public:
-  // The calling thread's deliveries its next Pop acknowledges (ThreadDeliveries).
+  // The calling thread's deliveries its next Pop acknowledges (ThreadDeliveries);
+  // none in a forked child before its first Pop (which forgets the parent's).
   std::vector<std::int64_t> Unacked() {
     MutexLock lock(mu_);
+    if (consumer_.empty() || pid_ != getpid()) return {};
     auto it = unacked_.find(std::this_thread::get_id());
     return it == unacked_.end() ? std::vector<std::int64_t>() : it->second;
   }
   void SetUnacked(std::vector<std::int64_t> seqs) {
     MutexLock lock(mu_);
+    if (consumer_.empty() || pid_ != getpid()) return;  // nothing of this process's yet
     if (seqs.empty()) {
       unacked_.erase(std::this_thread::get_id());
     } else {
@@ -234,7 +237,6 @@ class SqliteBroker final : public Broker {
   }
 
  private:
-
   // Moves the processing rows of every other consumer whose lease lapsed back
   // into their queues (original seq: same position), wakes those queues, and
   // forgets those consumers. REQUIRES: inside a Write.

@@ -97,8 +97,8 @@ class RunnerEngine:
     def take_orphans(self) -> list[str]:
         """
         Invocation ids retrieved after stop() or abort() and not run, and those finishes
-        took ahead that no worker ran (from here on finishes take nothing ahead); the
-        caller routes them again.
+        took ahead or prefetches claimed that no worker ran (from here on nothing is taken
+        ahead or prefetched); the caller routes them again.
         """
     def unwatch_signals(self) -> None:
         """

@@ -44,7 +44,9 @@ class Broker {
   virtual Status Purge() = 0;
 
   // Wakes every Retrieve currently waiting; each returns nullopt. Later calls
-  // wait normally. For runner shutdown.
+  // wait normally. For runner shutdown, and for a runner's workers waiting while
+  // a prefetch holds work for them. Not free: on Redis a push per waiting call
+  // (from a thread of its own), on SQLite a wake of every waiter on the file.
   virtual void Interrupt() = 0;
 };
 
