@@ -2,6 +2,7 @@
 // operation runs inside Atomically(): a plain call here, one SQLite write
 // transaction in SqliteLifecycle (native/sqlite_lifecycle.cc).
 #include <map>
+#include <set>
 #include <utility>
 
 #include "native/port_lifecycle.h"
@@ -348,7 +349,31 @@ Result<std::vector<Recovered>> PortLifecycle::RecoverStale(RecoveryKind kind, Ti
     if (!stale.ok()) return stale.status();
     const InvocationStatus to = kind == RecoveryKind::kPending ? InvocationStatus::kPendingRecovery
                                                                : InvocationStatus::kRunningRecovery;
+    // RUNNING_RECOVERY overrides ownership, so the change alone would also take an
+    // invocation that another runner recovered and started again since the query
+    // (seen in the chaos suite: run twice). Each RUNNING one is read again first
+    // and left alone when its owner now heartbeats. (Where the steps are not one
+    // transaction, Redis and memory, a restart between that read and the change
+    // is still possible; the window is one read instead of the whole sweep.)
+    std::set<std::string> live;
+    if (kind == RecoveryKind::kRunning && !stale.value().empty()) {
+      Result<std::vector<RunnerInfo>> active =
+          parts_.orchestrator->ActiveRunners(limit_us, std::nullopt);
+      if (!active.ok()) return active.status();
+      for (const RunnerInfo& r : active.value()) live.insert(r.runner_id);
+    }
     for (const InvocationId& id : stale.value()) {
+      if (kind == RecoveryKind::kRunning) {
+        Result<StatusRecord> now = parts_.orchestrator->GetStatusRecord(id);
+        if (!now.ok()) {
+          if (now.status().code() == ErrorCode::kNotFound) continue;
+          return now.status();
+        }
+        if (now.value().status != InvocationStatus::kRunning ||
+            (now.value().runner_id && live.count(*now.value().runner_id) > 0)) {
+          continue;  // moved since the query, or now owned by a live runner
+        }
+      }
       Result<ChangeOutcome> changed = ChangeSteps(id, to, actor, std::nullopt, false);
       if (!changed.ok()) {
         const ErrorCode code = changed.status().code();
