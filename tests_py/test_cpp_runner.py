@@ -82,6 +82,19 @@ def statuses(app: Pynenc, invocation_id: str) -> list[InvocationStatus]:
     return [h.status_record.status for h in app.state_backend.get_history(invocation_id)]
 
 
+def reopened(app: Pynenc, backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Pynenc:
+    """The same app (id and storage, "sqlite" or "redis") in a new app object with a
+    two-worker CppRunner, as a restarted process has it."""
+    builder = PynencBuilder().app_id(app.app_id)
+    if backend == "sqlite":
+        builder = builder.cpp_sqlite(path=tmp_path / "runner.db")
+    else:
+        builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
+    second = builder.cpp_runner(workers=2).custom_config(**FAST).build()
+    rt.use(second)
+    return second
+
+
 ALL = ["mem", "sqlite", "redis"]
 
 
@@ -249,13 +262,7 @@ def test_a_stop_mid_burst_leaves_nothing_taken_ahead_behind(
     with running(app) as runner:
         wait_until(lambda: runner._engine.executed >= 20, timeout=30.0)
     # The same app (id and storage) in a new app object, as a restarted process has it.
-    builder = PynencBuilder().app_id(app.app_id)
-    if backend == "sqlite":
-        builder = builder.cpp_sqlite(path=tmp_path / "runner.db")
-    else:
-        builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
-    second = builder.cpp_runner(workers=2).custom_config(**FAST).build()
-    rt.use(second)
+    second = reopened(app, backend, tmp_path, request)
     with running(second):
         wait_until(
             lambda: all(inv.status.is_final() for inv in invocations),
@@ -339,13 +346,7 @@ def test_a_graceful_stop_routes_back_what_was_prefetched_at_once(
     assert status(started[0]) == InvocationStatus.SUCCESS
     if backend == "mem":  # its storage lives in this process, with the app
         return
-    builder = PynencBuilder().app_id(app.app_id)
-    if backend == "sqlite":
-        builder = builder.cpp_sqlite(path=tmp_path / "runner.db")
-    else:
-        builder = builder.cpp_redis(request.getfixturevalue("redis_url"))
-    second = builder.cpp_runner(workers=2).custom_config(**FAST).build()
-    rt.use(second)
+    second = reopened(app, backend, tmp_path, request)
     with running(second):
         assert sorted(inv.result for inv in invs) == [f"t{i}" for i in range(4)]
     assert sorted(log.read_text().split()) == ["t0", "t1", "t2", "t3"], "each ran once"
