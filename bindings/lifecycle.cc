@@ -189,6 +189,47 @@ void InitLifecycle(py::module_& m) {
           "auto-purge mark for a final status, history row. Returns (record, status_watched).\n"
           "Raises InvocationNotFound, IllegalTransition or OwnershipViolation.")
       .def(
+          "gated_change",
+          [](Lifecycle& l, InvocationId id, InvocationStatus to,
+             std::optional<std::string> runner_id, std::string runner_context_id,
+             std::string task_key, std::map<std::string, std::string> key_args,
+             std::vector<InvocationStatus> blocking,
+             std::map<std::string, std::string> index_args,
+             std::vector<InvocationStatus> defer_path, std::optional<std::string> defer_queue,
+             double defer_priority, bool release_waiters) {
+            Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
+            std::optional<Deferral> deferral;
+            if (!defer_path.empty()) {
+              deferral = Deferral{std::move(defer_path), std::nullopt, release_waiters};
+              if (defer_queue) deferral->route = std::make_pair(*defer_queue, defer_priority);
+            }
+            GatedChangeOutcome out = Quick(l, [&] {
+              return l.GatedChange(id, to, actor, TaskId(task_key), key_args, blocking,
+                                   index_args, deferral);
+            });
+            py::object blocker = py::none();
+            if (out.blocker) blocker = py::str(out.blocker->str());
+            const bool watched = out.change && out.change->status_watched;
+            py::list deferred;
+            for (const ChangeOutcome& c : out.deferred) {
+              deferred.append(py::make_tuple(RecordTuple(c.record), c.status_watched));
+            }
+            return py::make_tuple(RecordTuple(out.record), watched, blocker, deferred);
+          },
+          py::arg("invocation_id"), py::arg("status"), py::arg("runner_id"),
+          py::arg("runner_context_id"), py::arg("task_key"), py::arg("key_arguments"),
+          py::arg("blocking"), py::arg("index_arguments"),
+          py::arg("defer_path") = std::vector<InvocationStatus>(),
+          py::arg("defer_queue") = py::none(), py::arg("defer_priority") = 0.0,
+          py::arg("release_waiters") = true,
+          "pynenc's running concurrency control and the status change it guards (a claim:\n"
+          "PENDING unless another is PENDING or RUNNING; a start: RUNNING unless another is\n"
+          "RUNNING) as one step, with the history row (one transaction on SQLite). Blocked,\n"
+          "the invocation goes through `defer_path` (each status with its history row) and,\n"
+          "with `defer_queue`, is routed there, in the same operation. Returns (record,\n"
+          "status_watched, blocker id | None, [(record, status_watched) of each deferral\n"
+          "step]). Raises InvocationNotFound, IllegalTransition or OwnershipViolation.")
+      .def(
           "claim",
           [](Lifecycle& l, InvocationId id, std::optional<std::string> runner_id,
              std::string runner_context_id, bool start) {

@@ -126,6 +126,27 @@ void InitOrchestrator(py::module_& m) {
           "Invocations of a task matching every key argument and any of `statuses`\n"
           "(empty: no filter), in registration order.")
       .def(
+          "gated_transition",
+          [](Orchestrator& o, InvocationId id, TaskId task,
+             std::map<std::string, std::string> key_args, std::vector<InvocationStatus> blocking,
+             std::map<std::string, std::string> index_args, InvocationStatus to,
+             std::optional<std::string> runner_id) {
+            Orchestrator::GateOutcome out = WithoutGil([&] {
+              return o.GatedTransition(id, task, key_args, blocking, index_args, to, runner_id);
+            });
+            py::object blocker = py::none();
+            if (out.blocker) blocker = py::str(out.blocker->str());
+            return py::make_tuple(RecordTuple(out.record), blocker);
+          },
+          py::arg("invocation_id"), py::arg("task_key"), py::arg("key_arguments"),
+          py::arg("blocking"), py::arg("index_arguments"), py::arg("status"),
+          py::arg("runner_id") = py::none(),
+          "pynenc's running concurrency control and the transition it guards, in one atomic\n"
+          "step: indexes `index_arguments`, then, unless another invocation of the task whose\n"
+          "indexed arguments match `key_arguments` has a status in `blocking`, transitions to\n"
+          "`status`. Returns (record, blocker id | None): the new record, or (blocked) the\n"
+          "current one. Raises InvocationNotFound, IllegalTransition or OwnershipViolation.")
+      .def(
           "task_invocations",
           [](Orchestrator& o, TaskId task) {
             return WithoutGil([&] { return o.GetTaskInvocations(task); });

@@ -12,6 +12,7 @@ import sys
 import time
 
 from pynenc import Pynenc
+from pynenc.conf.config_task import ConcurrencyControlType
 
 import pynenc_cpp  # noqa: F401  (registers the Cpp* classes for pynenc's name lookup)
 
@@ -117,6 +118,57 @@ def noted() -> str:
     return "noted"
 
 
+def _stamp(path: str, kind: str, tag: str, key: str) -> None:
+    """One guarantees-ledger line: ``<kind> <tag> <key> <pgid> <monotonic ns>``
+    (CLOCK_MONOTONIC is one clock for every process of the machine)."""
+    _ledger(path, f"{kind} {tag} {key} {os.getpgid(0)} {time.monotonic_ns()}\n")
+
+
+@app.task(
+    running_concurrency=ConcurrencyControlType.KEYS,
+    key_arguments=("sku",),
+    reroute_on_concurrency_control=True,
+)
+def keyed_order(path: str, sku: str, tag: str, seconds: float) -> str:
+    """At most one body per `sku` at a time (rerouted while another runs): the
+    guarantees suite reads the overlaps off the ledger's start / end lines."""
+    _stamp(path, "start", tag, sku)
+    time.sleep(seconds)
+    _stamp(path, "end", tag, sku)
+    return tag
+
+
+@app.task(
+    registration_concurrency=ConcurrencyControlType.KEYS,
+    key_arguments=("sku",),
+    running_concurrency=ConcurrencyControlType.KEYS,
+    reroute_on_concurrency_control=True,
+)
+def restock(path: str, sku: str, seconds: float) -> str:
+    """Registration concurrency by `sku`: calls made while one is REGISTERED share it."""
+    _stamp(path, "start", sku, sku)
+    time.sleep(seconds)
+    _stamp(path, "end", sku, sku)
+    return sku
+
+
+class FlakyError(Exception):
+    """Raised by ``flaky`` while its attempts last (a retriable error)."""
+
+
+@app.task(retry_for=(FlakyError,), max_retries=2)
+def flaky(path: str, tag: str, fails: int) -> str:
+    """Fails its first `fails` attempts (counted in the ledger), then returns `tag`:
+    the suite checks no invocation ran more than 1 + max_retries times."""
+    _stamp(path, "start", tag, tag)
+    attempts = sum(1 for line in open(path) if line.split()[:2] == ["start", tag])
+    if attempts <= fails:
+        _stamp(path, "end", tag, tag)
+        raise FlakyError(f"{tag} attempt {attempts}")
+    _stamp(path, "end", tag, tag)
+    return tag
+
+
 TASKS = [
     add,
     noted,
@@ -130,6 +182,9 @@ TASKS = [
     hang,
     parent_sum,
     grandparent,
+    keyed_order,
+    restock,
+    flaky,
 ]
 
 

@@ -27,19 +27,31 @@ def defer_or_pend(
 ) -> DistributedInvocation | None:
     """Concurrency control, then PENDING: the invocation if it is now PENDING for
     this runner; None if deferred (CONCURRENCY_CONTROLLED, added to
-    ``invocations_to_reroute``; or CONCURRENCY_CONTROLLED_FINAL) or taken first by
-    another runner (logged as pynenc logs it)."""
+    ``invocations_to_reroute`` unless the gate rerouted it in the same step; or
+    CONCURRENCY_CONTROLLED_FINAL) or taken first by another runner (logged as pynenc
+    logs it)."""
     invocation_id = invocation.invocation_id
+    gated = getattr(orchestrator, "gated", None)
+    if gated is not None and gated(invocation):
+        # The check and the move to PENDING as one engine step (pynenc_cpp._concurrency).
+        try:
+            outcome = orchestrator.gate_running_concurrency(
+                invocation, InvocationStatus.PENDING, runner_ctx, defer=True
+            )
+        except InvocationStatusError as ex:
+            orchestrator.app.logger.warning(
+                f"Could not set invocation:{invocation_id} to status:pending: {ex}"
+            )
+            return None
+        if outcome.blocker is None:
+            # Completes the change (history, trigger report, log): no transition.
+            orchestrator.set_invocation_status(invocation_id, InvocationStatus.PENDING, runner_ctx)
+            return invocation
+        if not outcome.deferred:
+            _defer(orchestrator, invocation, runner_ctx, invocations_to_reroute)
+        return None
     if not orchestrator.is_candidate_to_run_by_concurrency_control(invocation):
-        if invocation.task.conf.reroute_on_concurrency_control:
-            orchestrator.set_invocation_status(
-                invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED, runner_ctx
-            )
-            invocations_to_reroute.add(invocation_id)
-        else:
-            orchestrator.set_invocation_status(
-                invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED_FINAL, runner_ctx
-            )
+        _defer(orchestrator, invocation, runner_ctx, invocations_to_reroute)
         return None
     try:
         orchestrator.set_invocation_status(invocation_id, InvocationStatus.PENDING, runner_ctx)
@@ -49,6 +61,26 @@ def defer_or_pend(
         )
         return None
     return invocation
+
+
+def _defer(
+    orchestrator: BaseOrchestrator,
+    invocation: DistributedInvocation,
+    runner_ctx: RunnerContext,
+    invocations_to_reroute: set[InvocationId],
+) -> None:
+    """pynenc's deferral: CONCURRENCY_CONTROLLED (added to ``invocations_to_reroute``)
+    with ``reroute_on_concurrency_control``, else CONCURRENCY_CONTROLLED_FINAL."""
+    invocation_id = invocation.invocation_id
+    if invocation.task.conf.reroute_on_concurrency_control:
+        orchestrator.set_invocation_status(
+            invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED, runner_ctx
+        )
+        invocations_to_reroute.add(invocation_id)
+    else:
+        orchestrator.set_invocation_status(
+            invocation_id, InvocationStatus.CONCURRENCY_CONTROLLED_FINAL, runner_ctx
+        )
 
 
 def claim_one(

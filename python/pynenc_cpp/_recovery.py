@@ -108,3 +108,38 @@ class DeadRunnerRecovery:
                     f"CppRunner:{self.runner_id} recovered {recovered} invocation(s) "
                     f"({status.value}) of dead runners or stuck pending"
                 )
+        self._reroute_stuck_deferrals()
+
+    def _reroute_stuck_deferrals(self) -> None:
+        """Reroutes the CONCURRENCY_CONTROLLED invocations left so for longer than
+        ``max_pending_seconds``: pynenc defers an invocation (running concurrency
+        control) and reroutes it in two calls, so a runner killed between them leaves
+        it CONCURRENCY_CONTROLLED, a status no recovery of pynenc's looks at, and it
+        would never run. (This package's native claims make both in one step on
+        SQLite; mixed mode, Redis and pynenc's own runners make two.) The reroute is a
+        compare-and-set: a runner that reroutes it meanwhile wins, and this one skips it."""
+        orchestrator = self.app.orchestrator
+        limit = float(self.app.conf.max_pending_seconds)
+        deferred = orchestrator.get_invocation_ids_paginated(
+            statuses=[InvocationStatus.CONCURRENCY_CONTROLLED], limit=1000
+        )
+        now = time.time()
+        rerouted = 0
+        for invocation_id in deferred:
+            try:
+                record = orchestrator.get_invocation_status_record(invocation_id)
+                if (
+                    record.status != InvocationStatus.CONCURRENCY_CONTROLLED
+                    or now - record.timestamp.timestamp() < limit
+                ):
+                    continue
+                orchestrator.reroute_invocations({invocation_id}, self.runner_context)
+            except (InvocationStatusError, KeyError):
+                continue  # another runner rerouted it first, or it is gone
+            rerouted += 1
+        if rerouted:
+            self.logger.warning(
+                f"CppRunner:{self.runner_id} rerouted {rerouted} invocation(s) left "
+                f"concurrency_controlled for over {limit:g} s (their runner died before "
+                "rerouting them)"
+            )

@@ -28,6 +28,7 @@ from pynenc.util.asyncio_helper import run_task_sync
 from pynenc.workflow.workflow_exceptions import WorkflowPauseError
 
 from pynenc_cpp import _core
+from pynenc_cpp._concurrency import ConcurrencyGate
 
 if TYPE_CHECKING:
     from pynenc.runner.runner_context import RunnerContext
@@ -46,6 +47,9 @@ _PYNENC_RUN = DistributedInvocation.run
 #: task that runs freely (``run_invocation`` asks any other, or a patched, check).
 _PYNENC_AUTHORIZE = BaseOrchestrator.is_authorize_to_run_by_concurrency_control
 _PYNENC_AUTHORIZE_CORE = BaseOrchestrator._is_authorize_by_concurrency_control
+#: The gated check (``pynenc_cpp._concurrency``) that stands in for pynenc's in this
+#: package's orchestrators: True at once for a task that runs freely, as pynenc's.
+_GATED_AUTHORIZE = ConcurrencyGate.is_authorize_to_run_by_concurrency_control
 #: The factories ``_invocation`` stands in for (a patched one is used instead).
 _PYNENC_INV_FROM_DTO = DistributedInvocation.from_dto.__func__
 _PYNENC_CALL_FROM_DTO = LazyCall.from_dto.__func__
@@ -86,13 +90,14 @@ class RunsInvocations(BaseOrchestrator):
 
     def _claims_may_start(self) -> bool:
         """Whether a claim may also make the run's RUNNING step (``start``): only while
-        the run-time concurrency check is pynenc's own, which always authorizes a task
-        that runs freely (the only kind a claim starts). An overridden or patched
-        check may refuse, and pynenc's ``run`` then reroutes the PENDING invocation."""
+        the run-time concurrency check is this package's gated one over pynenc's own
+        core (``ConcurrencyGate``), which always authorizes a task that runs freely
+        (the only kind a claim starts). An overridden or patched check may refuse, and
+        pynenc's ``run`` then reroutes the PENDING invocation."""
         cls, own = type(self), self.__dict__
         return (
             _PYNENCS_OWN
-            and cls.is_authorize_to_run_by_concurrency_control is _PYNENC_AUTHORIZE
+            and cls.is_authorize_to_run_by_concurrency_control is _GATED_AUTHORIZE
             and cls._is_authorize_by_concurrency_control is _PYNENC_AUTHORIZE_CORE
             and "is_authorize_to_run_by_concurrency_control" not in own
             and "_is_authorize_by_concurrency_control" not in own

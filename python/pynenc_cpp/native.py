@@ -70,6 +70,7 @@ from pynenc.workflow.workflow_identity import WorkflowIdentity
 
 from pynenc_cpp import _core
 from pynenc_cpp._component import MemBackend, RedisBackend, SqliteBackend
+from pynenc_cpp._concurrency import Gated
 from pynenc_cpp._outage import Settled
 from pynenc_cpp._pick import PicksInvocations
 from pynenc_cpp._read_ahead import ReadAhead
@@ -485,6 +486,10 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
         if lifecycle is None:
             super().set_invocation_status(invocation_id, status, runner_ctx)
             return
+        done, watched = self._take_gate_note(invocation_id, status, runner_ctx.runner_id)
+        if done:  # this thread's gate made the change, history row included
+            self._after_change(invocation_id, InvocationStatus(status), watched)
+            return
         runner_id, ctx_id = self._actor(runner_ctx)
         blocking = bool(self.conf.blocking_control)
         try:
@@ -499,6 +504,79 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
             raise self._status_error(exc, invocation_id, status) from exc
         watched = True if isinstance(outcome, Settled) else outcome[1]
         self._after_change(invocation_id, InvocationStatus(status), watched)
+
+    def _gated_step(
+        self,
+        invocation: DistributedInvocation,
+        status: InvocationStatus,
+        runner_ctx: RunnerContext,
+        key_args: dict[str, str],
+        blocking: list[InvocationStatus],
+        index_args: dict[str, str],
+        defer: bool,
+    ) -> Gated:
+        """``Lifecycle.gated_change`` (gate and history row in one step; with ``defer``,
+        pynenc's deferral and reroute too); mixed mode's step without a lifecycle."""
+        lifecycle = self._lifecycle()
+        if lifecycle is None:
+            return super()._gated_step(
+                invocation, status, runner_ctx, key_args, blocking, index_args, defer
+            )
+        invocation_id = invocation.invocation_id
+        runner_id, ctx_id = self._actor(runner_ctx)
+        task = invocation.task
+        task_key = task.task_id.key
+        path: list[InvocationStatus] = []
+        queue, priority = None, 0.0
+        if defer:
+            if task.conf.reroute_on_concurrency_control:
+                path = [InvocationStatus.CONCURRENCY_CONTROLLED, InvocationStatus.REROUTED]
+                queue, priority = task.broker_queue, task.broker_priority
+                self._validate_route(queue, priority)
+            else:
+                path = [InvocationStatus.CONCURRENCY_CONTROLLED_FINAL]
+        blocking_control = bool(self.conf.blocking_control)
+
+        def gate() -> tuple[Any, bool, str | None, list[tuple[Any, bool]]]:
+            return lifecycle.gated_change(
+                invocation_id,
+                status,
+                runner_id,
+                ctx_id,
+                task_key,
+                key_args,
+                blocking,
+                index_args,
+                path,
+                queue,
+                priority,
+                blocking_control,
+            )
+
+        out: tuple[Any, bool, str | None, list[tuple[Any, bool]]] | Settled
+        try:
+            if defer:
+                # A claim, as the ungated claim: not ridden out (a lost connection may
+                # have made the change or the deferral; the claim's caller reports it).
+                out = gate()
+            else:
+                out = self._ride_out(
+                    gate,
+                    f"invocation:{invocation_id} status {InvocationStatus(status).value}",
+                    settled=lambda: self._status_is(invocation_id, status, runner_id),
+                )
+        except (IllegalTransition, OwnershipViolation, InvocationNotFound) as exc:
+            raise self._status_error(exc, invocation_id, status) from exc
+        if isinstance(out, Settled):
+            self._note_gated(invocation_id, status, runner_id, True)
+            return Gated(None)
+        _raw, watched, blocker, deferred = out
+        if blocker is not None:
+            for step, (_record_raw, step_watched) in zip(path, deferred, strict=True):
+                self._after_change(invocation_id, step, step_watched)
+            return Gated(str(blocker), bool(path))
+        self._note_gated(invocation_id, status, runner_id, watched)
+        return Gated(None)
 
     def _started_already(self, invocation_id: InvocationId, runner_ctx: RunnerContext) -> bool:
         """True if this thread's claim already moved ``invocation_id`` to RUNNING for

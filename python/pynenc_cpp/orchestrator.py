@@ -24,10 +24,11 @@ from pynenc.orchestrator.atomic_service import (
     AtomicServiceExecutionStatus,
     AtomicServiceRun,
 )
-from pynenc.orchestrator.base_orchestrator import BaseBlockingControl, BaseOrchestrator
+from pynenc.orchestrator.base_orchestrator import BaseBlockingControl
 
 from pynenc_cpp import _core, _live
 from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
+from pynenc_cpp._concurrency import ConcurrencyGate, Gated
 from pynenc_cpp._convert import (
     as_invocation_ids,
     from_us,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from pynenc import Pynenc
     from pynenc.identifiers.call_id import CallId
     from pynenc.invocation.dist_invocation import DistributedInvocation
+    from pynenc.runner.runner_context import RunnerContext
     from pynenc.task import Task, TaskId
     from pynenc.types import Params, Result
 
@@ -138,12 +140,14 @@ class CppBlockingControl(BaseBlockingControl):
         return iter(as_invocation_ids(self._engine.blocking_invocations(max_num_invocations)))
 
 
-class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
+class CppOrchestrator(CppComponentMixin, ConcurrencyGate):
     """Native orchestrator (backend picked by the subclass: Mem or Sqlite).
 
     Status transitions are an atomic compare-and-set in C++ (validation,
-    ownership and new owner computed under the engine's lock). Thread-safe.
-    Unknown invocation ids raise ``InvocationNotFound`` (a ``KeyError``).
+    ownership and new owner computed under the engine's lock), and running
+    concurrency control is checked in the same step as the claim and the start it
+    guards (``ConcurrencyGate``). Thread-safe. Unknown invocation ids raise
+    ``InvocationNotFound`` (a ``KeyError``).
     """
 
     def __init__(self, app: Pynenc) -> None:
@@ -207,6 +211,9 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
         status: InvocationStatus,
         runner_id: str | None = None,
     ) -> InvocationStatusRecord:
+        done, record = self._take_gate_note(invocation_id, status, runner_id)
+        if done:  # this thread's gate made the transition (ConcurrencyGate)
+            return record
         engine = self._engine
         try:
             raw = self._ride_out(
@@ -225,6 +232,50 @@ class CppOrchestrator(CppComponentMixin, BaseOrchestrator):
                 allowed_statuses=frozenset({InvocationStatus.REGISTERED}),
             ) from exc
         return _record(raw)
+
+    def _gated_step(
+        self,
+        invocation: DistributedInvocation,
+        status: InvocationStatus,
+        runner_ctx: RunnerContext,
+        key_args: dict[str, str],
+        blocking: list[InvocationStatus],
+        index_args: dict[str, str],
+        defer: bool,
+    ) -> Gated:
+        """``Orchestrator.gated_transition``; the record is noted for this thread's
+        ``_atomic_status_transition`` (pynenc's ``set_invocation_status`` then writes
+        the history row, reports to the trigger and logs). A deferral is left to the
+        caller (``defer`` is not made here)."""
+        engine = self._engine
+        invocation_id = invocation.invocation_id
+        runner_id = runner_ctx.runner_id
+        task_key = invocation.task.task_id.key
+        try:
+            out = self._ride_out(
+                lambda: engine.gated_transition(
+                    invocation_id, task_key, key_args, blocking, index_args, status, runner_id
+                ),
+                f"invocation:{invocation_id} status {InvocationStatus(status).value}",
+                settled=lambda: self._status_is(invocation_id, status, runner_id),
+            )
+        except (IllegalTransition, OwnershipViolation) as exc:
+            raise to_pynenc_status_error(exc) from exc
+        except InvocationNotFound as exc:
+            raise UnregisteredInvocationTransitionError(
+                from_status=None,
+                to_status=InvocationStatus(status),
+                allowed_statuses=frozenset({InvocationStatus.REGISTERED}),
+            ) from exc
+        if isinstance(out, Settled):
+            record = self.get_invocation_status_record(invocation_id)
+        else:
+            raw, blocker = out
+            if blocker is not None:
+                return Gated(str(blocker))
+            record = _record(raw)
+        self._note_gated(invocation_id, status, runner_id, record)
+        return Gated(None)
 
     def get_invocation_status_record(self, invocation_id: InvocationId) -> InvocationStatusRecord:
         engine = self._engine

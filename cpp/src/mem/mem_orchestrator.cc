@@ -83,12 +83,17 @@ Result<StatusRecord> MemOrchestrator::TransitionStatus(
   MutexLock lock(mu_);
   InvocationRow* row = FindLocked(id);
   if (row == nullptr) return UnknownInvocation(id);
-  Result<StatusRecord> next = ApplyTransition(row->status, to, runner_id, clock_->NowMicros());
+  return TransitionLocked(*row, to, runner_id);
+}
+
+Result<StatusRecord> MemOrchestrator::TransitionLocked(
+    InvocationRow& row, InvocationStatus to, const std::optional<std::string>& runner_id) {
+  Result<StatusRecord> next = ApplyTransition(row.status, to, runner_id, clock_->NowMicros());
   if (!next.ok()) return next;
-  by_status_[static_cast<std::size_t>(row->status.status)].erase(row->seq);
-  by_status_[static_cast<std::size_t>(to)].insert(row->seq);
-  metrics::OnTransition(row->status, next.value());
-  row->status = next.value();
+  by_status_[static_cast<std::size_t>(row.status.status)].erase(row.seq);
+  by_status_[static_cast<std::size_t>(to)].insert(row.seq);
+  metrics::OnTransition(row.status, next.value());
+  row.status = next.value();
   if (IsFinal(to)) {
     finals_.fetch_add(1, std::memory_order_release);
     final_cv_.notify_all();
@@ -149,19 +154,59 @@ Status MemOrchestrator::IndexArguments(const InvocationId& id,
   MutexLock lock(mu_);
   InvocationRow* row = FindLocked(id);
   if (row == nullptr) return UnknownInvocation(id);
+  IndexLocked(*row, args);
+  return Status::Ok();
+}
+
+void MemOrchestrator::IndexLocked(InvocationRow& row,
+                                  const std::map<std::string, std::string>& args) {
   for (const auto& [key, value] : args) {
-    auto old = row->args.find(key);
-    if (old != row->args.end()) {
+    auto old = row.args.find(key);
+    if (old != row.args.end()) {
       auto idx = by_arg_.find({key, old->second});
       if (idx != by_arg_.end()) {
-        idx->second.erase(row->seq);
+        idx->second.erase(row.seq);
         if (idx->second.empty()) by_arg_.erase(idx);
       }
     }
-    row->args[key] = value;
-    by_arg_[{key, value}].insert(row->seq);
+    row.args[key] = value;
+    by_arg_[{key, value}].insert(row.seq);
   }
-  return Status::Ok();
+}
+
+// Walks the rows in the blocking statuses (few: claimed or running ones), not the
+// task's history.
+Result<Orchestrator::GateOutcome> MemOrchestrator::GatedTransition(
+    const InvocationId& id, const TaskId& task_id,
+    const std::map<std::string, std::string>& key_args,
+    const std::vector<InvocationStatus>& blocking,
+    const std::map<std::string, std::string>& index_args, InvocationStatus to,
+    const std::optional<std::string>& runner_id) {
+  if (blocking.empty()) return Status::InvalidArgument("GatedTransition needs blocking statuses");
+  MutexLock lock(mu_);
+  InvocationRow* row = FindLocked(id);
+  if (row == nullptr) return UnknownInvocation(id);
+  Result<StatusRecord> check = ApplyTransition(row->status, to, runner_id, clock_->NowMicros());
+  if (!check.ok()) return check.status();  // nothing written, as TransitionStatus
+  IndexLocked(*row, index_args);
+  std::optional<Seq> blocker;
+  for (InvocationStatus st : blocking) {
+    for (Seq seq : by_status_[static_cast<std::size_t>(st)]) {
+      if (seq == row->seq || (blocker && seq >= *blocker)) continue;
+      const InvocationRow& other = rows_.at(by_seq_.at(seq));
+      if (!(other.task_id == task_id)) continue;
+      bool match = true;
+      for (const auto& [key, value] : key_args) {
+        auto it = other.args.find(key);
+        match = match && it != other.args.end() && it->second == value;
+      }
+      if (match) blocker = seq;
+    }
+  }
+  if (blocker) return GateOutcome{row->status, by_seq_.at(*blocker)};
+  Result<StatusRecord> next = TransitionLocked(*row, to, runner_id);
+  if (!next.ok()) return next.status();
+  return GateOutcome{next.value(), std::nullopt};
 }
 
 Result<std::vector<InvocationId>> MemOrchestrator::GetExistingInvocations(

@@ -76,6 +76,12 @@ class MemOrchestrator final : public Orchestrator {
   Result<std::vector<InvocationId>> GetExistingInvocations(
       const TaskId& task_id, const std::map<std::string, std::string>& key_args,
       const std::vector<InvocationStatus>& statuses) override;
+  Result<GateOutcome> GatedTransition(const InvocationId& id, const TaskId& task_id,
+                                      const std::map<std::string, std::string>& key_args,
+                                      const std::vector<InvocationStatus>& blocking,
+                                      const std::map<std::string, std::string>& index_args,
+                                      InvocationStatus to,
+                                      const std::optional<std::string>& runner_id) override;
   Result<std::vector<InvocationId>> GetTaskInvocations(const TaskId& task_id) override;
   Result<std::vector<InvocationId>> GetCallInvocations(const CallId& call_id) override;
   Result<std::vector<InvocationId>> ListInvocations(const std::optional<TaskId>& task_id,
@@ -123,6 +129,12 @@ class MemOrchestrator final : public Orchestrator {
   // Ids of `seqs`, in seq order, keeping those whose status is in `mask`.
   // REQUIRES: mu_ held.
   std::vector<InvocationId> IdsLocked(const SeqSet& seqs, std::uint32_t mask) const
+      PYNENC_REQUIRES(mu_);
+  // TransitionStatus / IndexArguments of a known row. REQUIRES: mu_ held.
+  Result<StatusRecord> TransitionLocked(InvocationRow& row, InvocationStatus to,
+                                        const std::optional<std::string>& runner_id)
+      PYNENC_REQUIRES(mu_);
+  void IndexLocked(InvocationRow& row, const std::map<std::string, std::string>& args)
       PYNENC_REQUIRES(mu_);
   // Removes every wait-graph edge into and out of `id`. REQUIRES: mu_ held.
   void ReleaseLocked(const InvocationId& id) PYNENC_REQUIRES(mu_);

@@ -146,6 +146,47 @@ Result<ChangeOutcome> PortLifecycle::ChangeStatus(const InvocationId& id, Invoca
   return *out;
 }
 
+Result<GatedChangeOutcome> PortLifecycle::GatedChange(
+    const InvocationId& id, InvocationStatus to, const Actor& actor, const TaskId& task,
+    const std::map<std::string, std::string>& key_args,
+    const std::vector<InvocationStatus>& blocking,
+    const std::map<std::string, std::string>& index_args, const std::optional<Deferral>& deferral) {
+  if (IsFinal(to)) return Status::InvalidArgument("GatedChange: a final status is not gated");
+  GatedChangeOutcome out;
+  Status s = Atomically([&]() -> Status {
+    out = GatedChangeOutcome{};
+    Result<Orchestrator::GateOutcome> gate = parts_.orchestrator->GatedTransition(
+        id, task, key_args, blocking, index_args, to, actor.runner_id);
+    if (!gate.ok()) return gate.status();
+    out.record = gate.value().record;
+    if (gate.value().blocker) {
+      out.blocker = gate.value().blocker;
+      if (!deferral) return Status::Ok();
+      // Each step through ChangeStatus (virtual): on redis:// its own script makes
+      // the change and its history row together, so a process killed between two
+      // steps leaves a status with its row (a CONCURRENCY_CONTROLLED one is
+      // rerouted by CppRunner's recovery). On sqlite:// it joins this transaction.
+      for (InvocationStatus step : deferral->path) {
+        Result<ChangeOutcome> changed =
+            ChangeStatus(id, step, actor, task, deferral->release_waiters);
+        if (!changed.ok()) return changed.status();
+        out.deferred.push_back(changed.value());
+      }
+      if (deferral->route) {
+        return parts_.broker->Route({id}, deferral->route->first, deferral->route->second);
+      }
+      return Status::Ok();
+    }
+    if (Status h = AddHistory(id, out.record, actor, std::nullopt); !h.ok()) return h;
+    Result<bool> watched = Watched(task, names_.status);
+    if (!watched.ok()) return watched.status();
+    out.change = ChangeOutcome{out.record, watched.value()};
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
 Result<FinalRead> PortLifecycle::ReadFinal(const InvocationId& id, std::size_t max_result_bytes) {
   Result<StatusRecord> record = parts_.orchestrator->GetStatusRecord(id);
   if (!record.ok()) return record.status();

@@ -34,6 +34,12 @@ class PortLifecycle : public Lifecycle {
   Result<ChangeOutcome> ChangeStatus(const InvocationId& id, InvocationStatus to,
                                      const Actor& actor, const std::optional<TaskId>& task,
                                      bool release_waiters) override;
+  Result<GatedChangeOutcome> GatedChange(const InvocationId& id, InvocationStatus to,
+                                         const Actor& actor, const TaskId& task,
+                                         const std::map<std::string, std::string>& key_args,
+                                         const std::vector<InvocationStatus>& blocking,
+                                         const std::map<std::string, std::string>& index_args,
+                                         const std::optional<Deferral>& deferral) override;
   Result<ClaimOutcome> Claim(const InvocationId& id, const Actor& actor) override;
   Result<ClaimOutcome> ClaimAndStart(const InvocationId& id, const Actor& actor) override;
   Result<std::optional<TakenClaim>> TakeAndStart(const std::string& queue, std::int64_t timeout_ms,

@@ -345,6 +345,57 @@ Result<std::vector<InvocationId>> RedisOrchestrator::GetExistingInvocations(
   return RunIds(ExistingScript(), std::move(args), "existing invocations");
 }
 
+// TransitionStatus's read and compare-and-set, the script also indexing and
+// looking for a blocker (GateScript).
+Result<Orchestrator::GateOutcome> RedisOrchestrator::GatedTransition(
+    const InvocationId& id, const TaskId& task_id,
+    const std::map<std::string, std::string>& key_args,
+    const std::vector<InvocationStatus>& blocking,
+    const std::map<std::string, std::string>& index_args, InvocationStatus to,
+    const std::optional<std::string>& runner_id) {
+  if (blocking.empty()) return Status::InvalidArgument("GatedTransition needs blocking statuses");
+  for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
+    Result<std::optional<StatusRecord>> current = ReadRecord(id);
+    if (!current.ok()) return current.status();
+    if (!current.value()) return UnknownInvocation(id);
+    const StatusRecord& cur = *current.value();
+    Result<StatusRecord> next = ApplyTransition(cur, to, runner_id, clock_->NowMicros());
+    if (!next.ok()) return next.status();
+    std::vector<std::string> args{id.str()};
+    AppendRecord(args, cur);
+    AppendRecord(args, next.value());
+    args.push_back(task_id.str());
+    args.push_back(std::to_string(blocking.size()));
+    for (InvocationStatus st : blocking) args.emplace_back(StatusName(st));
+    args.push_back(std::to_string(index_args.size()));
+    for (const auto& [k, v] : index_args) {
+      args.push_back(k);
+      args.push_back(v);
+    }
+    for (const auto& [k, v] : key_args) {
+      args.push_back(k);
+      args.push_back(v);
+    }
+    Result<Value> r = Run(GateScript(), std::move(args), "gated status transition");
+    if (!r.ok()) return r.status();
+    const Value& v = r.value();
+    if (v.type == Value::Type::kString) {
+      return GateOutcome{cur, InvocationId(v.str)};
+    }
+    if (v.type != Value::Type::kInt) {
+      return Status::BackendFailure("redis orchestrator: gated status transition: bad reply");
+    }
+    if (v.integer == 1) {
+      metrics::OnTransition(cur, next.value());
+      return GateOutcome{next.value(), std::nullopt};
+    }
+    if (v.integer == -1) return UnknownInvocation(id);
+  }
+  return Status::BackendFailure("redis orchestrator: gated status transition of '" + id.str() +
+                                "' lost the compare-and-set " + std::to_string(kCasAttempts) +
+                                " times in a row");
+}
+
 Result<std::vector<InvocationId>> RedisOrchestrator::GetTaskInvocations(const TaskId& task_id) {
   Result<Value> r = client_->Command({"ZRANGE", prefix_ + "task:" + task_id.str(), "0", "-1"});
   if (!r.ok()) return r.status();

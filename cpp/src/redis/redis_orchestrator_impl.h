@@ -48,6 +48,7 @@ const char* LuaCommon();
 
 const redis::Script& RegisterScript();
 const redis::Script& TransitionScript();
+const redis::Script& GateScript();
 const redis::Script& WaitFinalScript();
 const redis::Script& IndexArgumentsScript();
 const redis::Script& ExistingScript();
@@ -144,6 +145,12 @@ class RedisOrchestrator final : public Orchestrator {
   Result<std::vector<InvocationId>> GetExistingInvocations(
       const TaskId& task_id, const std::map<std::string, std::string>& key_args,
       const std::vector<InvocationStatus>& statuses) override;
+  Result<GateOutcome> GatedTransition(const InvocationId& id, const TaskId& task_id,
+                                      const std::map<std::string, std::string>& key_args,
+                                      const std::vector<InvocationStatus>& blocking,
+                                      const std::map<std::string, std::string>& index_args,
+                                      InvocationStatus to,
+                                      const std::optional<std::string>& runner_id) override;
   Result<std::vector<InvocationId>> GetTaskInvocations(const TaskId& task_id) override;
   Result<std::vector<InvocationId>> GetCallInvocations(const CallId& call_id) override;
   Result<std::vector<InvocationId>> ListInvocations(const std::optional<TaskId>& task_id,

@@ -162,6 +162,85 @@ return 1
   return s;
 }
 
+// GatedTransition: the compare-and-set of TransitionScript, guarded by pynenc's
+// running concurrency control. ARGV: P, id, expected (status, ts, has_owner,
+// owner), new (status, ts, has_owner, owner), task, n blocking statuses, the
+// statuses, n index pairs, the index (key, value) pairs, then the key (key, value)
+// pairs to match. Returns -1 (unknown id), 0 (the record changed since it was
+// read: nothing written), 1 (index written, status changed), or the id of an
+// invocation of the task in a blocking status whose indexed arguments match
+// every key pair (index written, status unchanged). It walks the blocking
+// statuses' time pages (claimed and running invocations: few) or the smallest
+// of the task and argument indexes, whichever holds fewer ids.
+const Script& GateScript() {
+  static const Script s = Make(R"lua(
+local id = ARGV[2]
+local k = P .. 'inv:' .. id
+local f = redis.call('HMGET', k, 'seq', 'st', 'ts', 'own', 'task')
+if not f[1] then return -1 end
+local has_owner = f[4] and '1' or '0'
+if f[2] ~= ARGV[3] or f[3] ~= ARGV[4] or has_owner ~= ARGV[5] or (f[4] and f[4] ~= ARGV[6]) then
+  return 0
+end
+local task = ARGV[11]
+local nb = tonumber(ARGV[12])
+local want = {}
+for i = 13, 12 + nb do want[ARGV[i]] = true end
+local ni = tonumber(ARGV[13 + nb])
+local first_index = 14 + nb
+local first_key = first_index + 2 * ni
+local ak = P .. 'args:' .. id
+for i = first_index, first_key - 1, 2 do
+  local old = redis.call('HGET', ak, ARGV[i])
+  if old then redis.call('ZREM', argkey(ARGV[i], old), id) end
+  redis.call('HSET', ak, ARGV[i], ARGV[i + 1])
+  redis.call('ZADD', argkey(ARGV[i], ARGV[i + 1]), f[1], id)
+end
+local function matches(other)
+  if other == id then return false end
+  local g = redis.call('HMGET', P .. 'inv:' .. other, 'task', 'st')
+  if g[1] ~= task or not want[g[2]] then return false end
+  for i = first_key, #ARGV, 2 do
+    if redis.call('HGET', P .. 'args:' .. other, ARGV[i]) ~= ARGV[i + 1] then return false end
+  end
+  return true
+end
+local active = 0
+for st in pairs(want) do active = active + redis.call('ZCARD', P .. 'stimes:' .. st) end
+local src = P .. 'task:' .. task
+local best = redis.call('ZCARD', src)
+for i = first_key, #ARGV, 2 do
+  local key = argkey(ARGV[i], ARGV[i + 1])
+  local n = redis.call('ZCARD', key)
+  if n < best then best, src = n, key end
+end
+local blocker = nil
+if active <= best then
+  local first = nil
+  for st in pairs(want) do
+    for _, m in ipairs(redis.call('ZRANGE', P .. 'stimes:' .. st, 0, -1)) do
+      if (first == nil or m < first) and matches(string.sub(m, 21)) then first = m end
+    end
+  end
+  if first then blocker = string.sub(first, 21) end
+elseif best > 0 then
+  for _, other in ipairs(redis.call('ZRANGE', src, 0, -1)) do
+    if matches(other) then
+      blocker = other
+      break
+    end
+  end
+end
+if blocker then return blocker end
+local owner = nil
+if ARGV[9] == '1' then owner = ARGV[10] end
+orch_set_status(k, id, f[1], f[5], f[2], ARGV[7], ARGV[8], owner)
+if FINAL[ARGV[7]] then notify_final(id) end
+return 1
+)lua");
+  return s;
+}
+
 // WaitAnyFinal's registration. ARGV: P, token, ttl ms, ids.
 // Returns the first id (in input order) whose status is final, or registers
 // the token in P fw:<id> for every id (kept at least ttl ms) and returns false.

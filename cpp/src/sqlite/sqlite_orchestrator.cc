@@ -322,6 +322,44 @@ Result<std::vector<InvocationId>> SqliteOrchestrator::GetExistingInvocations(
   });
 }
 
+// One write transaction over the port's own steps (each joins it): the record is
+// read and the transition checked first (an illegal one writes nothing), then the
+// index, the look for a blocker, and the transition.
+Result<Orchestrator::GateOutcome> SqliteOrchestrator::GatedTransition(
+    const InvocationId& id, const TaskId& task_id,
+    const std::map<std::string, std::string>& key_args,
+    const std::vector<InvocationStatus>& blocking,
+    const std::map<std::string, std::string>& index_args, InvocationStatus to,
+    const std::optional<std::string>& runner_id) {
+  if (blocking.empty()) return Status::InvalidArgument("GatedTransition needs blocking statuses");
+  GateOutcome out;
+  Status s = db_->Write([&](sqlite::Conn&) -> Status {
+    out = GateOutcome{};
+    Result<StatusRecord> current = GetStatusRecord(id);
+    if (!current.ok()) return current.status();
+    Result<StatusRecord> check =
+        ApplyTransition(current.value(), to, runner_id, clock_->NowMicros());
+    if (!check.ok()) return check.status();
+    if (!index_args.empty()) {
+      if (Status st = IndexArguments(id, index_args); !st.ok()) return st;
+    }
+    Result<std::vector<InvocationId>> found = GetExistingInvocations(task_id, key_args, blocking);
+    if (!found.ok()) return found.status();
+    for (const InvocationId& other : found.value()) {
+      if (other == id) continue;
+      out.blocker = other;
+      out.record = current.value();
+      return Status::Ok();
+    }
+    Result<StatusRecord> next = TransitionStatus(id, to, runner_id);
+    if (!next.ok()) return next.status();
+    out.record = next.value();
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
 Result<std::vector<InvocationId>> SqliteOrchestrator::GetTaskInvocations(const TaskId& task_id) {
   return SelectIds("SELECT id FROM orch_invocations WHERE app_id = ? AND task_id = ? ORDER BY seq",
                    [&](sqlite::Stmt& q) { q.Bind(2, task_id.str()); });

@@ -89,6 +89,30 @@ class Lifecycle:
         pynenc's set_invocation_result in one call: store the result, then SUCCESS as
         change_status. Returns (record, status_watched, result_watched).
         """
+    def gated_change(
+        self,
+        invocation_id: str,
+        status: str,
+        runner_id: str | None,
+        runner_context_id: str,
+        task_key: str,
+        key_arguments: collections.abc.Mapping[str, str],
+        blocking: collections.abc.Sequence[str],
+        index_arguments: collections.abc.Mapping[str, str],
+        defer_path: collections.abc.Sequence[str] = [],
+        defer_queue: str | None = None,
+        defer_priority: typing.SupportsFloat | typing.SupportsIndex = 0.0,
+        release_waiters: bool = True,
+    ) -> tuple[tuple, bool, typing.Any, list]:
+        """
+        pynenc's running concurrency control and the status change it guards (a claim:
+        PENDING unless another is PENDING or RUNNING; a start: RUNNING unless another is
+        RUNNING) as one step, with the history row (one transaction on SQLite). Blocked,
+        the invocation goes through `defer_path` (each status with its history row) and,
+        with `defer_queue`, is routed there, in the same operation. Returns (record,
+        status_watched, blocker id | None, [(record, status_watched) of each deferral
+        step]). Raises InvocationNotFound, IllegalTransition or OwnershipViolation.
+        """
     def read_final(
         self,
         invocation_id: str,

@@ -88,6 +88,23 @@ class Orchestrator:
         """
         Moves a running execution to a terminal status (first finalisation wins).
         """
+    def gated_transition(
+        self,
+        invocation_id: str,
+        task_key: str,
+        key_arguments: collections.abc.Mapping[str, str],
+        blocking: collections.abc.Sequence[str],
+        index_arguments: collections.abc.Mapping[str, str],
+        status: str,
+        runner_id: str | None = None,
+    ) -> tuple[tuple, typing.Any]:
+        """
+        pynenc's running concurrency control and the transition it guards, in one atomic
+        step: indexes `index_arguments`, then, unless another invocation of the task whose
+        indexed arguments match `key_arguments` has a status in `blocking`, transitions to
+        `status`. Returns (record, blocker id | None): the new record, or (blocked) the
+        current one. Raises InvocationNotFound, IllegalTransition or OwnershipViolation.
+        """
     def increment_retries(self, invocation_id: str) -> None:
         """
         Adds one retry. Raises InvocationNotFound for an unknown id.

@@ -33,9 +33,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pynenc_cpp/core/error.h"
@@ -83,6 +85,28 @@ struct NewRoutedInvocation {
 struct ChangeOutcome {
   StatusRecord record;          // the new status record
   bool status_watched = false;  // a StatusContext condition watches the task
+};
+
+// What GatedChange does with an invocation another one blocks: pynenc's
+// deferral, made in the same operation so that no process dies between the
+// deferral and the reroute (pynenc itself sets CONCURRENCY_CONTROLLED, and
+// reroutes later in another call). Each status of `path` in turn, each with its
+// history row (a final one also releases waiters if `release_waiters`, and is
+// marked for auto purge), then, with `route`, the id is routed to (queue, priority).
+struct Deferral {
+  std::vector<InvocationStatus> path;  // {CONCURRENCY_CONTROLLED, REROUTED} or {.._FINAL}
+  std::optional<std::pair<std::string, double>> route;
+  bool release_waiters = true;
+};
+
+// What GatedChange did: the change (its record, history row written) when no
+// other invocation blocked it, else the blocker (nothing changed but the index,
+// and the deferral's changes, if one was asked for: `deferred`, in order).
+struct GatedChangeOutcome {
+  std::optional<ChangeOutcome> change;
+  std::optional<InvocationId> blocker;
+  StatusRecord record;  // the new record, or (blocked) the current one
+  std::vector<ChangeOutcome> deferred;
 };
 
 struct FinishOutcome {
@@ -190,6 +214,22 @@ class Lifecycle {
   virtual Result<ChangeOutcome> ChangeStatus(const InvocationId& id, InvocationStatus to,
                                              const Actor& actor, const std::optional<TaskId>& task,
                                              bool release_waiters) = 0;
+
+  // pynenc's running concurrency control and the change it guards as one step
+  // (Orchestrator::GatedTransition), then, when the change was made, its history
+  // row and the watched check, as ChangeStatus: the claim of a task with running
+  // concurrency control (`to` PENDING, `blocking` {PENDING, RUNNING}) and the start
+  // of its run (`to` RUNNING, `blocking` {RUNNING}). One transaction on sqlite://;
+  // elsewhere the gate is one atomic step and the history row follows it.
+  // Blocked, `deferral` (if any) is applied in the same operation. Transition
+  // errors are returned unchanged (the deferral's too: nothing is written then on
+  // sqlite://); kInvalidArgument for a final `to`.
+  virtual Result<GatedChangeOutcome> GatedChange(
+      const InvocationId& id, InvocationStatus to, const Actor& actor, const TaskId& task,
+      const std::map<std::string, std::string>& key_args,
+      const std::vector<InvocationStatus>& blocking,
+      const std::map<std::string, std::string>& index_args,
+      const std::optional<Deferral>& deferral) = 0;
 
   // The per-id body of pynenc's get_additional_invocations_to_run for an id
   // already taken from the broker: status check, invocation lookup, and, when

@@ -8,6 +8,8 @@
 //   (result waiting, no pynenc equivalent) -> WaitAnyFinal
 //   index_arguments_for_concurrency_control -> IndexArguments
 //   get_existing_invocations             -> GetExistingInvocations
+//   (is_candidate / is_authorize_to_run_by_concurrency_control + the status
+//    change they guard, as one step)     -> GatedTransition
 //   get_task_invocation_ids              -> GetTaskInvocations
 //   get_call_invocation_ids              -> GetCallInvocations
 //   get_invocation_ids_paginated         -> ListInvocations
@@ -159,6 +161,31 @@ class Orchestrator {
   virtual Result<std::vector<InvocationId>> GetExistingInvocations(
       const TaskId& task_id, const std::map<std::string, std::string>& key_args,
       const std::vector<InvocationStatus>& statuses) = 0;
+
+  // pynenc's running concurrency control and the status change it guards, as ONE
+  // step (atomic with respect to every other method): indexes `index_args` for
+  // `id` (as IndexArguments; empty: nothing), then looks for an invocation of
+  // `task_id` other than `id` whose indexed arguments match every pair of
+  // `key_args` (empty: any) and whose status is in `blocking`.
+  //   * none: TransitionStatus(id, to, runner_id); its record is returned with no
+  //     blocker, and its errors unchanged (nothing is written then, the index
+  //     included);
+  //   * one: nothing changes but the index; the current record of `id` is returned
+  //     with that blocker (the first in registration order).
+  // pynenc checks {PENDING, RUNNING} before the move to PENDING (a claim) and
+  // {RUNNING} before the move to RUNNING (a run's start): with every such move
+  // made here, no two invocations of one controlled key hold those statuses at
+  // once. kNotFound for an unknown id; kInvalidArgument for an empty `blocking`.
+  struct GateOutcome {
+    StatusRecord record;
+    std::optional<InvocationId> blocker;
+  };
+  virtual Result<GateOutcome> GatedTransition(const InvocationId& id, const TaskId& task_id,
+                                              const std::map<std::string, std::string>& key_args,
+                                              const std::vector<InvocationStatus>& blocking,
+                                              const std::map<std::string, std::string>& index_args,
+                                              InvocationStatus to,
+                                              const std::optional<std::string>& runner_id) = 0;
 
   // Every invocation of a task / a call, in registration order.
   virtual Result<std::vector<InvocationId>> GetTaskInvocations(const TaskId& task_id) = 0;

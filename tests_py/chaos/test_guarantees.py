@@ -1,0 +1,264 @@
+"""The guarantees suite (issue 48): pynenc's promises checked after real runs on
+real processes, with the chaos harness (``harness.py``) and the checker of
+``guarantees.py``.
+
+Each scenario starts ``pynenc runner start`` processes (``CppRunner`` with 4
+workers, and pynenc's ``MultiThreadRunner`` on the same store) and several client
+processes (``guarantee_client.py``); every task body appends to an ``O_APPEND``
+ledger. Afterwards the checker reads the ledger and the store and fails on:
+
+* two bodies of one running-concurrency key that overlap in time;
+* an acknowledged invocation that is not SUCCESS with its result, or a body run
+  more than once that no killed runner explains;
+* a status history that is not a path of pynenc's state machine, or a change of
+  an owned status made by another runner;
+* more retries than ``max_retries``.
+
+Scale: ``PYNENC_CPP_GUARANTEES=full`` (``make guarantees``) runs every scenario on
+both durable backends in both modes; CI's slice runs each scenario on one
+(backend, mode) pair per backend. ``cpp_mem`` is not here for the reason the chaos
+suite gives (its storage lives in one process); its gate is tested in-process in
+``tests_py/test_concurrency_gate.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pynenc.invocation import InvocationStatus
+
+from tests_py.chaos.guarantees import (
+    MISSING,
+    changes,
+    executions,
+    invalid_paths,
+    parse,
+    retries_exceeded,
+    running_overlaps,
+)
+from tests_py.chaos.harness import DEAD_AFTER_MINUTES, Chaos
+from tests_py.procs import orphan_guard
+from tests_py.redis_server import RedisServer
+from tests_py.test_cpp_runner import ROOT
+
+pytestmark = pytest.mark.timeout(600)
+
+FULL = os.environ.get("PYNENC_CPP_GUARANTEES", "slice") == "full"
+#: CI's slice: each backend in one mode, both modes covered.
+SLICE = {("sqlite", "native"), ("redis", "mixed")}
+PAIRS = [
+    pytest.param(b, m, id=f"{b}-{m}")
+    for b in ("sqlite", "redis")
+    for m in ("native", "mixed")
+    if FULL or (b, m) in SLICE
+]
+WORKERS = 4  # per CppRunner process
+CLIENTS = 2
+CALLS = 50  # per client
+BODY_SEC = 0.02
+
+
+class Guarantees(Chaos):
+    """The chaos harness with the suite's own ledger and 4 workers per CppRunner."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)  # type: ignore[arg-type]
+        self.gledger = self.tmp_path / "guarantees.ledger"
+        self.acks = self.tmp_path / "acks"
+        self.killed_ns: dict[int, int] = {}
+
+    def env(self, runner_cls: str = "CppRunner") -> dict[str, str]:
+        env = super().env(runner_cls)
+        env["PYNENC__CPP_RUNNER_WORKERS"] = str(WORKERS)
+        env["PYNENC__LOGGING_LEVEL"] = "warning"
+        return env
+
+    def clients(
+        self, kind: str, count: int = CALLS, keys: int = 2
+    ) -> list[subprocess.Popen[bytes]]:
+        procs = []
+        for c in range(CLIENTS):
+            log = self.tmp_path / f"client{c}.out"
+            with open(log, "ab") as out:
+                procs.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "tests_py.chaos.guarantee_client",
+                            kind,
+                            str(self.gledger),
+                            str(self.acks),
+                            f"c{c}",
+                            str(count),
+                            str(keys),
+                            str(BODY_SEC),
+                        ],
+                        cwd=ROOT,
+                        env=self.env(),
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        preexec_fn=orphan_guard(),
+                    )
+                )
+        return procs
+
+    def acknowledged(self, procs: list[subprocess.Popen[bytes]]) -> dict[str, str]:
+        for p in procs:
+            assert p.wait(120) == 0, (self.tmp_path / "client0.out").read_text()[-3000:]
+        out = {}
+        for line in self.acks.read_text().splitlines():
+            iid, tag = line.split()
+            out[iid] = tag
+        return out
+
+    def kill(self, runner: object) -> None:
+        self.signal(runner, signal.SIGKILL)  # type: ignore[arg-type]
+        self.killed_ns[runner.pgid] = time.monotonic_ns()  # type: ignore[attr-defined]
+
+    def wait_bodies(self, n: int, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while sum(1 for s in parse(self.gledger) if s.kind == "start") < n:
+            assert time.monotonic() < deadline, f"fewer than {n} bodies after {timeout} s"
+            time.sleep(0.01)
+
+    def histories_of(self, ids: list[str]) -> dict[str, list[object]]:
+        if self.mode == "mixed":
+            self.await_history_rows(ids)
+        state = self.app.state_backend
+        return {iid: changes(state.get_history(iid)) for iid in ids}  # type: ignore[misc]
+
+
+@pytest.fixture
+def guard(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Guarantees]:
+    params = request.node.callspec.params
+    backend, mode = params["backend"], params["mode"]
+    redis = None
+    if backend == "redis":
+        redis = RedisServer(tmp_path / "redis", appendonly=True, appendfsync="always").start()
+        request.addfinalizer(redis.stop)
+    run = Guarantees(
+        request.node.originalname.removeprefix("test_"), backend, mode, tmp_path, redis
+    )
+    yield run
+    run.close()
+
+
+def start_runners(guard: Guarantees) -> None:
+    for cls in ("CppRunner", "CppRunner", "MultiThreadRunner"):
+        guard.start(cls)
+
+
+def check_keyed(guard: Guarantees, acks: dict[str, str], reruns_of: set[str]) -> dict[str, object]:
+    """The running-concurrency scenario's checks; returns its figures."""
+    statuses = {iid: guard.app.orchestrator.get_invocation_status(iid) for iid in acks}
+    assert Counter(statuses.values()) == {InvocationStatus.SUCCESS: len(acks)}, guard.logs()
+    for iid, tag in acks.items():
+        assert guard.app.state_backend.get_result(iid) == tag
+    stamps = parse(guard.gledger)
+    overlaps = running_overlaps(stamps, guard.killed_ns)
+    assert not overlaps, f"{len(overlaps)} overlapping bodies, e.g. {overlaps[:3]}"
+    runs = Counter(e.tag for e in executions(stamps))
+    assert set(runs) == set(acks.values())
+    again = {tag for tag, n in runs.items() if n > 1}
+    assert again <= reruns_of, f"bodies run twice that no killed runner held: {again - reruns_of}"
+    histories = guard.histories_of(list(acks))
+    bad = invalid_paths(histories)  # type: ignore[arg-type]
+    # A killed runner may leave a change without its history row where the change
+    # and its row are two steps (mixed mode: pynenc's own order; Redis: the gate's
+    # claim and its row): counted and reported, never an illegal change.
+    unrowed = [b for b in bad if b[2].startswith(MISSING)]
+    if guard.killed_ns and (guard.mode == "mixed" or guard.backend == "redis"):
+        bad = [b for b in bad if not b[2].startswith(MISSING)]
+    assert not bad, f"{bad[:5]}\n{guard.describe(sorted({iid for iid, _, _ in bad})[:3])}"
+    deferrals = sum(
+        1
+        for h in histories.values()
+        for row in h
+        if row.status == InvocationStatus.CONCURRENCY_CONTROLLED  # type: ignore[attr-defined]
+    )
+    return {
+        "bodies": sum(runs.values()),
+        "deferrals": deferrals,
+        "overlaps": len(overlaps),
+        "rows_missing": len(unrowed),
+    }
+
+
+@pytest.mark.parametrize("backend,mode", PAIRS)
+def test_running_concurrency_holds_across_runner_processes(
+    guard: Guarantees, backend: str, mode: str
+) -> None:
+    """Two clients call a KEYS-controlled task 100 times on two keys while two
+    CppRunners (4 workers each) and a MultiThreadRunner take them: no two bodies of a
+    key overlap, each runs once, every history is a valid path."""
+    start_runners(guard)
+    began = time.monotonic()
+    acks = guard.acknowledged(guard.clients("keyed"))
+    guard.wait_final(list(acks), timeout=240)
+    figures = check_keyed(guard, acks, set())
+    print(
+        f"guarantees running-concurrency [{backend}-{mode}]: {len(acks)} invocations, "
+        f"{figures}, {time.monotonic() - began:.1f} s"
+    )
+
+
+@pytest.mark.parametrize("backend,mode", PAIRS)
+def test_running_concurrency_holds_when_a_runner_is_sigkilled(
+    guard: Guarantees, backend: str, mode: str
+) -> None:
+    """As above, and one CppRunner is SIGKILLed mid-burst: its bodies end at the kill,
+    what it held runs again elsewhere after dead-after, and still no two bodies of a
+    key overlap."""
+    start_runners(guard)
+    procs = guard.clients("keyed")
+    guard.wait_bodies(20)
+    victim = guard.runners[0]
+    started = {s.tag for s in parse(guard.gledger) if s.kind == "start" and s.pgid == victim.pgid}
+    guard.kill(victim)
+    killed = time.monotonic()
+    acks = guard.acknowledged(procs)
+    guard.wait_final(list(acks), timeout=240)
+    held_by_victim = started | {
+        s.tag for s in parse(guard.gledger) if s.kind == "start" and s.pgid == victim.pgid
+    }
+    figures = check_keyed(guard, acks, held_by_victim)
+    print(
+        f"guarantees running-concurrency+sigkill [{backend}-{mode}]: {len(acks)} invocations, "
+        f"{figures}, dead-after {DEAD_AFTER_MINUTES * 60:.0f} s, "
+        f"all final {time.monotonic() - killed:.1f} s after the kill"
+    )
+
+
+@pytest.mark.parametrize("backend,mode", PAIRS)
+def test_retries_never_exceed_max_retries(guard: Guarantees, backend: str, mode: str) -> None:
+    """``flaky`` (max_retries=2) failing once ends SUCCESS after two bodies; failing
+    five times ends FAILED after three: whichever runner runs each retry, no
+    invocation is retried more than twice or runs more than three times."""
+    from tests_py import runner_tasks as rt
+
+    start_runners(guard)
+    ledger = str(guard.gledger)
+    recovers = {rt.flaky(ledger, f"ok{i}", 1).invocation_id: f"ok{i}" for i in range(10)}
+    gives_up = {rt.flaky(ledger, f"no{i}", 5).invocation_id: f"no{i}" for i in range(10)}
+    everything = {**recovers, **gives_up}
+    guard.wait_final(list(everything), timeout=240)
+    orch = guard.app.orchestrator
+    assert {orch.get_invocation_status(i) for i in recovers} == {InvocationStatus.SUCCESS}
+    assert {orch.get_invocation_status(i) for i in gives_up} == {InvocationStatus.FAILED}
+    runs = Counter(e.tag for e in executions(parse(guard.gledger)))
+    bodies = {iid: runs[tag] for iid, tag in everything.items()}
+    histories = guard.histories_of(list(everything))
+    assert retries_exceeded(histories, bodies, max_retries=2) == []  # type: ignore[arg-type]
+    assert {bodies[i] for i in recovers} == {2}
+    assert {bodies[i] for i in gives_up} == {3}
+    bad = invalid_paths(histories)  # type: ignore[arg-type]
+    assert not bad, bad[:5]
