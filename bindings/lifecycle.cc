@@ -172,6 +172,27 @@ void InitLifecycle(py::module_& m) {
           "items, register them, one REGISTERED history row each, route them. Returns\n"
           "(status record, status_watched).")
       .def(
+          "register_guarded",
+          [](Lifecycle& l, const py::dict& record, std::string queue, double priority,
+             std::map<std::string, std::string> key_args,
+             std::map<std::string, std::string> index_args, std::optional<std::string> runner_id,
+             std::string runner_context_id) -> py::tuple {
+            NewRoutedInvocation item{InvocationFromDict(record), std::move(queue), priority};
+            Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
+            Lifecycle::GuardedRegistration out = Quick(
+                l, [&] { return l.RegisterGuarded(item, key_args, index_args, actor); });
+            if (out.existing) return py::make_tuple(py::str(out.existing->str()), py::none(), false);
+            return py::make_tuple(py::none(), RecordTuple(out.registered.record),
+                                  out.registered.status_watched);
+          },
+          py::arg("record"), py::arg("queue"), py::arg("priority"), py::arg("key_arguments"),
+          py::arg("index_arguments"), py::arg("runner_id"), py::arg("runner_context_id"),
+          "pynenc's route_call for a task with registration concurrency control, as one step:\n"
+          "unless an invocation of the task whose indexed arguments match `key_arguments` is\n"
+          "REGISTERED, register_and_route of this one record with `index_arguments` indexed.\n"
+          "Returns (existing id, None, False) when one was found (nothing written), else\n"
+          "(None, status record, status_watched).")
+      .def(
           "change_status",
           [](Lifecycle& l, InvocationId id, InvocationStatus to,
              std::optional<std::string> runner_id, std::string runner_context_id,

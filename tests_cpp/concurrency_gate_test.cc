@@ -252,3 +252,83 @@ TYPED_TEST(GatedChange, AFinalStatusIsNotGated) {
 
 }  // namespace
 }  // namespace pynenc_cpp
+
+namespace pynenc_cpp {
+namespace {
+
+// RegisterGuarded: pynenc's registration concurrency control as one step.
+template <typename B>
+class RegisterGuarded : public LifecycleCompliance<B> {
+ protected:
+  Result<Lifecycle::GuardedRegistration> Submit(const std::string& id, const std::string& sku,
+                                                Lifecycle* life = nullptr) {
+    return (life ? life : this->life_.get())
+        ->RegisterGuarded(this->New(id), {{"sku", sku}}, {{"sku", sku}, {"n", id}}, kRunner);
+  }
+};
+TYPED_TEST_SUITE(RegisterGuarded, testing::AllBackends, testing::BackendNames);
+
+TYPED_TEST(RegisterGuarded, ACallWhileOneIsRegisteredFindsItAndWritesNothing) {
+  auto a = this->Submit("a", "1");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_FALSE(a.value().existing);
+  EXPECT_EQ(a.value().registered.record.status, S::kRegistered);
+  EXPECT_EQ(this->HistoryOf("a"), std::vector<S>{S::kRegistered});
+  EXPECT_EQ(this->orch_->GetExistingInvocations(TaskId("mod.task"), {{"n", "a"}}, {}).value(),
+            std::vector<InvocationId>{InvocationId("a")});  // indexed in the same step
+  auto b = this->Submit("b", "1");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b.value().existing, std::optional<InvocationId>(InvocationId("a")));
+  EXPECT_FALSE(this->orch_->GetStatusRecord(InvocationId("b")).ok());  // not registered
+  EXPECT_FALSE(this->state_->GetInvocation(InvocationId("b")).ok());   // nor stored
+  EXPECT_EQ(this->Drain("default"), std::vector<std::string>{"a"});    // nor routed
+  // Another key registers; once "a" leaves REGISTERED, its key registers again.
+  EXPECT_FALSE(this->Submit("c", "2").value().existing);
+  ASSERT_TRUE(this->orch_->TransitionStatus(InvocationId("a"), S::kPending, "r1").ok());
+  auto d = this->Submit("d", "1");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_FALSE(d.value().existing);
+  EXPECT_EQ(this->StatusOf("d"), S::kRegistered);
+}
+
+// Clients racing to call one key: exactly one invocation is registered; every
+// other call finds it.
+TYPED_TEST(RegisterGuarded, RacingCallsRegisterOneInvocation) {
+  constexpr int kThreads = 4;
+  std::vector<std::unique_ptr<Lifecycle>> lives;  // a lifecycle per client
+  for (int t = 0; t < kThreads; ++t) {
+    if constexpr (std::is_same_v<TypeParam, testing::MemBackend>) {
+      lives.push_back(nullptr);  // memory:// components do not share state; share ours
+    } else {
+      const BackendConfig config = this->backend_.Config(this->clock_);
+      LifecycleParts parts{std::shared_ptr<Orchestrator>(OpenOrchestrator(config).value()),
+                           std::shared_ptr<StateBackend>(OpenStateBackend(config).value()),
+                           std::shared_ptr<Broker>(OpenBroker(config).value()),
+                           std::shared_ptr<TriggerStore>(OpenTriggerStore(config).value())};
+      lives.push_back(OpenLifecycle(parts, config, kNames).value());
+    }
+  }
+  std::atomic<int> registered{0};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    Lifecycle* life = lives[t] ? lives[t].get() : this->life_.get();
+    threads.emplace_back([&, life, t] {
+      for (int i = 0; i < 10; ++i) {
+        auto r = this->Submit("c" + std::to_string(t) + "-" + std::to_string(i), "k", life);
+        if (!r.ok()) {
+          ++errors;
+        } else if (!r.value().existing) {
+          ++registered;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(registered.load(), 1);
+  EXPECT_EQ(this->orch_->CountInvocations(TaskId("mod.task"), {}).value(), 1);
+}
+
+}  // namespace
+}  // namespace pynenc_cpp

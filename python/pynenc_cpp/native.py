@@ -54,9 +54,11 @@ from pynenc import context
 from pynenc.call import LazyCall
 from pynenc.conf.config_broker import validate_priority
 from pynenc.conf.config_task import ConcurrencyControlType
+from pynenc.exceptions import InvocationConcurrencyWithDifferentArgumentsError
 from pynenc.identifiers.invocation_id import InvocationId
 from pynenc.invocation.dist_invocation import (
     DistributedInvocation,
+    ReusedInvocation,
     TaskInvocation,
     WorkflowInvocation,
 )
@@ -301,6 +303,12 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
             compute_args_id(inv.call)
             items.append((record_of(inv), *route))
         raw, watched = lifecycle.register_and_route(items, runner_id, ctx_id)
+        self._registered(invocations, raw, watched)
+
+    def _registered(
+        self, invocations: list[DistributedInvocation[Params, Result]], raw: Any, watched: bool
+    ) -> None:
+        """What ``register_new_invocations`` does after its engine call."""
         self._remember_invocations(invocations)
         if self._read_ahead is not None:
             self._read_ahead.submitted(i.invocation_id for i in invocations)
@@ -319,18 +327,63 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
         """pynenc's ``route_call``; for a task with no registration concurrency control,
         its debug line is formatted only when it is logged, and the task function's
         signature is kept for pynenc's next ``Arguments.from_call`` (``_submit.py``)."""
-        if (
-            self._lifecycle() is None
-            or BaseOrchestrator.route_call is not _PYNENC_ROUTE_CALL
-            or call.task.conf.registration_concurrency != ConcurrencyControlType.DISABLED
-        ):
+        lifecycle = self._lifecycle()
+        if lifecycle is None or BaseOrchestrator.route_call is not _PYNENC_ROUTE_CALL:
             return super().route_call(call)
+        if call.task.conf.registration_concurrency != ConcurrencyControlType.DISABLED:
+            return self._route_guarded(lifecycle, call)
         task = call.task
         keep_signature(task.func)
         logger = task.logger
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(f"New invocation for call {call}")
         return self._route_new_call_invocation(call)
+
+    def _route_guarded(
+        self, lifecycle: _core.Lifecycle, call: Call[Params, Result]
+    ) -> DistributedInvocation[Params, Result]:
+        """pynenc's ``route_call`` for a task with registration concurrency control, its
+        look for a REGISTERED invocation of the call's key and the registration of a
+        new one made one engine step (``Lifecycle.register_guarded``): two clients
+        calling at once share one invocation (pynenc looks, then registers, in two
+        calls). What follows a found invocation is pynenc's: reused as it is, reused
+        with the new arguments, or ``InvocationConcurrencyWithDifferentArgumentsError``."""
+        task = call.task
+        conf = task.conf
+        key_args = call.serialized_args_for_concurrency_control(conf.registration_concurrency)
+        app_id = self.app.app_id
+        new_invocation = _new_invocation(
+            call,
+            parent_invocation=context.get_dist_invocation_context(app_id),
+            parent_event_id=context.get_trigger_event_context(app_id),
+        )
+        queue, priority = task.broker_queue, task.broker_priority
+        self._validate_route(queue, priority)
+        compute_args_id(new_invocation.call)
+        runner_id, ctx_id = self._actor(self._submit_runner_context())
+        existing, raw, watched = lifecycle.register_guarded(
+            record_of(new_invocation),
+            queue,
+            priority,
+            dict(key_args or {}),
+            dict(call.serialized_arguments),
+            runner_id,
+            ctx_id,
+        )
+        if existing is None:
+            self._registered([new_invocation], raw, watched)
+            if self.app.logger.isEnabledFor(logging.INFO):
+                self.app.logger.info(f"invocation:{new_invocation.invocation_id} ROUTED")
+            return new_invocation
+        invocation = self.app.state_backend.get_invocation(InvocationId(existing))
+        if invocation.call.call_id == call.call_id:
+            task.logger.debug(f"Reusing invocation:{invocation.invocation_id} for call {call}")
+            return ReusedInvocation(invocation)
+        if conf.on_diff_non_key_args_raise:
+            raise InvocationConcurrencyWithDifferentArgumentsError.from_call_mismatch(
+                existing_invocation=invocation, new_call=call
+            )
+        return ReusedInvocation(invocation, call.arguments)
 
     def _route_new_call_invocation(
         self, call: Call[Params, Result], runner_id: str | None = None

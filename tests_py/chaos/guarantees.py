@@ -130,11 +130,17 @@ def registered_spans(
 
 
 def registration_overlaps(
-    histories: Mapping[str, Sequence[Change]], key_of: Mapping[str, str]
+    histories: Mapping[str, Sequence[Change]], key_of: Mapping[str, str], slack: float = 0.0
 ) -> list[tuple[str, str]]:
     """Pairs of invocations of one key (``key_of``: invocation id -> controlled key)
     that were REGISTERED at the same instant (pynenc's registration concurrency:
-    a call made while one is REGISTERED reuses it)."""
+    a call made while one is REGISTERED reuses it), by more than ``slack`` seconds.
+
+    The times are the status records'. On SQLite a record is stamped inside the
+    write lock, so the stamps follow the order the changes were made (slack 0); on
+    Redis it is stamped by the client before its script runs, so two changes made
+    one after the other may carry stamps in the other order, by as long as a script
+    waits in the server's queue."""
     by_key: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
     for iid, history in histories.items():
         if iid in key_of:
@@ -144,7 +150,7 @@ def registration_overlaps(
         spans.sort()
         for i, (_start, end, iid) in enumerate(spans):
             for start2, _end2, iid2 in spans[i + 1 :]:
-                if start2 >= end:
+                if start2 >= end - slack:
                     break
                 if iid2 != iid:
                     found.append((iid, iid2))

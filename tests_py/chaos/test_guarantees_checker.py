@@ -74,6 +74,9 @@ def test_two_registered_at_once_on_one_key_are_found_and_a_handover_is_not() -> 
     assert registration_overlaps(histories, keys) == []
     histories["i2"] = [row(S.REGISTERED, 0.9, None, "client"), row(S.PENDING, 2.0, "r1")]
     assert registration_overlaps(histories, keys) == [("i1", "i2")]
+    # Within the stamps' slack (Redis: stamped before the script runs): not counted.
+    assert registration_overlaps(histories, keys, slack=0.2) == []
+    assert registration_overlaps(histories, keys, slack=0.05) == [("i1", "i2")]
 
 
 def test_a_valid_path_with_recovery_passes() -> None:

@@ -83,6 +83,38 @@ Result<ChangeOutcome> PortLifecycle::RegisterAndRoute(const std::vector<NewRoute
       return Status::InvalidArgument("RegisterAndRoute: empty invocation id");
     }
   }
+  ChangeOutcome out;
+  Status s = Atomically([&]() { return RegisterSteps(batch, actor, &out); });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Result<Lifecycle::GuardedRegistration> PortLifecycle::RegisterGuarded(
+    const NewRoutedInvocation& item, const std::map<std::string, std::string>& key_args,
+    const std::map<std::string, std::string>& index_args, const Actor& actor) {
+  const InvocationId& id = item.record.invocation_id;
+  if (id.empty()) return Status::InvalidArgument("RegisterGuarded: empty invocation id");
+  GuardedRegistration out;
+  MutexLock lock(register_mu_);
+  Status s = Atomically([&]() -> Status {
+    out = GuardedRegistration{};
+    Result<std::vector<InvocationId>> found = parts_.orchestrator->GetExistingInvocations(
+        item.record.task_id, key_args, {InvocationStatus::kRegistered});
+    if (!found.ok()) return found.status();
+    for (const InvocationId& other : found.value()) {
+      if (other == id) continue;
+      out.existing = other;
+      return Status::Ok();
+    }
+    if (Status r = RegisterSteps({item}, actor, &out.registered); !r.ok()) return r;
+    return parts_.orchestrator->IndexArguments(id, index_args);
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Status PortLifecycle::RegisterSteps(const std::vector<NewRoutedInvocation>& batch,
+                                    const Actor& actor, ChangeOutcome* result) {
   std::vector<InvocationRecord> rows;
   std::vector<NewInvocation> news;
   rows.reserve(batch.size());
@@ -102,8 +134,8 @@ Result<ChangeOutcome> PortLifecycle::RegisterAndRoute(const std::vector<NewRoute
     for (const TaskId& t : tasks) seen = seen || t == inv.record.task_id;
     if (!seen) tasks.push_back(inv.record.task_id);
   }
-  ChangeOutcome out;
-  Status s = Atomically([&]() -> Status {
+  ChangeOutcome& out = *result;
+  {
     if (Status u = parts_.state_backend->UpsertInvocations(rows); !u.ok()) return u;
     Result<StatusRecord> record = parts_.orchestrator->RegisterInvocations(news, actor.runner_id);
     if (!record.ok()) return record.status();
@@ -125,10 +157,8 @@ Result<ChangeOutcome> PortLifecycle::RegisterAndRoute(const std::vector<NewRoute
     for (const auto& key : route_order) {
       if (Status r = parts_.broker->Route(routes[key], key.first, key.second); !r.ok()) return r;
     }
-    return Status::Ok();
-  });
-  if (!s.ok()) return s;
-  return out;
+  }
+  return Status::Ok();
 }
 
 Result<ChangeOutcome> PortLifecycle::ChangeStatus(const InvocationId& id, InvocationStatus to,

@@ -31,6 +31,10 @@ class PortLifecycle : public Lifecycle {
 
   Result<ChangeOutcome> RegisterAndRoute(const std::vector<NewRoutedInvocation>& batch,
                                          const Actor& actor) override;
+  Result<GuardedRegistration> RegisterGuarded(const NewRoutedInvocation& item,
+                                              const std::map<std::string, std::string>& key_args,
+                                              const std::map<std::string, std::string>& index_args,
+                                              const Actor& actor) override;
   Result<ChangeOutcome> ChangeStatus(const InvocationId& id, InvocationStatus to,
                                      const Actor& actor, const std::optional<TaskId>& task,
                                      bool release_waiters) override;
@@ -92,6 +96,9 @@ class PortLifecycle : public Lifecycle {
 
  private:
   Result<bool> Watched(const TaskId& task, const std::string& context_type);
+  // RegisterAndRoute's steps, with no scope (REQUIRES: ids not empty).
+  Status RegisterSteps(const std::vector<NewRoutedInvocation>& batch, const Actor& actor,
+                       ChangeOutcome* out);
   Result<bool> StatusWatched(const InvocationId& id, const std::optional<TaskId>& task);
   Status AddHistory(const InvocationId& id, const StatusRecord& record, const Actor& actor,
                     const std::optional<std::string>& registered_by);
@@ -108,6 +115,9 @@ class PortLifecycle : public Lifecycle {
   const TriggerContextNames names_;
   Mutex mu_;
   std::set<std::string> free_tasks_ PYNENC_GUARDED_BY(mu_);
+  // Held across RegisterGuarded's look and registration (one step in-process where
+  // the storage has no transaction: memory://).
+  Mutex register_mu_;
   bool in_process_ = false;  // set before sharing, read-only after
 };
 

@@ -40,6 +40,7 @@ using redis::Value;
 using redis_lifecycle::ChangeScript;
 using redis_lifecycle::ClaimScript;
 using redis_lifecycle::FinishScript;
+using redis_lifecycle::GuardedSubmitScript;
 using redis_lifecycle::kArmTtlMs;
 using redis_lifecycle::kArmUseMs;
 using redis_lifecycle::ReadFinalAheadScript;
@@ -236,6 +237,56 @@ class RedisLifecycle final : public PortLifecycle {
     for (const NewRoutedInvocation& inv : batch) plain = plain && !inv.record.invocation_id.empty();
     if (!plain) return PortLifecycle::RegisterAndRoute(batch, actor);  // its errors, its way
     const StatusRecord record{InvocationStatus::kRegistered, actor.runner_id, clock_->NowMicros()};
+    Result<Value> r = client_->Eval(SubmitScript(), {po_ + "seq"}, SubmitArgs(batch, actor, record));
+    if (!r.ok()) return r.status();
+    const Value& v = r.value();
+    if (v.is_error()) return ReplyError(v, "submit");
+    if (v.elements.size() != 2) return Status::BackendFailure("redis submit script: bad reply");
+    metrics::OnEntered(record.status, static_cast<std::uint64_t>(
+                                          std::max<std::int64_t>(v.elements[1].integer, 0)));
+    return ChangeOutcome{record, v.elements[0].integer != 0};
+  }
+
+  // The submit script with the registration guard (GuardedSubmitScript): the look
+  // for a REGISTERED invocation of the key and the registration are one script.
+  Result<GuardedRegistration> RegisterGuarded(const NewRoutedInvocation& item,
+                                              const std::map<std::string, std::string>& key_args,
+                                              const std::map<std::string, std::string>& index_args,
+                                              const Actor& actor) override {
+    if (item.record.invocation_id.empty()) {
+      return PortLifecycle::RegisterGuarded(item, key_args, index_args, actor);  // its error
+    }
+    const StatusRecord record{InvocationStatus::kRegistered, actor.runner_id, clock_->NowMicros()};
+    std::vector<std::string> args = SubmitArgs({item}, actor, record);
+    const std::size_t guard_at = args.size() + 1;  // Lua's ARGV is 1-based
+    args.push_back(item.record.task_id.str());
+    args.push_back(std::to_string(key_args.size()));
+    for (const auto& [k, v] : key_args) {
+      args.push_back(k);
+      args.push_back(v);
+    }
+    args.push_back(std::to_string(index_args.size()));
+    for (const auto& [k, v] : index_args) {
+      args.push_back(k);
+      args.push_back(v);
+    }
+    args.push_back(std::to_string(guard_at));
+    Result<Value> r = client_->Eval(GuardedSubmitScript(), {po_ + "seq"}, args);
+    if (!r.ok()) return r.status();
+    const Value& v = r.value();
+    if (v.is_error()) return ReplyError(v, "guarded submit");
+    if (v.elements.size() == 3 && v.elements[2].type == Value::Type::kString) {
+      return GuardedRegistration{InvocationId(v.elements[2].str), ChangeOutcome{}};
+    }
+    if (v.elements.size() != 2) return Status::BackendFailure("redis guarded submit: bad reply");
+    metrics::OnEntered(record.status, static_cast<std::uint64_t>(
+                                          std::max<std::int64_t>(v.elements[1].integer, 0)));
+    return GuardedRegistration{std::nullopt, ChangeOutcome{record, v.elements[0].integer != 0}};
+  }
+
+  // SubmitScript's ARGV for `batch` (ids not empty) registered as `record`.
+  std::vector<std::string> SubmitArgs(const std::vector<NewRoutedInvocation>& batch,
+                                      const Actor& actor, const StatusRecord& record) {
     std::vector<std::string> args = {po_,
                                      ps_,
                                      pt_,
@@ -282,14 +333,7 @@ class RedisLifecycle final : public PortLifecycle {
       args.push_back(std::to_string(ids.size()));
       for (std::string& id : ids) args.push_back(std::move(id));
     }
-    Result<Value> r = client_->Eval(SubmitScript(), {po_ + "seq"}, args);
-    if (!r.ok()) return r.status();
-    const Value& v = r.value();
-    if (v.is_error()) return ReplyError(v, "submit");
-    if (v.elements.size() != 2) return Status::BackendFailure("redis submit script: bad reply");
-    metrics::OnEntered(record.status, static_cast<std::uint64_t>(
-                                          std::max<std::int64_t>(v.elements[1].integer, 0)));
-    return ChangeOutcome{record, v.elements[0].integer != 0};
+    return args;
   }
 
   Result<ChangeOutcome> ChangeStatus(const InvocationId& id, InvocationStatus to,

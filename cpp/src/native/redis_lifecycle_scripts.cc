@@ -65,14 +65,18 @@ std::string LifecycleSource(const char* body) {
 // groups of (id, task, call, rec, parent, event, wfid, wftype, history value),
 // then t and t distinct tasks, then g and g route groups of (queue, score, k,
 // k ids). Returns {status_watched (0/1), invocations registered (known ids: not)}.
-const Script& SubmitScript() {
-  static const Script s(LifecycleSource(R"lua(
+namespace {
+
+// The body of SubmitScript and GuardedSubmitScript: GUARD and INDEX stand for
+// the guard's Lua (nothing in SubmitScript).
+constexpr const char* kSubmitBody = R"lua(
 local Pb, st, ts = ARGV[5], ARGV[6], ARGV[7]
 local owner = nil
 if ARGV[8] == '1' then owner = ARGV[9] end
 local tsenc, dk, watch, ctx = ARGV[10], ARGV[11], ARGV[12], ARGV[13]
 local bound, n = tonumber(ARGV[14]), tonumber(ARGV[15])
 local first = 16
+--GUARD--
 for i = 0, n - 1 do
   local a = first + 9 * i
   state_upsert(Ps, ARGV[a], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7])
@@ -82,6 +86,7 @@ for i = 0, n - 1 do
   local a = first + 9 * i
   added = added + orch_register(ARGV[a], ARGV[a + 1], ARGV[a + 2], st, ts, owner)
 end
+--INDEX--
 local rows = {}
 for i = 0, n - 1 do
   local a = first + 9 * i
@@ -103,7 +108,85 @@ for g = 1, ng do
   at = at + 3 + k
 end
 return {w, added}
-)lua"));
+)lua";
+
+// GuardedSubmitScript's guard: ARGV's last element is where its section starts:
+// task, nk, nk key (k, v) pairs, ni, ni index (k, v) pairs. A REGISTERED
+// invocation of the task whose indexed arguments match every key pair ends the
+// script before any write ({0, 0, its id}); otherwise the one new invocation's
+// index pairs are written after its registration.
+constexpr const char* kSubmitGuard = R"lua(
+local gs = tonumber(ARGV[#ARGV])
+local gtask, nk = ARGV[gs], tonumber(ARGV[gs + 1])
+local kfirst = gs + 2
+local ni = tonumber(ARGV[kfirst + 2 * nk])
+local ifirst = kfirst + 2 * nk + 1
+local function registered_match(other)
+  local g = redis.call('HMGET', P .. 'inv:' .. other, 'task', 'st')
+  if g[1] ~= gtask or g[2] ~= 'registered' then return false end
+  for i = kfirst, kfirst + 2 * nk - 1, 2 do
+    if redis.call('HGET', P .. 'args:' .. other, ARGV[i]) ~= ARGV[i + 1] then return false end
+  end
+  return true
+end
+local src = P .. 'task:' .. gtask
+local best = redis.call('ZCARD', src)
+for i = kfirst, kfirst + 2 * nk - 1, 2 do
+  local key = argkey(ARGV[i], ARGV[i + 1])
+  local c = redis.call('ZCARD', key)
+  if c < best then best, src = c, key end
+end
+local regs = P .. 'stimes:registered'
+if redis.call('ZCARD', regs) < best then
+  for _, m in ipairs(redis.call('ZRANGE', regs, 0, -1)) do
+    if registered_match(string.sub(m, 21)) then return {0, 0, string.sub(m, 21)} end
+  end
+elseif best > 0 then
+  for _, other in ipairs(redis.call('ZRANGE', src, 0, -1)) do
+    if registered_match(other) then return {0, 0, other} end
+  end
+end
+)lua";
+
+constexpr const char* kSubmitIndex = R"lua(
+local nid = ARGV[first]
+local nseq = redis.call('HGET', P .. 'inv:' .. nid, 'seq')
+local ak = P .. 'args:' .. nid
+for i = ifirst, ifirst + 2 * ni - 1, 2 do
+  local old = redis.call('HGET', ak, ARGV[i])
+  if old then redis.call('ZREM', argkey(ARGV[i], old), nid) end
+  redis.call('HSET', ak, ARGV[i], ARGV[i + 1])
+  redis.call('ZADD', argkey(ARGV[i], ARGV[i + 1]), nseq, nid)
+end
+)lua";
+
+std::string Replace(std::string text, const std::string& mark, const std::string& with) {
+  const std::size_t at = text.find(mark);
+  if (at != std::string::npos) text.replace(at, mark.size(), with);
+  return text;
+}
+
+const std::string& SubmitSource(bool guarded) {
+  static const std::string plain =
+      Replace(Replace(kSubmitBody, "--GUARD--", ""), "--INDEX--", "");
+  static const std::string guard =
+      Replace(Replace(kSubmitBody, "--GUARD--", kSubmitGuard), "--INDEX--", kSubmitIndex);
+  return guarded ? guard : plain;
+}
+
+}  // namespace
+
+const Script& SubmitScript() {
+  static const Script s(LifecycleSource(SubmitSource(false).c_str()));
+  return s;
+}
+
+// SubmitScript of one invocation, guarded by pynenc's registration concurrency
+// control: the guard section (kSubmitGuard) follows the route groups, and the
+// last element of ARGV is where it starts. Returns {status_watched, registered}
+// or, when a REGISTERED invocation of the key exists, {0, 0, its id}.
+const Script& GuardedSubmitScript() {
+  static const Script s(LifecycleSource(SubmitSource(true).c_str()));
   return s;
 }
 

@@ -14,6 +14,7 @@
 namespace pynenc_cpp::native::redis_lifecycle {
 
 const redis::Script& SubmitScript();
+const redis::Script& GuardedSubmitScript();
 const redis::Script& FinishScript();
 const redis::Script& ReadFinalScript();
 const redis::Script& ReadFinalAheadScript();

@@ -161,6 +161,23 @@ class Lifecycle:
         items, register them, one REGISTERED history row each, route them. Returns
         (status record, status_watched).
         """
+    def register_guarded(
+        self,
+        record: dict,
+        queue: str,
+        priority: typing.SupportsFloat | typing.SupportsIndex,
+        key_arguments: collections.abc.Mapping[str, str],
+        index_arguments: collections.abc.Mapping[str, str],
+        runner_id: str | None,
+        runner_context_id: str,
+    ) -> tuple:
+        """
+        pynenc's route_call for a task with registration concurrency control, as one step:
+        unless an invocation of the task whose indexed arguments match `key_arguments` is
+        REGISTERED, register_and_route of this one record with `index_arguments` indexed.
+        Returns (existing id, None, False) when one was found (nothing written), else
+        (None, status record, status_watched).
+        """
     def reroute(
         self,
         invocation_id: str,

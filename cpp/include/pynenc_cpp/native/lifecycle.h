@@ -207,6 +207,22 @@ class Lifecycle {
   virtual Result<ChangeOutcome> RegisterAndRoute(const std::vector<NewRoutedInvocation>& batch,
                                                  const Actor& actor) = 0;
 
+  // pynenc's route_call for a task with registration concurrency control, as one
+  // step: unless an invocation of the item's task whose indexed arguments match
+  // every pair of `key_args` (empty: any) is REGISTERED, RegisterAndRoute({item})
+  // and the item's `index_args` indexed (Orchestrator::IndexArguments). Returns
+  // the REGISTERED one found (nothing written), or none with the registration's
+  // outcome. One transaction on sqlite://, one script on redis://; on memory://
+  // one step for the callers of this lifecycle (a mutex: other writers in the
+  // process, none of them registering, are not held off).
+  struct GuardedRegistration {
+    std::optional<InvocationId> existing;
+    ChangeOutcome registered;
+  };
+  virtual Result<GuardedRegistration> RegisterGuarded(
+      const NewRoutedInvocation& item, const std::map<std::string, std::string>& key_args,
+      const std::map<std::string, std::string>& index_args, const Actor& actor) = 0;
+
   // pynenc's set_invocation_status: transition (compare-and-set), then for a
   // final status the waiter release (if `release_waiters`) and the auto-purge
   // mark, then the history row. `task` (if known) saves a lookup for the
