@@ -1,5 +1,5 @@
 # Developer and CI entry points. Each target installs what it needs.
-.PHONY: setup test demo wheel conformance chaos bench bench-peers bench-prefetch profile profile-serial bench-cluster bench-actors clean
+.PHONY: setup test demo wheel conformance chaos guarantees bench bench-peers bench-prefetch bench-concurrency profile profile-serial bench-cluster bench-actors clean
 
 setup:
 	bash scripts/setup.sh
@@ -26,6 +26,14 @@ conformance: setup
 chaos:
 	bash scripts/chaos.sh
 
+# The guarantees suite in full (tests_py/chaos/test_guarantees.py, docs/reliability.md):
+# pynenc's running and registration concurrency, retries and status histories checked
+# after real runner and client processes, every scenario on SQLite and Redis in both
+# modes (`make test` runs a slice: one mode per backend).
+guarantees: setup
+	PYNENC_CPP_GUARANTEES=full .venv/bin/python -m pytest tests_py/chaos/test_guarantees.py \
+	  tests_py/chaos/test_guarantees_checker.py -q -p no:cacheprovider -s
+
 # Benchmarks (not tests): engine beside raw databases, and cpp_mem beside pynenc.
 bench: setup
 	.venv/bin/python bench/backends.py
@@ -41,6 +49,12 @@ bench-peers: setup
 # chosen by (docs/performance.md, "Prefetch, measured").
 bench-prefetch: setup
 	.venv/bin/python bench/prefetch.py $(ARGS)
+
+# Running concurrency control under load: overlapping bodies per 100 calls on one key
+# and the check's cost, this package's gate beside pynenc's check in Python and
+# pynenc's own SQLite backend (docs/reliability.md). ARGS="--quick" for one round.
+bench-concurrency: setup
+	.venv/bin/python bench/concurrency.py $(ARGS)
 
 # Where a burst's time goes: py-spy on the client and the runner, perf on the runner,
 # Redis round trips and GIL acquisitions per task (docs/performance.md).
