@@ -224,6 +224,13 @@ void InitOrchestrator(py::module_& m) {
           "Up to max_num_invocations ids waited on, not waiting, available to run; oldest first.")
       // ---- runners and recovery ----
       .def(
+          "deregister_runners",
+          [](Orchestrator& o, std::vector<std::string> runner_ids) {
+            WithoutGil([&] { return o.DeregisterRunners(runner_ids); });
+          },
+          py::arg("runner_ids"),
+          "Forgets each runner's heartbeat row (a graceful stop); unknown ids are skipped.")
+      .def(
           "register_heartbeats",
           [](Orchestrator& o, std::vector<std::string> ids, bool can_run,
              std::optional<std::vector<std::string>> queues) {

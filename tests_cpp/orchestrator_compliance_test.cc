@@ -362,6 +362,23 @@ TYPED_TEST(OrchestratorCompliance, RunningRecoveryFindsOwnersWithoutRecentHeartb
   EXPECT_EQ(this->orch_->RunningForRecovery(120 * kSecond).value(), Ids({"g"}));
 }
 
+TYPED_TEST(OrchestratorCompliance, DeregisteredRunnersAreForgottenAndTheirRunningRecovered) {
+  ASSERT_TRUE(this->orch_->RegisterHeartbeats({"stays", "leaves"}, true, std::nullopt).ok());
+  this->Register("r");
+  this->Move("r", S::kPending, "leaves");
+  this->Move("r", S::kRunning, "leaves");
+  ASSERT_TRUE(this->orch_->DeregisterRunners({"leaves", "unknown"}).ok());
+  ASSERT_TRUE(this->orch_->DeregisterRunners({}).ok());
+  auto active = this->orch_->ActiveRunners(3600 * kSecond, std::nullopt).value();
+  ASSERT_EQ(active.size(), 1u);
+  EXPECT_EQ(active[0].runner_id, "stays");
+  // What it still owned has an owner with no heartbeat: recovered at once.
+  EXPECT_EQ(this->orch_->RunningForRecovery(3600 * kSecond).value(), Ids({"r"}));
+  // A later heartbeat registers it anew.
+  ASSERT_TRUE(this->orch_->RegisterHeartbeats({"leaves"}, false, std::nullopt).ok());
+  EXPECT_EQ(this->orch_->ActiveRunners(3600 * kSecond, std::nullopt).value().size(), 2u);
+}
+
 TYPED_TEST(OrchestratorCompliance, PendingOfDeadRunnersNeedsAStaleHeartbeatNotAnOldStatus) {
   ASSERT_TRUE(this->orch_->RegisterHeartbeats({"alive", "stale"}, false, std::nullopt).ok());
   for (const char* id : {"a", "s1", "g", "run", "s2"}) this->Register(id);

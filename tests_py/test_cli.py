@@ -282,3 +282,47 @@ def test_without_app_the_configuration_alone_is_used_but_never_one_of_several_ap
     out = run(several)
     assert out.returncode == 2
     assert "Multiple Pynenc() instances" in out.stderr
+
+
+def test_info_lists_a_sigkilled_runner_apart_with_its_work_and_a_stopped_one_not_at_all(
+    tmp_path: Path,
+) -> None:
+    """A runner stopped gracefully (SIGTERM) forgets its heartbeat row, so ``info``
+    no longer counts it; one SIGKILLed while running a task is listed apart once its
+    heartbeat is older than dead-after, with the RUNNING invocation it holds and when
+    the recovery of dead runners takes it. ``doctor`` says how long that is."""
+    import os
+    import signal
+
+    app = sqlite_app(tmp_path / "cli.db")
+    env = runner_env(app, "sqlite", {"PYNENC__RUNNER_CONSIDERED_DEAD_AFTER_MINUTES": "0.05"})
+    first = start_runner(env, tmp_path / "first.log")
+    try:
+        assert rt.add(1, 2).result == 3
+        wait_until(lambda: len(info(env)["runners_alive"]) == 1, timeout=30)
+        os.kill(first.pid, signal.SIGTERM)
+        assert first.wait(30) == 0
+    finally:
+        stop(first)
+    after_stop = info(env)
+    assert after_stop["runners_alive"] == [] and after_stop["runners_dead"] == []
+
+    second = start_runner(env, tmp_path / "second.log")
+    try:
+        inv = rt.hang(60)
+        wait_until(lambda: inv.status == InvocationStatus.RUNNING, timeout=30)
+        os.killpg(second.pid, signal.SIGKILL)
+        second.wait(10)
+    finally:
+        stop(second)
+    wait_until(lambda: len(info(env)["runners_dead"]) == 1, timeout=30)
+    report = info(env)
+    assert report["runners_alive"] == []
+    (dead,) = report["runners_dead"]
+    assert dead["running"] == [inv.invocation_id] and dead["pending"] == []
+    assert dead["heartbeat_age_sec"] > 3.0 and dead["recovered_by"]
+    text = cli(env, "info").stdout
+    assert "runners presumed dead (no heartbeat for dead-after): 1" in text
+    assert inv.invocation_id in text and "recovered by" in text
+    doctor = cli(env, "doctor").stdout
+    assert "dead runner's work waits" in doctor and "dead-after 3 s" in doctor

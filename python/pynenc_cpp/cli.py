@@ -111,6 +111,72 @@ def _age(ts: datetime, now: datetime) -> float:
     return max((now - ts).total_seconds(), 0.0)
 
 
+def recovery_wait_sec(app: Pynenc) -> tuple[float, float]:
+    """(dead-after, the longest a live CppRunner's recovery tick adds) in seconds: a
+    dead runner's RUNNING and claimed invocations are recovered within their sum
+    after its last heartbeat (``CppRunner``; pynenc's own runners recover on their
+    atomic-service cron)."""
+    from pynenc_cpp.runner import ConfigCppRunner, runner_intervals
+
+    dead_after = float(app.conf.runner_considered_dead_after_minutes) * 60.0
+    conf = ConfigCppRunner(config_values=app.config_values, config_filepath=app.config_filepath)
+    return dead_after, runner_intervals(app, conf)[0]
+
+
+def _held(app: Pynenc) -> dict[str, dict[str, list[str]]]:
+    """Runner id -> {"running": ids, "pending": ids} of the invocations it owns."""
+    from pynenc.invocation.status import InvocationStatus
+
+    orchestrator = app.orchestrator
+    held: dict[str, dict[str, list[str]]] = {}
+    for status, name in (
+        (InvocationStatus.RUNNING, "running"),
+        (InvocationStatus.PENDING, "pending"),
+    ):
+        for iid in orchestrator.get_invocation_ids_paginated(statuses=[status], limit=10_000):
+            try:
+                record = orchestrator.get_invocation_status_record(iid)
+            except KeyError:
+                continue  # finished and purged meanwhile
+            if record.runner_id and record.status == status:
+                held.setdefault(record.runner_id, {"running": [], "pending": []})[name].append(
+                    str(iid)
+                )
+    return held
+
+
+def _runners(app: Pynenc, now: datetime) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(alive, presumed dead): every runner with a heartbeat row, split at dead-after,
+    each with the invocations it holds; a dead one also with when the recovery of
+    dead runners takes them (at the latest)."""
+    from datetime import timedelta
+
+    dead_after, tick = recovery_wait_sec(app)
+    # Every stored runner: a graceful stop forgets its row (CppRunner), so what is
+    # left past dead-after is a runner that died, or one pynenc's runners left.
+    every = app.orchestrator._get_active_runners(10 * 365 * 86400.0)
+    held = _held(app)
+    alive, dead = [], []
+    for r in every:
+        age = _age(r.last_heartbeat, now)
+        mine = held.get(r.runner_id, {"running": [], "pending": []})
+        row: dict[str, Any] = {
+            "runner_id": r.runner_id,
+            "last_heartbeat": r.last_heartbeat.isoformat(),
+            "heartbeat_age_sec": round(age, 3),
+            "queues": list(r.consumed_queues),
+            "running": mine["running"],
+            "pending": mine["pending"],
+        }
+        if age <= dead_after:
+            alive.append(row)
+            continue
+        beat = r.last_heartbeat if r.last_heartbeat.tzinfo else r.last_heartbeat.replace(tzinfo=UTC)
+        row["recovered_by"] = (beat + timedelta(seconds=dead_after + tick)).isoformat()
+        dead.append(row)
+    return alive, dead
+
+
 def collect_info(app: Pynenc) -> dict[str, Any]:
     """Queues and their depths, invocations by status, runners alive, the oldest
     invocation waiting for a runner."""
@@ -126,15 +192,7 @@ def collect_info(app: Pynenc) -> dict[str, Any]:
         n = int(orchestrator.count_invocations(statuses=[status]))
         if n:
             by_status[status.value] = n
-    runners = [
-        {
-            "runner_id": r.runner_id,
-            "last_heartbeat": r.last_heartbeat.isoformat(),
-            "heartbeat_age_sec": round(_age(r.last_heartbeat, now), 3),
-            "queues": list(r.consumed_queues),
-        }
-        for r in orchestrator.get_active_runners()
-    ]
+    runners, dead = _runners(app, now)
     waiting = [s for s in InvocationStatus if s.is_available_for_run()]
     oldest: dict[str, Any] | None = None
     n_waiting = int(orchestrator.count_invocations(statuses=waiting))
@@ -159,6 +217,7 @@ def collect_info(app: Pynenc) -> dict[str, Any]:
         "invocations_total": sum(by_status.values()),
         "waiting_for_a_runner": n_waiting,
         "runners_alive": runners,
+        "runners_dead": dead,
         "oldest_waiting": oldest,
         "at": now.isoformat(),
     }
@@ -177,8 +236,21 @@ def format_info(info: dict[str, Any]) -> str:
         queues = ", ".join(r["queues"]) or "all"
         lines.append(
             f"  {r['runner_id']}  last heartbeat {r['heartbeat_age_sec']:.1f} s ago  "
-            f"queues: {queues}"
+            f"queues: {queues}  running {len(r['running'])}, claimed {len(r['pending'])}"
         )
+    dead = info.get("runners_dead", [])
+    if dead:
+        lines.append(f"runners presumed dead (no heartbeat for dead-after): {len(dead)}")
+    for r in dead:
+        held = r["running"] + r["pending"]
+        lines.append(
+            f"  {r['runner_id']}  last heartbeat {r['heartbeat_age_sec']:.1f} s ago  "
+            f"holds running {len(r['running'])}, claimed {len(r['pending'])}"
+            + (f"  recovered by {r['recovered_by']} at the latest" if held else "")
+        )
+        lines += [f"    {iid}" for iid in held[:10]]
+        if len(held) > 10:
+            lines.append(f"    ... {len(held) - 10} more")
     oldest = info["oldest_waiting"]
     if oldest is None:
         lines.append("oldest waiting invocation: none")
@@ -217,6 +289,14 @@ def cmd_doctor(app: Pynenc, args: argparse.Namespace) -> int:
     report = _core.describe_backend(uri, app.app_id)
     report = {"app_id": app.app_id, "storage": storage, **report}
     report["facts"] = [list(f) for f in report["facts"]]
+    dead_after, tick = recovery_wait_sec(app)
+    report["facts"].append(
+        [
+            "dead runner's work waits",
+            f"up to {dead_after + tick:g} s after its last heartbeat (dead-after "
+            f"{dead_after:g} s + a CppRunner recovery tick of up to {tick:g} s)",
+        ]
+    )
     if args.json:
         print(json.dumps(report))
     else:

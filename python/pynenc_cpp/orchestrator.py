@@ -410,6 +410,12 @@ class CppOrchestrator(CppComponentMixin, ConcurrencyGate):
         queues = None if consumed_queues is None else list(consumed_queues)
         self._engine.register_heartbeats(list(runner_ids), can_run_atomic_service, queues)
 
+    def deregister_runners(self, runner_ids: Sequence[str]) -> None:
+        """Forgets each runner's heartbeat row: a runner that stopped gracefully, none
+        of its invocations still running, is not listed as alive (``pynenc-cpp
+        info``) for a dead-after time after it left. Not in pynenc's ABC."""
+        self._engine.deregister_runners(list(runner_ids))
+
     def _get_active_runners(
         self, timeout_seconds: float, can_run_atomic_service: bool | None = None
     ) -> list[ActiveRunnerInfo]:

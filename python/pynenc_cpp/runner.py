@@ -163,6 +163,19 @@ class ConfigCppRunner(ConfigRunner):
     cpp_runner_prefetch = ConfigField(1)
 
 
+def runner_intervals(app: Pynenc, conf: ConfigCppRunner) -> tuple[float, float]:
+    """(heartbeat, management) intervals of a ``CppRunner`` of ``app``, in seconds."""
+    app_conf = app.conf
+    check = float(app_conf.atomic_service_check_interval_minutes) * 60.0
+    heartbeat = float(conf.cpp_runner_heartbeat_interval_sec)
+    if heartbeat <= 0:
+        dead_after = float(app_conf.runner_considered_dead_after_minutes) * 60.0
+        # At most _RECOVERY_TICK_SEC: the native recovery runs on this tick too,
+        # so the invocations of a dead runner are recovered within dead-after + it.
+        heartbeat = min(check, dead_after / 4.0, _RECOVERY_TICK_SEC)
+    return max(heartbeat, 0.05), max(check, 0.05)
+
+
 class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
     """A runner whose loop, worker pool, timers and shutdown run in C++."""
 
@@ -253,15 +266,7 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         return broker.storage.broker() if isinstance(broker, CppComponentMixin) else None
 
     def _intervals(self) -> tuple[float, float]:
-        app_conf = self.app.conf
-        check = float(app_conf.atomic_service_check_interval_minutes) * 60.0
-        heartbeat = float(self.conf.cpp_runner_heartbeat_interval_sec)
-        if heartbeat <= 0:
-            dead_after = float(app_conf.runner_considered_dead_after_minutes) * 60.0
-            # At most _RECOVERY_TICK_SEC: the native recovery runs on this tick too,
-            # so the invocations of a dead runner are recovered within dead-after + it.
-            heartbeat = min(check, dead_after / 4.0, _RECOVERY_TICK_SEC)
-        return max(heartbeat, 0.05), max(check, 0.05)
+        return runner_intervals(self.app, self.conf)
 
     def _on_start(self) -> None:
         self._stop_requests = 0
@@ -437,8 +442,29 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
                 f"invocation:{inv_id} timed out; FAILED not stored (storage unreachable), "
                 "left RUNNING to the recovery of dead runners"
             )
+        self._deregister(engine)
         _LIVE_RUNNERS.discard(self)
         self._stop_metrics_server()
+
+    def _deregister(self, engine: Any) -> None:
+        """A graceful stop whose workers all ended forgets this runner's heartbeat row,
+        so nobody counts it alive for a dead-after time (``pynenc-cpp info``). A stop
+        that left a task running keeps the row: that task's thread may still write,
+        and the recovery of dead runners takes it after dead-after, as for a kill."""
+        if engine.state != "stopped" or self._unrecorded_timeouts:
+            return
+        deregister = getattr(self.app.orchestrator, "deregister_runners", None)
+        if deregister is None:  # not an engine orchestrator
+            return
+        try:
+            with no_ride_out():  # stopping does not wait for the storage
+                deregister([self.runner_id])
+        except Exception:
+            self.logger.warning(
+                f"CppRunner:{self.runner_id} could not deregister; it is listed until its "
+                "heartbeat is older than dead-after",
+                exc_info=True,
+            )
 
     def _stop_metrics_server(self) -> None:
         if self._metrics_server is not None:

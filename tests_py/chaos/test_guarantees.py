@@ -35,6 +35,7 @@ from pathlib import Path
 import pytest
 from pynenc.invocation import InvocationStatus
 
+from tests_py.chaos import harness
 from tests_py.chaos.guarantees import (
     MISSING,
     changes,
@@ -45,7 +46,7 @@ from tests_py.chaos.guarantees import (
     retries_exceeded,
     running_overlaps,
 )
-from tests_py.chaos.harness import DEAD_AFTER_MINUTES, Chaos
+from tests_py.chaos.harness import DEAD_AFTER_MINUTES, Chaos, Runner
 from tests_py.procs import orphan_guard
 from tests_py.redis_server import RedisServer
 from tests_py.test_cpp_runner import ROOT
@@ -75,6 +76,11 @@ class Guarantees(Chaos):
         self.gledger = self.tmp_path / "guarantees.ledger"
         self.acks = self.tmp_path / "acks"
         self.killed_ns: dict[int, int] = {}
+
+    def start(self, runner_cls: str = "CppRunner") -> Runner:
+        runner = super().start(runner_cls)
+        self.slots += WORKERS - harness.WORKERS  # the harness counts its own 2
+        return runner
 
     def env(self, runner_cls: str = "CppRunner") -> dict[str, str]:
         env = super().env(runner_cls)
@@ -305,3 +311,74 @@ def test_registration_concurrency_shares_one_registered_invocation(
         f"guarantees registration-concurrency [{backend}-{mode}]: {calls} calls, "
         f"{len(ids)} invocations, {len(duplicates)} duplicate registrations"
     )
+
+
+@pytest.mark.parametrize("backend,mode", [p for p in PAIRS if p.values[0] == "redis"])
+def test_running_concurrency_holds_through_a_redis_restart(
+    guard: Guarantees, backend: str, mode: str
+) -> None:
+    """The 100 keyed calls are made, then redis-server (AOF, fsync always) is
+    SIGKILLed once 20 bodies started and restarted on the same file a second later:
+    every invocation still ends SUCCESS, and no two bodies of a key overlap. A body
+    may run again only where the outage cut the reply of its RUNNING change (at most
+    one per worker slot)."""
+    assert guard.redis is not None
+    start_runners(guard)
+    acks = guard.acknowledged(guard.clients("keyed"))
+    guard.wait_bodies(20)
+    guard.kill_redis()
+    time.sleep(1.0)
+    guard.redis.start()  # same port, same append-only file
+    restarted = time.monotonic()
+    guard.wait_final(list(acks), timeout=240)
+    every_tag = set(acks.values())
+    figures = check_keyed(guard, acks, every_tag)
+    runs = Counter(e.tag for e in executions(parse(guard.gledger)))
+    again = sum(n - 1 for n in runs.values())
+    assert again <= guard.slots, f"{again} re-runs for {guard.slots} worker slots"
+    print(
+        f"guarantees running-concurrency+redis-restart [{backend}-{mode}]: {len(acks)} "
+        f"invocations, {figures}, all final {time.monotonic() - restarted:.1f} s after "
+        "the restart"
+    )
+
+
+@pytest.mark.parametrize("backend,mode", PAIRS)
+def test_a_sigkilled_runners_work_is_recovered_within_dead_after_and_a_tick(
+    guard: Guarantees, backend: str, mode: str
+) -> None:
+    """A CppRunner SIGKILLed while it runs a 30 s body: the other CppRunner moves that
+    invocation to RUNNING_RECOVERY within dead-after + one heartbeat tick + 1 s of
+    the kill (the figure is printed; the assertion allows 10 s more for a loaded
+    machine), and runs it again."""
+    from tests_py import runner_tasks as rt
+
+    for _ in range(2):
+        guard.start("CppRunner")
+    inv = rt.keyed_order(str(guard.gledger), "slow", "slow", 30.0)
+    guard.wait_bodies(1)
+    (first,) = [s for s in parse(guard.gledger) if s.kind == "start"]
+    victim = next(r for r in guard.runners if r.pgid == first.pgid)
+    killed_at = time.time()
+    guard.kill(victim)
+    recovered = InvocationStatus.RUNNING_RECOVERY
+    state = guard.app.state_backend
+    deadline = time.monotonic() + 60
+    while not any(
+        h.status_record.status == recovered for h in state.get_history(inv.invocation_id)
+    ):
+        assert time.monotonic() < deadline, guard.logs()
+        time.sleep(0.05)
+    row = next(
+        h for h in state.get_history(inv.invocation_id) if h.status_record.status == recovered
+    )
+    took = row.status_record.timestamp.timestamp() - killed_at
+    dead_after = DEAD_AFTER_MINUTES * 60
+    tick = min(dead_after / 4, 5.0)  # CppRunner's default heartbeat tick
+    print(
+        f"guarantees recovery [{backend}-{mode}]: RUNNING_RECOVERY {took:.2f} s after the "
+        f"SIGKILL (dead-after {dead_after:g} s + tick {tick:g} s + 1 s = "
+        f"{dead_after + tick + 1:g} s)"
+    )
+    assert took <= dead_after + tick + 1 + 10, took
+    guard.wait_bodies(2)  # it runs again elsewhere

@@ -27,6 +27,12 @@ Status MemOrchestrator::RegisterHeartbeats(
   return Status::Ok();
 }
 
+Status MemOrchestrator::DeregisterRunners(const std::vector<std::string>& runner_ids) {
+  MutexLock lock(mu_);
+  for (const std::string& id : runner_ids) runners_.erase(id);
+  return Status::Ok();
+}
+
 Result<std::vector<RunnerInfo>> MemOrchestrator::ActiveRunners(
     TimestampUs timeout_us, std::optional<bool> can_run_atomic_service) {
   MutexLock lock(mu_);

@@ -61,6 +61,7 @@ const redis::Script& WaitingScript();
 const redis::Script& ReleaseScript();
 const redis::Script& BlockingScript();
 const redis::Script& HeartbeatScript();
+const redis::Script& DeregisterScript();
 const redis::Script& RunnersScript();
 const redis::Script& PendingRecoveryScript();
 const redis::Script& OwnerDeadScript();
@@ -173,6 +174,7 @@ class RedisOrchestrator final : public Orchestrator {
   Status RegisterHeartbeats(
       const std::vector<std::string>& runner_ids, bool can_run_atomic_service,
       const std::optional<std::vector<std::string>>& consumed_queues) override;
+  Status DeregisterRunners(const std::vector<std::string>& runner_ids) override;
   Result<std::vector<RunnerInfo>> ActiveRunners(
       TimestampUs timeout_us, std::optional<bool> can_run_atomic_service) override;
   Result<std::vector<InvocationId>> PendingForRecovery(TimestampUs max_pending_us) override;

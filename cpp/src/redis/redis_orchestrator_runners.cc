@@ -53,6 +53,11 @@ Status RedisOrchestrator::RegisterHeartbeats(
   return Run(HeartbeatScript(), std::move(args), "register heartbeats").status();
 }
 
+Status RedisOrchestrator::DeregisterRunners(const std::vector<std::string>& runner_ids) {
+  if (runner_ids.empty()) return Status::Ok();
+  return Run(DeregisterScript(), runner_ids, "deregister runners").status();
+}
+
 Result<std::vector<RunnerInfo>> RedisOrchestrator::ActiveRunners(
     TimestampUs timeout_us, std::optional<bool> can_run_atomic_service) {
   const TimestampUs cutoff = clock_->NowMicros() - timeout_us;

@@ -488,6 +488,18 @@ return 1
   return s;
 }
 
+// ARGV: P, runner ids. Forgets each runner's row.
+const Script& DeregisterScript() {
+  static const Script s = Make(R"lua(
+for i = 2, #ARGV do
+  redis.call('DEL', P .. 'runner:' .. ARGV[i])
+  redis.call('ZREM', P .. 'runners', ARGV[i])
+end
+return 1
+)lua");
+  return s;
+}
+
 // ARGV: P. Every runner, creation then id order, flattened (id, c, hb, a, q).
 const Script& RunnersScript() {
   static const Script s = Make(R"lua(

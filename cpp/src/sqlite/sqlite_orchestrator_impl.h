@@ -95,6 +95,7 @@ class SqliteOrchestrator final : public Orchestrator {
   Status RegisterHeartbeats(
       const std::vector<std::string>& runner_ids, bool can_run_atomic_service,
       const std::optional<std::vector<std::string>>& consumed_queues) override;
+  Status DeregisterRunners(const std::vector<std::string>& runner_ids) override;
   Result<std::vector<RunnerInfo>> ActiveRunners(
       TimestampUs timeout_us, std::optional<bool> can_run_atomic_service) override;
   Result<std::vector<InvocationId>> PendingForRecovery(TimestampUs max_pending_us) override;

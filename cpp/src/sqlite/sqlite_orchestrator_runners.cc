@@ -98,6 +98,19 @@ Status SqliteOrchestrator::RegisterHeartbeats(
   });
 }
 
+Status SqliteOrchestrator::DeregisterRunners(const std::vector<std::string>& runner_ids) {
+  if (runner_ids.empty()) return Status::Ok();
+  return db_->Write([&](sqlite::Conn& conn) -> Status {
+    SQ_PREPARE(q, conn, "DELETE FROM orch_runners WHERE app_id = ? AND runner_id = ?");
+    for (const std::string& id : runner_ids) {
+      q.Reset();
+      q.Bind(1, app_id_).Bind(2, id);
+      SQ_RETURN_IF_ERROR(q.Run());
+    }
+    return Status::Ok();
+  });
+}
+
 Result<std::vector<RunnerInfo>> SqliteOrchestrator::ActiveRunners(
     TimestampUs timeout_us, std::optional<bool> can_run_atomic_service) {
   std::vector<RunnerInfo> out;

@@ -61,6 +61,10 @@ class Orchestrator:
         """
         Number of matching invocations.
         """
+    def deregister_runners(self, runner_ids: collections.abc.Sequence[str]) -> None:
+        """
+        Forgets each runner's heartbeat row (a graceful stop); unknown ids are skipped.
+        """
     def existing_invocations(
         self,
         task_key: str,

@@ -18,6 +18,7 @@
 //   set_up_invocation_auto_purge         -> ScheduleAutoPurge
 //   auto_purge                           -> AutoPurge
 //   register_runner_heartbeats           -> RegisterHeartbeats
+//   (a graceful stop, no pynenc equivalent) -> DeregisterRunners
 //   _get_active_runners                  -> ActiveRunners
 //   get_pending_invocations_for_recovery -> PendingForRecovery
 //   _get_running_invocations_for_recovery -> RunningForRecovery
@@ -233,6 +234,12 @@ class Orchestrator {
   virtual Status RegisterHeartbeats(
       const std::vector<std::string>& runner_ids, bool can_run_atomic_service,
       const std::optional<std::vector<std::string>>& consumed_queues) = 0;
+
+  // Forgets each runner's heartbeat row (a runner that stopped gracefully: its
+  // invocations all ended). Unknown ids are skipped. What it still owns then has
+  // an owner with no heartbeat: RunningForRecovery takes its RUNNING invocations
+  // at once, PendingForRecovery its PENDING ones past their age limit.
+  virtual Status DeregisterRunners(const std::vector<std::string>& runner_ids) = 0;
 
   // Runners whose last heartbeat is at or after now - `timeout_us`, optionally
   // only those with the given eligibility; creation time ascending, then id.
