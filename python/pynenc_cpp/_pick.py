@@ -18,7 +18,12 @@ from pynenc.invocation.status import InvocationStatus
 
 from pynenc_cpp._claim import claim_one, defer_or_pend
 from pynenc_cpp._run import RunsInvocations
-from pynenc_cpp.errors import IllegalTransition, OwnershipViolation, to_pynenc_status_error
+from pynenc_cpp.errors import (
+    BackendConnectionError,
+    IllegalTransition,
+    OwnershipViolation,
+    to_pynenc_status_error,
+)
 
 if TYPE_CHECKING:
     from pynenc.identifiers.invocation_id import InvocationId
@@ -71,7 +76,34 @@ class PicksInvocations(RunsInvocations):
         except (IllegalTransition, OwnershipViolation) as exc:
             self._claim_refused(invocation_id, exc)
             return None
+        except BackendConnectionError:
+            # The id has left its queue; the claim may or may not have landed. Once
+            # the storage answers it goes back to a queue, whatever the claim did
+            # (a runner loop that let the error out, as pynenc's do, lost it).
+            self._retried(
+                lambda: self._return_unclaimed(invocation_id, runner_ctx, runner_id),
+                f"invocation:{invocation_id} claim",
+            )
+            return None
         return self._claimed(lifecycle, invocation_id, runner_ctx, claim, invocations_to_reroute)
+
+    def _return_unclaimed(
+        self, invocation_id: InvocationId, runner_ctx: RunnerContext, runner_id: str
+    ) -> None:
+        """Puts an id whose claim lost its connection back in a queue, from its stored
+        status: available for run, routed again (one more queue entry at worst, which
+        a later claim finds not available); PENDING for this runner (the claim landed),
+        rerouted; RUNNING for it (a claim that also started it), KILLED and rerouted."""
+        record = self.get_invocation_status_record(invocation_id)
+        status, mine = record.status, record.runner_id == runner_id
+        if status.is_available_for_run():
+            self.route_invocation(self.app.state_backend.get_invocation(invocation_id))
+        elif status == InvocationStatus.PENDING and mine:
+            self.reroute_invocations({invocation_id}, runner_ctx)
+        elif status == InvocationStatus.RUNNING and mine:
+            self._started.slot = None
+            self.set_invocation_status(invocation_id, InvocationStatus.KILLED, runner_ctx)
+            self.reroute_invocations({invocation_id}, runner_ctx)
 
     def _claim_refused(
         self, invocation_id: InvocationId, exc: IllegalTransition | OwnershipViolation

@@ -79,6 +79,7 @@ from pynenc_cpp._read_ahead import ReadAhead
 from pynenc_cpp._run import _PYNENC_CALL_FROM_DTO, _PYNENC_INV_FROM_DTO
 from pynenc_cpp._submit import compute_args_id, keep_signature, new_invocation_id, record_of
 from pynenc_cpp.errors import (
+    BackendConnectionError,
     IllegalTransition,
     InvocationNotFound,
     OwnershipViolation,
@@ -609,9 +610,15 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
         out: tuple[Any, bool, str | None, list[tuple[Any, bool]]] | Settled
         try:
             if defer:
-                # A claim, as the ungated claim: not ridden out (a lost connection may
-                # have made the change or the deferral; the claim's caller reports it).
-                out = gate()
+                try:
+                    out = gate()
+                except BackendConnectionError:
+                    # The claim may have landed, or its deferral in part: once the
+                    # storage answers, what it holds says what is left to do.
+                    return self._retried(
+                        lambda: self._after_lost_claim(invocation, runner_ctx, runner_id),
+                        f"invocation:{invocation_id} claim",
+                    )
             else:
                 out = self._ride_out(
                     gate,
@@ -630,6 +637,27 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
             return Gated(str(blocker), bool(path))
         self._note_gated(invocation_id, status, runner_id, watched)
         return Gated(None)
+
+    def _after_lost_claim(
+        self, invocation: DistributedInvocation, runner_ctx: RunnerContext, runner_id: str
+    ) -> Gated:
+        """A gated claim whose connection was lost, settled from the stored status: PENDING
+        for this runner, the claim landed (its history row too, but on Redis, where
+        the row is a step of its own); CONCURRENCY_CONTROLLED, the deferral stopped
+        half-way: rerouted now; available for run, the id left its queue with the gate
+        or with the deferral's reroute unrouted: routed again (one more queue entry at
+        worst, which a later claim finds not available). Nothing is lost either way."""
+        invocation_id = invocation.invocation_id
+        record = self.get_invocation_status_record(invocation_id)
+        status = record.status
+        if status == InvocationStatus.PENDING and record.runner_id == runner_id:
+            self._note_gated(invocation_id, status, runner_id, True)
+            return Gated(None)
+        if status == InvocationStatus.CONCURRENCY_CONTROLLED:
+            self.reroute_invocations({invocation_id}, runner_ctx)
+        elif status.is_available_for_run():
+            self.route_invocation(invocation)
+        return Gated("?", deferred=True)
 
     def _started_already(self, invocation_id: InvocationId, runner_ctx: RunnerContext) -> bool:
         """True if this thread's claim already moved ``invocation_id`` to RUNNING for

@@ -76,6 +76,7 @@ class Guarantees(Chaos):
         self.gledger = self.tmp_path / "guarantees.ledger"
         self.acks = self.tmp_path / "acks"
         self.killed_ns: dict[int, int] = {}
+        self.outage = False  # redis-server was killed and restarted
 
     def start(self, runner_cls: str = "CppRunner") -> Runner:
         runner = super().start(runner_cls)
@@ -183,7 +184,7 @@ def check_keyed(guard: Guarantees, acks: dict[str, str], reruns_of: set[str]) ->
     # and its row are two steps (mixed mode: pynenc's own order; Redis: the gate's
     # claim and its row): counted and reported, never an illegal change.
     unrowed = [b for b in bad if b[2].startswith(MISSING)]
-    if guard.killed_ns and (guard.mode == "mixed" or guard.backend == "redis"):
+    if (guard.killed_ns or guard.outage) and (guard.mode == "mixed" or guard.backend == "redis"):
         bad = [b for b in bad if not b[2].startswith(MISSING)]
     assert not bad, f"{bad[:5]}\n{guard.describe(sorted({iid for iid, _, _ in bad})[:3])}"
     deferrals = sum(
@@ -323,10 +324,15 @@ def test_running_concurrency_holds_through_a_redis_restart(
     may run again only where the outage cut the reply of its RUNNING change (at most
     one per worker slot)."""
     assert guard.redis is not None
-    start_runners(guard)
+    # CppRunners only, as the chaos suite's restart: a MultiThreadRunner worker
+    # process that meets the outage in pynenc's own loop dies with what it took
+    # (docs/reliability.md, "Out of scope").
+    for _ in range(2):
+        guard.start("CppRunner")
     acks = guard.acknowledged(guard.clients("keyed"))
     guard.wait_bodies(20)
     guard.kill_redis()
+    guard.outage = True
     time.sleep(1.0)
     guard.redis.start()  # same port, same append-only file
     restarted = time.monotonic()
