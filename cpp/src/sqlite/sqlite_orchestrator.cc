@@ -343,11 +343,30 @@ Result<Orchestrator::GateOutcome> SqliteOrchestrator::GatedTransition(
     if (!index_args.empty()) {
       if (Status st = IndexArguments(id, index_args); !st.ok()) return st;
     }
-    Result<std::vector<InvocationId>> found = GetExistingInvocations(task_id, key_args, blocking);
+    // GetExistingInvocations' query, driven by the status index: the blocking
+    // statuses hold few rows (claimed or running), the task may hold its history.
+    std::string sql =
+        "SELECT i.id FROM orch_invocations i INDEXED BY orch_invocations_status"
+        " WHERE i.app_id = ?1 AND i.task_id = ?2 AND i.id != ?3" +
+        StatusFilter("i.status", blocking);
+    std::vector<std::string> params{task_id.str(), id.str()};
+    for (const auto& [key, value] : key_args) {
+      const std::string k = std::to_string(params.size() + 2);
+      const std::string v = std::to_string(params.size() + 3);
+      sql +=
+          " AND EXISTS (SELECT 1 FROM orch_args a WHERE a.app_id = ?1 AND a.invocation_id = i.id"
+          " AND a.key = ?" +
+          k + " AND a.value = ?" + v + ")";
+      params.push_back(key);
+      params.push_back(value);
+    }
+    sql += " ORDER BY i.seq LIMIT 1";
+    Result<std::vector<InvocationId>> found = SelectIds(sql, [&](sqlite::Stmt& q) {
+      for (std::size_t i = 0; i < params.size(); ++i) q.Bind(static_cast<int>(i) + 2, params[i]);
+    });
     if (!found.ok()) return found.status();
-    for (const InvocationId& other : found.value()) {
-      if (other == id) continue;
-      out.blocker = other;
+    if (!found.value().empty()) {
+      out.blocker = found.value().front();
       out.record = current.value();
       return Status::Ok();
     }
