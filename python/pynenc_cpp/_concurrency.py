@@ -18,6 +18,7 @@ pynenc asks it, and its answer is acted on in a separate step.
 from __future__ import annotations
 
 import threading
+from abc import abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -71,7 +72,7 @@ class ConcurrencyGate(BaseOrchestrator):
         return (
             cls.is_candidate_to_run_by_concurrency_control is _PYNENC_CANDIDATE
             and cls._is_authorize_by_concurrency_control is _PYNENC_CORE
-            and type(self).is_authorize_to_run_by_concurrency_control
+            and cls.is_authorize_to_run_by_concurrency_control
             is ConcurrencyGate.is_authorize_to_run_by_concurrency_control
             and "is_candidate_to_run_by_concurrency_control" not in own
             and "is_authorize_to_run_by_concurrency_control" not in own
@@ -128,6 +129,7 @@ class ConcurrencyGate(BaseOrchestrator):
             )
         return gated
 
+    @abstractmethod
     def _gated_step(
         self,
         invocation: DistributedInvocation,
@@ -140,7 +142,6 @@ class ConcurrencyGate(BaseOrchestrator):
     ) -> Gated:
         """The engine step of ``gate_running_concurrency``: the blocker's id, or none
         with this thread's note of the change left for ``set_invocation_status``."""
-        raise NotImplementedError
 
     def _note_gated(
         self, invocation_id: str, status: InvocationStatus, runner_id: str, payload: Any
