@@ -6,6 +6,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -64,6 +66,14 @@ auto WithoutGil(Fn&& fn) {
     return fn();
   }();
   return Unwrap(std::move(result));
+}
+
+// A wait's `timeout_sec` from Python in microseconds: negative means no wait,
+// longer than ~31 years means "forever" (no overflow). Raises for NaN.
+inline TimestampUs TimeoutMicros(double timeout_sec) {
+  if (std::isnan(timeout_sec)) throw EngineException(Status::InvalidArgument("timeout_sec is NaN"));
+  constexpr double kMaxUs = 1e15;
+  return static_cast<TimestampUs>(std::max(std::min(timeout_sec * 1e6, kMaxUs), -1.0));
 }
 
 // The constructor every port class exposes: (uri, app_id) -> Open<Port>(config).

@@ -356,12 +356,7 @@ void InitLifecycle(py::module_& m) {
           "wait_any_final",
           [](Lifecycle& l, std::vector<InvocationId> ids, double timeout_sec,
              std::size_t max_result_bytes) -> py::object {
-            if (std::isnan(timeout_sec)) {
-              throw EngineException(Status::InvalidArgument("timeout_sec is NaN"));
-            }
-            constexpr double kMaxUs = 1e15;  // ~31 years: "forever" without overflow
-            const double us = std::min(timeout_sec * 1e6, kMaxUs);
-            const auto timeout_us = static_cast<TimestampUs>(std::max(us, -1.0));
+            const TimestampUs timeout_us = TimeoutMicros(timeout_sec);
             std::optional<FinalWait> got =
                 WithoutGil([&] { return l.WaitAnyFinal(ids, timeout_us, max_result_bytes); });
             if (!got) return py::none();

@@ -93,12 +93,7 @@ void InitOrchestrator(py::module_& m) {
           "wait_any_final",
           [](Orchestrator& o, std::vector<InvocationId> ids,
              double timeout_sec) -> std::optional<InvocationId> {
-            if (std::isnan(timeout_sec)) {
-              throw EngineException(Status::InvalidArgument("timeout_sec is NaN"));
-            }
-            constexpr double kMaxUs = 1e15;  // ~31 years: "forever" without overflow
-            const double us = std::min(timeout_sec * 1e6, kMaxUs);
-            const auto timeout_us = static_cast<TimestampUs>(std::max(us, -1.0));
+            const TimestampUs timeout_us = TimeoutMicros(timeout_sec);
             return WithoutGil([&] { return o.WaitAnyFinal(ids, timeout_us); });
           },
           py::arg("invocation_ids"), py::arg("timeout_sec"),

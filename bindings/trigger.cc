@@ -2,6 +2,8 @@
 // Registrations and conversions only. Values travel as plain Python values:
 // ids and JSON as str, timestamps as int microseconds since the epoch (UTC),
 // rows as tuples documented on each method.
+#include <utility>
+
 #include "conversions.h"
 #include "init.h"
 #include "pynenc_cpp/ports/trigger_store.h"
@@ -139,7 +141,26 @@ void InitConditionsAndTriggers(py::class_<TriggerStore, std::shared_ptr<TriggerS
           [](TriggerStore& s, std::vector<std::string> ids) {
             WithoutGil([&] { return s.ClearValidConditions(ids); });
           },
-          py::arg("valid_condition_ids"), "Removes the named valid conditions (unknown ignored).");
+          py::arg("valid_condition_ids"), "Removes the named valid conditions (unknown ignored).")
+      .def(
+          "wait_valid_conditions",
+          [](TriggerStore& s, std::string cursor, double timeout_sec) {
+            const TimestampUs timeout_us = TimeoutMicros(timeout_sec);
+            const bool woken =
+                WithoutGil([&] { return s.WaitValidConditions(&cursor, timeout_us); });
+            return std::make_pair(woken, cursor);
+          },
+          py::arg("cursor"), py::arg("timeout_sec"),
+          "(woken, cursor): blocks (GIL released) until valid conditions are recorded\n"
+          "by any process after the previous call with `cursor` returned, or until\n"
+          "`timeout_sec` passes. Start with cursor '' (that call arms the watch and\n"
+          "returns at once) and pass the returned cursor to the next call.")
+      .def(
+          "nudge_valid_conditions_waiter",
+          [](TriggerStore& s, std::string cursor) {
+            WithoutGil([&] { return s.NudgeValidConditionsWaiter(cursor); });
+          },
+          py::arg("cursor"), "Ends the current or next wait of `cursor` early (it returns woken).");
 }
 
 void InitCronAndClaims(py::class_<TriggerStore, std::shared_ptr<TriggerStore>>& c) {

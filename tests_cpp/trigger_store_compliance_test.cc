@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <limits>
 #include <memory>
 #include <string>
@@ -883,6 +884,82 @@ TEST(TriggerStoreRedisTest, OpeningAClosedPortFails) {
   ASSERT_FALSE(opened.ok());
   EXPECT_EQ(opened.status().code(), ErrorCode::kBackendFailure);
   EXPECT_NE(opened.status().message().find("127.0.0.1:" + std::to_string(port)), std::string::npos);
+}
+
+// ---- Wake-ups of the trigger loop ------------------------------------------
+
+constexpr TimestampUs kShortWaitUs = 20'000;
+constexpr TimestampUs kLongWaitUs = 30 * kSec;  // ends early or the test fails
+
+// The first wait arms the watch and returns at once; a recording made while
+// nobody waits is remembered for the next wait, once; an empty recording wakes
+// nobody.
+TYPED_TEST(TriggerStoreCompliance, ValidConditionsWaitRemembersARecording) {
+  TriggerStore& store = *this->store_;
+  std::string cursor;
+  ASSERT_TRUE(store.WaitValidConditions(&cursor, kLongWaitUs).value());
+  EXPECT_FALSE(cursor.empty());
+  EXPECT_FALSE(store.WaitValidConditions(&cursor, kShortWaitUs).value());
+  ASSERT_TRUE(store.RecordValidConditions({{"v", "j"}}).ok());
+  EXPECT_TRUE(store.WaitValidConditions(&cursor, kLongWaitUs).value());
+  EXPECT_FALSE(store.WaitValidConditions(&cursor, kShortWaitUs).value());
+  ASSERT_TRUE(store.RecordValidConditions({}).ok());
+  EXPECT_FALSE(store.WaitValidConditions(&cursor, 0).value());
+  // Clearing is not a recording.
+  ASSERT_TRUE(store.ClearValidConditions({"v"}).ok());
+  EXPECT_FALSE(store.WaitValidConditions(&cursor, kShortWaitUs).value());
+}
+
+// A waiter blocked in the wait is woken by a recording made meanwhile, and by a
+// nudge (a stopping runner); two waiters are both woken by one recording.
+TYPED_TEST(TriggerStoreCompliance, ValidConditionsWaitWakesEveryWaiter) {
+  TriggerStore& store = *this->store_;
+  std::string a, b;
+  ASSERT_TRUE(store.WaitValidConditions(&a, 0).value());
+  ASSERT_TRUE(store.WaitValidConditions(&b, 0).value());
+  std::atomic<int> woken{0};
+  std::thread other([&] {
+    std::string cursor = b;
+    if (store.WaitValidConditions(&cursor, kLongWaitUs).value()) ++woken;
+  });
+  std::thread recorder([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(store.RecordValidConditions({{"v", "j"}}).ok());
+  });
+  if (store.WaitValidConditions(&a, kLongWaitUs).value()) ++woken;
+  recorder.join();
+  other.join();
+  EXPECT_EQ(woken.load(), 2);
+
+  std::thread nudger([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(store.NudgeValidConditionsWaiter(a).ok());
+  });
+  EXPECT_TRUE(store.WaitValidConditions(&a, kLongWaitUs).value());
+  nudger.join();
+  EXPECT_TRUE(store.NudgeValidConditionsWaiter("").ok());  // nobody armed: nothing to do
+}
+
+// Another store on the same location (another process, on a durable backend)
+// wakes this one's waiter.
+TYPED_TEST(TriggerStoreDurable, ValidConditionsWaitIsWokenByAnotherStore) {
+  std::unique_ptr<TriggerStore> other = this->Open();
+  ASSERT_NE(other, nullptr);
+  std::string cursor;
+  ASSERT_TRUE(this->store_->WaitValidConditions(&cursor, 0).value());
+  std::thread recorder([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(other->RecordValidConditions({{"v", "j"}}).ok());
+  });
+  EXPECT_TRUE(this->store_->WaitValidConditions(&cursor, kLongWaitUs).value());
+  recorder.join();
+  // Another app on the same location does not wake it.
+  std::unique_ptr<TriggerStore> stranger = this->Open("other-app");
+  ASSERT_NE(stranger, nullptr);
+  ASSERT_TRUE(stranger->RecordValidConditions({{"v", "j"}}).ok());
+  if (std::is_same_v<TypeParam, testing::RedisBackend>) {
+    EXPECT_FALSE(this->store_->WaitValidConditions(&cursor, kShortWaitUs).value());
+  }
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // cron last executions, trigger-run claims and the full purge. Events live in
 // mem_trigger_store_events.cc, runs and retention in mem_trigger_store_runs.cc.
 #include <algorithm>
+#include <chrono>
+#include <string>
 
 #include "mem/mem_trigger_store_impl.h"
 #include "pynenc_cpp/core/thread_annotations.h"
@@ -156,6 +158,41 @@ Status MemTriggerStore::RecordValidConditions(const std::vector<IdJson>& valid_c
     }
     it->second.json = vc.json;
   }
+  if (!valid_conditions.empty()) {
+    ++valid_recorded_;
+    wake_cv_.notify_all();
+  }
+  return Status::Ok();
+}
+
+Result<bool> MemTriggerStore::WaitValidConditions(std::string* cursor, TimestampUs timeout_us) {
+  UniqueLock lock(mu_);
+  const std::string now = std::to_string(valid_recorded_);
+  if (cursor->empty()) {
+    *cursor = now;
+    return true;
+  }
+  if (*cursor == now) {
+    // Longer waits are clamped (no time_point overflow): ~31 years.
+    constexpr TimestampUs kMaxWaitUs = 1'000'000'000'000'000;
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::microseconds(std::clamp<TimestampUs>(timeout_us, 0, kMaxWaitUs));
+    const std::uint64_t seen = valid_recorded_;
+    wake_cv_.wait_until(lock.native(), deadline, [&]() PYNENC_REQUIRES(mu_) {
+      return valid_recorded_ != seen;
+    });
+  }
+  const std::string after = std::to_string(valid_recorded_);
+  const bool woken = after != *cursor;
+  *cursor = after;
+  return woken;
+}
+
+Status MemTriggerStore::NudgeValidConditionsWaiter(const std::string& cursor) {
+  (void)cursor;  // one process: every waiter of this store wakes
+  MutexLock lock(mu_);
+  ++valid_recorded_;
+  wake_cv_.notify_all();
   return Status::Ok();
 }
 

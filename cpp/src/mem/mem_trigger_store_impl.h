@@ -7,6 +7,7 @@
 // call is atomic with respect to every other call on the same object.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -86,6 +87,8 @@ class MemTriggerStore final : public TriggerStore {
   Status RecordValidConditions(const std::vector<IdJson>& valid_conditions) override;
   Result<std::vector<IdJson>> ValidConditions() override;
   Status ClearValidConditions(const std::vector<std::string>& valid_condition_ids) override;
+  Result<bool> WaitValidConditions(std::string* cursor, TimestampUs timeout_us) override;
+  Status NudgeValidConditionsWaiter(const std::string& cursor) override;
   Result<std::optional<TimestampUs>> LastCronExecution(const std::string& condition_id) override;
   Result<bool> StoreLastCronExecution(const std::string& condition_id, TimestampUs execution_us,
                                       CronExpectation expected) override;
@@ -161,6 +164,10 @@ class MemTriggerStore final : public TriggerStore {
   // Valid conditions, in recording order.
   std::unordered_map<std::string, ValidConditionEntry> valid_conditions_ PYNENC_GUARDED_BY(mu_);
   std::map<std::uint64_t, std::string> valid_order_ PYNENC_GUARDED_BY(mu_);
+  // Bumped (under mu_) by each RecordValidConditions and nudge, with a
+  // notification of wake_cv_: what WaitValidConditions' cursor holds.
+  std::uint64_t valid_recorded_ PYNENC_GUARDED_BY(mu_) = 0;
+  std::condition_variable wake_cv_;
 
   // Cron last executions and trigger-run claims (claim expirations).
   std::unordered_map<std::string, TimestampUs> cron_ PYNENC_GUARDED_BY(mu_);

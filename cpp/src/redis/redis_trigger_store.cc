@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "redis/redis_orchestrator_impl.h"
 #include "redis/redis_trigger_store_impl.h"
 
 namespace pynenc_cpp {
@@ -44,6 +45,17 @@ while i <= #ARGV do
     if not redis.call('ZSCORE', ARGV[i + 1], ARGV[i + 2]) then
       redis.call('ZADD', ARGV[i + 1], redis.call('INCR', ARGV[i + 3]), ARGV[i + 2])
     end
+  elseif op == 'WAKE' then
+    -- WAKE waiters note-prefix: one note on each live waiter's list (a list of
+    -- at most one note: a waiter needs to know that, not how often).
+    local t = redis.call('TIME')
+    redis.call('ZREMRANGEBYSCORE', ARGV[i + 1], '-inf', t[1] * 1000 + math.floor(t[2] / 1000))
+    for _, w in ipairs(redis.call('ZRANGE', ARGV[i + 1], 0, -1)) do
+      local nk = ARGV[i + 2] .. w
+      redis.call('LPUSH', nk, '1')
+      redis.call('LTRIM', nk, 0, 0)
+      redis.call('PEXPIRE', nk, 60000)
+    end
   elseif op == 'HINCRDEL' then
     if redis.call('HINCRBY', ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) <= 0 then
       redis.call('HDEL', ARGV[i + 1], ARGV[i + 2])
@@ -53,6 +65,14 @@ while i <= #ARGV do
   end
   i = i + n
 end
+return 1
+)lua");
+
+// A valid-conditions waiter's registration: KEYS[1] the waiters' sorted set;
+// ARGV: token, ttl ms. Kept (on Redis' clock) for ttl ms.
+const redis::Script kWatch(R"lua(
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[1], t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[2]), ARGV[1])
 return 1
 )lua");
 
@@ -424,7 +444,52 @@ Status RedisTriggerStore::RecordValidConditions(const std::vector<IdJson>& valid
     c.Op({"ZADDSEQ", K("vc_order"), vc.id, K("seq")});
     c.Op({"HSET", K("vc"), vc.id, vc.json});
   }
+  c.Op({"WAKE", K("vc_waiters"), K("vc_note:")});  // wakes WaitValidConditions
   Result<bool> r = Apply(c);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+Result<bool> RedisTriggerStore::WaitValidConditions(std::string* cursor, TimestampUs timeout_us) {
+  // A registration outlives one block by this much, so a waiter busy with the
+  // valid conditions it was woken for still gets the notes recorded meanwhile.
+  constexpr std::int64_t kWatchSlackMs = 60'000;
+  // One BLPOP blocks at most this long (the registration is renewed after it).
+  constexpr std::int64_t kMaxBlockMs = 10'000;
+  const bool first = cursor->empty();
+  if (first) *cursor = redis_orchestrator::NewWaitToken();
+  const std::int64_t block_ms =
+      first ? 0 : std::clamp<std::int64_t>(timeout_us / 1000, 0, kMaxBlockMs);
+  Result<Value> watched =
+      client_->Eval(kWatch, {K("vc_waiters")}, {*cursor, std::to_string(block_ms + kWatchSlackMs)});
+  if (!watched.ok()) return watched.status();
+  if (watched.value().is_error()) {
+    return Status::BackendFailure("redis at " + client_->Describe() +
+                                  ": watch for valid conditions failed: " + watched.value().str);
+  }
+  if (first) return true;
+  const std::string note = K("vc_note:" + *cursor);
+  if (block_ms <= 0) {
+    Result<Value> got = client_->Command({"LPOP", note});
+    if (!got.ok()) return got.status();
+    return !got.value().is_nil() && !got.value().is_error();
+  }
+  // BLPOP's timeout is in seconds (decimals allowed since Redis 6).
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(block_ms) / 1000.0);
+  Result<Value> got = client_->BlockingCommand({"BLPOP", note, secs}, block_ms);
+  if (!got.ok()) return got.status();
+  if (got.value().is_error()) {
+    return Status::BackendFailure("redis at " + client_->Describe() +
+                                  ": wait for valid conditions failed: " + got.value().str);
+  }
+  return got.value().type == Value::Type::kArray;
+}
+
+Status RedisTriggerStore::NudgeValidConditionsWaiter(const std::string& cursor) {
+  if (cursor.empty()) return Status::Ok();
+  const std::string note = K("vc_note:" + cursor);
+  Result<std::vector<Value>> r = client_->Pipeline(
+      {{"LPUSH", note, "1"}, {"LTRIM", note, "0", "0"}, {"PEXPIRE", note, "60000"}});
   return r.ok() ? Status::Ok() : r.status();
 }
 

@@ -126,6 +126,8 @@ class RedisTriggerStore final : public TriggerStore {
   Status RecordValidConditions(const std::vector<IdJson>& valid_conditions) override;
   Result<std::vector<IdJson>> ValidConditions() override;
   Status ClearValidConditions(const std::vector<std::string>& valid_condition_ids) override;
+  Result<bool> WaitValidConditions(std::string* cursor, TimestampUs timeout_us) override;
+  Status NudgeValidConditionsWaiter(const std::string& cursor) override;
   Result<std::optional<TimestampUs>> LastCronExecution(const std::string& condition_id) override;
   Result<bool> StoreLastCronExecution(const std::string& condition_id, TimestampUs execution_us,
                                       CronExpectation expected) override;

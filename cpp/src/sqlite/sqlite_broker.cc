@@ -186,6 +186,7 @@ class SqliteBroker final : public Broker {
     // route slot (other processes' waiters re-check their queue and sleep again).
     std::uint64_t routes = ~std::uint64_t{0};
     routes &= ~(std::uint64_t{1} << WakeBoard::kFinalSlot);
+    routes &= ~(std::uint64_t{1} << WakeBoard::kValidConditionsSlot);
     db_->wake().Wake(routes);
   }
 

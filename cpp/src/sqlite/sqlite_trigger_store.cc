@@ -22,6 +22,8 @@
 // run_time_us = COALESCE(executed_at_us, claimed_at_us); NULL sorts first, as
 // the port's "runs without a time sort first" requires.
 #include <algorithm>
+#include <chrono>
+#include <string>
 #include <unordered_set>
 
 #include "sqlite/sqlite_trigger_store_impl.h"
@@ -333,6 +335,7 @@ Result<std::int64_t> SqliteTriggerStore::CleanTaskTriggers(const std::string& ta
 Status SqliteTriggerStore::RecordValidConditions(const std::vector<IdJson>& valid_conditions) {
   if (valid_conditions.empty()) return Status::Ok();
   return db_->Write([&](Conn& c) -> Status {
+    c.Notify(WakeBoard::kValidConditionsSlot);  // wakes WaitValidConditions, here or elsewhere
     for (const IdJson& vc : valid_conditions) {
       Status s = Exec(c,
                       "INSERT INTO trig_valid_conditions (app_id, valid_condition_id, json) "
@@ -343,6 +346,36 @@ Status SqliteTriggerStore::RecordValidConditions(const std::vector<IdJson>& vali
     }
     return Status::Ok();
   });
+}
+
+Result<bool> SqliteTriggerStore::WaitValidConditions(std::string* cursor,
+                                                     TimestampUs timeout_us) {
+  WakeBoard& board = db_->wake();
+  constexpr int kSlot = WakeBoard::kValidConditionsSlot;
+  if (cursor->empty()) {
+    *cursor = std::to_string(board.Seq(kSlot));
+    return true;
+  }
+  // Longer waits are clamped (no time_point overflow): ~31 years.
+  constexpr TimestampUs kMaxWaitUs = 1'000'000'000'000'000;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::microseconds(std::clamp<TimestampUs>(timeout_us, 0, kMaxWaitUs));
+  const std::string seen = *cursor;
+  while (true) {
+    const std::uint32_t now = board.Seq(kSlot);
+    if (std::to_string(now) != seen) {
+      *cursor = std::to_string(now);
+      return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    board.Wait(kSlot, now, deadline);
+  }
+}
+
+Status SqliteTriggerStore::NudgeValidConditionsWaiter(const std::string& cursor) {
+  (void)cursor;  // the slot is shared: every waiter on this file wakes and reads again
+  db_->wake().Wake(std::uint64_t{1} << WakeBoard::kValidConditionsSlot);
+  return Status::Ok();
 }
 
 Result<std::vector<IdJson>> SqliteTriggerStore::ValidConditions() {

@@ -24,6 +24,7 @@ namespace sqlite_trigger {
 
 using sqlite::Conn;
 using sqlite::Stmt;
+using sqlite::WakeBoard;
 
 // Binds a statement's parameters.
 using Binder = std::function<void(Stmt&)>;
@@ -68,6 +69,8 @@ class SqliteTriggerStore final : public TriggerStore {
   Status RecordValidConditions(const std::vector<IdJson>& valid_conditions) override;
   Result<std::vector<IdJson>> ValidConditions() override;
   Status ClearValidConditions(const std::vector<std::string>& valid_condition_ids) override;
+  Result<bool> WaitValidConditions(std::string* cursor, TimestampUs timeout_us) override;
+  Status NudgeValidConditionsWaiter(const std::string& cursor) override;
   Result<std::optional<TimestampUs>> LastCronExecution(const std::string& condition_id) override;
   Result<bool> StoreLastCronExecution(const std::string& condition_id, TimestampUs execution_us,
                                       CronExpectation expected) override;

@@ -54,7 +54,7 @@ int WakeBoard::QueueSlot(std::string_view app_id, std::string_view queue) {
   mix(app_id);
   h = (h ^ 0xff) * 1099511628211ull;
   mix(queue);
-  return 1 + static_cast<int>(h % (kSlots - 1));
+  return 1 + static_cast<int>(h % (kSlots - 2));  // 1..62
 }
 
 std::unique_ptr<WakeBoard> WakeBoard::Open(const std::string& db_path) {

@@ -36,9 +36,11 @@ inline constexpr int kWakeSafetyPollMs = 5000;
 class WakeBoard {
  public:
   static constexpr int kSlots = 64;
-  // Slot 0: an invocation reached a final status. Slots 1..63: broker routes,
-  // by a hash of (app id, queue).
+  // Slot 0: an invocation reached a final status. Slot 63: trigger valid
+  // conditions were recorded (TriggerStore::WaitValidConditions). Slots 1..62:
+  // broker routes, by a hash of (app id, queue).
   static constexpr int kFinalSlot = 0;
+  static constexpr int kValidConditionsSlot = kSlots - 1;
   static int QueueSlot(std::string_view app_id, std::string_view queue);
 
   // The board of the database at `db_path` (never null: falls back to a

@@ -151,6 +151,10 @@ class TriggerStore:
         """
         Links the invocation to each event once, atomically.
         """
+    def nudge_valid_conditions_waiter(self, cursor: str) -> None:
+        """
+        Ends the current or next wait of `cursor` early (it returns woken).
+        """
     def purge(self) -> None:
         """
         Drops all trigger data of this store.
@@ -269,4 +273,13 @@ class TriggerStore:
     def valid_conditions(self) -> list[tuple[str, str]]:
         """
         (valid_condition_id, json) pairs, in recording order.
+        """
+    def wait_valid_conditions(
+        self, cursor: str, timeout_sec: typing.SupportsFloat | typing.SupportsIndex
+    ) -> tuple[bool, str]:
+        """
+        (woken, cursor): blocks (GIL released) until valid conditions are recorded
+        by any process after the previous call with `cursor` returned, or until
+        `timeout_sec` passes. Start with cursor '' (that call arms the watch and
+        returns at once) and pass the returned cursor to the next call.
         """

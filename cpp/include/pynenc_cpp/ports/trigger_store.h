@@ -209,6 +209,21 @@ class TriggerStore {
   // Removes the named valid conditions; unknown ids are ignored.
   virtual Status ClearValidConditions(const std::vector<std::string>& valid_condition_ids) = 0;
 
+  // ---- Wake-ups of the trigger loop ----------------------------------------
+  // Blocks until valid conditions are recorded (RecordValidConditions, by any
+  // process on the same store) after the previous call with this `cursor`
+  // returned, or until `timeout_us` passes (<= 0: no wait). `cursor` is the
+  // caller's own watch: start with "" (that call only arms the watch and
+  // returns true at once, so the caller reads the valid conditions first) and
+  // pass what each call leaves in it. A recording made while the caller is not
+  // waiting is remembered for its next call, so none is missed between a read
+  // and the wait after it. True when woken (a spurious wake is allowed: the
+  // caller reads again), false when the timeout passed.
+  virtual Result<bool> WaitValidConditions(std::string* cursor, TimestampUs timeout_us) = 0;
+  // Ends the current (or next) wait of `cursor` early, as a wake-up would:
+  // for a runner that stops. Other waiters may wake spuriously.
+  virtual Status NudgeValidConditionsWaiter(const std::string& cursor) = 0;
+
   // ---- Cron and claims -----------------------------------------------------
   virtual Result<std::optional<TimestampUs>> LastCronExecution(const std::string& condition_id) = 0;
   // Compare-and-set: stores `execution_us` and returns true iff the current
