@@ -266,6 +266,17 @@ def test_retention_primitives(trigger: CppMemTrigger) -> None:
     assert trigger.get_trigger_run("r-new") is not None
 
 
+def test_a_recorded_trigger_run_is_not_claimed_again(trigger: CppMemTrigger) -> None:
+    """A run whose record is stored (its task was started) cannot be claimed once
+    its claim expired: a runner that died before clearing the valid condition does
+    not make the trigger fire twice."""
+    assert trigger.claim_trigger_run("r", expiration_seconds=0)
+    assert trigger.claim_trigger_run("r", expiration_seconds=0)  # expired: claimable
+    trigger.store_trigger_run(TriggerRunRecord("r", "t", "tasks.x", "and"))
+    assert trigger.claim_trigger_run("r", expiration_seconds=0) is False
+    assert trigger.claim_trigger_run("other", expiration_seconds=0)
+
+
 def test_purge_clears_engine_state(trigger: CppMemTrigger) -> None:
     trigger.register_condition(EventCondition("e", create_argument_filter(None)))
     trigger.store_event(EventRecord("e1", "e"))

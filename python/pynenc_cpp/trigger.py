@@ -176,6 +176,18 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
         )
 
     def claim_trigger_run(self, trigger_run_id: str, expiration_seconds: int = 60) -> bool:
+        """pynenc's claim, and never of a run already recorded.
+
+        pynenc's loop claims a run, starts its task, records the run
+        (``store_trigger_run``) and then clears the valid conditions it used. A
+        runner that dies after the record and before the clear leaves the valid
+        condition behind; once the claim expires, the next loop would claim the
+        same run id and start the task again. A recorded run is not claimed again,
+        so the window that remains is the one between starting the task and
+        recording the run (``docs/reliability.md``).
+        """
+        if self._engine.get_trigger_run(trigger_run_id) is not None:
+            return False
         return self._engine.claim_trigger_run(trigger_run_id, int(expiration_seconds))
 
     def _purge(self) -> None:
