@@ -4,7 +4,8 @@ N worker threads, each with one persistent Python thread state, block on the
 engine broker with the GIL released and take the GIL only to claim and run an
 invocation. A C++ timer thread sends heartbeats, runs the management duties
 (pynenc's atomic services: trigger loop and recovery) and the task-timeout
-watchdog. Select it like any pynenc runner::
+watchdog; a thread runs the trigger loop whenever the store records a valid
+condition or a cron slot comes (``_trigger_wake``). Select it like any pynenc runner::
 
     app = PynencBuilder().app_id("a").cpp_sqlite(path="a.db").cpp_runner(workers=4).build()
     app.runner.run()                        # or: pynenc --app mod.app runner start
@@ -43,6 +44,7 @@ from pynenc_cpp._recovery import DeadRunnerRecovery
 from pynenc_cpp._result_wait import ResultWaits
 from pynenc_cpp._signal_wake import watch_signals
 from pynenc_cpp._timeouts import TimeoutRecords
+from pynenc_cpp._trigger_wake import TriggerWake
 from pynenc_cpp.native import CppNativeOrchestrator
 
 #: The longest heartbeat tick when ``cpp_runner_heartbeat_interval_sec`` is 0: the
@@ -150,6 +152,13 @@ class ConfigCppRunner(ConfigRunner):
         A claimed invocation's RUNNING change is its run's own operation, and one
         held longer than pynenc's ``max_pending_seconds`` (a long task ahead of it)
         is recovered and run elsewhere (``docs/runner.md``).
+    :cvar ConfigField[bool] cpp_runner_trigger_wake:
+        Runs pynenc's trigger loop when the store records a valid condition (a
+        status, result or exception a trigger watches, ``emit_event``) and at each
+        cron slot, on a thread of the runner, instead of only on pynenc's atomic
+        service (``atomic_service_check_interval_minutes``). True (default) with a
+        pynenc-cpp trigger; False: triggers fire on the atomic service only.
+        Cron conditions still need pynenc's ``enable_scheduler`` (``docs/trigger_store.md``).
     """
 
     cpp_runner_workers = ConfigField(0)
@@ -161,6 +170,7 @@ class ConfigCppRunner(ConfigRunner):
     cpp_runner_metrics_addr = ConfigField("127.0.0.1")
     cpp_runner_take_ahead = ConfigField(True)
     cpp_runner_prefetch = ConfigField(1)
+    cpp_runner_trigger_wake = ConfigField(True)
 
 
 def runner_intervals(app: Pynenc, conf: ConfigCppRunner) -> tuple[float, float]:
@@ -187,6 +197,7 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
     ) -> None:
         self._engine: Any = None
         self._metrics_server: Any = None
+        self._trigger_wake: TriggerWake | None = None
         self._stop_requests = 0
         self._abort_deadline: float | None = None
         self._grace_deadline: float | None = None
@@ -204,6 +215,7 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         state: dict[str, Any] = super().__getstate__()
         state["_engine"] = None
         state["_metrics_server"] = None
+        state["_trigger_wake"] = None
         state["_unrecorded_timeouts"] = {}
         state.pop("_unrecorded_lock", None)
         state.pop("_wait_memo", None)  # a threading.local: per process, rebuilt lazily
@@ -277,6 +289,9 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         timeout = float(self.conf.cpp_runner_task_timeout_sec)
         if timeout < 0:
             raise ValueError(f"cpp_runner_task_timeout_sec={timeout!r}: expected >= 0")
+        wake_on = self.conf.cpp_runner_trigger_wake
+        if not isinstance(wake_on, bool):
+            raise ValueError(f"cpp_runner_trigger_wake={wake_on!r}: expected a bool")
         heartbeat, management = self._intervals()
         broker = self._engine_broker()
         queues = list(self.conf.queues or self.app.broker.conf.queues)
@@ -324,10 +339,22 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         )
         self._engine.start()
         _LIVE_RUNNERS.add(self)
+        self._start_trigger_wake()
         self.logger.info(
             f"CppRunner:{self.runner_id} started {self.workers} workers on queues {queues} "
             f"({'engine broker, blocking' if broker is not None else 'polling ' + type(self.app.broker).__name__})"
         )
+
+    def _start_trigger_wake(self) -> None:
+        if self.conf.cpp_runner_trigger_wake:
+            self._trigger_wake = TriggerWake.for_runner(self)
+            if self._trigger_wake is not None:
+                self._trigger_wake.start()
+
+    def _stop_trigger_wake(self) -> None:
+        wake, self._trigger_wake = self._trigger_wake, None
+        if wake is not None:
+            wake.stop()
 
     def run(self) -> None:
         """Starts the engine and waits for it in C++ (GIL released, signals handled)."""
@@ -384,6 +411,7 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         self._stop_requests += 1
         if self._engine is None:
             return
+        self._stop_trigger_wake()  # a stopping runner fires no more triggers
         grace = float(self.conf.cpp_runner_stop_grace_sec)
         if self._stop_requests == 1 and grace != 0:
             self.logger.info(
@@ -427,6 +455,7 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         engine.nudge()  # run() waits for the new deadline
 
     def _on_stop(self) -> None:
+        self._stop_trigger_wake()
         engine = self._engine
         if engine is None:
             return

@@ -1,0 +1,214 @@
+"""A ``CppRunner``'s trigger loop, woken by the engine instead of a timer.
+
+pynenc fires triggers in ``BaseTrigger.trigger_loop_iteration``, which its runners
+call from the atomic service: every ``atomic_service_check_interval_minutes`` (5 by
+default), spread over the runners. A status trigger then fires minutes after its
+event, and a ``* * * * *`` cron task runs a few times in ten minutes.
+
+``TriggerWake`` runs pynenc's own loop body (``_process_loop_iteration``: cron check,
+valid conditions, trigger-run claims, ``execute_task``, run records) on a thread of
+its own, at the moments it can have work:
+
+* when valid conditions are recorded by any process on the store (a status, result
+  or exception report, ``emit_event``): the engine's ``wait_valid_conditions``
+  blocks with the GIL released and returns when ``record_valid_conditions`` runs
+  anywhere (SQLite: the file's wake board; Redis: a note per waiter; memory: a
+  condition variable). A recording made while the loop is busy is remembered, so
+  none is missed between a read and the next wait;
+* when a cron condition is next due by pynenc's rules (its next slot, or the end
+  of its ``min_interval_seconds`` after a late run: ``next_cron_time``), when
+  pynenc's ``enable_scheduler`` is on;
+* every ``_IDLE_CHECK_SEC`` otherwise, which also picks up new cron conditions.
+
+Every runner of the app runs it: which one fires a trigger is decided as in pynenc,
+by the store's atomic ``claim_trigger_run`` and ``store_last_cron_execution``, so
+each event and cron slot fires once however many runners are woken. pynenc's atomic
+service still runs its own iteration (and the event purge) on its interval.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from croniter import croniter
+from pynenc.orchestrator.atomic_service import AtomicServiceRun
+from pynenc.trigger.conditions import CronCondition, CronContext, ValidCondition
+
+if TYPE_CHECKING:
+    from pynenc.runner.base_runner import BaseRunner
+
+#: The longest wait without a wake-up (new cron conditions are read this often).
+_IDLE_CHECK_SEC = 10.0
+#: The shortest time between two loop iterations that cron conditions ask for.
+_MIN_CRON_GAP_SEC = 0.05
+#: After an error (storage unreachable), the pause before the loop tries again.
+_RETRY_SEC = 1.0
+#: How long ``stop`` waits for an iteration under way.
+_STOP_JOIN_SEC = 5.0
+
+
+def latest_slot(cron_expression: str, now: datetime) -> datetime:
+    """The latest slot of ``cron_expression`` at or before ``now``."""
+    if croniter.match(cron_expression, now) and now.second == 0 and now.microsecond == 0:
+        return now
+    slot: datetime = croniter(cron_expression, now).get_prev(datetime)
+    return slot
+
+
+def next_cron_time(
+    conditions: list[Any],
+    now: datetime,
+    last_execution: Callable[[str], datetime | None],
+) -> datetime | None:
+    """When the loop next has cron work: the earliest time at or after ``now`` at which
+    one of the cron conditions among ``conditions`` is satisfied by pynenc's rules
+    (``CronCondition._is_satisfied_by``), given each one's ``last_execution``.
+
+    Mostly a condition's next slot; but pynenc stores the time a slot was fired,
+    not the slot, and refuses a run within ``min_interval_seconds`` (50 by default)
+    of it: a slot fired late (at a runner's start, within ``check_window_seconds``)
+    makes the next slot wait until that interval passed, and then it is due."""
+    times = []
+    for c in conditions:
+        if not isinstance(c, CronCondition):
+            continue
+        last = last_execution(c.condition_id)
+        if c.is_satisfied_by(CronContext(timestamp=now, last_execution=last)):
+            return now
+        due: datetime = croniter(c.cron_expression, now).get_next(datetime)
+        if last is not None:
+            due = max(due, last + timedelta(seconds=c.min_interval_seconds))
+            if not c.is_satisfied_by(CronContext(timestamp=due, last_execution=last)):
+                due = croniter(c.cron_expression, due).get_next(datetime)
+        times.append(due)
+    return min(times, default=None)
+
+
+class TriggerWake:
+    """The evented trigger loop of one runner (``cpp_runner_trigger_wake``)."""
+
+    def __init__(self, runner: BaseRunner, engine: Any) -> None:
+        self._runner = runner
+        self._app = runner.app
+        self._engine = engine  # the app trigger's _core.TriggerStore
+        self._stopping = threading.Event()
+        self._cursor = ""
+        self._thread: threading.Thread | None = None
+        self.iterations = 0  # loop iterations run (for tests and info)
+
+    @classmethod
+    def for_runner(cls, runner: BaseRunner) -> TriggerWake | None:
+        """The loop for ``runner``'s app, or None when its trigger is not an engine
+        trigger (pynenc's own trigger keeps the atomic service's interval)."""
+        from pynenc_cpp.trigger import CppTrigger
+
+        trigger = runner.app.trigger
+        if not isinstance(trigger, CppTrigger):
+            return None
+        return cls(runner, trigger._engine)
+
+    def start(self) -> None:
+        self._stopping.clear()
+        self._thread = threading.Thread(
+            target=self._loop, name=f"trigger-wake-{self._runner.runner_id}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ends the loop: the wait under way returns at once; an iteration under way
+        (a trigger being fired) is waited for, up to ``_STOP_JOIN_SEC``."""
+        self._stopping.set()
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        if self._cursor:
+            try:
+                self._engine.nudge_valid_conditions_waiter(self._cursor)
+            except Exception:  # unreachable storage: the wait ends on its timeout
+                pass
+        thread.join(_STOP_JOIN_SEC)
+
+    # ------------------------------------------------------------------ loop
+
+    def _loop(self) -> None:
+        logger = self._app.logger
+        next_cron: datetime | None = None
+        next_look = 0.0  # monotonic time of the next read of the cron conditions
+        failing = False
+        while not self._stopping.is_set():
+            timeout = _IDLE_CHECK_SEC
+            if next_cron is not None:
+                timeout = min(timeout, (next_cron - datetime.now(UTC)).total_seconds())
+            try:
+                woke, self._cursor = self._engine.wait_valid_conditions(
+                    self._cursor, max(timeout, 0.0)
+                )
+                if self._stopping.is_set():
+                    return
+                now = datetime.now(UTC)
+                cron_due = next_cron is not None and now >= next_cron
+                if woke or cron_due:
+                    self._iterate()
+                if cron_due or time.monotonic() >= next_look:
+                    next_cron = self._next_cron(now)
+                    next_look = time.monotonic() + _IDLE_CHECK_SEC
+                if failing:
+                    logger.info(f"trigger wake of runner {self._runner.runner_id}: working again")
+                failing = False
+            except Exception:
+                if not failing:
+                    logger.warning(
+                        f"trigger wake of runner {self._runner.runner_id} failed; triggers "
+                        f"fire on the atomic service until it works again (retry every "
+                        f"{_RETRY_SEC:g} s)",
+                        exc_info=True,
+                    )
+                failing = True
+                self._cursor = ""  # arm again: a recording meanwhile may be lost
+                self._stopping.wait(_RETRY_SEC)
+
+    def _iterate(self) -> None:
+        """The cron check at slot time, then one pass of pynenc's trigger loop body
+        (no event purge: the atomic service keeps that on its interval)."""
+        run = AtomicServiceRun(runner_id=self._runner.runner_id)
+        self._check_cron_slots(run)
+        self._app.trigger._process_loop_iteration(run)
+        self.iterations += 1
+
+    def _check_cron_slots(self, run: AtomicServiceRun) -> None:
+        """pynenc's ``check_time_based_triggers``, with each condition judged at its
+        latest slot instead of at the time of the check.
+
+        pynenc stores the time it judged a condition at as its last execution, and
+        refuses the next run within ``min_interval_seconds`` of it: a slot fired 20 s
+        late (a runner that starts mid-minute fires the minute's slot) makes the next
+        one wait 10 s past its slot, and so on. Judged at the slot, the stored time
+        is the slot: every later slot is due at its time. A slot older than the
+        condition's ``check_window_seconds`` is left alone, as pynenc leaves it."""
+        trigger = self._app.trigger
+        if not trigger.conf.enable_scheduler:
+            return
+        now = datetime.now(UTC)
+        for condition in trigger._get_all_conditions():
+            if not isinstance(condition, CronCondition):
+                continue
+            slot = latest_slot(condition.cron_expression, now)
+            if (now - slot).total_seconds() > condition.check_window_seconds:
+                continue
+            context = trigger._should_trigger_cron_condition(condition, slot, run)
+            if context is not None:
+                trigger.record_valid_conditions([ValidCondition(condition, context)])
+
+    def _next_cron(self, now: datetime) -> datetime | None:
+        trigger = self._app.trigger
+        if not trigger.conf.enable_scheduler:
+            return None
+        due = next_cron_time(trigger._get_all_conditions(), now, trigger.get_last_cron_execution)
+        # Not sooner than _MIN_CRON_GAP_SEC: a condition due now whose run another
+        # runner is storing this very moment is not read again in a tight loop.
+        soonest = now + timedelta(seconds=_MIN_CRON_GAP_SEC)
+        return None if due is None else max(due, soonest)

@@ -1,0 +1,89 @@
+"""Tasks under pynenc triggers, served by runner processes
+(``pynenc --app tests_py.trigger_tasks runner start``) in the guarantees suite's
+trigger scenarios and in ``bench/triggers.py``.
+
+* ``order_placed`` and ``send_receipt``: a status trigger. Each ``order_placed``
+  that reaches SUCCESS starts one ``send_receipt`` with the same arguments.
+* ``every_minute``: a ``* * * * *`` cron task. Its ledger is named by the
+  environment variable ``PYNENC_CPP_CRON_LEDGER`` (a cron call has no arguments);
+  without it the task does nothing.
+
+Ledger lines (one ``O_APPEND`` write each): ``order <tag> <tag> <pgid> <ns>`` when
+an order's body ends, ``receipt <tag> <tag> <pgid> <ns>`` when its receipt's body
+starts (CLOCK_MONOTONIC ns, one clock for every process of the machine), and
+``cron <slot> <wall ns> <pgid> <ns>`` for a cron run, ``<slot>`` being the minute
+it ran in (``YYYY-mm-ddTHH:MM``, UTC) and ``<wall ns>`` the wall-clock time.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from pynenc import Pynenc
+from pynenc.invocation.status import InvocationStatus
+from pynenc.trigger.conditions import StatusContext
+from pynenc.trigger.trigger_builder import TriggerBuilder
+
+import pynenc_cpp  # noqa: F401  (registers the Cpp* classes for pynenc's name lookup)
+from tests_py.runner_tasks import _stamp
+
+app = Pynenc()
+
+#: The environment variable naming the cron task's ledger.
+CRON_LEDGER_ENV = "PYNENC_CPP_CRON_LEDGER"
+
+
+@app.task
+def order_placed(path: str, tag: str) -> str:
+    """The source task: its SUCCESS fires ``send_receipt``."""
+    _stamp(path, "order", tag, tag)
+    return tag
+
+
+def receipt_arguments(context: StatusContext) -> dict[str, Any]:
+    """The receipt's arguments: the order's own."""
+    kwargs = context.arguments.kwargs
+    return {"path": kwargs["path"], "tag": kwargs["tag"]}
+
+
+@app.task(
+    triggers=TriggerBuilder()
+    .on_status(order_placed, InvocationStatus.SUCCESS)
+    .with_args_from_status(receipt_arguments)
+)
+def send_receipt(path: str, tag: str) -> str:
+    """Started by the trigger once per successful ``order_placed``."""
+    _stamp(path, "receipt", tag, tag)
+    return tag
+
+
+@app.task(triggers=TriggerBuilder().on_cron("* * * * *"))
+def every_minute() -> str:
+    """Started by the trigger once per minute (pynenc's ``enable_scheduler``)."""
+    path = os.environ.get(CRON_LEDGER_ENV)
+    now = datetime.now(UTC)
+    if path:
+        _stamp(path, "cron", now.strftime("%Y-%m-%dT%H:%M"), str(time.time_ns()))
+    return now.isoformat()
+
+
+TASKS = [order_placed, send_receipt, every_minute]
+#: The triggers pynenc deferred at decoration (a runner of ``app`` registers them
+#: when it starts); ``use`` hands them to the target app's runners.
+_TRIGGERS = dict(app._deferred_trigger_tasks)
+
+
+def use(target: Pynenc, *, cron: bool = True) -> None:
+    """Moves every task of this module and its triggers to `target`, as
+    ``runner_tasks.use`` (`target`'s runner registers the triggers when it starts);
+    without `cron`, ``every_minute``'s trigger stays behind."""
+    for task in TASKS:
+        task.app = target
+        task._conf = None
+        target._tasks[task.task_id] = task
+    for task_id, triggers in _TRIGGERS.items():
+        if cron or task_id != every_minute.task_id:
+            target._deferred_trigger_tasks[task_id] = triggers
