@@ -641,6 +641,41 @@ TEST(RedisBroker, BlockedRetrieverGetsTheItemOfAConsumerThatDies) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(5'000));
 }
 
+// A child forked from a process whose broker it inherits (pynenc's
+// MultiThreadRunner forks its worker processes) pops as a consumer of its own:
+// killed, what it popped is redelivered although the parent, on the same broker
+// object, keeps its own lease alive. (With one consumer id for both, the id
+// stayed in the shared processing list for as long as the parent lived.)
+TEST(RedisBroker, AForkedChildPopsAsAConsumerOfItsOwn) {
+  RedisBackend backend;
+  auto shared = ShortLeaseBroker(backend.Config(), 300);
+  ASSERT_TRUE(shared->Route({InvocationId("k"), InvocationId("l")}, "q", 0).ok());
+  EXPECT_FALSE(Pop(*shared, "empty").has_value());  // the parent is a consumer now
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto id = shared->Retrieve("q", 0);
+    const std::string got = id.ok() && id.value() ? id.value()->str() : "";
+    (void)!write(fds[1], got.data(), got.size());
+    while (true) pause();  // popped, not done: killed here
+  }
+  char buf[16] = {};
+  ASSERT_EQ(read(fds[0], buf, sizeof(buf)), 1);
+  EXPECT_EQ(std::string(buf), "k");
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(fds[0]);
+  close(fds[1]);
+  EXPECT_EQ(Pop(*shared, "q")->str(), "l");
+  // The parent's pops renew its own lease; the child's lapses and is recovered.
+  auto recovered = Pop(*shared, "q", 8'000);
+  ASSERT_TRUE(recovered.has_value()) << "the dead child's pop was never redelivered";
+  EXPECT_EQ(recovered->str(), "k");
+}
+
 TEST(RedisBroker, QueuesSurviveAServerRestartWithAppendOnly) {
   RedisServer server(true);
   BackendConfig config{"redis://127.0.0.1:" + std::to_string(server.port()) + "/0", "app", nullptr};

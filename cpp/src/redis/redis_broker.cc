@@ -183,7 +183,8 @@ class RedisBroker final : public Broker {
       : client_(std::move(client)),
         options_(options),
         prefix_(KeyPrefix(config.app_id, "broker")),
-        consumer_(NewConsumerId()) {}
+        consumer_(NewConsumerId()),
+        consumer_pid_(getpid()) {}
 
   ~RedisBroker() override {
     if (!registered_.load()) return;
@@ -192,9 +193,10 @@ class RedisBroker final : public Broker {
     // and another consumer's recovery redelivers everything instead.
     Result<Value> requeued = RequeueUnknown();
     if (!requeued.ok() || requeued.value().is_error()) return;
-    (void)client_->Pipeline({{"DEL", prefix_ + "proc:" + consumer_},
-                             {"SREM", prefix_ + "consumers", consumer_},
-                             {"DEL", prefix_ + "lease:" + consumer_},
+    const std::string consumer = Consumer();
+    (void)client_->Pipeline({{"DEL", prefix_ + "proc:" + consumer},
+                             {"SREM", prefix_ + "consumers", consumer},
+                             {"DEL", prefix_ + "lease:" + consumer},
                              {"DEL", InterruptKey()}});
   }
 
@@ -324,7 +326,15 @@ class RedisBroker final : public Broker {
   // Unconsumed interrupt tokens (a wait that ended by itself first) expire.
   static constexpr std::int64_t kInterruptTokenTtlMs = 60'000;
 
-  std::string InterruptKey() const { return prefix_ + "intr:" + consumer_; }
+  std::string Consumer() const {
+    MutexLock lock(consumer_mu_);
+    if (consumer_pid_ != getpid()) {  // forked since: a consumer of its own
+      consumer_ = NewConsumerId();
+      consumer_pid_ = getpid();
+    }
+    return consumer_;
+  }
+  std::string InterruptKey() const { return prefix_ + "intr:" + Consumer(); }
   std::string QueueKey(const std::string& queue) const { return prefix_ + "q:" + queue; }
   std::string WakeKey(const std::string& queue) const { return prefix_ + "w:" + queue; }
 
@@ -357,14 +367,14 @@ class RedisBroker final : public Broker {
         args.insert(args.end(), entries.begin(), entries.end());
       }
     }
-    return client_->Eval(kRequeueScript, {prefix_ + "proc:" + consumer_}, args);
+    return client_->Eval(kRequeueScript, {prefix_ + "proc:" + Consumer()}, args);
   }
 
   // This thread's record of its last combined attempt (see PopOnce).
   std::string TookKey() const {
     std::ostringstream thread;
     thread << std::this_thread::get_id();
-    return prefix_ + "took:" + consumer_ + ":" + thread.str();
+    return prefix_ + "took:" + Consumer() + ":" + thread.str();
   }
 
   // A combined attempt of this thread whose reply was lost: what its script
@@ -464,15 +474,16 @@ class RedisBroker final : public Broker {
     std::vector<std::string>& args = pop.call.args;
     if (then != nullptr) args = then->args();
     const std::size_t own = args.size();
+    const std::string consumer = Consumer();
     args.insert(args.end(),
-                {consumer_, std::to_string(options_.lease_ms), consume_token ? "1" : "0", queue,
+                {consumer, std::to_string(options_.lease_ms), consume_token ? "1" : "0", queue,
                  std::to_string(options_.recovery_interval_ms), prefix_});
     args.insert(args.end(), acks.begin(), acks.end());
     pop.call.keys = {QueueKey(queue),
                      WakeKey(queue),
                      prefix_ + "consumers",
-                     prefix_ + "lease:" + consumer_,
-                     prefix_ + "proc:" + consumer_,
+                     prefix_ + "lease:" + consumer,
+                     prefix_ + "proc:" + consumer,
                      prefix_ + "recovery"};
     pop.call.script = then != nullptr ? then->script : &kPopScript;
     if (then != nullptr) {
@@ -524,7 +535,12 @@ class RedisBroker final : public Broker {
   const std::shared_ptr<Client> client_;
   const RedisBrokerOptions options_;
   const std::string prefix_;
-  const std::string consumer_;
+  // This process's consumer id (Consumer()): a child forked from a process that
+  // made the broker (pynenc's MultiThreadRunner forks its workers) gets its own,
+  // so what it pops is redelivered when it dies although its siblings live.
+  mutable Mutex consumer_mu_;
+  mutable std::string consumer_ PYNENC_GUARDED_BY(consumer_mu_);
+  mutable pid_t consumer_pid_ PYNENC_GUARDED_BY(consumer_mu_);
   std::atomic<std::uint64_t> interrupt_epoch_{0};
   std::atomic<int> blocked_{0};  // Retrieve calls in (or entering) their BLPOP
   // An Interrupt's push under way (shared with the thread that makes it).
