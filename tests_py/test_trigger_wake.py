@@ -22,7 +22,7 @@ from pynenc.trigger.arguments import create_argument_filter
 from pynenc.trigger.conditions import CronCondition, StatusCondition
 
 from pynenc_cpp import InvalidArgument
-from pynenc_cpp._trigger_wake import latest_slot, next_cron_time
+from pynenc_cpp._cron import latest_slot, next_cron_time
 from tests_py import trigger_tasks as tt
 from tests_py.test_cpp_runner import ALL, build_app, running, wait_until
 

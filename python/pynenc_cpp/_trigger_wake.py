@@ -16,9 +16,10 @@ its own, at the moments it can have work:
   condition variable). A recording made while the loop is busy is remembered, so
   none is missed between a read and the next wait;
 * when a cron condition is next due by pynenc's rules (its next slot, or the end
-  of its ``min_interval_seconds`` after a late run: ``next_cron_time``), when
-  pynenc's ``enable_scheduler`` is on;
-* every ``_IDLE_CHECK_SEC`` otherwise, which also picks up new cron conditions.
+  of its ``min_interval_seconds`` after a late run: ``_cron.next_cron_time``), when
+  pynenc's ``enable_scheduler`` is on. ``CppTrigger.check_time_based_triggers``
+  judges it at its slot. The cron conditions are read again every
+  ``_IDLE_CHECK_SEC`` (new ones are picked up then).
 
 Every runner of the app runs it: which one fires a trigger is decided as in pynenc,
 by the store's atomic ``claim_trigger_run`` and ``store_last_cron_execution``, so
@@ -30,13 +31,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from croniter import croniter
 from pynenc.orchestrator.atomic_service import AtomicServiceRun
-from pynenc.trigger.conditions import CronCondition, CronContext, ValidCondition
+
+from pynenc_cpp._cron import next_cron_time
 
 if TYPE_CHECKING:
     from pynenc.runner.base_runner import BaseRunner
@@ -49,43 +49,6 @@ _MIN_CRON_GAP_SEC = 0.05
 _RETRY_SEC = 1.0
 #: How long ``stop`` waits for an iteration under way.
 _STOP_JOIN_SEC = 5.0
-
-
-def latest_slot(cron_expression: str, now: datetime) -> datetime:
-    """The latest slot of ``cron_expression`` at or before ``now``."""
-    if croniter.match(cron_expression, now) and now.second == 0 and now.microsecond == 0:
-        return now
-    slot: datetime = croniter(cron_expression, now).get_prev(datetime)
-    return slot
-
-
-def next_cron_time(
-    conditions: list[Any],
-    now: datetime,
-    last_execution: Callable[[str], datetime | None],
-) -> datetime | None:
-    """When the loop next has cron work: the earliest time at or after ``now`` at which
-    one of the cron conditions among ``conditions`` is satisfied by pynenc's rules
-    (``CronCondition._is_satisfied_by``), given each one's ``last_execution``.
-
-    Mostly a condition's next slot; but pynenc stores the time a slot was fired,
-    not the slot, and refuses a run within ``min_interval_seconds`` (50 by default)
-    of it: a slot fired late (at a runner's start, within ``check_window_seconds``)
-    makes the next slot wait until that interval passed, and then it is due."""
-    times = []
-    for c in conditions:
-        if not isinstance(c, CronCondition):
-            continue
-        last = last_execution(c.condition_id)
-        if c.is_satisfied_by(CronContext(timestamp=now, last_execution=last)):
-            return now
-        due: datetime = croniter(c.cron_expression, now).get_next(datetime)
-        if last is not None:
-            due = max(due, last + timedelta(seconds=c.min_interval_seconds))
-            if not c.is_satisfied_by(CronContext(timestamp=due, last_execution=last)):
-                due = croniter(c.cron_expression, due).get_next(datetime)
-        times.append(due)
-    return min(times, default=None)
 
 
 class TriggerWake:
@@ -172,36 +135,11 @@ class TriggerWake:
                 self._stopping.wait(_RETRY_SEC)
 
     def _iterate(self) -> None:
-        """The cron check at slot time, then one pass of pynenc's trigger loop body
-        (no event purge: the atomic service keeps that on its interval)."""
+        """One pass of pynenc's trigger loop body (no event purge: the atomic
+        service keeps that on its interval)."""
         run = AtomicServiceRun(runner_id=self._runner.runner_id)
-        self._check_cron_slots(run)
         self._app.trigger._process_loop_iteration(run)
         self.iterations += 1
-
-    def _check_cron_slots(self, run: AtomicServiceRun) -> None:
-        """pynenc's ``check_time_based_triggers``, with each condition judged at its
-        latest slot instead of at the time of the check.
-
-        pynenc stores the time it judged a condition at as its last execution, and
-        refuses the next run within ``min_interval_seconds`` of it: a slot fired 20 s
-        late (a runner that starts mid-minute fires the minute's slot) makes the next
-        one wait 10 s past its slot, and so on. Judged at the slot, the stored time
-        is the slot: every later slot is due at its time. A slot older than the
-        condition's ``check_window_seconds`` is left alone, as pynenc leaves it."""
-        trigger = self._app.trigger
-        if not trigger.conf.enable_scheduler:
-            return
-        now = datetime.now(UTC)
-        for condition in trigger._get_all_conditions():
-            if not isinstance(condition, CronCondition):
-                continue
-            slot = latest_slot(condition.cron_expression, now)
-            if (now - slot).total_seconds() > condition.check_window_seconds:
-                continue
-            context = trigger._should_trigger_cron_condition(condition, slot, run)
-            if context is not None:
-                trigger.record_valid_conditions([ValidCondition(condition, context)])
 
     def _next_cron(self, now: datetime) -> datetime | None:
         trigger = self._app.trigger

@@ -10,7 +10,7 @@ The adapter holds no state of its own: every member delegates to the engine.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from pynenc.identifiers.task_id import TaskId
@@ -19,6 +19,7 @@ from pynenc.trigger.base_trigger import BaseTrigger
 from pynenc.trigger.conditions import (
     CompositeLogic,
     ConditionContext,
+    CronCondition,
     TriggerCondition,
     ValidCondition,
 )
@@ -31,9 +32,11 @@ from pynenc.trigger.monitoring import (
 
 from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
 from pynenc_cpp._convert import from_us, opt_from_us, opt_to_us, to_us
+from pynenc_cpp._cron import latest_slot
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
+    from pynenc.orchestrator.atomic_service import AtomicServiceRun
     from pynenc.trigger.types import ConditionId
 
 _TriggerTuple = tuple[str, str, list[str], str, str | None]
@@ -174,6 +177,37 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
         return self._engine.store_last_cron_execution(
             condition_id, to_us(execution_time), opt_to_us(expected_last_execution)
         )
+
+    def check_time_based_triggers(
+        self,
+        current_time: datetime | None = None,
+        *,
+        atomic_service_run: AtomicServiceRun,
+    ) -> None:
+        """pynenc's, with each cron condition judged at its latest slot rather than
+        at the time of the check.
+
+        pynenc stores the time it judged a condition at as its last execution and
+        refuses a run within ``min_interval_seconds`` (50 by default) of it: a slot
+        fired late (a runner that starts mid-minute fires that minute's slot, which
+        is within ``check_window_seconds``) makes the next slot wait until the
+        interval has passed, and the one after that too. Judged at the slot, the
+        stored time is the slot, and every later slot is due at its time. A slot
+        older than the condition's ``check_window_seconds`` is left alone, as pynenc
+        leaves it; ``enable_scheduler=False`` stops every cron condition.
+        """
+        if not self.conf.enable_scheduler:
+            return
+        now = current_time or datetime.now(UTC)
+        for condition in self._get_all_conditions():
+            if not isinstance(condition, CronCondition):
+                continue
+            slot = latest_slot(condition.cron_expression, now)
+            if (now - slot).total_seconds() > condition.check_window_seconds:
+                continue
+            context = self._should_trigger_cron_condition(condition, slot, atomic_service_run)
+            if context is not None:
+                self.record_valid_conditions([ValidCondition(condition, context)])
 
     def claim_trigger_run(self, trigger_run_id: str, expiration_seconds: int = 60) -> bool:
         """pynenc's claim, and never of a run already recorded.
