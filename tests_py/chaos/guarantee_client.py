@@ -4,10 +4,13 @@ call returns (one O_APPEND write, so a kill leaves only whole lines).
 
     python -m tests_py.chaos.guarantee_client keyed <ledger> <acks> <prefix> <count> <keys> <sec>
     python -m tests_py.chaos.guarantee_client restock <ledger> <acks> <prefix> <count> <keys> <sec>
+    python -m tests_py.chaos.guarantee_client order <ledger> <acks> <prefix> <count> <keys> <sec>
 
 ``keyed``: ``keyed_order`` calls, tags ``<prefix>-<i>``, keys ``sku-<i % keys>``;
 ``restock``: ``restock`` calls on ``sku-<i % keys>`` (calls made while one is
-REGISTERED share it, so an acknowledged id may repeat).
+REGISTERED share it, so an acknowledged id may repeat); ``order``: ``order_placed``
+calls (``tests_py/trigger_tasks.py``, a status trigger starts a receipt for each),
+tags ``<prefix>-<i>``, one every ``<sec>`` seconds.
 The app is configured from the ``PYNENC__*`` environment, like a runner's.
 """
 
@@ -15,8 +18,10 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from tests_py import runner_tasks as rt
+from tests_py import trigger_tasks as tt
 
 
 def main(kind: str, ledger: str, acks: str, prefix: str, count: int, keys: int, sec: float) -> None:
@@ -27,6 +32,10 @@ def main(kind: str, ledger: str, acks: str, prefix: str, count: int, keys: int, 
             if kind == "keyed":
                 tag = f"{prefix}-{i}"
                 inv = rt.keyed_order(ledger, key, tag, sec)
+            elif kind == "order":
+                tag = f"{prefix}-{i}"
+                inv = tt.order_placed(ledger, tag)
+                time.sleep(sec)
             else:
                 tag = key
                 inv = rt.restock(ledger, key, sec)

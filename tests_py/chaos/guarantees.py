@@ -13,7 +13,10 @@ history built to violate it (``test_guarantees_checker.py``).
 * ``invalid_paths``: a status history that is not a path of pynenc's state
   machine, or a change of a status that requires ownership made by another owner;
 * ``retries_exceeded``: more RETRY changes than ``max_retries``, or more bodies
-  than one plus them that no disruption explains.
+  than one plus them that no disruption explains;
+* ``trigger_violations``: an event that fired its trigger other than once, or later
+  than a bound (the status trigger of ``tests_py/trigger_tasks.py``);
+* ``cron_violations``: a cron slot run other than once, or later than a bound.
 """
 
 from __future__ import annotations
@@ -252,4 +255,49 @@ def changes(rows: Iterable[object]) -> list[Change]:
             )
         )
     out.sort(key=lambda c: c.at)
+    return out
+
+
+def trigger_violations(
+    events: Mapping[str, int],
+    fired: Mapping[str, int],
+    fired_ns: Mapping[str, int],
+    bound_sec: float | None,
+) -> list[tuple[str, str]]:
+    """(event tag, what is wrong) for each event (tag -> when it happened, ns) whose
+    trigger did not fire exactly once (``fired``: tag -> how many triggered
+    invocations name it) or fired more than ``bound_sec`` after it (``fired_ns``: tag
+    -> when the triggered task's body started; None: no bound), and for each
+    triggered invocation that names no event."""
+    out: list[tuple[str, str]] = []
+    for tag, at_ns in sorted(events.items()):
+        n = fired.get(tag, 0)
+        if n != 1:
+            out.append((tag, f"fired {n} times"))
+        elif bound_sec is not None and tag in fired_ns:
+            late = (fired_ns[tag] - at_ns) / 1e9
+            if late > bound_sec:
+                out.append((tag, f"fired {late:.3f} s after its event"))
+        elif bound_sec is not None:
+            out.append((tag, "its triggered task never started"))
+    out.extend((tag, "fired for no event") for tag in sorted(set(fired) - set(events)))
+    return out
+
+
+def cron_violations(
+    slots: Sequence[float], runs: Sequence[tuple[str, float]], bound_sec: float
+) -> list[tuple[str, str]]:
+    """(slot, what is wrong) for each watched cron slot (its start, epoch seconds) that
+    was not run exactly once or whose run began more than ``bound_sec`` after it.
+    ``runs``: (the slot a run names, ``YYYY-mm-ddTHH:MM`` UTC; its wall-clock start)."""
+    from datetime import UTC, datetime
+
+    out: list[tuple[str, str]] = []
+    for slot in slots:
+        name = datetime.fromtimestamp(slot, UTC).strftime("%Y-%m-%dT%H:%M")
+        starts = [at for named, at in runs if named == name]
+        if len(starts) != 1:
+            out.append((name, f"run {len(starts)} times"))
+        elif starts[0] - slot > bound_sec:
+            out.append((name, f"run {starts[0] - slot:.3f} s after its slot"))
     return out

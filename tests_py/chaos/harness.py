@@ -165,6 +165,9 @@ def parse_ledger(path: Path) -> list[tuple[str, str, int]]:
 class Chaos:
     """One scenario's app, runner processes, burst and checks."""
 
+    #: The module the runner processes serve (``pynenc --app <module> runner start``).
+    app_module = "tests_py.runner_tasks"
+
     def __init__(
         self,
         scenario: str,
@@ -230,7 +233,7 @@ class Chaos:
                     "-m",
                     "pynenc",
                     "--app",
-                    "tests_py.runner_tasks",
+                    self.app_module,
                     "runner",
                     "start",
                 ],

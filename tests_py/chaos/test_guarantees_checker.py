@@ -12,12 +12,14 @@ from tests_py.chaos.guarantees import (
     MISSING,
     Change,
     Stamp,
+    cron_violations,
     executions,
     invalid_paths,
     parse,
     registration_overlaps,
     retries_exceeded,
     running_overlaps,
+    trigger_violations,
 )
 
 MS = 1_000_000
@@ -123,3 +125,37 @@ def test_a_gap_one_missing_row_explains_is_told_apart_from_an_illegal_change() -
     # SUCCESS straight after REGISTERED: no single status fills that gap.
     found = invalid_paths({"i": [REG, row(S.SUCCESS, 1)]})
     assert len(found) == 1 and found[0][2].startswith("illegal transition"), found
+
+
+def test_trigger_violations_sees_a_trigger_fired_twice_missed_late_or_for_nothing() -> None:
+    events = {"a": 0, "b": 0, "c": 0, "d": 0}
+    fired = {"a": 1, "b": 2, "d": 1, "x": 1}
+    started = {"a": 50 * MS, "b": 60 * MS, "d": 12_000 * MS}
+    assert trigger_violations(events, fired, started, bound_sec=10.0) == [
+        ("b", "fired 2 times"),
+        ("c", "fired 0 times"),
+        ("d", "fired 12.000 s after its event"),
+        ("x", "fired for no event"),
+    ]
+    # Without a bound, only the counts.
+    assert trigger_violations({"a": 0, "d": 0}, {"a": 1, "d": 1}, {}, None) == []
+    assert trigger_violations({"a": 0}, {"a": 1}, {}, 10.0) == [
+        ("a", "its triggered task never started")
+    ]
+
+
+def test_cron_violations_sees_a_slot_run_twice_missed_or_late() -> None:
+    minute = 1_796_547_840.0  # 2026-12-06T09:04:00Z
+    slots = [minute, minute + 60, minute + 120, minute + 180]
+    runs = [
+        ("2026-12-06T09:04", minute + 0.01),
+        ("2026-12-06T09:05", minute + 60.02),
+        ("2026-12-06T09:05", minute + 61.0),
+        ("2026-12-06T09:07", minute + 180 + 14.5),
+    ]
+    assert cron_violations(slots, runs, bound_sec=10.0) == [
+        ("2026-12-06T09:05", "run 2 times"),
+        ("2026-12-06T09:06", "run 0 times"),
+        ("2026-12-06T09:07", "run 14.500 s after its slot"),
+    ]
+    assert cron_violations(slots[:1], runs[:1], bound_sec=10.0) == []
