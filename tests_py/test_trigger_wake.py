@@ -112,9 +112,10 @@ def test_with_the_wake_off_triggers_wait_for_the_atomic_service(
         assert app.trigger.get_valid_conditions()
 
 
-def test_next_cron_time_follows_pynencs_cron_rules() -> None:
-    """The next slot; at once when a slot is due; and after a late run, the end of
-    pynenc's ``min_interval_seconds`` (50 s) rather than the next slot it blocks."""
+def test_next_cron_time_follows_pynencs_cron_rules_judged_at_the_slot() -> None:
+    """Due now while the latest slot is in its check window and not run; else the
+    next slot pynenc's rules accept judged at the slot, as ``CppTrigger`` judges:
+    a run stored late (20 s before 10:01) makes 10:01 too soon (50 s interval)."""
     now = datetime(2026, 12, 6, 10, 0, 30, tzinfo=UTC)
     every_minute = CronCondition("* * * * *")
     hourly = CronCondition("0 * * * *")
@@ -122,21 +123,22 @@ def test_next_cron_time_follows_pynencs_cron_rules() -> None:
         tt.order_placed.task_id, [InvocationStatus.SUCCESS], create_argument_filter(None)
     )
     ran = {
-        every_minute.condition_id: now - timedelta(seconds=20),  # fired at 10:00:10
-        hourly.condition_id: now - timedelta(seconds=30),  # fired at 10:00:00
+        every_minute.condition_id: datetime(2026, 12, 6, 10, 0, tzinfo=UTC),
+        hourly.condition_id: datetime(2026, 12, 6, 10, 0, tzinfo=UTC),
     }
     last = ran.get
     assert next_cron_time([hourly, status, every_minute], now, last) == datetime(
         2026, 12, 6, 10, 1, tzinfo=UTC
     )
-    # Fired at 10:00:40 (late): 10:01:00 is refused (20 s < 50 s), 10:01:30 is due.
-    ran[every_minute.condition_id] = now + timedelta(seconds=10)
+    ran[every_minute.condition_id] = datetime(2026, 12, 6, 10, 0, 40, tzinfo=UTC)
     assert next_cron_time([every_minute], now + timedelta(seconds=15), last) == datetime(
-        2026, 12, 6, 10, 1, 30, tzinfo=UTC
+        2026, 12, 6, 10, 2, tzinfo=UTC
     )
     # Never run and its slot (10:00) is within the check window: due now.
     assert next_cron_time([every_minute], now, lambda _cid: None) == now
-    assert next_cron_time([hourly], now + timedelta(minutes=5), last) == datetime(
+    # Never run, its slot (10:00) out of the window (60 s): the next slot.
+    later = now + timedelta(minutes=5, seconds=45)  # 10:06:15
+    assert next_cron_time([hourly], later, lambda _cid: None) == datetime(
         2026, 12, 6, 11, 0, tzinfo=UTC
     )
     assert next_cron_time([status], now, last) is None

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from croniter import croniter
@@ -23,30 +23,32 @@ def latest_slot(cron_expression: str, now: datetime) -> datetime:
     return slot
 
 
+#: How many slots ahead ``next_cron_time`` looks for one pynenc's rules accept.
+_LOOKAHEAD_SLOTS = 8
+
+
 def next_cron_time(
     conditions: list[Any],
     now: datetime,
     last_execution: Callable[[str], datetime | None],
 ) -> datetime | None:
     """When the loop next has cron work: the earliest time at or after ``now`` at which
-    one of the cron conditions among ``conditions`` is satisfied by pynenc's rules
-    (``CronCondition._is_satisfied_by``), given each one's ``last_execution``.
-
-    Mostly a condition's next slot; but pynenc stores the time a slot was fired,
-    not the slot, and refuses a run within ``min_interval_seconds`` (50 by default)
-    of it: a slot fired late (at a runner's start, within ``check_window_seconds``)
-    makes the next slot wait until that interval passed, and then it is due."""
+    ``CppTrigger.check_time_based_triggers`` would fire one of the cron conditions
+    among ``conditions``, given each one's ``last_execution``: ``now`` when the
+    condition's latest slot is within its ``check_window_seconds`` and not run yet,
+    else its first later slot that pynenc's rules (``CronCondition._is_satisfied_by``,
+    judged at the slot, as the check judges it) accept."""
     times = []
     for c in conditions:
         if not isinstance(c, CronCondition):
             continue
         last = last_execution(c.condition_id)
-        if c.is_satisfied_by(CronContext(timestamp=now, last_execution=last)):
-            return now
-        due: datetime = croniter(c.cron_expression, now).get_next(datetime)
-        if last is not None:
-            due = max(due, last + timedelta(seconds=c.min_interval_seconds))
-            if not c.is_satisfied_by(CronContext(timestamp=due, last_execution=last)):
-                due = croniter(c.cron_expression, due).get_next(datetime)
-        times.append(due)
+        slot = latest_slot(c.cron_expression, now)
+        if (now - slot).total_seconds() > c.check_window_seconds:
+            slot = croniter(c.cron_expression, now).get_next(datetime)
+        for _ in range(_LOOKAHEAD_SLOTS):
+            if c.is_satisfied_by(CronContext(timestamp=slot, last_execution=last)):
+                break
+            slot = croniter(c.cron_expression, slot).get_next(datetime)
+        times.append(max(slot, now))
     return min(times, default=None)
