@@ -1,5 +1,5 @@
 # Developer and CI entry points. Each target installs what it needs.
-.PHONY: setup test demo wheel conformance chaos guarantees bench bench-peers bench-prefetch bench-concurrency profile profile-serial bench-cluster bench-actors clean
+.PHONY: setup test demo wheel conformance chaos guarantees bench bench-peers bench-prefetch bench-concurrency bench-triggers profile profile-serial bench-cluster bench-actors clean
 
 setup:
 	bash scripts/setup.sh
@@ -55,6 +55,10 @@ bench-prefetch: setup
 # pynenc's own SQLite backend (docs/reliability.md). ARGS="--quick" for one round.
 bench-concurrency: setup
 	.venv/bin/python bench/concurrency.py $(ARGS)
+
+# Status- and cron-trigger latency per backend beside pynenc's own (docs/performance.md).
+bench-triggers: setup
+	.venv/bin/python bench/triggers.py $(ARGS)
 
 # Where a burst's time goes: py-spy on the client and the runner, perf on the runner,
 # Redis round trips and GIL acquisitions per task (docs/performance.md).
