@@ -121,6 +121,18 @@ SYSTEMS: list[System] = [
         )
         for b in ("sqlite", "redis")
     ],
+    # The same with running concurrency control by key on the task (each call its
+    # own key, nothing deferred): the cost of the atomic checks (issue 48).
+    *[
+        System(
+            f"cpp-{b}-native-cpprunner-controlled",
+            "pynenc",
+            "main",
+            {"stack": f"cpp-{b}", "runner": "cpp", "mode": "native", "task": "keyed"},
+            "running_concurrency=KEYS on the task",
+        )
+        for b in ("sqlite", "redis")
+    ],
     # pynenc-cpp (mixed, the mode that exists on main) on pynenc's own runners.
     _p("cpp-mem-mixed-thread", "main", "cpp-mem", "thread", "mixed"),
     _p("cpp-sqlite-mixed-thread", "main", "cpp-sqlite", "thread", "mixed"),
@@ -366,7 +378,7 @@ class PynencAdapter(Adapter):
         from peer_systems import pynenc_app
 
         self.app = pynenc_app.app
-        self.noop = pynenc_app.noop
+        self.noop = pynenc_app.keyed_noop if self.cfg.get("task") == "keyed" else pynenc_app.noop
         if self.spec["in_process"]:
             self.thread = threading.Thread(target=self.app.runner.run, daemon=True)
             self.thread.start()

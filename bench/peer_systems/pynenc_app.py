@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from pynenc import Pynenc, PynencBuilder
+from pynenc.conf.config_task import ConcurrencyControlType
 
 CFG: dict[str, Any] = json.loads(os.environ.get("PEERS_PYNENC", "{}") or "{}")
 
@@ -130,6 +131,14 @@ app = build(CFG) if REASON is None else PynencBuilder().app_id("peers-unset").me
 @app.task
 def noop(i: int) -> int:
     """The benchmark's task body: returns its argument."""
+    return i
+
+
+@app.task(running_concurrency=ConcurrencyControlType.KEYS, key_arguments=("i",))
+def keyed_noop(i: int) -> int:
+    """``noop`` under running concurrency control by its argument (each call a key
+    of its own, so nothing is deferred): the ``-controlled`` rows, the cost of the
+    atomic checks alone (docs/reliability.md)."""
     return i
 
 
