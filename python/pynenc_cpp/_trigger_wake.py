@@ -15,11 +15,11 @@ its own, at the moments it can have work:
   anywhere (SQLite: the file's wake board; Redis: a note per waiter; memory: a
   condition variable). A recording made while the loop is busy is remembered, so
   none is missed between a read and the next wait;
-* when a cron condition is next due by pynenc's rules (its next slot, or the end
-  of its ``min_interval_seconds`` after a late run: ``_cron.next_cron_time``), when
-  pynenc's ``enable_scheduler`` is on. ``CppTrigger.check_time_based_triggers``
-  judges it at its slot. The cron conditions are read again every
-  ``_IDLE_CHECK_SEC`` (new ones are picked up then).
+* when a cron condition is next due (``_cron.next_cron_time``: the first slot
+  pynenc's rules accept, judged at the slot as ``CppTrigger``'s
+  ``check_time_based_triggers`` judges it), when pynenc's ``enable_scheduler`` is
+  on. The cron conditions are read again every ``_IDLE_CHECK_SEC`` (new ones are
+  picked up then).
 
 Every runner of the app runs it: which one fires a trigger is decided as in pynenc,
 by the store's atomic ``claim_trigger_run`` and ``store_last_cron_execution``, so
