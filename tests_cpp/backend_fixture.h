@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -80,8 +81,47 @@ class RedisServer {
   int port() const { return port_; }
   const std::string& dir() const { return dir_; }
 
-  // Starts the server on the same port and dir (after Stop), waiting until it accepts.
+  // Starts the server on the same port and dir (after Stop), waiting until it
+  // accepts. The first start takes another free port when its port was taken
+  // meanwhile (ctest runs tests in parallel, each with a server of its own).
   void Start() {
+    bool done = false;
+    for (int attempt = 0; attempt < 5 && !done; ++attempt) {
+      done = Launch() || started_once_;
+      if (!done) port_ = FreePort();
+    }
+    if (!done) {
+      ADD_FAILURE() << "redis-server exited at once 5 times (is Debian's redis-server installed?)";
+    }
+    started_once_ = true;
+  }
+  // Stops the server (SIGTERM: it writes its AOF) and waits for it.
+  void Stop(int sig = SIGTERM) {
+    if (pid_ <= 0) return;
+    kill(pid_, sig);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  static int FreePort() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    socklen_t len = sizeof(addr);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    close(fd);
+    return ntohs(addr.sin_port);
+  }
+
+ private:
+  // Forks and execs redis-server on port_. True once this server (not another
+  // test's on the same port) answers, or after reporting a failure; false when
+  // it exited at once, its port taken.
+  bool Launch() {
     pid_ = fork();
     if (pid_ == 0) {
       const std::string port = std::to_string(port_);
@@ -108,56 +148,58 @@ class RedisServer {
     }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (std::chrono::steady_clock::now() < deadline) {
-      if (Accepts()) return;
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        ADD_FAILURE() << "redis-server exited (is Debian's redis-server installed?)";
         pid_ = -1;
-        return;
+        if (!started_once_) return false;  // its port was taken: another port
+        ADD_FAILURE() << "redis-server exited (is Debian's redis-server installed?)";
+        return true;
       }
+      if (Accepts()) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     ADD_FAILURE() << "redis-server did not accept connections on port " << port_;
-  }
-  // Stops the server (SIGTERM: it writes its AOF) and waits for it.
-  void Stop(int sig = SIGTERM) {
-    if (pid_ <= 0) return;
-    kill(pid_, sig);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
+    return true;
   }
 
-  static int FreePort() {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    socklen_t len = sizeof(addr);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    close(fd);
-    return ntohs(addr.sin_port);
-  }
-
- private:
+  // True when the server on port_ is this one (its INFO names pid_) and serves:
+  // accepting is not enough, a server loading its AOF answers LOADING, and another
+  // test's server may hold the port.
   bool Accepts() const {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     addr.sin_port = htons(static_cast<uint16_t>(port_));
+    timeval timeout{1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
     bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    if (ok) {  // accepting is not enough: a server loading its AOF answers LOADING
-      const char ping[] = "PING\r\n";
-      char reply[64] = {};
-      ok = write(fd, ping, sizeof(ping) - 1) == static_cast<ssize_t>(sizeof(ping) - 1) &&
-           read(fd, reply, sizeof(reply) - 1) > 0 && std::string(reply).rfind("+PONG", 0) == 0;
+    if (ok) {
+      const char info[] = "INFO server\r\n";
+      ok = write(fd, info, sizeof(info) - 1) == static_cast<ssize_t>(sizeof(info) - 1);
+      const std::string mine = "process_id:" + std::to_string(pid_) + "\r\n";
+      std::string reply;
+      char buf[4096];
+      while (ok && reply.find(mine) == std::string::npos) {
+        const std::size_t at = reply.find("\r\nprocess_id:");
+        if (reply.rfind("-", 0) == 0 ||  // LOADING: not serving yet
+            (at != std::string::npos && reply.find("\r\n", at + 2) != std::string::npos)) {
+          ok = false;  // or another server's process id
+          break;
+        }
+        const ssize_t n = read(fd, buf, sizeof(buf));
+        if (n <= 0 || reply.size() > (std::size_t{1} << 16)) {
+          ok = false;
+          break;
+        }
+        reply.append(buf, static_cast<std::size_t>(n));
+      }
     }
     close(fd);
     return ok;
   }
+
+  bool started_once_ = false;
 
   bool appendonly_;
   std::string dir_;
