@@ -23,6 +23,7 @@ from pynenc.trigger.conditions import CronCondition, StatusCondition
 
 from pynenc_cpp import InvalidArgument
 from pynenc_cpp._cron import latest_slot, next_cron_time
+from pynenc_cpp._trigger_wake import TriggerWake
 from tests_py import trigger_tasks as tt
 from tests_py.test_cpp_runner import ALL, build_app, running, wait_until
 
@@ -152,3 +153,25 @@ def test_latest_slot_is_the_slot_at_or_before_now() -> None:
         2026, 12, 6, 10, 5, tzinfo=UTC
     )
     assert latest_slot("0 * * * *", at) == datetime(2026, 12, 6, 10, 0, tzinfo=UTC)
+
+
+def test_a_stop_before_the_start_leaves_no_thread_and_stops_twice(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A runner stopped from another thread while it starts: the wake stopped first
+    never starts its thread, and stopping again is harmless."""
+    app = _app("mem", tmp_path, request)
+    wake = TriggerWake.for_runner(app.runner)
+    assert wake is not None
+    wake.stop()
+    wake.start()
+    assert wake._thread is None
+    wake.stop()
+    started = TriggerWake.for_runner(app.runner)
+    assert started is not None
+    started.start()
+    thread = started._thread
+    assert thread is not None and thread.is_alive()
+    started.stop()
+    started.stop()
+    assert not thread.is_alive()

@@ -60,6 +60,9 @@ class TriggerWake:
         self._engine = engine  # the app trigger's _core.TriggerStore
         self._stopping = threading.Event()
         self._cursor = ""
+        # start and stop may race (a runner stopped from another thread while it
+        # starts): the thread is started and taken under this lock.
+        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.iterations = 0  # loop iterations run (for tests and info)
 
@@ -75,18 +78,23 @@ class TriggerWake:
         return cls(runner, trigger._engine)
 
     def start(self) -> None:
-        self._stopping.clear()
-        self._thread = threading.Thread(
-            target=self._loop, name=f"trigger-wake-{self._runner.runner_id}", daemon=True
-        )
-        self._thread.start()
+        """Starts the loop's thread, unless ``stop`` came first."""
+        with self._lock:
+            if self._stopping.is_set() or self._thread is not None:
+                return
+            thread = threading.Thread(
+                target=self._loop, name=f"trigger-wake-{self._runner.runner_id}", daemon=True
+            )
+            thread.start()
+            self._thread = thread
 
     def stop(self) -> None:
-        """Ends the loop: the wait under way returns at once; an iteration under way
-        (a trigger being fired) is waited for, up to ``_STOP_JOIN_SEC``."""
+        """Ends the loop for good: the wait under way returns at once; an iteration
+        under way (a trigger being fired) is waited for, up to ``_STOP_JOIN_SEC``."""
         self._stopping.set()
-        thread, self._thread = self._thread, None
-        if thread is None:
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is None or thread is threading.current_thread():
             return
         if self._cursor:
             try:

@@ -346,10 +346,12 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         )
 
     def _start_trigger_wake(self) -> None:
-        if self.conf.cpp_runner_trigger_wake:
-            self._trigger_wake = TriggerWake.for_runner(self)
-            if self._trigger_wake is not None:
-                self._trigger_wake.start()
+        # A stop from another thread may take self._trigger_wake meanwhile: the wake
+        # it stopped does not start (TriggerWake.start).
+        wake = TriggerWake.for_runner(self) if self.conf.cpp_runner_trigger_wake else None
+        self._trigger_wake = wake
+        if wake is not None:
+            wake.start()
 
     def _stop_trigger_wake(self) -> None:
         wake, self._trigger_wake = self._trigger_wake, None
