@@ -86,9 +86,15 @@ bench-actors: setup
 	bash scripts/bench_setup.sh
 	.venv/bin/python bench/actors.py $(ARGS)
 
-wheel:
-	bash scripts/setup.sh
-	.venv/bin/python -m pip wheel --no-deps -w dist .
+# The sdist and a manylinux wheel per supported CPython (3.12 and 3.13) in dist/, then
+# the user-view test (tests_py/test_wheel.py) on each wheel (docs/building.md, "Wheels").
+wheel: setup
+	bash scripts/build_wheels.sh --out dist
+	bash -c 'source scripts/find_python.sh; rc=0; for w in dist/pynenc_cpp-*.whl; do \
+	  v=$$(sed -E "s/.*-cp3([0-9]+)-cp3.*/3.\1/" <<<"$${w##*/}"); \
+	  PYNENC_CPP_WHEEL=$$PWD/$$w PYNENC_CPP_WHEEL_PYTHON=$$(find_python_version $$v) \
+	    .venv/bin/python -m pytest -q -p no:cacheprovider tests_py/test_wheel.py -k "not system_library" || rc=1; \
+	done; exit $$rc'
 
 clean:
 	rm -rf build dist

@@ -24,22 +24,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Find a Python: 3.12 preferred (the version CI targets), else any newer one.
-# PATH first, then pyenv's versions.
-python_ok() { "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; }
-python_is() { "$1" -c "import sys; sys.exit(0 if sys.version_info[:2] == ($2) else 1)" 2>/dev/null; }
-candidates() {
-  local root="${PYENV_ROOT:-$HOME/.pyenv}" c
-  [ -n "${PYNENC_CPP_PYTHON:-}" ] && echo "$PYNENC_CPP_PYTHON"
-  for c in python3.12 python3.13 python3.14 python3; do command -v "$c" 2>/dev/null || true; done
-  ls -d "$root"/versions/3.* 2>/dev/null | sort -rV | sed 's|$|/bin/python3|'
-}
-find_python() {
-  local c
-  for c in $(candidates); do [ -x "$c" ] && python_is "$c" "3, 12" && { echo "$c"; return; }; done
-  for c in $(candidates); do [ -x "$c" ] && python_ok "$c" && { echo "$c"; return; }; done
-  return 1
-}
+# shellcheck source=scripts/find_python.sh
+source scripts/find_python.sh
 
 VENV=.venv
 PY=$(find_python) || { echo "[setup] no Python >= 3.12 found (set PYNENC_CPP_PYTHON)" >&2; exit 1; }
