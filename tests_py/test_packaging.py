@@ -8,9 +8,11 @@ import inspect
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 from pynenc import PynencBuilder
 from pynenc.broker.base_broker import BaseBroker
 from pynenc.client_data_store.base_client_data_store import BaseClientDataStore
@@ -19,7 +21,7 @@ from pynenc.state_backend.base_state_backend import BaseStateBackend
 from pynenc.trigger.base_trigger import BaseTrigger
 
 import pynenc_cpp
-from pynenc_cpp import _core
+from pynenc_cpp import _core, _shortcuts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,8 +38,21 @@ ADAPTERS = [
 ]
 
 
-def test_pinned_pynenc_version() -> None:
-    assert importlib.metadata.version("pynenc") == "0.4.0"
+def test_pynenc_is_a_range_that_the_installed_release_is_in() -> None:
+    """pynenc-cpp depends on any pynenc 0.4 release (not one pinned release), the
+    installed one is in that range, and so is the one its shortcuts were written
+    against (``_shortcuts.WRITTEN_AGAINST``; tests_py/test_shortcuts.py checks them)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pynenc_reqs = [Requirement(r) for r in project["dependencies"]]
+    pynenc_reqs = [r for r in pynenc_reqs if r.name == "pynenc"]
+    assert [str(r.specifier) for r in pynenc_reqs] == ["<0.5,>=0.4.0"]
+    spec = pynenc_reqs[0].specifier
+    assert importlib.metadata.version("pynenc") in spec
+    assert _shortcuts.WRITTEN_AGAINST in spec
+    assert "0.4.99" in spec and "0.5.0" not in spec and "0.3.1" not in spec
+    # The test extra's pynenc (with its monitor) is the same range.
+    extra = [Requirement(r) for r in project["optional-dependencies"]["test"]]
+    assert {str(r.specifier) for r in extra if r.name == "pynenc"} == {str(spec)}
 
 
 def test_entry_point_registers_builder_method() -> None:

@@ -3,13 +3,13 @@
 
 Each scenario runs twice on the same app, once through pynenc's ``run`` and once
 through ``run_invocation``, and must leave the same status history, outcome, error
-and trigger reports (and the expected ones: both could be wrong the same way)."""
+and trigger reports (and the expected ones: both could be wrong the same way). The
+digest of the ``run`` it follows is checked with every shortcut's in
+``tests_py/test_shortcuts.py``."""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -348,15 +348,3 @@ def test_a_patched_concurrency_check_is_asked_even_for_a_free_task(
         _claim_and_run(app, inv, "pynenc")  # the rerouted one, run to the end
         assert _result(app, inv) == 12
     assert seen["lean"] == seen["pynenc"] == (None, True, S.REROUTED)
-
-
-#: sha256 of pynenc 0.4.0's ``DistributedInvocation.run`` source, which
-#: ``run_invocation`` follows step by step.
-PYNENC_RUN_SHA256 = "f17fa9a0dbbadd35863392025d97ded18aa26ff2f78cb819aeef3cabcbbf84c7"
-
-
-def test_pynencs_run_is_the_one_run_invocation_follows() -> None:
-    """A pynenc release whose ``run`` changed fails here: bring ``run_invocation``
-    in line with the new ``run`` (docs/native.md), then update the digest."""
-    source = inspect.getsource(DistributedInvocation.run)
-    assert hashlib.sha256(source.encode()).hexdigest() == PYNENC_RUN_SHA256

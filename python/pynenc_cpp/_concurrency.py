@@ -29,6 +29,7 @@ from pynenc.exceptions import InvocationStatusError
 from pynenc.invocation.status import InvocationStatus
 from pynenc.orchestrator.base_orchestrator import BaseOrchestrator
 
+from pynenc_cpp import _shortcuts
 from pynenc_cpp._claim import claim_one
 
 if TYPE_CHECKING:
@@ -67,10 +68,12 @@ class ConcurrencyGate(BaseOrchestrator):
         return threading.local()
 
     def _gates(self) -> bool:
-        """Whether the gate stands in for the checks: only while they are pynenc's own."""
+        """Whether the gate stands in for the checks: only while they are pynenc's own
+        and the ``gate`` shortcut is active (``pynenc_cpp._shortcuts``)."""
         cls, own = type(self), self.__dict__
         return (
-            cls.is_candidate_to_run_by_concurrency_control is _PYNENC_CANDIDATE
+            "gate" in _shortcuts.of_app(self.app)
+            and cls.is_candidate_to_run_by_concurrency_control is _PYNENC_CANDIDATE
             and cls._is_authorize_by_concurrency_control is _PYNENC_CORE
             and cls.is_authorize_to_run_by_concurrency_control
             is ConcurrencyGate.is_authorize_to_run_by_concurrency_control
@@ -192,7 +195,13 @@ class ConcurrencyGate(BaseOrchestrator):
         blocking_invocation_ids: set[InvocationId],
         runner_ctx: RunnerContext,
     ) -> Iterator[InvocationId]:
-        """pynenc 0.4.0's, its check and PENDING step one gated step."""
+        """pynenc 0.4.0's, its check and PENDING step one gated step (pynenc's own while
+        the ``gate`` shortcut is off)."""
+        if "gate" not in _shortcuts.of_app(self.app):
+            yield from super().get_blocking_invocations_to_run(
+                max_num_invocations, blocking_invocation_ids, runner_ctx
+            )
+            return
         for blocking_invocation_id in self.get_blocking_invocations(max_num_invocations):
             current_status = self.get_invocation_status(blocking_invocation_id)
             if not current_status.can_transition_to(InvocationStatus.PENDING):
@@ -226,7 +235,18 @@ class ConcurrencyGate(BaseOrchestrator):
         queue_provider: Callable[[], Sequence[str]],
         on_queue_retrieved: Callable[[str], None],
     ) -> Iterator[DistributedInvocation]:
-        """pynenc 0.4.0's loop; its per-id body is ``claim_one`` (gated)."""
+        """pynenc 0.4.0's loop; its per-id body is ``claim_one`` (gated). pynenc's own
+        while the ``gate`` shortcut is off."""
+        if "gate" not in _shortcuts.of_app(self.app):
+            yield from super().get_additional_invocations_to_run(
+                missing_invocations,
+                blocking_invocation_ids,
+                invocations_to_reroute,
+                runner_ctx,
+                queue_provider,
+                on_queue_retrieved,
+            )
+            return
         while missing_invocations > 0:
             retrieved_invocation = False
             for queue_name in queue_provider():

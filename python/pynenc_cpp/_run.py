@@ -27,7 +27,7 @@ from pynenc.orchestrator.base_orchestrator import BaseOrchestrator
 from pynenc.util.asyncio_helper import run_task_sync
 from pynenc.workflow.workflow_exceptions import WorkflowPauseError
 
-from pynenc_cpp import _core
+from pynenc_cpp import _core, _shortcuts
 from pynenc_cpp._concurrency import ConcurrencyGate
 
 if TYPE_CHECKING:
@@ -125,8 +125,14 @@ class RunsInvocations(BaseOrchestrator):
 
     def _native_run(self, invocation: DistributedInvocation) -> _core.Lifecycle | None:
         """The lifecycle to run ``invocation`` with this class's steps, or None when it
-        is to be run by its own ``run`` (see ``run_invocation``)."""
-        if not _PYNENCS_OWN or type(invocation).run is not _PYNENC_RUN or "run" in vars(invocation):
+        is to be run by its own ``run`` (see ``run_invocation``), as it is while the ``run``
+        shortcut is off (``pynenc_cpp._shortcuts``)."""
+        if (
+            not _PYNENCS_OWN
+            or type(invocation).run is not _PYNENC_RUN
+            or "run" in vars(invocation)
+            or "run" not in _shortcuts.of_app(self.app)
+        ):
             return None
         return self._lifecycle()
 

@@ -3,7 +3,9 @@ from ``task(...)`` to its one engine call (``docs/native.md``, "What stays in Py
 
 Each stands in for pynenc 0.4.0 code and gives what that code gives, and each is taken
 only while the pynenc function it stands in for is pynenc's own (captured at import and
-compared at every call: a patched one is called instead):
+compared at every call: a patched one is called instead), and only while the ``submit``
+shortcut is active (``pynenc_cpp._shortcuts``; the caller passes ``shortcut``: False runs
+pynenc's own code):
 
 * ``new_invocation_id``: ``generate_invocation_id`` (``str(uuid.uuid4())``), made by the
   engine from the kernel's random bytes, in the same form;
@@ -40,22 +42,23 @@ _PYNENC_CALL_TO_DTO = pynenc_call.Call.to_dto
 _PYNENC_INV_TO_DTO = dist_invocation.DistributedInvocation.to_dto
 
 
-def new_invocation_id() -> str:
+def new_invocation_id(shortcut: bool = True) -> str:
     """``dist_invocation.generate_invocation_id()``, by the engine while it is pynenc's."""
     generate = dist_invocation.generate_invocation_id
-    if generate is not _PYNENC_GENERATE_ID:
+    if not shortcut or generate is not _PYNENC_GENERATE_ID:
         patched: str = generate()
         return patched
     return _core.new_invocation_id()
 
 
-def compute_args_id(call: Any) -> None:
+def compute_args_id(call: Any, shortcut: bool = True) -> None:
     """Computes ``call.args_id`` (pynenc caches it in ``call._args_id``) by the engine, if
     not computed yet, while ``Call.args_id`` and ``compute_args_id`` are pynenc's own;
     else leaves it to pynenc's property, as does a text the engine cannot take (not a
     str, or a lone surrogate: pynenc's own function then raises what it raises)."""
     if (
-        getattr(call, "_args_id", "") is not None
+        not shortcut
+        or getattr(call, "_args_id", "") is not None
         or type(call).args_id is not _PYNENC_ARGS_ID
         or pynenc_call.compute_args_id is not _PYNENC_COMPUTE_ARGS_ID
     ):
@@ -69,12 +72,13 @@ def compute_args_id(call: Any) -> None:
         return
 
 
-def record_of(invocation: Any) -> dict[str, str | None]:
+def record_of(invocation: Any, shortcut: bool = True) -> dict[str, str | None]:
     """``_invocation_record(invocation.to_dto(), invocation.call.to_dto())``: the same
     fields, read directly while both ``to_dto`` methods are pynenc's own."""
     call = invocation.call
     if (
-        type(invocation).to_dto is not _PYNENC_INV_TO_DTO
+        not shortcut
+        or type(invocation).to_dto is not _PYNENC_INV_TO_DTO
         or type(call).to_dto is not _PYNENC_CALL_TO_DTO
     ):
         return _invocation_record(invocation.to_dto(), call.to_dto())
@@ -128,11 +132,11 @@ class _KeptSignature:
         return signature
 
 
-def keep_signature(func: Any) -> None:
+def keep_signature(func: Any, shortcut: bool = True) -> None:
     """Gives ``func`` a ``__signature__`` that keeps its Signature (``_KeptSignature``)
     for pynenc's next ``Arguments.from_call``; nothing for a function that is not a plain
     one, or has a ``__signature__`` or ``__wrapped__`` of its own."""
-    if type(func) is not types.FunctionType:
+    if not shortcut or type(func) is not types.FunctionType:
         return
     own = func.__dict__
     if "__signature__" in own or "__wrapped__" in own:

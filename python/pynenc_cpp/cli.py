@@ -280,6 +280,19 @@ def cmd_info(app: Pynenc, args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- doctor
 
 
+def shortcut_rows(app: Pynenc) -> list[dict[str, str]]:
+    """Each shortcut's state for ``app`` (active / off (pynenc changed) / off (disabled
+    by setting)) and the tracked copies, as ``doctor`` reports them."""
+    from pynenc_cpp import _shortcuts
+    from pynenc_cpp.config import ConfigCpp
+
+    setting = ConfigCpp(config_values=app.config_values, config_filepath=app.config_filepath)
+    return [
+        {"name": name, "state": state, "replaces": replaces}
+        for name, state, replaces in _shortcuts.report(setting.cpp_shortcuts)
+    ]
+
+
 def cmd_doctor(app: Pynenc, args: argparse.Namespace) -> int:
     from pynenc_cpp import _core
 
@@ -297,12 +310,15 @@ def cmd_doctor(app: Pynenc, args: argparse.Namespace) -> int:
             f"{dead_after:g} s + a CppRunner recovery tick of up to {tick:g} s)",
         ]
     )
+    report["shortcuts"] = shortcut_rows(app)
     if args.json:
         print(json.dumps(report))
     else:
         lines = [f"app {app.app_id}  backend {report['backend']}  storage {storage}"]
         width = max([len(name) for name, _ in report["facts"]] + [8])
         lines += [f"  {name:<{width}}  {value}" for name, value in report["facts"]]
+        lines.append("shortcuts (docs/shortcuts.md):")
+        lines += [f"  {row['name']:<11}  {row['state']}" for row in report["shortcuts"]]
         if report["warnings"]:
             lines.append(f"{len(report['warnings'])} warning(s):")
             lines += [f"  ! {w}" for w in report["warnings"]]

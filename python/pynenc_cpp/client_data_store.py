@@ -8,7 +8,7 @@ from pynenc.client_data_store.base_client_data_store import BaseClientDataStore
 from pynenc.serializer.constants import ReservedKeys
 from pynenc.serializer.json_pickle_serializer import JsonPickleSerializer
 
-from pynenc_cpp import _scalars
+from pynenc_cpp import _scalars, _shortcuts
 from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
 
 if TYPE_CHECKING:
@@ -32,10 +32,18 @@ class CppClientDataStore(CppComponentMixin, BaseClientDataStore):
     def _scalar_text(self, obj: Any) -> str | None:
         """The serializer's text for a plain scalar, without the serializer (see
         ``_scalars``); None for other values or when the app's serializer is not
-        exactly pynenc's ``JsonPickleSerializer``."""
-        if type(self.app.serializer) is not JsonPickleSerializer:
+        exactly pynenc's ``JsonPickleSerializer``, or the ``scalars`` shortcut is off
+        (``pynenc_cpp._shortcuts``)."""
+        if not self._scalars_on():
             return None
         return _scalars.encode(obj)
+
+    def _scalars_on(self) -> bool:
+        """Whether plain scalars skip the serializer: the ``scalars`` shortcut is active
+        and the app's serializer is exactly pynenc's ``JsonPickleSerializer``."""
+        return type(self.app.serializer) is JsonPickleSerializer and "scalars" in (
+            _shortcuts.of_app(self.app)
+        )
 
     def serialize(self, obj: Any, disable_cache: bool = False) -> str:
         """pynenc's ``serialize`` (inline text, or a reference key for a value of
@@ -58,13 +66,16 @@ class CppClientDataStore(CppComponentMixin, BaseClientDataStore):
 
     def is_reference(self, value: str) -> bool:
         """pynenc's ``is_reference``, its key prefix read once."""
+        if "scalars" not in _shortcuts.of_app(self.app):
+            return bool(super().is_reference(value))
         return value.startswith(_REFERENCE_PREFIX)
 
     def deserialize_arguments(self, serialized_args: dict[str, str]) -> dict[str, Any]:
         """pynenc's ``deserialize_arguments``; plain scalars read without the serializer,
         whose type is checked once per call rather than once per argument."""
-        if type(self.app.serializer) is not JsonPickleSerializer:
-            return {k: self.resolve(v) for k, v in serialized_args.items()}
+        if not self._scalars_on():
+            args: dict[str, Any] = super().deserialize_arguments(serialized_args)
+            return args
         out: dict[str, Any] = {}
         for k, v in serialized_args.items():
             value = _scalars.decode(v)
@@ -73,7 +84,7 @@ class CppClientDataStore(CppComponentMixin, BaseClientDataStore):
 
     def resolve(self, data: str) -> Any:
         """pynenc's ``resolve``; a plain scalar's text is read without jsonpickle."""
-        if type(self.app.serializer) is JsonPickleSerializer:
+        if self._scalars_on():
             value = _scalars.decode(data)
             if value is not _scalars.MISS:
                 return value

@@ -74,6 +74,7 @@ class ConfigCpp(ConfigPynencBase):
     cpp_native = ConfigField("true")
     cpp_outage_budget_sec = ConfigField(60.0)
     cpp_spin_wait_us = ConfigField(500)
+    cpp_shortcuts = ConfigField("on")  # on | off | -name,-name (pynenc_cpp._shortcuts)
 
     @property
     def native_enabled(self) -> bool:

@@ -70,7 +70,7 @@ from pynenc.task import Task
 from pynenc.trigger.conditions import ExceptionContext, ResultContext, StatusContext
 from pynenc.workflow.workflow_identity import WorkflowIdentity
 
-from pynenc_cpp import _core
+from pynenc_cpp import _core, _shortcuts
 from pynenc_cpp._component import MemBackend, RedisBackend, SqliteBackend
 from pynenc_cpp._concurrency import Gated
 from pynenc_cpp._outage import Settled
@@ -179,8 +179,9 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
 
     @cached_property
     def _native_enabled(self) -> bool:
-        """``cpp_conf.native_enabled``, read once (``cpp_conf`` is fixed at first use)."""
-        return self.cpp_conf.native_enabled
+        """``cpp_conf.native_enabled`` and the ``native`` shortcut active
+        (``pynenc_cpp._shortcuts``), read once (``cpp_conf`` is fixed at first use)."""
+        return self.cpp_conf.native_enabled and "native" in _shortcuts.of_app(self.app)
 
     def _actor(self, runner_ctx: RunnerContext) -> tuple[str, str]:
         """(owner id, runner-context id) of ``runner_ctx``, its context stored as pynenc does."""
@@ -245,7 +246,8 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
         ``_dtos(record)``: same class, call, ids and workflow), without the two DTOs
         in between (every claim builds one). A patched factory is used instead."""
         if (
-            getattr(DistributedInvocation.from_dto, "__func__", None) is not _PYNENC_INV_FROM_DTO
+            "from_dto" not in _shortcuts.of_app(self.app)
+            or getattr(DistributedInvocation.from_dto, "__func__", None) is not _PYNENC_INV_FROM_DTO
             or getattr(LazyCall.from_dto, "__func__", None) is not _PYNENC_CALL_FROM_DTO
         ):
             inv_dto, call_dto = _dtos(record)
@@ -296,13 +298,14 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
         runner_id, ctx_id = self._actor(self._submit_runner_context())
         items = []
         validated: set[tuple[str, float]] = set()
+        shortcut = "submit" in _shortcuts.of_app(self.app)
         for inv in invocations:
             route = (inv.task.broker_queue, inv.task.broker_priority)
             if route not in validated:
                 self._validate_route(*route)
                 validated.add(route)
-            compute_args_id(inv.call)
-            items.append((record_of(inv), *route))
+            compute_args_id(inv.call, shortcut)
+            items.append((record_of(inv, shortcut), *route))
         raw, watched = lifecycle.register_and_route(items, runner_id, ctx_id)
         self._registered(invocations, raw, watched)
 
@@ -334,7 +337,7 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
         if call.task.conf.registration_concurrency != ConcurrencyControlType.DISABLED:
             return self._route_guarded(lifecycle, call)
         task = call.task
-        keep_signature(task.func)
+        keep_signature(task.func, "submit" in _shortcuts.of_app(self.app))
         logger = task.logger
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(f"New invocation for call {call}")
@@ -360,10 +363,11 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
         )
         queue, priority = task.broker_queue, task.broker_priority
         self._validate_route(queue, priority)
-        compute_args_id(new_invocation.call)
+        shortcut = "submit" in _shortcuts.of_app(self.app)
+        compute_args_id(new_invocation.call, shortcut)
         runner_id, ctx_id = self._actor(self._submit_runner_context())
         existing, raw, watched = lifecycle.register_guarded(
-            record_of(new_invocation),
+            record_of(new_invocation, shortcut),
             queue,
             priority,
             dict(key_args or {}),
@@ -931,7 +935,7 @@ def _new_invocation(
     ``TaskInvocation.from_parent``; marked stored because the caller's register
     composite upserts it (in the same engine call as its registration).
     """
-    invocation_id = InvocationId(new_invocation_id())
+    invocation_id = InvocationId(new_invocation_id("submit" in _shortcuts.of_app(call.app)))
     parent_workflow = parent_invocation.workflow if parent_invocation else None
     parent_invocation_id = parent_invocation.invocation_id if parent_invocation else None
     logger = call.app.logger

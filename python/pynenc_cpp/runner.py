@@ -35,7 +35,7 @@ from pynenc.identifiers.invocation_id import InvocationId
 from pynenc.invocation.status import InvocationStatus
 from pynenc.runner.base_runner import BaseRunner
 
-from pynenc_cpp import _core
+from pynenc_cpp import _core, _shortcuts
 from pynenc_cpp._claim import claim_one
 from pynenc_cpp._component import CppComponentMixin
 from pynenc_cpp._interrupt import WorkerInterrupted, interrupt_thread
@@ -748,13 +748,16 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         reading ``invocation.result``) this blocks in the engine orchestrator's
         ``wait_any_final`` with the GIL released instead of sleeping
         ``invocation_wait_results_sleep_time_sec`` blindly; without a pynenc-cpp
-        orchestrator it keeps pynenc's sleep. Inside the runner see
+        orchestrator, or while the ``result_wait`` shortcut is off
+        (``pynenc_cpp._shortcuts``), it is pynenc's own. Inside the runner see
         ``_waiting_for_results``.
         """
         if running_invocation_id:
             self._waiting_for_results(running_invocation_id, result_invocation_ids, runner_args)
             return
-        if not self._wait_any_final(result_invocation_ids):
+        if "result_wait" not in _shortcuts.of_app(self.app) or not self._wait_any_final(
+            result_invocation_ids
+        ):
             super().waiting_for_results(running_invocation_id, result_invocation_ids, runner_args)
 
     def _waiting_for_results(

@@ -29,7 +29,7 @@ from pynenc.runner.runner_context import RunnerContext
 from pynenc.state_backend.base_state_backend import BaseStateBackend, InvocationHistory
 from pynenc.workflow.workflow_identity import WorkflowIdentity
 
-from pynenc_cpp import _core, _live
+from pynenc_cpp import _core, _live, _shortcuts
 from pynenc_cpp._component import (
     CppComponentMixin,
     MemBackend,
@@ -306,7 +306,10 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
         order of the changes (KILLED -> RUNNING), which pynenc's own checker rejects.
         Dated by the status record (the storage's own time of the change, as a
         native composite dates its row), the rows sort in the order the changes
-        were made."""
+        were made. pynenc's own while the ``history`` shortcut is off."""
+        if "history" not in _shortcuts.of_app(self.app):
+            super().add_history(invocation_id, status_record, runner_context)
+            return
         self.store_runner_context(runner_context)
         self._add_dated_history(invocation_id, status_record, runner_context, None)
 
@@ -317,6 +320,9 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
         runner_context: RunnerContext,
     ) -> None:
         """pynenc's ``add_histories`` (its REGISTERED rows), dated as ``add_history``."""
+        if "history" not in _shortcuts.of_app(self.app):
+            super().add_histories(invocations, status_record, runner_context)
+            return
         self.store_runner_context(runner_context)
         registered = status_record.status == InvocationStatus.REGISTERED
         for invocation in invocations:

@@ -30,6 +30,7 @@ from pynenc.trigger.monitoring import (
     TriggerRunRecord,
 )
 
+from pynenc_cpp import _shortcuts
 from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
 from pynenc_cpp._convert import from_us, opt_from_us, opt_to_us, to_us
 from pynenc_cpp._cron import latest_slot
@@ -194,8 +195,12 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
         interval has passed, and the one after that too. Judged at the slot, the
         stored time is the slot, and every later slot is due at its time. A slot
         older than the condition's ``check_window_seconds`` is left alone, as pynenc
-        leaves it; ``enable_scheduler=False`` stops every cron condition.
+        leaves it; ``enable_scheduler=False`` stops every cron condition. pynenc's own
+        while the ``cron`` shortcut is off (``pynenc_cpp._shortcuts``).
         """
+        if "cron" not in _shortcuts.of_app(self.app):
+            super().check_time_based_triggers(current_time, atomic_service_run=atomic_service_run)
+            return
         if not self.conf.enable_scheduler:
             return
         now = current_time or datetime.now(UTC)
