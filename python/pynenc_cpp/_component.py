@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pynenc_cpp import _core
 from pynenc_cpp._outage import Settled, ride_out
+from pynenc_cpp._settings import check_setting
 from pynenc_cpp._storage import storage_for
-from pynenc_cpp._urls import redis_url_problem
-from pynenc_cpp.config import SYNCHRONOUS_MODES, ConfigCpp, spin_wait_problem
+from pynenc_cpp.config import ConfigCpp
 from pynenc_cpp.errors import BadConfig
 
 if TYPE_CHECKING:
@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_MAX_OUTAGE_BUDGET_SEC = 86_400.0
+#: Where a value set on a ConfigCpp object after it was built came from (the values
+#: read from the app's configuration were checked when it was built).
+_SET_ON_CONF = "set on the app's ConfigCpp"
 
 
 class CppComponentMixin:
@@ -59,16 +61,7 @@ class CppComponentMixin:
     def outage_budget_sec(self) -> float:
         """``cpp_outage_budget_sec``, checked: a number between 0 and a day."""
         raw = self.cpp_conf.cpp_outage_budget_sec
-        try:
-            budget = float(raw)
-        except (TypeError, ValueError):
-            raise BadConfig(f"cpp_outage_budget_sec={raw!r}: expected seconds") from None
-        if not 0 <= budget <= _MAX_OUTAGE_BUDGET_SEC:
-            raise BadConfig(
-                f"cpp_outage_budget_sec={raw!r}: expected seconds between 0 and "
-                f"{_MAX_OUTAGE_BUDGET_SEC:g}"
-            )
-        return budget
+        return float(check_setting("cpp_outage_budget_sec", raw, _SET_ON_CONF))
 
     def _ride_out(
         self,
@@ -117,19 +110,12 @@ class RedisBackend:
 
 def spin_wait_us(conf: ConfigCpp) -> int:
     """``cpp_spin_wait_us``, checked (``BadConfig`` naming the problem)."""
-    raw = conf.cpp_spin_wait_us
-    problem = spin_wait_problem(raw)
-    if problem:
-        raise BadConfig(problem)
-    return int(raw)
+    return int(check_setting("cpp_spin_wait_us", conf.cpp_spin_wait_us, _SET_ON_CONF))
 
 
 def redis_uri(conf: ConfigCpp) -> str:
     """The engine URI for the Redis settings of ``conf``; BadConfig if unusable."""
-    url = conf.cpp_redis_url
-    if problem := redis_url_problem(url):
-        raise BadConfig(f"cpp_redis_url={problem}")
-    return str(url)
+    return str(check_setting("cpp_redis_url", conf.cpp_redis_url, _SET_ON_CONF))
 
 
 def sqlite_uri(conf: ConfigCpp) -> str:
@@ -141,13 +127,11 @@ def sqlite_uri(conf: ConfigCpp) -> str:
             "or set cpp_sqlite_path in [tool.pynenc] of pyproject.toml, in the file named by "
             "PYNENC__FILEPATH, or in PYNENC__CPP_SQLITE_PATH"
         )
-    if conf.cpp_sqlite_synchronous not in SYNCHRONOUS_MODES:
-        raise BadConfig(
-            f"cpp_sqlite_synchronous={conf.cpp_sqlite_synchronous!r}: expected one of "
-            f"{', '.join(SYNCHRONOUS_MODES)}"
-        )
-    return (
-        f"sqlite://{path}?synchronous={conf.cpp_sqlite_synchronous}"
-        f"&busy_timeout_ms={int(conf.cpp_sqlite_busy_timeout_ms)}"
-        + ("" if conf.sqlite_wal_buffer else "&wal_buffer=off")
+    check_setting("cpp_sqlite_path", path, _SET_ON_CONF)
+    synchronous = check_setting("cpp_sqlite_synchronous", conf.cpp_sqlite_synchronous, _SET_ON_CONF)
+    busy_ms = check_setting(
+        "cpp_sqlite_busy_timeout_ms", conf.cpp_sqlite_busy_timeout_ms, _SET_ON_CONF
+    )
+    return f"sqlite://{path}?synchronous={synchronous}&busy_timeout_ms={busy_ms}" + (
+        "" if conf.sqlite_wal_buffer else "&wal_buffer=off"
     )

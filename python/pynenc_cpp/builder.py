@@ -5,6 +5,16 @@ Registered in the ``pynenc.plugins`` entry-point group (see pyproject.toml), so
 the methods are available as soon as pynenc-cpp is installed::
 
     app = PynencBuilder().app_id("demo").cpp_sqlite(path="demo.db").build()
+
+``cpp_sqlite()`` and ``cpp_redis()`` also select ``CppRunner`` unless the builder
+names another runner (before or after them), so ``pynenc --app tasks.app runner
+start`` serves such an app as it is. ``cpp_mem()`` does not: its memory is this
+process's, which no ``runner start`` process can see, so it keeps pynenc's default as
+``memory()`` does (name ``cpp_runner()`` or ``thread_runner()`` to run it in-process).
+
+``build()`` of a builder that chose a ``cpp_*`` backend or ``cpp_runner()`` checks
+every ``cpp_*`` setting from every source (``pynenc_cpp._settings``) and raises
+``BadConfig`` itself (pynenc wraps a plugin validator's error in a ``ValueError``).
 """
 
 from __future__ import annotations
@@ -13,8 +23,7 @@ import os
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from pynenc_cpp._urls import redis_url_problem
-from pynenc_cpp.config import SYNCHRONOUS_MODES, spin_wait_problem
+from pynenc_cpp._settings import check_setting, strict_settings
 
 if TYPE_CHECKING:
     from pynenc.builder import PynencBuilder
@@ -48,13 +57,22 @@ SQLITE_COMPONENTS: dict[str, str] = components("Sqlite")
 REDIS_COMPONENTS: dict[str, str] = components("Redis")
 
 
-_FLAG_VALUES = ("true", "false", "1", "0", "yes", "no", "on", "off")
+def _arg(name: str, raw: object, method: str, arg: str) -> Any:
+    """A builder argument checked by the rule of setting ``name`` (BadConfig)."""
+    return check_setting(name, raw, f"from {method}({arg}=...)")
 
 
-def _check_native(native: object) -> bool:
-    if not isinstance(native, bool):
-        raise TypeError(f"native must be a bool, got {type(native).__name__}")
-    return native
+def _strict_build(builder: PynencBuilder) -> None:
+    """Makes ``builder.build()`` check every cpp_* setting first, raising BadConfig
+    itself: pynenc runs plugin validators inside ``except Exception`` and re-raises
+    a ``ValueError`` (``_validate`` below still runs, for builders configured with
+    ``custom_config`` alone)."""
+
+    def build() -> Any:
+        strict_settings(builder._config, None)
+        return type(builder).build(builder)
+
+    builder.__dict__["build"] = build
 
 
 def _use(builder: PynencBuilder, backend: str, native: bool, in_memory: bool) -> None:
@@ -62,9 +80,14 @@ def _use(builder: PynencBuilder, backend: str, native: bool, in_memory: bool) ->
     # how pynenc resolves the class names.
     import pynenc_cpp  # noqa: F401
 
-    classes = components(backend, native=_check_native(native))
+    native_text = _arg("cpp_native", native, f"cpp_{backend.lower()}", "native")
+    classes = components(backend, native=native_text == "true")
     builder._config.update(classes)
-    builder._config["cpp_native"] = "true" if native else "false"
+    builder._config["cpp_native"] = native_text
+    if not in_memory:
+        # A runner named before (here) or after (it overwrites this) wins.
+        builder._config.setdefault("runner_cls", "CppRunner")
+    _strict_build(builder)
     # pynenc's memory check knows only its own runners; CppRunner shares the process.
     builder._using_memory_components = (
         in_memory and builder._config.get("runner_cls") != "CppRunner"
@@ -107,22 +130,21 @@ def cpp_sqlite(
     :param native: Native mode (default): each orchestration step is one engine
         call (one SQLite transaction). ``False``: mixed mode.
     """
-    if synchronous not in SYNCHRONOUS_MODES:
-        raise ValueError(f"synchronous={synchronous!r}: expected one of {SYNCHRONOUS_MODES}")
-    if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int):
-        raise TypeError(f"busy_timeout_ms must be an int, got {type(busy_timeout_ms).__name__}")
-    if not 0 <= busy_timeout_ms <= 3_600_000:
-        raise ValueError(f"busy_timeout_ms={busy_timeout_ms}: expected 0..3600000")
-    if not isinstance(wal_buffer, bool):
-        raise TypeError(f"wal_buffer must be a bool, got {type(wal_buffer).__name__}")
+    method = "cpp_sqlite"
+    synchronous = _arg("cpp_sqlite_synchronous", synchronous, method, "synchronous")
+    busy_timeout_ms = _arg("cpp_sqlite_busy_timeout_ms", busy_timeout_ms, method, "busy_timeout_ms")
+    wal_text = _arg("cpp_sqlite_wal_buffer", wal_buffer, method, "wal_buffer")
     if path is None:
         app_id = builder._config.get("app_id", "pynenc")
         path = os.path.join(tempfile.gettempdir(), f"pynenc-cpp-{app_id}.db")
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    path = _arg("cpp_sqlite_path", path, method, "path")
     _use(builder, "Sqlite", native, in_memory=False)
-    builder._config["cpp_sqlite_path"] = os.path.abspath(os.fspath(path))
+    builder._config["cpp_sqlite_path"] = os.path.abspath(path)
     builder._config["cpp_sqlite_synchronous"] = synchronous
     builder._config["cpp_sqlite_busy_timeout_ms"] = busy_timeout_ms
-    builder._config["cpp_sqlite_wal_buffer"] = "true" if wal_buffer else "false"
+    builder._config["cpp_sqlite_wal_buffer"] = wal_text
     return builder
 
 
@@ -141,8 +163,7 @@ def cpp_redis(
     :param native: Native mode (default): each orchestration step is one engine
         call. ``False``: mixed mode.
     """
-    if problem := redis_url_problem(url):
-        raise ValueError(f"url={problem}")
+    url = _arg("cpp_redis_url", url, "cpp_redis", "url")
     _use(builder, "Redis", native, in_memory=False)
     builder._config["cpp_redis_url"] = url
     return builder
@@ -159,51 +180,35 @@ def cpp_runner(
     :param prefetch: The most invocations a worker holds, 1 to 1000
         (``cpp_runner_prefetch``; 1, the default, prefetches nothing).
     """
-    if isinstance(workers, bool) or not isinstance(workers, int):
-        raise TypeError(f"workers must be an int, got {type(workers).__name__}")
-    if workers < 0:
-        raise ValueError(f"workers={workers}: expected >= 0")
-    if isinstance(task_timeout_sec, bool) or not isinstance(task_timeout_sec, int | float):
-        raise TypeError(f"task_timeout_sec must be a number, got {type(task_timeout_sec).__name__}")
-    if not 0 <= task_timeout_sec < 1e9:
-        raise ValueError(f"task_timeout_sec={task_timeout_sec}: expected >= 0")
-    if isinstance(prefetch, bool) or not isinstance(prefetch, int):
-        raise TypeError(f"prefetch must be an int, got {type(prefetch).__name__}")
-    if not 1 <= prefetch <= 1000:
-        raise ValueError(f"prefetch={prefetch}: expected 1 to 1000")
+    workers = _arg("cpp_runner_workers", workers, "cpp_runner", "workers")
+    timeout = _arg(
+        "cpp_runner_task_timeout_sec", task_timeout_sec, "cpp_runner", "task_timeout_sec"
+    )
+    prefetch = _arg("cpp_runner_prefetch", prefetch, "cpp_runner", "prefetch")
     import pynenc_cpp  # noqa: F401  (registers CppRunner for pynenc's name lookup)
 
     builder._config["runner_cls"] = "CppRunner"
     builder._using_memory_components = False  # CppRunner's workers share the process
     builder._config["cpp_runner_workers"] = workers
-    builder._config["cpp_runner_task_timeout_sec"] = float(task_timeout_sec)
+    builder._config["cpp_runner_task_timeout_sec"] = timeout
     builder._config["cpp_runner_prefetch"] = prefetch
+    _strict_build(builder)
     return builder
 
 
+def _uses_pynenc_cpp(config: dict[str, Any]) -> bool:
+    return any(str(k).startswith("cpp_") for k in config) or any(
+        str(k).endswith("_cls") and str(v).startswith("Cpp") for k, v in config.items()
+    )
+
+
 def _validate(config: dict[str, Any]) -> None:
-    """Reject wrong types and values of the cpp_* settings before anything is built."""
-    path = config.get("cpp_sqlite_path")
-    if path is not None and not isinstance(path, str):
-        raise TypeError(f"cpp_sqlite_path must be a str, got {type(path).__name__}")
-    mode = config.get("cpp_sqlite_synchronous")
-    if mode is not None and mode not in SYNCHRONOUS_MODES:
-        raise ValueError(f"cpp_sqlite_synchronous={mode!r}: expected one of {SYNCHRONOUS_MODES}")
-    url = config.get("cpp_redis_url")
-    if url is not None and (problem := redis_url_problem(url)):
-        raise ValueError(f"cpp_redis_url={problem}")
-    native = config.get("cpp_native")
-    if native is not None and str(native).strip().lower() not in _FLAG_VALUES:
-        raise ValueError(f"cpp_native={native!r}: expected true or false")
-    wal_buffer = config.get("cpp_sqlite_wal_buffer")
-    if wal_buffer is not None and str(wal_buffer).strip().lower() not in _FLAG_VALUES:
-        raise ValueError(f"cpp_sqlite_wal_buffer={wal_buffer!r}: expected true or false")
-    spin = config.get("cpp_spin_wait_us")
-    if spin is not None and (problem := spin_wait_problem(spin)):
-        raise ValueError(problem)
-    timeout = config.get("cpp_sqlite_busy_timeout_ms")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int)):
-        raise TypeError(f"cpp_sqlite_busy_timeout_ms must be an int, got {type(timeout).__name__}")
+    """Every cpp_* setting of a builder that uses pynenc-cpp, checked from every source
+    (pynenc re-raises the BadConfig as ``ValueError("Plugin configuration validation
+    failed: ...")``; builders that called a cpp_* method raised it before, see
+    ``_strict_build``)."""
+    if _uses_pynenc_cpp(config):
+        strict_settings(config, None)
 
 
 class CppPlugin:

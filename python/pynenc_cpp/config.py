@@ -2,26 +2,32 @@
 
 Values come from the app's config (``PynencBuilder`` / ``config_values``), a
 config file or environment variables, so a child process rebuilds the same
-components from the pickled config alone.
+components from the pickled config alone. Every ``cpp_*`` value is checked when a
+config object is built (``pynenc_cpp._settings``): ``BadConfig`` names the setting,
+its source and the accepted values.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from cistell import ConfigField
 from pynenc.conf.config_base import ConfigPynencBase
 
-SYNCHRONOUS_MODES = ("normal", "full")
+from pynenc_cpp._settings import SYNCHRONOUS_MODES, apply, flag_value, strict_settings
+from pynenc_cpp.errors import BadConfig
 
-
-#: What a flag stored as a str (see ``cpp_native``) reads as False.
-_FALSE_VALUES = ("false", "0", "no", "off", "")
+__all__ = ["SYNCHRONOUS_MODES", "ConfigCpp", "MAX_SPIN_WAIT_US", "spin_wait_problem"]
 
 
 class ConfigCpp(ConfigPynencBase):
     """
     :cvar ConfigField[str] cpp_sqlite_path:
-        The SQLite file of the ``cpp_sqlite`` components (an absolute path; the
-        builder resolves a relative one). Required by them, unused by others.
+        The SQLite file of the ``cpp_sqlite`` components (a string). Required by
+        them, unused by others. A relative path is made absolute once, where the app
+        is configured: against the working directory for the builder, ``config_values``
+        and an environment variable (rewritten in place, so processes the app starts
+        use the same file), against the file's folder for a config file.
     :cvar ConfigField[str] cpp_sqlite_synchronous:
         ``"normal"`` (default; WAL makes it crash-safe, a power loss may drop the
         last transactions) or ``"full"`` (fsync at every commit).
@@ -29,8 +35,8 @@ class ConfigCpp(ConfigPynencBase):
         How long a write waits for another process's lock before failing (5000).
     :cvar ConfigField[str] cpp_sqlite_wal_buffer:
         Whether a commit's WAL frames are written with one system call (default
-        ``"true"``; read it through ``sqlite_wal_buffer``, which accepts
-        ``false``/``0``/``no``/``off`` too, as from ``PYNENC__CPP_SQLITE_WAL_BUFFER``).
+        ``"true"``; true or false, also yes/no, on/off, 1/0, stored as
+        ``"true"``/``"false"``; read it through ``sqlite_wal_buffer``).
         ``"false"`` opens the file with SQLite's default VFS (docs/backends/sqlite.md).
     :cvar ConfigField[str] cpp_redis_url:
         The Redis server of the ``cpp_redis`` components, as redis-py reads URLs:
@@ -38,9 +44,9 @@ class ConfigCpp(ConfigPynencBase):
         ``unix:///path/to.sock``, with ``?db=N&connect_timeout_ms=N&io_timeout_ms=N&password=P``
         (docs/backends/redis.md).
     :cvar ConfigField[str] cpp_native:
-        Native mode (default ``"true"``; read it through ``native_enabled``, which
-        also accepts ``false``/``0``/``no``/``off`` from an environment variable
-        such as ``PYNENC__CPP_NATIVE=false``): the ``Cpp*NativeOrchestrator`` classes run
+        Native mode (default ``"true"``; true or false, also yes/no, on/off, 1/0,
+        stored as ``"true"``/``"false"``; anything else is refused; read it through
+        ``native_enabled``): the ``Cpp*NativeOrchestrator`` classes run
         each hot-path step as one engine call. ``False`` makes them behave exactly
         like the mixed-mode orchestrators (pynenc's own ``BaseOrchestrator`` code
         over the native components). The builder's ``native=`` flag sets both this
@@ -76,15 +82,32 @@ class ConfigCpp(ConfigPynencBase):
     cpp_spin_wait_us = ConfigField(500)
     cpp_shortcuts = ConfigField("on")  # on | off | -name,-name (pynenc_cpp._shortcuts)
 
+    def __init__(
+        self, config_values: dict[str, Any] | None = None, config_filepath: str | None = None
+    ) -> None:
+        # Every cpp_* setting checked, from every source, before cistell casts one
+        # (BadConfig naming the setting and its source: pynenc_cpp._settings).
+        checked = strict_settings(config_values, config_filepath)
+        super().__init__(config_values, config_filepath)
+        apply(self, checked)
+
     @property
     def native_enabled(self) -> bool:
         """``cpp_native`` as a bool."""
-        return str(self.cpp_native).strip().lower() not in _FALSE_VALUES
+        return _flag("cpp_native", self.cpp_native)
 
     @property
     def sqlite_wal_buffer(self) -> bool:
         """``cpp_sqlite_wal_buffer`` as a bool."""
-        return str(self.cpp_sqlite_wal_buffer).strip().lower() not in _FALSE_VALUES
+        return _flag("cpp_sqlite_wal_buffer", self.cpp_sqlite_wal_buffer)
+
+
+def _flag(name: str, raw: object) -> bool:
+    """A flag set on the object after it was checked (``conf.cpp_native = ...``)."""
+    value = flag_value(raw)
+    if value is None:
+        raise BadConfig(f"{name}={raw!r}: expected true or false")
+    return value
 
 
 #: The largest ``cpp_spin_wait_us`` (core/spin_wait.h's kMaxSpinWaitUs).

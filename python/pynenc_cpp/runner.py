@@ -42,6 +42,7 @@ from pynenc_cpp._interrupt import WorkerInterrupted, interrupt_thread
 from pynenc_cpp._outage import no_ride_out
 from pynenc_cpp._recovery import DeadRunnerRecovery
 from pynenc_cpp._result_wait import ResultWaits
+from pynenc_cpp._settings import apply, strict_settings
 from pynenc_cpp._signal_wake import watch_signals
 from pynenc_cpp._timeouts import TimeoutRecords
 from pynenc_cpp._trigger_wake import TriggerWake
@@ -171,6 +172,15 @@ class ConfigCppRunner(ConfigRunner):
     cpp_runner_take_ahead = ConfigField(True)
     cpp_runner_prefetch = ConfigField(1)
     cpp_runner_trigger_wake = ConfigField(True)
+
+    def __init__(
+        self, config_values: dict[str, Any] | None = None, config_filepath: str | None = None
+    ) -> None:
+        # Every cpp_* setting checked, from every source, before cistell casts one
+        # (BadConfig naming the setting and its source: pynenc_cpp._settings).
+        checked = strict_settings(config_values, config_filepath)
+        super().__init__(config_values, config_filepath)
+        apply(self, checked)
 
 
 def runner_intervals(app: Pynenc, conf: ConfigCppRunner) -> tuple[float, float]:
