@@ -6,6 +6,7 @@ only when confirmed, clear errors for a missing file or an unreachable server.""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -137,31 +138,40 @@ def test_info_watch_refreshes_the_given_number_of_times(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- doctor
 
 
-def doctor(env: dict[str, str]) -> tuple[int, dict[str, Any]]:
-    out = cli(env, "doctor", "--json")
+def doctor(env: dict[str, str], *flags: str) -> tuple[int, dict[str, Any]]:
+    out = cli(env, "doctor", "--json", *flags)
     assert out.returncode in (0, 1), out.stdout + out.stderr
     return out.returncode, json.loads(out.stdout)
 
 
-def test_doctor_on_sqlite_reports_the_file_and_warns_about_synchronous_normal(
+def test_doctor_on_sqlite_defaults_warns_about_synchronous_normal_and_exits_0(
     tmp_path: Path,
 ) -> None:
+    """The default ``synchronous=NORMAL`` loses work only when the machine crashes:
+    advice, so a health check passes on a correct default install; ``--strict``
+    makes a warning fail."""
     app = sqlite_app(tmp_path / "normal.db")
     rt.add(1, 2)  # the engine opened the file: WAL, its schema
-    rc, report = doctor(runner_env(app, "sqlite"))
+    env = runner_env(app, "sqlite")
+    rc, report = doctor(env)
     facts = dict(report["facts"])
     assert report["backend"] == "sqlite"
     assert facts["file"] == str(tmp_path / "normal.db")
     assert facts["journal_mode"] == "wal"
     assert "orchestrator v" in facts["schema"] and "broker v" in facts["schema"]
-    assert rc == 1
+    assert (rc, report["errors"]) == (0, [])
     assert any("synchronous=NORMAL" in w for w in report["warnings"])
+    assert doctor(env, "--strict")[0] == 1
+    text = cli(env, "doctor")
+    assert text.returncode == 0, text.stderr
+    assert "1 warning(s):" in text.stdout and "! synchronous=NORMAL" in text.stdout
+    assert "error(s)" not in text.stdout
 
     full = sqlite_app(tmp_path / "full.db", synchronous="full")
     rt.add(1, 2)
     env = runner_env(full, "sqlite", {"PYNENC__CPP_SQLITE_SYNCHRONOUS": "full"})
-    rc, report = doctor(env)
-    assert (rc, report["warnings"]) == (0, [])
+    rc, report = doctor(env, "--strict")
+    assert (rc, report["errors"], report["warnings"]) == (0, [], [])
     assert dict(report["facts"])["synchronous (this URI's connections)"] == "FULL"
 
 
@@ -182,16 +192,23 @@ def test_doctor_on_a_missing_sqlite_file_is_an_error_and_creates_nothing(
 def test_doctor_on_redis_warns_without_aof_and_not_with_appendfsync_always(
     aof_always_server: RedisServer, redis_url: str
 ) -> None:
-    rc, report = doctor(runner_env(redis_app(redis_url), "redis"))
+    """A server without AOF loses acknowledged work at its next restart: an error
+    (exit 1 without --strict); ``appendfsync always`` gives neither."""
+    env = runner_env(redis_app(redis_url), "redis")
+    rc, report = doctor(env)
     assert rc == 1
     assert dict(report["facts"])["aof_enabled"] == "0"
-    assert any("appendonly is off" in w for w in report["warnings"])
+    assert any("appendonly is off" in e for e in report["errors"])
+    assert not any("appendonly" in w for w in report["warnings"])
+    text = cli(env, "doctor").stdout
+    assert "1 error(s): settings that lose acknowledged work" in text
+    assert "  x appendonly is off" in text
 
-    rc, report = doctor(runner_env(redis_app(aof_always_server.url), "redis"))
+    rc, report = doctor(runner_env(redis_app(aof_always_server.url), "redis"), "--strict")
     facts = dict(report["facts"])
     assert (facts["aof_enabled"], facts["appendfsync"]) == ("1", "always")
     assert facts["redis_version"].count(".") == 2
-    assert (rc, report["warnings"]) == (0, [])
+    assert (rc, report["errors"], report["warnings"]) == (0, [], [])
 
 
 def test_doctor_on_an_unreachable_server_is_an_error_without_the_password(
@@ -250,9 +267,10 @@ def test_doctor_says_when_config_get_is_refused_to_the_acl_user(tmp_path: Path) 
         rc, report = doctor(runner_env(redis_app(f"redis://app:pw-1@127.0.0.1:{port}/0"), "redis"))
     finally:
         stop_server(proc)
-    assert rc == 1
+    assert rc == 1  # AOF off: an error
     assert "unreadable (CONFIG GET refused" in dict(report["facts"])["config"]
-    assert any("CONFIG GET is refused" in w for w in report["warnings"])
+    assert any("CONFIG GET is refused" in w for w in report["warnings"])  # advice
+    assert any("appendonly is off" in e for e in report["errors"])
     assert dict(report["facts"])["aof_enabled"] == "0"  # INFO still answers
 
 
@@ -291,7 +309,6 @@ def test_info_lists_a_sigkilled_runner_apart_with_its_work_and_a_stopped_one_not
     no longer counts it; one SIGKILLed while running a task is listed apart once its
     heartbeat is older than dead-after, with the RUNNING invocation it holds and when
     the recovery of dead runners takes it. ``doctor`` says how long that is."""
-    import os
     import signal
 
     app = sqlite_app(tmp_path / "cli.db")
@@ -326,3 +343,40 @@ def test_info_lists_a_sigkilled_runner_apart_with_its_work_and_a_stopped_one_not
     assert inv.invocation_id in text and "recovered by" in text
     doctor = cli(env, "doctor").stdout
     assert "dead runner's work waits" in doctor and "dead-after 3 s" in doctor
+
+
+# ---------------------------------------------------------------- no app, no backend
+
+
+def bare_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The console script, as a user runs it in ``cwd``, with no PYNENC__ setting."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYNENC__")}
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "pynenc-cpp"), *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["info", "doctor"])
+def test_no_app_found_is_a_one_line_error_with_exit_2(command: str, tmp_path: Path) -> None:
+    out = bare_cli(tmp_path, command)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stdout == ""
+    (line,) = out.stderr.splitlines()
+    assert line.startswith(f"pynenc-cpp {command}: no app found: no Pynenc() instance in ")
+    assert "pass --app MODULE" in line
+
+
+@pytest.mark.parametrize("command", ["info", "doctor"])
+@pytest.mark.parametrize("how", ["--app", "found"])
+def test_an_app_without_a_pynenc_cpp_backend_is_a_one_line_error_with_exit_2(
+    command: str, how: str, tmp_path: Path
+) -> None:
+    (tmp_path / "plain.py").write_text("from pynenc import Pynenc\n\napp = Pynenc()\n")
+    args = ["--app", "plain", command] if how == "--app" else [command]
+    out = bare_cli(tmp_path, *args)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stdout == ""
+    (line,) = out.stderr.splitlines()
+    assert "app pynenc" in line and "has no pynenc-cpp backend" in line
+    assert "MemOrchestrator" in line

@@ -1,16 +1,17 @@
 """``pynenc-cpp``: what a deployment holds and whether its storage keeps acknowledged work.
 
     pynenc-cpp [--app MODULE] info [--json] [--watch SECONDS [--times N]]
-    pynenc-cpp [--app MODULE] doctor [--json]
+    pynenc-cpp [--app MODULE] doctor [--json] [--strict]
     pynenc-cpp [--app MODULE] purge [--yes]
 
 The app is found as ``pynenc`` finds it (``--app`` as for ``pynenc --app``; without
 it, the one ``Pynenc()`` instance of the current directory), or else built from the
 configuration alone (``PYNENC__*`` variables, ``[tool.pynenc]`` in pyproject.toml, the
 file named by ``PYNENC__FILEPATH``), so the command reads the same settings as the
-app's runners. Exit codes: 0 done (``doctor``: no warning), 1 ``doctor`` found
-settings that can lose acknowledged work, 2 an error (bad configuration,
-unreachable storage, purge not confirmed). See docs/cli.md.
+app's runners. Exit codes: 0 done (``doctor``: nothing that loses work, advice
+printed as warnings), 1 ``doctor`` found settings that lose acknowledged work (or,
+with ``--strict``, a warning), 2 an error (no app, an app without a pynenc-cpp
+backend, bad configuration, unreachable storage, purge not confirmed). See docs/cli.md.
 """
 
 from __future__ import annotations
@@ -42,23 +43,48 @@ class CliError(Exception):
 
 def load_app(spec: str | None) -> Pynenc:
     """The app ``spec`` names, the one app of the current directory, or one built
-    from the configuration alone."""
+    from the configuration alone; CliError unless it has a pynenc-cpp backend."""
     from pynenc import Pynenc
     from pynenc.util.import_app import find_app_instance
 
+    # As `python -m pynenc_cpp` does: the console script's sys.path lacks the working
+    # directory, so `--app tasks` would not find the tasks.py beside the user.
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
     if spec:
         try:
             app: Pynenc = find_app_instance(spec)
         except (ValueError, ImportError) as exc:
-            raise CliError(f"--app {spec}: {exc}") from exc
-        return app
-    try:
-        app = find_app_instance(None)
-    except ValueError as exc:
-        if not str(exc).startswith("No Pynenc() instance found"):
-            raise CliError(str(exc)) from exc  # several apps here: say which with --app
-        app = Pynenc()  # configuration only: env, pyproject.toml, PYNENC__FILEPATH
+            raise CliError(f"--app {spec}: {_one_line(exc)}") from exc
+        found = f"app {app.app_id} (--app {spec})"
+    else:
+        try:
+            app = find_app_instance(None)
+            found = f"app {app.app_id} (found in {Path.cwd()})"
+        except ValueError as exc:
+            if not str(exc).startswith("No Pynenc() instance found"):
+                # several apps here: say which with --app
+                raise CliError(_one_line(exc)) from exc
+            app = Pynenc()  # configuration only: env, pyproject.toml, PYNENC__FILEPATH
+            found = ""
+    description, uri = storage_of(app)
+    if uri is None:
+        if not found:
+            raise CliError(
+                f"no app found: no Pynenc() instance in {Path.cwd()}, and the configuration "
+                "(PYNENC__* variables, [tool.pynenc] in pyproject.toml, PYNENC__FILEPATH) names "
+                "no pynenc-cpp backend; pass --app MODULE"
+            )
+        raise CliError(
+            f"{found} has no pynenc-cpp backend: its orchestrator is {description}; build it "
+            "with .cpp_sqlite(...) or .cpp_redis(...), or set orchestrator_cls and the other "
+            "*_cls settings to the Cpp* classes (docs/configuration.md)"
+        )
     return app
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 def storage_of(app: Pynenc) -> tuple[str, str | None]:
@@ -293,6 +319,22 @@ def shortcut_rows(app: Pynenc) -> list[dict[str, str]]:
     ]
 
 
+#: The beginnings of the backend report's warnings that are errors: a setting under
+#: which acknowledged work is lost on an ordinary event (a restart of the server, an
+#: eviction, a failing disk, any crash with no rollback journal). The other warnings are
+#: advice: work lost only if the machine itself crashes or loses power
+#: (``synchronous=NORMAL``, the default; ``appendfsync everysec``), or a setting that
+#: cannot be checked.
+_LOSES_WORK = (
+    "appendonly is off",
+    "maxmemory-policy ",
+    "rdb_last_bgsave_status is ",
+    "aof_last_write_status is ",
+    "journal_mode is off",
+    "journal_mode is memory",
+)
+
+
 def cmd_doctor(app: Pynenc, args: argparse.Namespace) -> int:
     from pynenc_cpp import _core
 
@@ -311,6 +353,9 @@ def cmd_doctor(app: Pynenc, args: argparse.Namespace) -> int:
         ]
     )
     report["shortcuts"] = shortcut_rows(app)
+    found = report.pop("warnings")
+    report["errors"] = [w for w in found if w.startswith(_LOSES_WORK)]
+    report["warnings"] = [w for w in found if not w.startswith(_LOSES_WORK)]
     if args.json:
         print(json.dumps(report))
     else:
@@ -319,13 +364,21 @@ def cmd_doctor(app: Pynenc, args: argparse.Namespace) -> int:
         lines += [f"  {name:<{width}}  {value}" for name, value in report["facts"]]
         lines.append("shortcuts (docs/shortcuts.md):")
         lines += [f"  {row['name']:<11}  {row['state']}" for row in report["shortcuts"]]
+        if report["errors"]:
+            lines.append(f"{len(report['errors'])} error(s): settings that lose acknowledged work")
+            lines += [f"  x {e}" for e in report["errors"]]
         if report["warnings"]:
             lines.append(f"{len(report['warnings'])} warning(s):")
             lines += [f"  ! {w}" for w in report["warnings"]]
-        else:
-            lines.append("no setting found that can lose acknowledged work")
+        if not report["errors"]:
+            lines.append(
+                "no error: no setting found that loses acknowledged work when a process "
+                "or the server restarts"
+            )
         print("\n".join(lines))
-    return _EXIT_WARNINGS if report["warnings"] else _EXIT_OK
+    if report["errors"] or (args.strict and report["warnings"]):
+        return _EXIT_WARNINGS
+    return _EXIT_OK
 
 
 # ---------------------------------------------------------------- purge
@@ -372,6 +425,9 @@ def _parser() -> argparse.ArgumentParser:
         "doctor", help="backend version, schema, settings that can lose acknowledged work"
     )
     doctor.add_argument("--json", action="store_true", help="the report as one JSON object")
+    doctor.add_argument(
+        "--strict", action="store_true", help="exit 1 on warnings (advice) too, not only errors"
+    )
     purge = sub.add_parser("purge", help="delete all of the app's data (asks first)")
     purge.add_argument("--yes", action="store_true", help="do not ask")
     return parser
@@ -396,7 +452,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _EXIT_OK
     except (CliError, BadConfig, BackendError, ValueError) as exc:
-        print(f"pynenc-cpp {args.command}: {exc}", file=sys.stderr)
+        print(f"pynenc-cpp {args.command}: {_one_line(exc)}", file=sys.stderr)
         return _EXIT_ERROR
 
 
