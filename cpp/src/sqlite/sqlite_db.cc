@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "pynenc_cpp/core/metrics.h"
@@ -20,6 +23,36 @@ bool IsBusy(int rc) {
 }
 
 std::string Quoted(const std::string& path) { return "'" + path + "'"; }
+
+// What a statement was doing, in words: errors never quote the engine's SQL
+// (its tables and PRAGMAs are internals; the cause is SQLite's own text).
+std::string Doing(std::string_view sql) {
+  const auto start = std::min(sql.find_first_not_of(" \t\n("), sql.size());
+  const auto end = std::min(sql.find_first_of(" \t\n;(", start), sql.size());
+  std::string word(sql.substr(start, end - start));
+  for (char& c : word) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (word == "SELECT" || word == "WITH") return "reading";
+  if (word == "INSERT" || word == "UPDATE" || word == "DELETE" || word == "REPLACE") {
+    return "writing";
+  }
+  if (word == "CREATE" || word == "ALTER" || word == "DROP") return "creating the schema";
+  if (word == "BEGIN") return "starting a transaction";
+  if (word == "COMMIT") return "committing";
+  if (word == "ROLLBACK") return "rolling back";
+  if (word == "PRAGMA") return "setting up the connection";
+  return "running a statement";
+}
+
+// The prefix of every open error: the file and the setting that names it.
+std::string CannotOpen(const std::string& path) {
+  return "cannot open sqlite database " + Quoted(path) + " (cpp_sqlite_path): ";
+}
+
+std::string ParentDir(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
 
 // BEGIN / COMMIT / ROLLBACK as cached statements: no re-parsing per transaction.
 Status RunCached(Conn& conn, const char* sql) {
@@ -174,7 +207,7 @@ void Stmt::Reset() {
 }
 
 Status Stmt::Error(int rc) const {
-  return conn_->Error(rc, sqlite3_sql(stmt_) == nullptr ? "statement" : sqlite3_sql(stmt_));
+  return conn_->Error(rc, sqlite3_sql(stmt_) == nullptr ? "" : sqlite3_sql(stmt_));
 }
 
 // ---- Conn ------------------------------------------------------------------
@@ -199,7 +232,7 @@ Result<Stmt*> Conn::Prepare(const std::string& sql) {
   sqlite3_stmt* raw = nullptr;
   const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
                                     SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
-  if (rc != SQLITE_OK) return Error(rc, "prepare: " + sql);
+  if (rc != SQLITE_OK) return Error(rc, sql);
   auto stmt = std::make_unique<Stmt>(raw, this);
   Stmt* out = stmt.get();
   statements_.emplace(sql, std::move(stmt));
@@ -214,13 +247,14 @@ Status Conn::Exec(const std::string& sql) {
   std::string text = message != nullptr ? message : sqlite3_errstr(rc);
   sqlite3_free(message);
   if (IsBusy(rc)) busy_ = true;
-  return Status::BackendFailure("sqlite " + Quoted(path_) + ": " + text + " (in: " + sql + ")");
+  return Status::BackendFailure("sqlite " + Quoted(path_) + ": " + text + " (while " + Doing(sql) +
+                                ")");
 }
 
-Status Conn::Error(int rc, std::string_view what) const {
+Status Conn::Error(int rc, std::string_view sql) const {
   if (IsBusy(rc)) const_cast<Conn*>(this)->busy_ = true;
   const char* detail = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-  std::string msg = "sqlite " + Quoted(path_) + ": " + detail + " (in: " + std::string(what) + ")";
+  std::string msg = "sqlite " + Quoted(path_) + ": " + detail + " (while " + Doing(sql) + ")";
   if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT) {
     return Status::BadConfig(msg + "; the file is not a valid SQLite database");
   }
@@ -230,8 +264,46 @@ Status Conn::Error(int rc, std::string_view what) const {
 // ---- Database --------------------------------------------------------------
 
 Status OpenError(const std::string& path, int rc, sqlite3* db) {
+  const int primary = rc & 0xff;
+  if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT) {
+    return Status::BadConfig(CannotOpen(path) +
+                             "not a database: the file is not a valid SQLite database "
+                             "(it was left as it is)");
+  }
+  const std::string dir = ParentDir(path);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) {
+      return Status::BadConfig(CannotOpen(path) + "no such directory " + Quoted(dir) +
+                               " (create it first)");
+    }
+  } else if (!S_ISDIR(st.st_mode)) {
+    return Status::BadConfig(CannotOpen(path) + Quoted(dir) + " is not a directory");
+  }
+  // SQLite's own errno is not the cause when it fell back to a read-only open, so
+  // ask the kernel: may this process write the file, or create it in `dir`?
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  const std::string& target = exists ? path : dir;
+  const int denied = ::access(target.c_str(), W_OK) == 0 ? 0 : errno;
+  if (denied == EROFS) {
+    return Status::BadConfig(CannotOpen(path) + "read-only file system: " + Quoted(target) +
+                             " is on a read-only mount");
+  }
+  if (exists && (denied == EACCES || denied == EPERM ||
+                 (db != nullptr && sqlite3_db_readonly(db, "main") == 1))) {
+    return Status::BadConfig(CannotOpen(path) +
+                             "read-only: this process can read the file but not write it "
+                             "(its permissions or an immutable attribute)");
+  }
+  const int err = db != nullptr ? sqlite3_system_errno(db) : 0;
+  if (denied == EACCES || denied == EPERM || err == EACCES || err == EPERM) {
+    return Status::BadConfig(CannotOpen(path) +
+                             "permission denied: this user cannot create the file or its "
+                             "-wal and -shm files in " + Quoted(dir));
+  }
   std::string detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  return Status::BadConfig("cannot open sqlite database " + Quoted(path) + ": " + detail);
+  if (err != 0) detail += std::string(" (") + std::strerror(err) + ")";
+  return Status::BadConfig(CannotOpen(path) + detail);
 }
 
 Database::Database(SqliteOptions options) : options_(std::move(options)), pid_(getpid()) {}
@@ -251,8 +323,8 @@ Database::~Database() {
 Result<std::shared_ptr<Database>> Database::Open(const SqliteOptions& options) {
   struct stat st {};
   if (stat(options.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    return Status::BadConfig("sqlite path " + Quoted(options.path) +
-                             " is a directory; expected a database file");
+    return Status::BadConfig(CannotOpen(options.path) +
+                             "it is a directory; expected a database file");
   }
   std::shared_ptr<Database> db(new Database(options));
   // Open one connection now so that a bad path fails here, with a clear error.
@@ -316,11 +388,22 @@ Result<std::unique_ptr<Conn>> Database::Acquire() {
     s = conn->Exec(pragmas);
   }
   if (!s.ok()) {
-    if (s.message().find("not a database") != std::string::npos ||
-        s.message().find("malformed") != std::string::npos) {
-      return Status::BadConfig(s.message() + "; the file is not a valid SQLite database");
+    // The first statement reads the file: a junk file, an unwritable file or
+    // directory (the -wal and -shm files are made here) fails now, and is said
+    // in words; anything else (disk I/O error, say) is SQLite's own text.
+    const int rc = sqlite3_extended_errcode(raw);
+    const int primary = rc & 0xff;
+    if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT || primary == SQLITE_CANTOPEN ||
+        primary == SQLITE_READONLY || primary == SQLITE_PERM || primary == SQLITE_AUTH ||
+        rc == SQLITE_IOERR_ACCESS || sqlite3_db_readonly(raw, "main") == 1) {
+      return OpenError(options_.path, rc, raw);
     }
     return s;
+  }
+  if (sqlite3_db_readonly(raw, "main") == 1) {
+    // SQLite opens a file it may not write read-only without saying so: the
+    // first write would fail. Refused here, when the app opens its storage.
+    return OpenError(options_.path, SQLITE_READONLY, raw);
   }
   // Replaces SQLite's automatic checkpoint on this connection (sqlite_checkpointer.h).
   sqlite3_wal_hook(raw, &Database::OnWalCommit, this);

@@ -120,8 +120,9 @@ class Conn {
   sqlite3* raw() const { return db_; }
   const std::string& path() const { return path_; }
 
-  // Status for a failed call on this connection, naming the file and operation.
-  Status Error(int rc, std::string_view what) const;
+  // Status for a failed call on this connection running `sql`: names the file,
+  // SQLite's cause and what the statement was doing in words (never the SQL).
+  Status Error(int rc, std::string_view sql) const;
   // Abandons the handle without closing it (after fork).
   void Abandon() { db_ = nullptr; }
   // True if an error since the last call was lock contention (SQLITE_BUSY /
@@ -192,8 +193,10 @@ class Database {
   // Opens the database at `options.path` with a connection pool of its own
   // (a Storage owns one per app; several on one file in one process share only
   // the file, its locks and its wake board).
-  // Creates the file if missing. kBadConfig naming the path for a directory, an
-  // unwritable location or a file that is not an SQLite database.
+  // Creates the file if missing. kBadConfig naming the path, the setting
+  // (cpp_sqlite_path) and the cause in words (OpenError) for a directory, a
+  // missing directory, a permission denied, a read-only file or mount, or a file
+  // that is not an SQLite database: all refused here, not at the first write.
   static Result<std::shared_ptr<Database>> Open(const SqliteOptions& options);
 
   Database(const Database&) = delete;
@@ -289,7 +292,11 @@ class Database {
   std::atomic<int> requested_at_pages_{0};
 };
 
-// Builds "<what>: <message>" errors for an sqlite3* that failed to open.
+// kBadConfig for a file that cannot be opened for use: "cannot open sqlite
+// database '<path>' (cpp_sqlite_path): <cause>", the cause in words ("no such
+// directory", "permission denied", "read-only", "read-only file system", "not a
+// database") from `rc`, `db`'s read-only flag and errno, and the directory;
+// else SQLite's own text. `db` may be null.
 Status OpenError(const std::string& path, int rc, sqlite3* db);
 
 }  // namespace pynenc_cpp::sqlite

@@ -10,12 +10,13 @@ namespace pynenc_cpp::sqlite {
 
 namespace {
 
-// The single value of `sql` (a PRAGMA or a scalar query), or the error.
+// The single value of `sql` (a PRAGMA or a scalar query), or the error (SQLite's
+// cause, never the SQL).
 Result<std::string> Scalar(sqlite3* db, const std::string& path, const char* sql) {
   sqlite3_stmt* stmt = nullptr;
   int rc = sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr);
   if (rc != SQLITE_OK) {
-    return Status::BackendFailure("sqlite " + path + ": " + sql + ": " + sqlite3_errmsg(db));
+    return Status::BackendFailure("sqlite " + path + ": " + sqlite3_errmsg(db));
   }
   std::string out;
   rc = sqlite3_step(stmt);
@@ -24,7 +25,7 @@ Result<std::string> Scalar(sqlite3* db, const std::string& path, const char* sql
   } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
     std::string why = sqlite3_errmsg(db);
     sqlite3_finalize(stmt);
-    return Status::BackendFailure("sqlite " + path + ": " + sql + ": " + why);
+    return Status::BackendFailure("sqlite " + path + ": " + why);
   }
   sqlite3_finalize(stmt);
   return out;
