@@ -21,4 +21,43 @@ def redis_url_problem(url: object) -> str | None:
         )
     if not url.startswith(("redis://", "unix://")):
         return f"{redact_url(url)!r}: expected {REDIS_URL_FORMS}"
+    if url.startswith("redis://") and (problem := _host_port_problem(url)):
+        return f"{redact_url(url)!r}: {problem}"
+    return None
+
+
+def _host_port_problem(url: str) -> str | None:
+    """What is wrong with the host, port or database of a ``redis://`` URL, read as
+    the engine reads it (``ParseRedisLocation``), or None. A part of a URL with user
+    info is never quoted: a password with an unencoded ``/`` could land in it."""
+    rest = url.removeprefix("redis://")
+    stops = [i for i in (rest.find(c) for c in "/?#") if i >= 0]
+    at = rest.rfind("@", 0, min(stops) if stops else len(rest))
+    secretive = "@" in url
+
+    def shown(part: str) -> str:
+        return "(not shown: the URL has user info)" if secretive else repr(part)
+
+    if at >= 0:
+        rest = rest[at + 1 :]
+    location = rest.split("?", 1)[0]
+    hostport, slash, db = location.partition("/")
+    if slash and db and not (db.isascii() and db.isdigit() and int(db) <= 1_000_000):
+        return f"database {shown(db)} is not a number"
+    host = hostport
+    port = None
+    if hostport.startswith("["):
+        close = hostport.find("]")
+        if close <= 1:
+            return f"host {shown(hostport)} is not an IPv6 literal like [::1]"
+        host, tail = hostport[1:close], hostport[close + 1 :]
+        if tail and not tail.startswith(":"):
+            return "expected ':port' after the IPv6 literal"
+        port = tail[1:] if tail else None
+    elif ":" in hostport:
+        host, _, port = hostport.rpartition(":")
+    if port is not None and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        return f"port {shown(port)} is not a port number (1-65535)"
+    if not host:
+        return "no host"
     return None

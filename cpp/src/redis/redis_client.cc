@@ -292,13 +292,33 @@ std::string Client::Endpoint() const {
 
 std::string Client::Describe() const { return Endpoint() + "/" + std::to_string(options_.db); }
 
+Status Client::Refused(const std::string& command, const std::string& reply) const {
+  // The server's reply never holds the password; the URL's is never shown.
+  const std::string head = "redis at " + Describe() + " refused " + command + ": " + reply;
+  if (reply.rfind("NOAUTH", 0) == 0) {
+    return Status::BadConfig(
+        head + " (the server needs a password and the URL gives none: put it in "
+               "cpp_redis_url, redis://:PASSWORD@host:port/db or redis://USER:PASSWORD@..., "
+               "percent-encoded, or ?password=...)");
+  }
+  if (reply.rfind("WRONGPASS", 0) == 0 || reply.find("invalid password") != std::string::npos ||
+      reply.find("without any password configured") != std::string::npos) {
+    return Status::BadConfig(
+        head + " (the server refused the URL's " + (options_.username.empty() ? "" : "user and ") +
+        "password: check the password" + (options_.username.empty() ? "" : " and user") +
+        " in cpp_redis_url)");
+  }
+  return Status::BadConfig(head);
+}
+
 Result<std::shared_ptr<Client>> Client::Open(const RedisOptions& options) {
   std::shared_ptr<Client> client(new Client(options));
   Result<Value> pong = client->Command({"PING"});
   if (!pong.ok()) return pong.status();
   if (pong.value().is_error()) {
-    return Status::BackendFailure("redis at " + client->Describe() +
-                                  " refused PING: " + pong.value().str);
+    const std::string& reply = pong.value().str;
+    if (reply.rfind("NOAUTH", 0) == 0) return client->Refused("PING", reply);
+    return Status::BackendFailure("redis at " + client->Describe() + " refused PING: " + reply);
   }
   return client;
 }
@@ -334,10 +354,7 @@ Result<std::unique_ptr<Connection>> Client::Connect() {
         if (!conn->Read(&v) || v.is_error()) {
           cause = v.is_error() ? v.str : conn->error();
           ok = false;
-          if (v.is_error()) {
-            return Status::BadConfig("redis at " + Describe() + " refused " + cmd[0] + ": " +
-                                     cause);
-          }
+          if (v.is_error()) return Refused(cmd[0], cause);
           break;
         }
       }

@@ -81,7 +81,9 @@ class Client {
   // Opens a new pool for the server (its own connections: nothing is shared
   // with another Client; a Storage owns one per app) and verifies it answers
   // PING within the connect timeout: otherwise kConnectionLost "cannot reach
-  // redis at host:port: <cause>".
+  // redis at host:port: <cause>". A server that needs a password the URL does
+  // not give (NOAUTH), or refuses the URL's (WRONGPASS), is kBadConfig with a
+  // hint about the URL's password, which is never shown.
   static Result<std::shared_ptr<Client>> Open(const RedisOptions& options);
 
   Client(const Client&) = delete;
@@ -124,6 +126,9 @@ class Client {
   // are found before anything is sent on them and dropped.
   Result<std::unique_ptr<Connection>> Acquire();
   Result<std::unique_ptr<Connection>> Connect();
+  // kBadConfig for the server's error `reply` to `command` (AUTH, SELECT, PING
+  // on a fresh connection); NOAUTH and WRONGPASS say what to fix in the URL.
+  Status Refused(const std::string& command, const std::string& reply) const;
   void Release(std::unique_ptr<Connection> conn);
   // Runs `send` on a connection from Acquire. An I/O failure once the command was
   // sent is reported, never retried: the server may have applied it and lost only
