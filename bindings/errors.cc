@@ -1,6 +1,8 @@
 // The one exception translator. Engine errors become these Python classes:
 //   EngineError                      base of all
-//   InvocationNotFound(KeyError)     kNotFound
+//   InvocationNotFound(KeyError)     kNotFound; raised as the subclass that
+//                                      pynenc_cpp.errors registers at import
+//                                      (also pynenc's InvocationNotFoundError)
 //   IllegalTransition                kIllegalTransition (.from_status .to_status .allowed)
 //   OwnershipViolation               kOwnershipViolation (.from_status .to_status
 //                                      .current_owner .attempted_owner .reason)
@@ -31,7 +33,8 @@ PyObject* NewClass(py::module_& m, const char* name, PyObject* bases, const char
 }
 
 PyObject* g_engine_error = nullptr;
-PyObject* g_not_found = nullptr;
+PyObject* g_not_found = nullptr;       // the class raised for kNotFound
+PyObject* g_not_found_base = nullptr;  // _core.InvocationNotFound
 PyObject* g_illegal = nullptr;
 PyObject* g_ownership = nullptr;
 PyObject* g_backend = nullptr;
@@ -122,6 +125,21 @@ void InitErrors(py::module_& m) {
       py::make_tuple(py::handle(g_engine_error), py::handle(PyExc_KeyError));
   g_not_found = NewClass(m, "InvocationNotFound", not_found_bases.ptr(),
                          "An invocation, key or record named by the caller does not exist.");
+  g_not_found_base = g_not_found;
+  m.def(
+      "_register_not_found_class",
+      [](const py::handle& cls) {
+        if (!PyType_Check(cls.ptr()) || PyObject_IsSubclass(cls.ptr(), g_not_found_base) != 1) {
+          throw py::type_error("expected a subclass of pynenc_cpp._core.InvocationNotFound");
+        }
+        PyObject* previous = g_not_found;
+        g_not_found = cls.inc_ref().ptr();
+        if (previous != g_not_found_base) Py_XDECREF(previous);
+      },
+      py::arg("cls"),
+      "Makes every engine 'not found' error raise ``cls`` (a subclass of ``InvocationNotFound`` "
+      "called with the message): pynenc_cpp.errors registers its InvocationNotFound, which is "
+      "also pynenc's InvocationNotFoundError, at import. Holds the GIL.");
   g_illegal = NewClass(m, "IllegalTransition", g_engine_error,
                        "The invocation status machine forbids this transition.");
   g_ownership = NewClass(m, "OwnershipViolation", g_engine_error,

@@ -1,7 +1,11 @@
 """Exceptions raised by pynenc-cpp, and their translation to pynenc's own types.
 
-The engine raises the classes defined in ``_core`` (re-exported here).
-``InvocationNotFound`` is also a ``KeyError``; ``BadConfig`` and
+The engine raises the classes defined in ``_core`` (re-exported here), but for a
+missing invocation, key or record it raises ``InvocationNotFound`` defined here: a
+subclass of ``_core.InvocationNotFound`` that is also pynenc's
+``InvocationNotFoundError`` and a ``KeyError``, registered with the bindings' one
+translator at import, so every read path on every backend (mixed and native)
+raises this one class. ``BadConfig`` and
 ``InvalidArgument`` are also ``ValueError``; ``BackendError`` is also a
 ``RuntimeError``, and its subclass ``BackendConnectionError`` says the
 connection to the server failed, so the call may succeed once the server is back
@@ -14,10 +18,13 @@ pynenc's ``InvocationStatusTransitionError`` and ``InvocationStatusOwnershipErro
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, Concatenate
 
 from pynenc.exceptions import (
+    InvocationNotFoundError,
     InvocationStatusOwnershipError,
     InvocationStatusTransitionError,
 )
@@ -27,7 +34,6 @@ from pynenc_cpp import _core
 from pynenc_cpp._convert import status_from_value
 
 EngineError = _core.EngineError
-InvocationNotFound = _core.InvocationNotFound
 IllegalTransition = _core.IllegalTransition
 OwnershipViolation = _core.OwnershipViolation
 BackendError = _core.BackendError
@@ -39,6 +45,55 @@ StaleGeneration = _core.StaleGeneration
 Unavailable = _core.Unavailable
 Timeout = _core.Timeout
 BufferFull = _core.BufferFull
+
+
+class InvocationNotFound(_core.InvocationNotFound, InvocationNotFoundError):
+    """An invocation, key or record named by the caller does not exist.
+
+    Raised by the engine on every backend (the bindings' translator makes this
+    class, registered below); catch it as pynenc's ``InvocationNotFoundError``, as
+    ``KeyError`` or as ``_core.InvocationNotFound``. ``str()`` is the engine's
+    message; ``invocation_id`` is the id the caller asked for when the read path
+    knows it (the adapters fill it in), else ``""``.
+    """
+
+    def __init__(self, message: str = "", invocation_id: str = "") -> None:
+        Exception.__init__(self, message)
+        self.message = message
+        self.invocation_id = invocation_id
+
+    def __str__(self) -> str:
+        return self.message
+
+    def _to_json_dict(self) -> dict[str, Any]:
+        return {"message": self.message, "invocation_id": self.invocation_id}
+
+    @classmethod
+    def _from_json_dict(cls, json_dict: dict[str, Any]) -> InvocationNotFound:
+        return cls(json_dict.get("message", ""), json_dict.get("invocation_id", ""))
+
+    def __reduce__(self) -> tuple[type[InvocationNotFound], tuple[str, str]]:
+        return (type(self), (self.message, self.invocation_id))
+
+
+_core._register_not_found_class(InvocationNotFound)
+
+
+def names_invocation[S, Id: str, **P, R](
+    method: Callable[Concatenate[S, Id, P], R],
+) -> Callable[Concatenate[S, Id, P], R]:
+    """A read path's method whose ``InvocationNotFound`` carries the id it was asked
+    for (``invocation_id``; the engine's message names it too)."""
+
+    @functools.wraps(method)
+    def read(self: S, invocation_id: Id, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, invocation_id, *args, **kwargs)
+        except InvocationNotFound as exc:
+            exc.invocation_id = invocation_id
+            raise
+
+    return read
 
 
 def _status(value: str | None) -> InvocationStatus | None:

@@ -83,6 +83,7 @@ from pynenc_cpp.errors import (
     IllegalTransition,
     InvocationNotFound,
     OwnershipViolation,
+    names_invocation,
     to_pynenc_status_error,
 )
 from pynenc_cpp.orchestrator import (
@@ -466,6 +467,7 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
             self._final_seen.note = (final_id, raw, result, generation, time.monotonic())
         return final_id
 
+    @names_invocation
     def get_invocation_status_record(self, invocation_id: InvocationId) -> InvocationStatusRecord:
         """The status record, read in one engine call with the result when the status
         is SUCCESS (results up to ``_PREFETCH_RESULT_BYTES``; one Redis script).

@@ -42,6 +42,7 @@ from pynenc_cpp.errors import (
     IllegalTransition,
     InvocationNotFound,
     OwnershipViolation,
+    names_invocation,
     to_pynenc_status_error,
 )
 
@@ -277,6 +278,7 @@ class CppOrchestrator(CppComponentMixin, ConcurrencyGate):
         self._note_gated(invocation_id, status, runner_id, record)
         return Gated(None)
 
+    @names_invocation
     def get_invocation_status_record(self, invocation_id: InvocationId) -> InvocationStatusRecord:
         engine = self._engine
         return _record(

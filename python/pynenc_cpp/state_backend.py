@@ -19,6 +19,7 @@ from json.scanner import make_scanner
 from typing import TYPE_CHECKING, Any
 
 from pynenc.app_info import AppInfo
+from pynenc.exceptions import InvocationNotFoundError
 from pynenc.identifiers.call_id import CallId
 from pynenc.identifiers.invocation_id import InvocationId
 from pynenc.identifiers.task_id import TaskId
@@ -40,7 +41,7 @@ from pynenc_cpp._component import (
 )
 from pynenc_cpp._convert import as_invocation_ids, to_us
 from pynenc_cpp.config import ConfigCpp
-from pynenc_cpp.errors import InvocationNotFound
+from pynenc_cpp.errors import InvocationNotFound, names_invocation
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
@@ -264,8 +265,16 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
     def get_invocation(self, invocation_id: InvocationId) -> DistributedInvocation:
         """pynenc's ``get_invocation``; the object handed out is kept (weakly) for the
         result wait, which puts the final status it finds in its status cache
-        (``pynenc_cpp._live``)."""
-        invocation: DistributedInvocation = super().get_invocation(invocation_id)
+        (``pynenc_cpp._live``). An unknown id raises ``errors.InvocationNotFound``
+        (also pynenc's ``InvocationNotFoundError``), as every read path does."""
+        try:
+            invocation: DistributedInvocation = super().get_invocation(invocation_id)
+        except InvocationNotFoundError as exc:  # pynenc's, for _get_invocation's None
+            if isinstance(exc, InvocationNotFound):
+                raise
+            raise InvocationNotFound(
+                f"invocation not found: {invocation_id}", invocation_id
+            ) from None
         self._live_registry.add((invocation,))
         return invocation
 
@@ -421,11 +430,12 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
             f"invocation:{invocation_id} store result",
         )
 
+    @names_invocation
     def _get_result(self, invocation_id: InvocationId) -> str:
         prefetched = self._take_prefetched(invocation_id)
         if prefetched is not None:
             return prefetched
-        # A missing result raises _core.InvocationNotFound, a KeyError as pynenc expects.
+        # A missing result raises InvocationNotFound, a KeyError as pynenc expects.
         engine = self._engine
         return self._retried(
             lambda: engine.get_result(invocation_id), f"invocation:{invocation_id} result"
@@ -438,8 +448,9 @@ class CppStateBackend(CppComponentMixin, BaseStateBackend):
             f"invocation:{invocation_id} store exception",
         )
 
+    @names_invocation
     def _get_exception(self, invocation_id: InvocationId) -> str:
-        # A missing exception raises _core.InvocationNotFound, a KeyError as pynenc expects.
+        # A missing exception raises InvocationNotFound, a KeyError as pynenc expects.
         engine = self._engine
         return self._retried(
             lambda: engine.get_exception(invocation_id), f"invocation:{invocation_id} exception"

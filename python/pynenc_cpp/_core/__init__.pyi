@@ -202,6 +202,11 @@ def _close_python_gate() -> None:
     Stops the native threads that call Python, before the interpreter finalizes.
     """
 
+def _register_not_found_class(cls: typing.Any) -> None:
+    """
+    Makes every engine 'not found' error raise ``cls`` (a subclass of ``InvocationNotFound`` called with the message): pynenc_cpp.errors registers its InvocationNotFound, which is also pynenc's InvocationNotFoundError, at import. Holds the GIL.
+    """
+
 def apply_transition(
     current: str | None, current_owner: str | None, to: str, runner_id: str | None
 ) -> tuple[typing.Any, typing.Any]:
