@@ -11,7 +11,8 @@ demo: setup
 	.venv/bin/python examples/demo.py
 
 # pynenc's conformance suites only: the whole matrix, every backend in both modes
-# with every runner (`make test` runs a representative slice of it).
+# with every runner, with the shortcuts on and then off (`make test` runs a
+# representative slice of it, and a shorter one with the shortcuts off).
 conformance: setup
 	PYNENC_CPP_CONFORMANCE=full .venv/bin/python -m pytest tests_py/conformance -q -p no:cacheprovider
 	# Then pynenc's runner combination suites on CppRunner with a prefetch of 4
@@ -19,6 +20,10 @@ conformance: setup
 	PYNENC__CPP_RUNNER_PREFETCH=4 PYNENC_CPP_BACKENDS=sqlite,redis PYNENC_CPP_MODES=native \
 	  .venv/bin/python -m pytest tests_py/conformance/test_integration_combinations.py -q \
 	  -p no:cacheprovider -k "not Thread and not Process"
+	# Then the whole matrix again with every shortcut off (docs/shortcuts.md): pynenc's
+	# own code wherever pynenc-cpp has a shortcut.
+	PYNENC_CPP_SHORTCUTS=off PYNENC_CPP_CONFORMANCE=full .venv/bin/python -m pytest \
+	  tests_py/conformance -q -p no:cacheprovider
 
 # The chaos suite in full (tests_py/chaos, docs/reliability.md): every scenario
 # five times in both modes on SQLite and Redis, then once more with the engine built

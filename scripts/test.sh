@@ -9,6 +9,8 @@
 #      message parser), each for FUZZ_SECONDS (default 20) under ASan+UBSan
 #   5. pytest tests_py (adapters, errors, wheel, pynenc's conformance suites (a
 #      representative slice; PYNENC_CPP_CONFORMANCE=full for all), cluster, actors)
+#   6. pynenc's conformance suites again with every shortcut off
+#      (PYNENC_CPP_SHORTCUTS=off; a short slice: docs/shortcuts.md)
 # Exits non-zero if any suite fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -89,15 +91,31 @@ echo "==> pytest"
 # pynenc's conformance matrix: CI runs a representative slice of every suite
 # (docs/conformance.md); `make conformance` (or PYNENC_CPP_CONFORMANCE=full) runs it all.
 export PYNENC_CPP_CONFORMANCE=${PYNENC_CPP_CONFORMANCE:-slice}
+record_pytest() {  # name log rc: the counts of pytest's last summary line in log
+  local summary p f n
+  summary=$(grep -E "[0-9]+ (passed|failed|errors?|skipped).* in [0-9.]+s" "$2" | tail -1)
+  p=$(grep -oE "[0-9]+ passed" <<<"$summary" | grep -oE "[0-9]+" || echo 0)
+  f=0
+  for n in $(grep -oE "[0-9]+ (failed|error|errors)" <<<"$summary" | grep -oE "[0-9]+"); do f=$((f + n)); done
+  if [ "$3" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi  # collection error, no tests run, ...
+  record "$1" "${p:-0}" "$f"
+}
 log=build/pytest.log
 .venv/bin/python -m pytest -p no:cacheprovider -q -rs ${PYTEST_ARGS:-} 2>&1 | tee "$log"
-rc=${PIPESTATUS[0]}
-summary=$(grep -E "[0-9]+ (passed|failed|errors?|skipped).* in [0-9.]+s" "$log" | tail -1)
-p=$(grep -oE "[0-9]+ passed" <<<"$summary" | grep -oE "[0-9]+" || echo 0)
-f=0
-for n in $(grep -oE "[0-9]+ (failed|error|errors)" <<<"$summary" | grep -oE "[0-9]+"); do f=$((f + n)); done
-if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi  # collection error, no tests run, ...
-record "pytest" "${p:-0}" "$f"
+record_pytest "pytest" "$log" "${PIPESTATUS[0]}"
+
+echo "==> pytest, shortcuts off"
+# The conformance slice again with every shortcut off (docs/shortcuts.md): pynenc's own
+# code where pynenc-cpp has a shortcut, as after a pynenc release that changed one. One
+# backend per mode (SQLite native, Redis mixed), every suite, and of the runner
+# combinations only CppRunner's (the runner that takes the run and result-wait
+# shortcuts) with the Json serializer: ~50 s. `make conformance` runs the whole matrix
+# with the shortcuts off too.
+log=build/pytest-shortcuts-off.log
+PYNENC_CPP_SHORTCUTS=off PYNENC_CPP_CONFORMANCE=slice PYNENC_CPP_BACKENDS=sqlite,redis \
+  .venv/bin/python -m pytest -p no:cacheprovider -q -rs tests_py/conformance \
+  -k "not combinations or (not Thread and not Process and not Pickle)" 2>&1 | tee "$log"
+record_pytest "pytest-no-shortcut" "$log" "${PIPESTATUS[0]}"
 
 echo
 echo "==> summary"
