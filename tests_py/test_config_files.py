@@ -189,3 +189,88 @@ def test_a_bad_setting_in_the_file_is_a_clear_error(tmp_path: Path) -> None:
     client = run_client(tmp_path, env)
     assert client.returncode != 0
     assert "cpp_sqlite_synchronous='sometimes'" in client.stderr
+
+
+def test_a_relative_sqlite_path_in_a_config_file_is_one_file_for_every_process(
+    tmp_path: Path,
+) -> None:
+    """``cpp_sqlite_path = "data/app.db"`` in a YAML file of a subfolder names a file in
+    that subfolder: the runner started from the project folder and the client started
+    from another folder open the same file (the client gets the runner's results)."""
+    values = settings("sqlite", tmp_path, None)
+    values["cpp_sqlite_path"] = "data/app.db"
+    (tmp_path / "conf" / "data").mkdir(parents=True)
+    (tmp_path / "conf" / "pynenc.yaml").write_text(as_yaml(values))
+    (tmp_path / "tasks.py").write_text(TASKS)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "client.py").write_text(CLIENT)
+    env = clean_env(tmp_path)
+    env["PYNENC__FILEPATH"] = str(tmp_path / "conf" / "pynenc.yaml")
+    with open(tmp_path / "runner.log", "wb") as log:
+        runner = subprocess.Popen(
+            [sys.executable, "-m", "pynenc", "--app", "tasks.app", "runner", "start"],
+            cwd=tmp_path,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        client = run_client(elsewhere, env)
+    finally:
+        stop(runner)
+    runner_log = (tmp_path / "runner.log").read_text()
+    assert client.returncode == 0, client.stderr[-3000:] + runner_log[-3000:]
+    assert json.loads(client.stdout.strip().splitlines()[-1])["results"] == [
+        i + 1 for i in range(10)
+    ]
+    assert (tmp_path / "conf" / "data" / "app.db").is_file()
+    assert not list(elsewhere.rglob("*.db")) and not (tmp_path / "data").exists()
+
+
+def test_a_relative_sqlite_path_from_env_is_resolved_where_the_app_is_configured(
+    tmp_path: Path,
+) -> None:
+    """``PYNENC__CPP_SQLITE_PATH=rel.db``: the process that configures the app resolves
+    it against its working directory and rewrites the variable, so a process it
+    starts from another directory opens the same file."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    script = """
+import os, subprocess, sys
+from pynenc import Pynenc
+app = Pynenc()
+print(app.orchestrator.engine_uri.split("?")[0])
+child = "from pynenc import Pynenc; print(Pynenc().orchestrator.engine_uri.split('?')[0])"
+print(subprocess.run([sys.executable, "-c", child], cwd=sys.argv[1], check=True,
+                     capture_output=True, text=True).stdout.strip())
+"""
+    env = clean_env(tmp_path)
+    env.update(
+        {f"PYNENC__{k.upper()}": str(v) for k, v in settings("sqlite", tmp_path, None).items()}
+    )
+    env["PYNENC__CPP_SQLITE_PATH"] = "rel.db"
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "b")],
+        cwd=tmp_path / "a", env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == [f"sqlite://{tmp_path / 'a' / 'rel.db'}"] * 2
+
+
+def test_a_wrong_value_from_the_file_stops_runner_start_naming_setting_and_file(
+    tmp_path: Path,
+) -> None:
+    values = settings("sqlite", tmp_path, None)
+    values["cpp_runner_workers"] = "four"
+    env = write_project(tmp_path, "pyproject", values)
+    out = subprocess.run(
+        [sys.executable, "-m", "pynenc", "--app", "tasks.app", "runner", "start"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode != 0
+    assert (
+        f"cpp_runner_workers='four' (from [tool.pynenc] in "
+        f"{tmp_path / 'pyproject.toml'}): expected a whole number >= 0"
+    ) in out.stderr + out.stdout
+    assert "TypeError" not in out.stderr + out.stdout and "Traceback" not in out.stderr
