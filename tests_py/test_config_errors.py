@@ -45,22 +45,24 @@ def test_sqlite_component_without_a_path() -> None:
 
 
 def test_builder_arguments_are_checked() -> None:
-    """A builder argument is checked by its setting's rule, and the message names both."""
+    """A wrong Python type is a TypeError; a wrong value a BadConfig naming setting and argument."""
     with pytest.raises(
         BadConfig,
         match=r"cpp_sqlite_synchronous='sometimes' \(from cpp_sqlite\(synchronous=\.\.\.\)\): expected one of normal, full",
     ):
         PynencBuilder().cpp_sqlite(path="x.db", synchronous="sometimes")
-    with pytest.raises(BadConfig, match="cpp_sqlite_busy_timeout_ms='soon'"):
-        PynencBuilder().cpp_sqlite(path="x.db", busy_timeout_ms="soon")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="busy_timeout_ms must be an int, got str"):
+        PynencBuilder().cpp_sqlite(path="x.db", busy_timeout_ms="5")  # type: ignore[arg-type]
     with pytest.raises(BadConfig, match="cpp_sqlite_busy_timeout_ms=-1 .*from 0 to 3600000"):
         PynencBuilder().cpp_sqlite(path="x.db", busy_timeout_ms=-1)
     with pytest.raises(BadConfig, match=r"cpp_sqlite_path=42 \(from cpp_sqlite\(path=\.\.\.\)\)"):
         PynencBuilder().cpp_sqlite(path=42)  # type: ignore[arg-type]
-    with pytest.raises(BadConfig, match=r"cpp_runner_workers='four' \(from cpp_runner\(workers"):
-        PynencBuilder().cpp_runner(workers="four")  # type: ignore[arg-type]
-    with pytest.raises(BadConfig, match="cpp_native='maybe'"):
-        PynencBuilder().cpp_redis(native="maybe")  # type: ignore[arg-type]
+    with pytest.raises(BadConfig, match=r"cpp_runner_workers=-1 \(from cpp_runner\(workers"):
+        PynencBuilder().cpp_runner(workers=-1)
+    with pytest.raises(TypeError, match="native must be a bool, got str"):
+        PynencBuilder().cpp_redis(native="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="task_timeout_sec must be a number, got str"):
+        PynencBuilder().cpp_runner(task_timeout_sec="1")  # type: ignore[arg-type]
 
 
 def test_config_values_are_checked_at_build(tmp_path: Path) -> None:
@@ -135,8 +137,8 @@ def test_errors_never_show_a_redis_password(url: str) -> None:
 
 
 def test_wal_buffer_is_checked_and_reaches_the_engine_uri(tmp_path: Path) -> None:
-    with pytest.raises(BadConfig, match="cpp_sqlite_wal_buffer='perhaps'"):
-        PynencBuilder().cpp_sqlite(path="x.db", wal_buffer="perhaps")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="wal_buffer must be a bool"):
+        PynencBuilder().cpp_sqlite(path="x.db", wal_buffer="no")  # type: ignore[arg-type]
     with pytest.raises(BadConfig, match="cpp_sqlite_wal_buffer='sometimes'"):
         PynencBuilder().app_id("cfg").cpp_sqlite(path=tmp_path / "a.db").custom_config(
             cpp_sqlite_wal_buffer="sometimes"

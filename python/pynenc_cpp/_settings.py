@@ -167,12 +167,19 @@ def text(what: str = "a string", empty: bool = True) -> Rule:
     return Rule(convert)
 
 
-def _problem_rule(problem: Callable[[object], str | None], shown: Callable[[object], str]) -> Rule:
-    """A rule from an existing ``*_problem`` check, whose message is ``<value>: <why>``."""
+def _problem_rule(
+    problem: Callable[[object], str | None],
+    shown: Callable[[object], str],
+    prefixes: Callable[[object], tuple[str, ...]],
+) -> Rule:
+    """A rule from an existing ``*_problem`` check; the value it quotes at the start of
+    its message (one of ``prefixes``) is left out, as the BadConfig shows it already."""
 
     def convert(raw: object) -> object:
         if why := problem(raw):
-            raise Refused(why.split(": ", 1)[-1])
+            for prefix in prefixes(raw):
+                why = why.removeprefix(prefix)
+            raise Refused(why)
         return raw
 
     return Rule(convert, shown)
@@ -188,8 +195,13 @@ def _spin_wait_problem(raw: object) -> str | None:
     return spin_wait_problem(raw)
 
 
+def _url_prefixes(raw: object) -> tuple[str, ...]:
+    shown = redact_url(raw) if isinstance(raw, str) else None
+    return (f"{shown!r}: ",) if shown is not None else (f"{type(raw).__name__}: ",)
+
+
 def _spin_wait(raw: object) -> object:
-    _problem_rule(_spin_wait_problem, repr).convert(raw)
+    _problem_rule(_spin_wait_problem, repr, lambda r: (f"cpp_spin_wait_us={r!r}: ",)).convert(raw)
     return int(str(raw).strip()) if isinstance(raw, str) else raw
 
 
@@ -200,7 +212,7 @@ RULES: dict[str, Rule] = {
     "cpp_sqlite_synchronous": choice(SYNCHRONOUS_MODES),
     "cpp_sqlite_busy_timeout_ms": whole(0, 3_600_000),
     "cpp_sqlite_wal_buffer": flag(as_text=True),
-    "cpp_redis_url": _problem_rule(redis_url_problem, _shown_url),
+    "cpp_redis_url": _problem_rule(redis_url_problem, _shown_url, _url_prefixes),
     "cpp_native": flag(as_text=True),
     "cpp_outage_budget_sec": number(0.0, MAX_OUTAGE_BUDGET_SEC),
     "cpp_spin_wait_us": Rule(_spin_wait),

@@ -57,8 +57,29 @@ SQLITE_COMPONENTS: dict[str, str] = components("Sqlite")
 REDIS_COMPONENTS: dict[str, str] = components("Redis")
 
 
+#: The Python type each typed builder argument takes (a TypeError otherwise, as for
+#: any Python function); its value is then checked by its setting's rule.
+_ARG_TYPES: dict[str, tuple[type, ...]] = {
+    "native": (bool,),
+    "wal_buffer": (bool,),
+    "busy_timeout_ms": (int,),
+    "workers": (int,),
+    "prefetch": (int,),
+    "task_timeout_sec": (int, float),
+    "synchronous": (str,),
+}
+
+
 def _arg(name: str, raw: object, method: str, arg: str) -> Any:
-    """A builder argument checked by the rule of setting ``name`` (BadConfig)."""
+    """A builder argument: TypeError for a wrong Python type, else checked by the rule
+    of setting ``name`` (BadConfig naming the setting and the argument)."""
+    types = _ARG_TYPES.get(arg)
+    if types is not None and (
+        not isinstance(raw, types) or (isinstance(raw, bool) and bool not in types)
+    ):
+        expected = {bool: "a bool", int: "an int", str: "a str"}.get(types[0], "a number")
+        expected = "a number" if len(types) > 1 else expected
+        raise TypeError(f"{arg} must be {expected}, got {type(raw).__name__}")
     return check_setting(name, raw, f"from {method}({arg}=...)")
 
 
