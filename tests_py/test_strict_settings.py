@@ -46,6 +46,7 @@ BAD: list[tuple[str, object, str]] = [
     ("cpp_outage_budget_sec", "a minute", "expected seconds from 0 to 86400"),
     ("cpp_outage_budget_sec", -1, "expected seconds from 0 to 86400"),
     ("cpp_spin_wait_us", 20000, "expected whole microseconds from 0 to 10000"),
+    ("cpp_shortcuts", "-nosuch", "'-nosuch' is not -name; expected"),
     ("cpp_runner_workers", "four", "expected a whole number >= 0"),
     ("cpp_runner_workers", -2, "expected a whole number >= 0"),
     ("cpp_runner_workers", 2.5, "expected a whole number >= 0"),

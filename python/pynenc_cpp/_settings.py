@@ -200,6 +200,12 @@ def _url_prefixes(raw: object) -> tuple[str, ...]:
     return (f"{shown!r}: ",) if shown is not None else (f"{type(raw).__name__}: ",)
 
 
+def _shortcuts_problem(raw: object) -> str | None:
+    from pynenc_cpp._shortcuts import problem
+
+    return problem(raw)
+
+
 def _spin_wait(raw: object) -> object:
     _problem_rule(_spin_wait_problem, repr, lambda r: (f"cpp_spin_wait_us={r!r}: ",)).convert(raw)
     return int(str(raw).strip()) if isinstance(raw, str) else raw
@@ -216,6 +222,9 @@ RULES: dict[str, Rule] = {
     "cpp_native": flag(as_text=True),
     "cpp_outage_budget_sec": number(0.0, MAX_OUTAGE_BUDGET_SEC),
     "cpp_spin_wait_us": Rule(_spin_wait),
+    "cpp_shortcuts": _problem_rule(
+        _shortcuts_problem, repr, lambda r: (f"cpp_shortcuts={r!r}: ", f"{r!r}: ")
+    ),
     "cpp_runner_workers": whole(0),
     "cpp_runner_task_timeout_sec": number(0.0, 1e9),
     "cpp_runner_heartbeat_interval_sec": number(0.0, MAX_OUTAGE_BUDGET_SEC),
