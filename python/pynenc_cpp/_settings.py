@@ -322,17 +322,17 @@ def _files(config_filepath: str | None) -> Iterator[tuple[str, str, str]]:
 
 
 def _source(prov: str, config_filepath: str | None) -> tuple[str, str | None, str | None]:
-    """(description, folder a relative path is resolved against, env var) of cistell's
-    provenance ``prov``."""
+    """(description, folder a relative path is resolved against (None: the working
+    directory), env var) of cistell's provenance ``prov``."""
     if prov == "config_values":
-        return "from PynencBuilder / config_values", os.getcwd(), None
+        return "from PynencBuilder / config_values", None, None
     if prov.startswith("env var "):
         key = prov.removeprefix("env var ").strip("'\"")
-        return f"from env {key}", os.getcwd(), key
+        return f"from env {key}", None, key
     for path, description, name in _files(config_filepath):
         if name == prov:
             return f"from {description}", os.path.dirname(path), None
-    return f"from {prov}", os.getcwd(), None
+    return f"from {prov}", None, None
 
 
 def _cpp_keys(mapping: Mapping[str, Any], depth: int = 2) -> Iterator[str]:
@@ -413,7 +413,10 @@ def _absolute_path(
 ) -> str:
     """``path`` made absolute against ``folder``, and written back where a process the
     app starts would read it again from another working directory."""
-    absolute = os.path.normpath(os.path.join(folder or os.getcwd(), os.path.expanduser(path)))
+    expanded = os.path.expanduser(path)
+    if not os.path.isabs(expanded):  # the working directory only when needed: it may be gone
+        expanded = os.path.join(folder or os.getcwd(), expanded)
+    absolute = os.path.normpath(expanded)
     if absolute == path:
         return path
     if env_key is not None:
