@@ -93,7 +93,7 @@ auto OpenFromUri(OpenFn open) {
 void InitErrors(py::module_& m);
 
 // True while the interpreter shuts down: C++ threads must not enter Python then.
-inline bool PythonFinalizing() { return _Py_IsFinalizing() != 0; }
+inline bool PythonFinalizing() { return InterpreterFinalizing(); }
 
 // Drops Python references held by a C++ object that any thread may destroy: with
 // the GIL while the Python gate is open, else leaked (the process is exiting and

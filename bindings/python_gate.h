@@ -31,6 +31,20 @@
 
 namespace pynenc_cpp::bindings {
 
+// Whether the interpreter is finalizing: Py_IsFinalizing() is public from
+// CPython 3.13 on, where the private _Py_IsFinalizing() of 3.12 is gone.
+inline bool InterpreterFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
+}  // namespace pynenc_cpp::bindings
+
+namespace pynenc_cpp::bindings {
+
 // How often the bindings hand the GIL over, process-wide (bench/profile_burst.py
 // reports them per task): engine calls that released the GIL and took it back
 // (GilRelease), and passages of engine threads into Python (PythonEntry: a runner
@@ -56,7 +70,7 @@ class PythonGate {
   // False: the interpreter is exiting (or not running); do not enter Python.
   bool Enter() {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closed_ || !Py_IsInitialized() || _Py_IsFinalizing()) return false;
+    if (closed_ || !Py_IsInitialized() || InterpreterFinalizing()) return false;
     ++inside_;
     return true;
   }
