@@ -442,7 +442,11 @@ def test_a_bad_prefetch_setting_is_a_clear_error(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("PYNENC__RUNNER_CLS", "CppRunner")
     monkeypatch.setenv("PYNENC__CPP_RUNNER_PREFETCH", "0")
     app = Pynenc(config_values={"app_id": f"cpp-runner-env-{uuid.uuid4().hex[:8]}"})
-    with pytest.raises(ValueError, match=r"cpp_runner_prefetch=0: expected an int in \[1, 1000\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"cpp_runner_prefetch='0' \(from env PYNENC__CPP_RUNNER_PREFETCH\): "
+        r"expected a whole number from 1 to 1000",
+    ):
         _ = app.runner.prefetch
 
 

@@ -218,15 +218,15 @@ def test_no_ride_out_turns_retries_off_on_its_thread_only() -> None:
 
 
 def test_bad_budget_is_a_clear_error(tmp_path: Path) -> None:
-    app = (
+    # Refused when the app is built, before any component opens its storage.
+    builder = (
         PynencBuilder()
         .app_id(f"budget-{uuid.uuid4().hex[:6]}")
         .cpp_sqlite(path=tmp_path / "b.db")
         .custom_config(cpp_outage_budget_sec=-1)
-        .build()
     )
     with pytest.raises(BadConfig, match="cpp_outage_budget_sec=-1"):
-        _ = app.orchestrator
+        builder.build()
 
 
 def test_engine_connection_errors_are_backend_connection_errors(
