@@ -50,6 +50,9 @@ BAD: list[tuple[str, object, str]] = [
     ("cpp_runner_workers", "four", "expected a whole number >= 0"),
     ("cpp_runner_workers", -2, "expected a whole number >= 0"),
     ("cpp_runner_workers", 2.5, "expected a whole number >= 0"),
+    # Digits str.isdigit() accepts and int() does not: refused, never a bare ValueError.
+    ("cpp_runner_workers", "+-4", "expected a whole number >= 0"),
+    ("cpp_sqlite_busy_timeout_ms", "\u00b2", "expected a whole number from 0 to 3600000"),
     ("cpp_runner_task_timeout_sec", "long", "expected seconds from 0 to 1e+09"),
     ("cpp_runner_heartbeat_interval_sec", -5, "expected seconds from 0 to 86400"),
     ("cpp_runner_retrieve_wait_sec", "soon", "expected seconds from 0 to 3600"),
@@ -253,6 +256,9 @@ def test_a_relative_path_from_config_values_or_env_is_made_absolute_once(
 
     built = PynencBuilder().app_id("rel2").cpp_sqlite(path="b.db")
     assert built.build().config_values["cpp_sqlite_path"] == str(tmp_path / "b.db")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    home = PynencBuilder().app_id("rel3").cpp_sqlite(path="~/h.db").build()
+    assert home.config_values["cpp_sqlite_path"] == str(tmp_path / "home" / "h.db")
 
     for key, value in SQLITE_CLASSES.items():
         monkeypatch.setenv(f"PYNENC__{key.upper()}", value)

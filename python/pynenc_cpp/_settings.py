@@ -26,6 +26,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,8 @@ SYNCHRONOUS_MODES = ("normal", "full")
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 FLAG_TEXT = "true or false (also yes/no, on/off, 1/0)"
+#: A whole number as text: ASCII digits only (str.isdigit() also takes "²", which int() refuses).
+_WHOLE = re.compile(r"[+-]?[0-9]+")
 
 
 class Refused(Exception):
@@ -110,7 +113,7 @@ def whole(low: int, high: int | None = None) -> Rule:
         value: int | None = None
         if isinstance(raw, int) and not isinstance(raw, bool):
             value = raw
-        elif isinstance(raw, str) and raw.strip().lstrip("+-").isdigit():
+        elif isinstance(raw, str) and _WHOLE.fullmatch(raw.strip()):
             value = int(raw.strip())
         if value is None or value < low or (high is not None and value > high):
             raise Refused(expected)

@@ -141,9 +141,11 @@ def cpp_sqlite(
 ) -> PynencBuilder:
     """Use the native SQLite components: every component of the app in one file.
 
-    :param path: The database file (created if missing). Relative paths are
-        resolved now, so child processes open the same file. Default: a file
-        named after the app id in the system temp directory.
+    :param path: The database file (created if missing; ``~`` is expanded). A
+        relative path is resolved now, against the working directory, so the
+        processes this one starts open the same file; a process that builds the app
+        itself from another folder resolves it there. Default: a file named after
+        the app id in the system temp directory.
     :param synchronous: ``"normal"`` (default, WAL) or ``"full"`` (fsync every commit).
     :param busy_timeout_ms: How long a write waits for another process's lock.
     :param wal_buffer: Write a commit's WAL frames with one system call (default);
@@ -162,7 +164,7 @@ def cpp_sqlite(
         path = os.fspath(path)
     path = _arg("cpp_sqlite_path", path, method, "path")
     _use(builder, "Sqlite", native, in_memory=False)
-    builder._config["cpp_sqlite_path"] = os.path.abspath(path)
+    builder._config["cpp_sqlite_path"] = os.path.abspath(os.path.expanduser(path))
     builder._config["cpp_sqlite_synchronous"] = synchronous
     builder._config["cpp_sqlite_busy_timeout_ms"] = busy_timeout_ms
     builder._config["cpp_sqlite_wal_buffer"] = wal_text
