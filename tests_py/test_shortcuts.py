@@ -75,13 +75,6 @@ def test_every_recorded_digest_is_the_installed_pynencs() -> None:
             assert q.startswith("pynenc.") and callable(_shortcuts.resolve(q)), q
 
 
-def test_the_run_digest_is_the_one_run_invocation_was_written_against() -> None:
-    """``run_invocation`` follows pynenc 0.4.0's ``DistributedInvocation.run``."""
-    [(name, digest)] = _shortcuts.SHORTCUTS["run"].replaces
-    assert name.endswith("DistributedInvocation.run")
-    assert digest == "f17fa9a0dbbadd35863392025d97ded18aa26ff2f78cb819aeef3cabcbbf84c7"
-
-
 @pytest.mark.parametrize(
     "raw,off",
     [
@@ -139,6 +132,25 @@ def _change_digest(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     changed = dataclasses.replace(shortcut, replaces=((first, "0" * 64), *rest))
     monkeypatch.setitem(_shortcuts.SHORTCUTS, name, changed)
     _shortcuts.forget()
+
+
+def test_a_changed_claim_makes_cpp_runner_refuse_to_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The tracked copy ``claim`` has no pynenc function to fall back to: a CppRunner on
+    a pynenc whose claim body changed refuses to start, naming the function, rather
+    than claim with pynenc 0.4.0's code."""
+    tracked = _shortcuts.TRACKED["claim"]
+    ((qualified, _),) = tracked.replaces
+    changed = dataclasses.replace(tracked, replaces=((qualified, "0" * 64),))
+    monkeypatch.setitem(_shortcuts.TRACKED, "claim", changed)
+    _shortcuts.forget()
+    app = PynencBuilder().app_id("claim-changed").cpp_sqlite(path=tmp_path / "c.db").build()
+    assert isinstance(app.runner, CppRunner)
+    with pytest.raises(_shortcuts.PynencChanged, match="get_additional_invocations_to_run"):
+        app.runner._on_start()
+    rows = {name: state for name, state, _ in _shortcuts.report()}
+    assert rows["claim"] == "tracked copy, pynenc changed (no fallback)"
 
 
 def test_a_changed_digest_turns_the_shortcut_off_and_says_so_once(

@@ -438,6 +438,26 @@ def of_app(app: Any) -> frozenset[str]:
     return on
 
 
+class PynencChanged(RuntimeError):
+    """The installed pynenc changed a function that a tracked copy follows and that has
+    no fallback: the component that needs the copy refuses to start."""
+
+
+def require_unchanged(name: str, needed_by: str) -> None:
+    """Raises ``PynencChanged`` if the tracked copy ``name`` no longer matches pynenc's
+    source: ``needed_by`` would otherwise run pynenc 0.4.0's code in place of the
+    installed release's."""
+    diff = changed().get(name)
+    if diff:
+        raise PynencChanged(
+            f"{needed_by} cannot run on pynenc {_pynenc_version()}: it claims each "
+            f"invocation with a copy of pynenc {WRITTEN_AGAINST}'s {', '.join(diff)}, which "
+            "this release changed. Use one of pynenc's own runners (MultiThreadRunner, "
+            "PersistentProcessRunner, ...) with this release, or a pynenc-cpp release "
+            "that supports it (docs/shortcuts.md)."
+        )
+
+
 def report(setting: object = None) -> list[tuple[str, str, str]]:
     """(name, state, replaced functions) of each shortcut and tracked copy, for ``doctor``."""
     rows = [

@@ -291,6 +291,8 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         return runner_intervals(self.app, self.conf)
 
     def _on_start(self) -> None:
+        # Its per-id claim follows pynenc's claim body, which has no per-id fallback.
+        _shortcuts.require_unchanged("claim", "CppRunner")
         self._stop_requests = 0
         _ = self._unrecorded_lock  # made before the engine's threads may race for it
         self._abort_deadline = None

@@ -162,7 +162,9 @@ class ClusterConfig:
                 )
         if self.secret and not self.secret.strip():
             # As a secret file of only whitespace is refused: a key anyone would guess.
-            raise ValueError("secret is only whitespace: set the cluster's secret, or '' for the file")
+            raise ValueError(
+                "secret is only whitespace: set the cluster's secret, or '' for the file"
+            )
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in 0..65535, got {self.port}")
         if not 0 <= self.metrics_port <= 65535:
