@@ -41,6 +41,8 @@ BAD: list[tuple[str, object, str]] = [
     ("cpp_sqlite_busy_timeout_ms", -5, "expected a whole number from 0 to 3600000"),
     ("cpp_sqlite_wal_buffer", "sometimes", "expected true or false"),
     ("cpp_redis_url", "http://h:1/0", "expected redis://"),
+    ("cpp_redis_url", "redis://h:1/0?connect_timeout_ms=abc", "expected milliseconds between 1"),
+    ("cpp_redis_url", "redis://h:1/0?timeout=5", "unknown option 'timeout'; known: db"),
     ("cpp_native", "maybe", "expected true or false (also yes/no, on/off, 1/0)"),
     ("cpp_native", "", "expected true or false"),
     ("cpp_outage_budget_sec", "a minute", "expected seconds from 0 to 86400"),
@@ -275,3 +277,17 @@ def test_messages_never_show_a_redis_password(
         check()
     assert "s3cr3t" not in str(exc.value)
     assert re.search(r"cpp_redis_url='http://:\*\*\*@h:1/0' \(from env", str(exc.value))
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://h:6379/0&password=s3cr3t", "redis://h:6379/0?db=x&password=s3cr3t"]
+)
+def test_a_password_option_is_never_shown_wherever_it_stands(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``password=`` option misplaced in the path (the URL is then malformed, and its
+    error quotes the database part) or in a query with another bad option."""
+    check, _ = configure("env", tmp_path, monkeypatch, {"cpp_redis_url": url})
+    with pytest.raises(BadConfig) as exc:
+        check()
+    assert "s3cr3t" not in str(exc.value) and "password=***" in str(exc.value)

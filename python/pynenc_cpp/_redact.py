@@ -1,6 +1,12 @@
-"""Passwords out of URLs shown in errors and logs (no imports: the builder plugin uses it)."""
+"""Passwords out of URLs shown in errors and logs (no package imports: the builder plugin uses it)."""
 
 from __future__ import annotations
+
+import re
+
+#: A ``password=`` option anywhere: in the query, or misplaced in the path
+#: (``redis://h/0&password=p``, a malformed URL whose error shows it).
+_PASSWORD_OPTION = re.compile(r"(password=)[^&#]*", re.IGNORECASE)
 
 
 def redact_url(url: str) -> str:
@@ -8,10 +14,7 @@ def redact_url(url: str) -> str:
     and the password of its user info (everything up to the last ``@`` when a raw
     ``/``, ``?`` or ``#`` comes before it; never in a ``sqlite:`` path) replaced by
     ``***`` (the engine's ``RedactUri``)."""
-    path, qmark, query = url.partition("?")
-    if qmark:
-        parts = ["password=***" if p.startswith("password=") else p for p in query.split("&")]
-        url = path + "?" + "&".join(parts)
+    url = _PASSWORD_OPTION.sub(r"\1***", url)
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "", url

@@ -23,6 +23,31 @@ def redis_url_problem(url: object) -> str | None:
         return f"{redact_url(url)!r}: expected {REDIS_URL_FORMS}"
     if url.startswith("redis://") and (problem := _host_port_problem(url)):
         return f"{redact_url(url)!r}: {problem}"
+    if problem := _options_problem(url):
+        return f"{redact_url(url)!r}: {problem}"
+    return None
+
+
+#: The engine's URL options (``ParseRedisLocation``) and the whole numbers each takes.
+_NUMERIC_OPTIONS = {
+    "db": (0, 1_000_000, "expected a database number from 0 to 1000000"),
+    "connect_timeout_ms": (1, 3_600_000, "expected milliseconds between 1 and 3600000"),
+    "io_timeout_ms": (1, 3_600_000, "expected milliseconds between 1 and 3600000"),
+}
+
+
+def _options_problem(url: str) -> str | None:
+    """What is wrong with the ``?options`` of a URL, as the engine reads them, or None."""
+    query = url.partition("?")[2].partition("#")[0]
+    for pair in filter(None, query.split("&")):
+        key, _, value = pair.partition("=")
+        if key == "password":
+            continue
+        if key not in _NUMERIC_OPTIONS:
+            return f"unknown option {key!r}; known: db, connect_timeout_ms, io_timeout_ms, password"
+        low, high, expected = _NUMERIC_OPTIONS[key]
+        if not (value.isascii() and value.isdigit() and low <= int(value) <= high):
+            return f"option {key}={value!r}: {expected}"
     return None
 
 
@@ -36,7 +61,7 @@ def _host_port_problem(url: str) -> str | None:
     secretive = "@" in url
 
     def shown(part: str) -> str:
-        return "(not shown: the URL has user info)" if secretive else repr(part)
+        return "(not shown: the URL has user info)" if secretive else repr(redact_url(part))
 
     if at >= 0:
         rest = rest[at + 1 :]
