@@ -429,6 +429,20 @@ def _absolute_path(
     return absolute
 
 
+class StrictCppSettings:
+    """Mixin of the config classes that declare ``cpp_*`` fields (``ConfigCpp``,
+    ``ConfigCppRunner``): every ``cpp_*`` setting is checked, from every source, before
+    cistell casts one (BadConfig naming the setting and its source), and the checked
+    values replace cistell's casts."""
+
+    def __init__(
+        self, config_values: dict[str, Any] | None = None, config_filepath: str | None = None
+    ) -> None:
+        checked = strict_settings(config_values, config_filepath)
+        super().__init__(config_values, config_filepath)  # type: ignore[call-arg]
+        apply(self, checked)  # type: ignore[arg-type]
+
+
 def apply(conf: ConfigRoot, checked: Mapping[str, object]) -> None:
     """Sets ``conf``'s fields to their checked values (cistell's own cast of the raw
     value, such as ``bool("false")``, is replaced)."""

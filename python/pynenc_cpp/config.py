@@ -9,18 +9,16 @@ its source and the accepted values.
 
 from __future__ import annotations
 
-from typing import Any
-
 from cistell import ConfigField
 from pynenc.conf.config_base import ConfigPynencBase
 
-from pynenc_cpp._settings import SYNCHRONOUS_MODES, apply, flag_value, strict_settings
+from pynenc_cpp._settings import SYNCHRONOUS_MODES, StrictCppSettings, flag_value
 from pynenc_cpp.errors import BadConfig
 
 __all__ = ["SYNCHRONOUS_MODES", "ConfigCpp", "MAX_SPIN_WAIT_US", "spin_wait_problem"]
 
 
-class ConfigCpp(ConfigPynencBase):
+class ConfigCpp(StrictCppSettings, ConfigPynencBase):
     """
     :cvar ConfigField[str] cpp_sqlite_path:
         The SQLite file of the ``cpp_sqlite`` components (a string). Required by
@@ -81,15 +79,6 @@ class ConfigCpp(ConfigPynencBase):
     cpp_outage_budget_sec = ConfigField(60.0)
     cpp_spin_wait_us = ConfigField(500)
     cpp_shortcuts = ConfigField("on")  # on | off | -name,-name (pynenc_cpp._shortcuts)
-
-    def __init__(
-        self, config_values: dict[str, Any] | None = None, config_filepath: str | None = None
-    ) -> None:
-        # Every cpp_* setting checked, from every source, before cistell casts one
-        # (BadConfig naming the setting and its source: pynenc_cpp._settings).
-        checked = strict_settings(config_values, config_filepath)
-        super().__init__(config_values, config_filepath)
-        apply(self, checked)
 
     @property
     def native_enabled(self) -> bool:

@@ -42,7 +42,7 @@ from pynenc_cpp._interrupt import WorkerInterrupted, interrupt_thread
 from pynenc_cpp._outage import no_ride_out
 from pynenc_cpp._recovery import DeadRunnerRecovery
 from pynenc_cpp._result_wait import ResultWaits
-from pynenc_cpp._settings import apply, strict_settings
+from pynenc_cpp._settings import StrictCppSettings, check_setting
 from pynenc_cpp._signal_wake import watch_signals
 from pynenc_cpp._timeouts import TimeoutRecords
 from pynenc_cpp._trigger_wake import TriggerWake
@@ -110,7 +110,12 @@ def _stop_runners_at_exit() -> None:
             runner._route_back(InvocationId(invocation_id))
 
 
-class ConfigCppRunner(ConfigRunner):
+#: Where a value read again at use came from: the config is checked when it is made, so
+#: a refused value here was assigned to the runner's config object afterwards.
+_SET_LATER = "set on the runner's config after it was built"
+
+
+class ConfigCppRunner(StrictCppSettings, ConfigRunner):
     """
     :cvar ConfigField[int] cpp_runner_workers:
         Worker threads (parallel invocations). 0: one per CPU.
@@ -172,15 +177,6 @@ class ConfigCppRunner(ConfigRunner):
     cpp_runner_take_ahead = ConfigField(True)
     cpp_runner_prefetch = ConfigField(1)
     cpp_runner_trigger_wake = ConfigField(True)
-
-    def __init__(
-        self, config_values: dict[str, Any] | None = None, config_filepath: str | None = None
-    ) -> None:
-        # Every cpp_* setting checked, from every source, before cistell casts one
-        # (BadConfig naming the setting and its source: pynenc_cpp._settings).
-        checked = strict_settings(config_values, config_filepath)
-        super().__init__(config_values, config_filepath)
-        apply(self, checked)
 
 
 def runner_intervals(app: Pynenc, conf: ConfigCppRunner) -> tuple[float, float]:
@@ -246,18 +242,13 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
     @property
     def workers(self) -> int:
         """Number of worker threads (``cpp_runner_workers``, or one per CPU)."""
-        n = self.conf.cpp_runner_workers
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ValueError(f"cpp_runner_workers={n!r}: expected an int >= 0")
-        return n or (os.cpu_count() or 1)
+        n = check_setting("cpp_runner_workers", self.conf.cpp_runner_workers, _SET_LATER)
+        return int(n) or (os.cpu_count() or 1)
 
     @property
     def prefetch(self) -> int:
         """``cpp_runner_prefetch``: the most invocations a worker holds (>= 1)."""
-        k = self.conf.cpp_runner_prefetch
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
-            raise ValueError(f"cpp_runner_prefetch={k!r}: expected an int in [1, 1000]")
-        return k
+        return int(check_setting("cpp_runner_prefetch", self.conf.cpp_runner_prefetch, _SET_LATER))
 
     @property
     def max_parallel_slots(self) -> int:
@@ -298,12 +289,13 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         self._abort_deadline = None
         self._grace_deadline = None
         self._last_heartbeat_ok = self._heartbeats_steady_since = None
-        timeout = float(self.conf.cpp_runner_task_timeout_sec)
-        if timeout < 0:
-            raise ValueError(f"cpp_runner_task_timeout_sec={timeout!r}: expected >= 0")
-        wake_on = self.conf.cpp_runner_trigger_wake
-        if not isinstance(wake_on, bool):
-            raise ValueError(f"cpp_runner_trigger_wake={wake_on!r}: expected a bool")
+        timeout = float(
+            check_setting(
+                "cpp_runner_task_timeout_sec", self.conf.cpp_runner_task_timeout_sec, _SET_LATER
+            )
+        )
+        # Read by the trigger wake when it starts; refused here, before anything runs.
+        check_setting("cpp_runner_trigger_wake", self.conf.cpp_runner_trigger_wake, _SET_LATER)
         heartbeat, management = self._intervals()
         broker = self._engine_broker()
         queues = list(self.conf.queues or self.app.broker.conf.queues)
@@ -515,11 +507,11 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
             self._metrics_server = None
 
     def _start_metrics_server(self) -> None:
-        port = int(self.conf.cpp_runner_metrics_port)
+        port = int(
+            check_setting("cpp_runner_metrics_port", self.conf.cpp_runner_metrics_port, _SET_LATER)
+        )
         if port == 0:
             return
-        if not 0 < port < 65536:
-            raise ValueError(f"cpp_runner_metrics_port={port!r}: expected 0 (off) or 1-65535")
         from pynenc_cpp.metrics import serve
 
         addr = str(self.conf.cpp_runner_metrics_addr)
