@@ -75,6 +75,19 @@ void InitOrchestrator(py::module_& m) {
           "Atomically validates and applies a status transition; returns the new record.\n"
           "Raises InvocationNotFound, IllegalTransition or OwnershipViolation.")
       .def(
+          "transition_from_owner",
+          [](Orchestrator& o, InvocationId id, InvocationStatus to,
+             std::optional<std::string> runner_id, std::optional<std::string> expected_owner) {
+            return RecordTuple(WithoutGil(
+                [&] { return o.TransitionStatusFromOwner(id, to, runner_id, expected_owner); }));
+          },
+          py::arg("invocation_id"), py::arg("status"), py::arg("runner_id"),
+          py::arg("expected_owner"),
+          "transition(), applied only while the invocation is owned by `expected_owner`\n"
+          "(None: by no runner), in the same compare-and-set: the fence of a recovery that\n"
+          "found that owner dead. Raises OwnershipViolation when it changed hands since,\n"
+          "InvocationNotFound, IllegalTransition.")
+      .def(
           "status_record",
           [](Orchestrator& o, InvocationId id) {
             return RecordTuple(WithoutGil([&] { return o.GetStatusRecord(id); }));

@@ -344,6 +344,44 @@ TYPED_TEST(OrchestratorCompliance, PendingRecoveryUsesStatusAge) {
   EXPECT_EQ(this->orch_->PendingForRecovery(0).value(), Ids({"old", "new"}));
 }
 
+TYPED_TEST(OrchestratorCompliance, RecoveryFencedOnTheOwnerItFoundDead) {
+  this->Register("a");
+  this->Move("a", S::kPending, "dead");
+  this->Move("a", S::kRunning, "dead");
+  // Recovered by another runner and started again by a live one since the sweep
+  // that found it looked: the sweep's change, fenced on "dead", is refused.
+  this->Move("a", S::kRunningRecovery, "rescuer");
+  this->Move("a", S::kRerouted, "rescuer");
+  this->Move("a", S::kPending, "live");
+  this->Move("a", S::kRunning, "live");
+  auto late = this->orch_->TransitionStatusFromOwner(Inv("a"), S::kRunningRecovery,
+                                                     std::string("sweeper"), std::string("dead"));
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.status().code(), ErrorCode::kOwnershipViolation);
+  const Status violation = late.status();
+  EXPECT_EQ(violation.transition()->current_owner, "live");
+  EXPECT_EQ(this->orch_->GetStatusRecord(Inv("a")).value().runner_id, "live");  // unchanged
+  EXPECT_EQ(this->StatusOf("a"), S::kRunning);
+
+  // Fenced on the owner it holds now, it is the plain transition.
+  auto now = this->orch_->TransitionStatusFromOwner(Inv("a"), S::kRunningRecovery,
+                                                    std::string("sweeper"), std::string("live"));
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now.value().status, S::kRunningRecovery);
+  EXPECT_EQ(now.value().runner_id, std::nullopt);
+  // No owner is a value of its own; an unknown id is kNotFound.
+  this->Register("b");
+  EXPECT_TRUE(this->orch_
+                  ->TransitionStatusFromOwner(Inv("b"), S::kPending, std::string("r"), std::nullopt)
+                  .ok());
+  EXPECT_EQ(this->orch_
+                ->TransitionStatusFromOwner(Inv("nope"), S::kRunningRecovery, std::string("r"),
+                                            std::string("dead"))
+                .status()
+                .code(),
+            ErrorCode::kNotFound);
+}
+
 TYPED_TEST(OrchestratorCompliance, RunningRecoveryFindsOwnersWithoutRecentHeartbeat) {
   ASSERT_TRUE(this->orch_->RegisterHeartbeats({"alive", "stale"}, false, std::nullopt).ok());
   for (const char* id : {"a", "s", "g", "done"}) this->Register(id);

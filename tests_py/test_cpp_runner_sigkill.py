@@ -235,3 +235,64 @@ def test_native_recovery_takes_a_dead_runners_pending_claims_at_dead_after_time(
     assert recovered[-2:] == [InvocationStatus.PENDING_RECOVERY, InvocationStatus.REROUTED]
     assert invs["live-runner"].status == InvocationStatus.PENDING
     assert invs["never-heartbeated"].status == InvocationStatus.PENDING
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "mixed"])
+@pytest.mark.parametrize("backend", ["mem", "sqlite", "redis"])
+def test_native_recovery_leaves_an_invocation_a_live_runner_started_since_it_looked(
+    backend: str, native: bool, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The race the chaos suite caught (one body run twice): a sweep finds X RUNNING
+    under a dead runner; before its change, another runner recovers X and a live one
+    claims and starts it again. RUNNING_RECOVERY overrides ownership, so an unfenced
+    change would take X from the live runner, which then runs it a second time. The
+    sweep's change is fenced on the owner it found dead: here the race happens between
+    its read of X's record and its change (the worst place), and X stays the live
+    runner's."""
+    app = build_runner_app(
+        backend,
+        tmp_path,
+        request,
+        config={
+            "runner_considered_dead_after_minutes": 0.01,
+            "max_pending_seconds": 3600,
+            "cpp_native": "true" if native else "false",
+        },
+    )
+    orch = app.orchestrator
+
+    def ctx(runner_id: str) -> RunnerContext:
+        return RunnerContext(runner_cls="TestRunner", runner_id=runner_id, pid=1, hostname="h")
+
+    orch.register_runner_heartbeats(["dead-runner"])
+    inv = rt.add(2, 3)
+    iid = inv.invocation_id
+    orch.set_invocation_status(iid, InvocationStatus.PENDING, ctx("dead-runner"))
+    orch.set_invocation_status(iid, InvocationStatus.RUNNING, ctx("dead-runner"))
+    time.sleep(0.8)  # dead-after is 0.6 s
+    orch.register_runner_heartbeats(["live-runner"])
+    read_record = orch.get_invocation_status_record
+
+    def read_then_race(invocation_id):  # noqa: ANN001, ANN202
+        seen = read_record(invocation_id)  # RUNNING under the dead runner
+        if invocation_id == iid and seen.runner_id == "dead-runner":
+            for status, runner in [
+                (InvocationStatus.RUNNING_RECOVERY, "rescuer"),
+                (InvocationStatus.REROUTED, "rescuer"),
+                (InvocationStatus.PENDING, "live-runner"),
+                (InvocationStatus.RUNNING, "live-runner"),
+            ]:
+                orch.set_invocation_status(iid, status, ctx(runner))
+        return seen
+
+    request.getfixturevalue("monkeypatch").setattr(
+        orch, "get_invocation_status_record", read_then_race
+    )
+    queued = app.broker.count_invocations()
+    CppRunner(app)._recover_dead_runners()
+    record = read_record(iid)
+    assert (record.status, record.runner_id) == (InvocationStatus.RUNNING, "live-runner")
+    history = [h.status_record.status for h in app.state_backend.get_history(iid)]
+    assert history[-1] == InvocationStatus.RUNNING
+    assert history.count(InvocationStatus.RUNNING_RECOVERY) == 1  # the rescuer's only
+    assert app.broker.count_invocations() == queued  # not routed again

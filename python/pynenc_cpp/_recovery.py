@@ -82,11 +82,29 @@ class DeadRunnerRecovery:
         finds.append(
             (orchestrator.get_pending_invocations_for_recovery, InvocationStatus.PENDING_RECOVERY)
         )
+        fence = getattr(orchestrator, "fenced_on_owner", None)
         for find, status in finds:
             recovered = 0
-            for invocation_id in list(find()):
+            found = list(find())
+            # RUNNING_RECOVERY overrides ownership: each one is fenced on the owner found
+            # dead now (after the query, so a runner that recovered and started it again
+            # since is seen), and changes only while that owner still holds it.
+            live = (
+                {r.runner_id for r in orchestrator.get_active_runners()}
+                if fence is not None and status == InvocationStatus.RUNNING_RECOVERY and found
+                else set()
+            )
+            for invocation_id in found:
                 try:
-                    orchestrator.set_invocation_status(invocation_id, status, ctx)
+                    if fence is None or status != InvocationStatus.RUNNING_RECOVERY:
+                        orchestrator.set_invocation_status(invocation_id, status, ctx)
+                    else:
+                        record = orchestrator.get_invocation_status_record(invocation_id)
+                        owner = record.runner_id
+                        if record.status != InvocationStatus.RUNNING or owner in live:
+                            continue  # moved on since the query, or its owner is alive
+                        with fence(owner):
+                            orchestrator.set_invocation_status(invocation_id, status, ctx)
                 except (InvocationStatusError, KeyError):
                     continue  # another runner recovered it first, or it is gone
                 # Routed at once, one by one: a failure leaves only this one to the

@@ -543,7 +543,9 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
         if status == InvocationStatus.RUNNING and self._started_already(invocation_id, runner_ctx):
             return
         lifecycle = self._lifecycle()
-        if lifecycle is None:
+        # A fenced change (a recovery, fenced_on_owner) takes pynenc's own steps over
+        # the fenced transition: recoveries are rare, the fence is not.
+        if lifecycle is None or self._fenced_owner() is not None:
             super().set_invocation_status(invocation_id, status, runner_ctx)
             return
         done, watched = self._take_gate_note(invocation_id, status, runner_ctx.runner_id)

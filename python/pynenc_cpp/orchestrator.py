@@ -10,7 +10,9 @@ these classes only convert values. History, triggers and routing stay with
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -155,6 +157,7 @@ class CppOrchestrator(CppComponentMixin, ConcurrencyGate):
         super().__init__(app)
         _ = self.outage_budget_sec  # a bad value is an error here, not at the first outage
         self._engine = self.storage.orchestrator()
+        self._fence = threading.local()  # fenced_on_owner's owner, per thread
         self._blocking_control = CppBlockingControl(app, self._engine)
 
     def _remember_invocations(self, invocations: Sequence[DistributedInvocation]) -> None:
@@ -206,6 +209,26 @@ class CppOrchestrator(CppComponentMixin, ConcurrencyGate):
         self._remember_invocations(invocations)
         return record
 
+    @contextmanager
+    def fenced_on_owner(self, owner: str | None) -> Iterator[None]:
+        """The status changes this thread makes inside (``set_invocation_status``) are
+        applied only while the invocation is owned by ``owner`` (None: by no runner), in
+        the engine's compare-and-set (``transition_from_owner``); otherwise pynenc's
+        ``InvocationStatusOwnershipError`` and nothing changes. The fence of a recovery
+        that found ``owner`` dead: RUNNING_RECOVERY overrides ownership, so without it a
+        sweep would also take an invocation that another runner recovered and started
+        again since the sweep looked (docs/reliability.md)."""
+        self._fence.owner = (owner,)
+        try:
+            yield
+        finally:
+            self._fence.owner = None
+
+    def _fenced_owner(self) -> tuple[str | None] | None:
+        """``(owner,)`` inside ``fenced_on_owner`` on this thread, else None."""
+        fenced: tuple[str | None] | None = getattr(self._fence, "owner", None)
+        return fenced
+
     def _atomic_status_transition(
         self,
         invocation_id: InvocationId,
@@ -216,9 +239,16 @@ class CppOrchestrator(CppComponentMixin, ConcurrencyGate):
         if done:  # this thread's gate made the transition (ConcurrencyGate)
             return record
         engine = self._engine
+        fenced = self._fenced_owner()
+
+        def change() -> tuple[str, str | None, int]:
+            if fenced is None:
+                return engine.transition(invocation_id, status, runner_id)
+            return engine.transition_from_owner(invocation_id, status, runner_id, fenced[0])
+
         try:
             raw = self._ride_out(
-                lambda: engine.transition(invocation_id, status, runner_id),
+                change,
                 f"invocation:{invocation_id} status {InvocationStatus(status).value}",
                 settled=lambda: self._status_is(invocation_id, status, runner_id),
             )

@@ -145,6 +145,18 @@ Status ValidateOwnership(const std::optional<StatusRecord>& current, InvocationS
       std::move(msg), TransitionErrorInfo{current->status, to, {}, current->runner_id, attempted});
 }
 
+Status ValidateExpectedOwner(const StatusRecord& current, InvocationStatus to,
+                             const std::optional<std::string>& runner_id,
+                             const std::optional<std::string>& expected_owner) {
+  if (current.runner_id == expected_owner) return Status::Ok();
+  std::string msg = "Ownership violation on " + std::string(StatusName(current.status)) + " -> " +
+                    std::string(StatusName(to)) + " by runner " + OwnerText(runner_id) +
+                    ": owned by runner:" + OwnerText(current.runner_id) + ", not by runner:" +
+                    OwnerText(expected_owner) + " as expected (it changed hands since)";
+  return Status::OwnershipViolation(
+      std::move(msg), TransitionErrorInfo{current.status, to, {}, current.runner_id, runner_id});
+}
+
 Result<StatusRecord> ApplyTransition(const std::optional<StatusRecord>& current,
                                      InvocationStatus to,
                                      const std::optional<std::string>& runner_id,

@@ -86,6 +86,18 @@ Result<StatusRecord> MemOrchestrator::TransitionStatus(
   return TransitionLocked(*row, to, runner_id);
 }
 
+Result<StatusRecord> MemOrchestrator::TransitionStatusFromOwner(
+    const InvocationId& id, InvocationStatus to, const std::optional<std::string>& runner_id,
+    const std::optional<std::string>& expected_owner) {
+  MutexLock lock(mu_);
+  InvocationRow* row = FindLocked(id);
+  if (row == nullptr) return UnknownInvocation(id);
+  if (Status s = ValidateExpectedOwner(row->status, to, runner_id, expected_owner); !s.ok()) {
+    return s;
+  }
+  return TransitionLocked(*row, to, runner_id);
+}
+
 Result<StatusRecord> MemOrchestrator::TransitionLocked(
     InvocationRow& row, InvocationStatus to, const std::optional<std::string>& runner_id) {
   Result<StatusRecord> next = ApplyTransition(row.status, to, runner_id, clock_->NowMicros());

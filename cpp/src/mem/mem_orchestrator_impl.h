@@ -64,6 +64,9 @@ class MemOrchestrator final : public Orchestrator {
                                            const std::optional<std::string>& runner_id) override;
   Result<StatusRecord> TransitionStatus(const InvocationId& id, InvocationStatus to,
                                         const std::optional<std::string>& runner_id) override;
+  Result<StatusRecord> TransitionStatusFromOwner(
+      const InvocationId& id, InvocationStatus to, const std::optional<std::string>& runner_id,
+      const std::optional<std::string>& expected_owner) override;
   Result<StatusRecord> GetStatusRecord(const InvocationId& id) override;
   Result<std::vector<InvocationId>> FilterByStatus(
       const std::vector<InvocationId>& ids, const std::vector<InvocationStatus>& statuses) override;

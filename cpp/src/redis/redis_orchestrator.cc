@@ -243,11 +243,30 @@ Result<StatusRecord> RedisOrchestrator::RegisterInvocations(
 
 Result<StatusRecord> RedisOrchestrator::TransitionStatus(
     const InvocationId& id, InvocationStatus to, const std::optional<std::string>& runner_id) {
+  return Transition(id, to, runner_id, nullptr);
+}
+
+Result<StatusRecord> RedisOrchestrator::TransitionStatusFromOwner(
+    const InvocationId& id, InvocationStatus to, const std::optional<std::string>& runner_id,
+    const std::optional<std::string>& expected_owner) {
+  return Transition(id, to, runner_id, &expected_owner);
+}
+
+Result<StatusRecord> RedisOrchestrator::Transition(
+    const InvocationId& id, InvocationStatus to, const std::optional<std::string>& runner_id,
+    const std::optional<std::string>* expected_owner) {
   for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
     Result<std::optional<StatusRecord>> current = ReadRecord(id);
     if (!current.ok()) return current.status();
     if (!current.value()) return UnknownInvocation(id);
     const StatusRecord& cur = *current.value();
+    // The script below sets the new record only while the stored one is still `cur`,
+    // so an owner checked here is the owner at the moment of the change.
+    if (expected_owner != nullptr) {
+      if (Status s = ValidateExpectedOwner(cur, to, runner_id, *expected_owner); !s.ok()) {
+        return s;
+      }
+    }
     Result<StatusRecord> next = ApplyTransition(cur, to, runner_id, clock_->NowMicros());
     if (!next.ok()) return next;
     std::vector<std::string> args{id.str()};

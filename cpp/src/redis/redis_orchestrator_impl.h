@@ -133,6 +133,13 @@ class RedisOrchestrator final : public Orchestrator {
                                            const std::optional<std::string>& runner_id) override;
   Result<StatusRecord> TransitionStatus(const InvocationId& id, InvocationStatus to,
                                         const std::optional<std::string>& runner_id) override;
+  Result<StatusRecord> TransitionStatusFromOwner(
+      const InvocationId& id, InvocationStatus to, const std::optional<std::string>& runner_id,
+      const std::optional<std::string>& expected_owner) override;
+  // TransitionStatus, and with `expected_owner` (not null) TransitionStatusFromOwner.
+  Result<StatusRecord> Transition(const InvocationId& id, InvocationStatus to,
+                                  const std::optional<std::string>& runner_id,
+                                  const std::optional<std::string>* expected_owner);
   Result<StatusRecord> GetStatusRecord(const InvocationId& id) override;
   Result<std::vector<InvocationId>> FilterByStatus(
       const std::vector<InvocationId>& ids, const std::vector<InvocationStatus>& statuses) override;

@@ -182,6 +182,18 @@ Result<StatusRecord> SqliteOrchestrator::RegisterInvocations(
 
 Result<StatusRecord> SqliteOrchestrator::TransitionStatus(
     const InvocationId& id, InvocationStatus to, const std::optional<std::string>& runner_id) {
+  return Transition(id, to, runner_id, nullptr);
+}
+
+Result<StatusRecord> SqliteOrchestrator::TransitionStatusFromOwner(
+    const InvocationId& id, InvocationStatus to, const std::optional<std::string>& runner_id,
+    const std::optional<std::string>& expected_owner) {
+  return Transition(id, to, runner_id, &expected_owner);
+}
+
+Result<StatusRecord> SqliteOrchestrator::Transition(
+    const InvocationId& id, InvocationStatus to, const std::optional<std::string>& runner_id,
+    const std::optional<std::string>* expected_owner) {
   StatusRecord next;
   Status s = db_->Write([&](sqlite::Conn& conn) -> Status {
     SQ_PREPARE(get, conn,
@@ -194,6 +206,11 @@ Result<StatusRecord> SqliteOrchestrator::TransitionStatus(
     if (!status.ok()) return status.status();
     const StatusRecord current{status.value(), get.OptText(1), get.Int(2)};
     get.Reset();
+    if (expected_owner != nullptr) {  // in the same write transaction as the update
+      if (Status s = ValidateExpectedOwner(current, to, runner_id, *expected_owner); !s.ok()) {
+        return s;
+      }
+    }
     Result<StatusRecord> applied = ApplyTransition(current, to, runner_id, clock_->NowMicros());
     if (!applied.ok()) return applied.status();
     next = applied.value();

@@ -218,6 +218,15 @@ class Orchestrator:
         Atomically validates and applies a status transition; returns the new record.
         Raises InvocationNotFound, IllegalTransition or OwnershipViolation.
         """
+    def transition_from_owner(
+        self, invocation_id: str, status: str, runner_id: str | None, expected_owner: str | None
+    ) -> tuple:
+        """
+        transition(), applied only while the invocation is owned by `expected_owner`
+        (None: by no runner), in the same compare-and-set: the fence of a recovery that
+        found that owner dead. Raises OwnershipViolation when it changed hands since,
+        InvocationNotFound, IllegalTransition.
+        """
     def wait_any_final(
         self,
         invocation_ids: collections.abc.Sequence[str],

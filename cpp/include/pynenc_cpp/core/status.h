@@ -87,6 +87,13 @@ Status ValidateTransition(std::optional<InvocationStatus> from, InvocationStatus
 Status ValidateOwnership(const std::optional<StatusRecord>& current, InvocationStatus to,
                          const std::optional<std::string>& runner_id);
 
+// kOwnershipViolation unless `current` is owned by `expected_owner` (nullopt: by no
+// runner): the fence of a recovery, which names the owner it found dead, so that an
+// invocation recovered and claimed again by a live runner since is left alone.
+Status ValidateExpectedOwner(const StatusRecord& current, InvocationStatus to,
+                             const std::optional<std::string>& runner_id,
+                             const std::optional<std::string>& expected_owner);
+
 // The full step: validates transition and ownership, then returns the new record
 // stamped `now_us`. On failure returns the validation error and changes nothing.
 Result<StatusRecord> ApplyTransition(const std::optional<StatusRecord>& current,

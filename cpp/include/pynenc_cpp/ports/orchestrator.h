@@ -130,6 +130,16 @@ class Orchestrator {
   virtual Result<StatusRecord> TransitionStatus(const InvocationId& id, InvocationStatus to,
                                                 const std::optional<std::string>& runner_id) = 0;
 
+  // TransitionStatus fenced on the owner: applied, in the same compare-and-set,
+  // only while the current record is owned by `expected_owner` (nullopt: no
+  // owner); kOwnershipViolation otherwise (ValidateExpectedOwner), nothing changes.
+  // A recovery names the owner it found dead: RUNNING_RECOVERY overrides ownership,
+  // so without the fence it would also take an invocation that another runner
+  // recovered and started again since it looked.
+  virtual Result<StatusRecord> TransitionStatusFromOwner(
+      const InvocationId& id, InvocationStatus to, const std::optional<std::string>& runner_id,
+      const std::optional<std::string>& expected_owner) = 0;
+
   // The current record; kNotFound for an unknown id.
   virtual Result<StatusRecord> GetStatusRecord(const InvocationId& id) = 0;
 
