@@ -17,13 +17,16 @@ void InitReport(py::module_& m) {
         py::list facts;
         for (const auto& [name, value] : report.facts) facts.append(py::make_tuple(name, value));
         out["facts"] = facts;
+        out["errors"] = py::cast(report.errors);
         out["warnings"] = py::cast(report.warnings);
         return out;
       },
       py::arg("uri"), py::arg("app_id") = "pynenc",
       "What the backend `uri` names says about itself: {'backend': 'memory' | 'sqlite' |\n"
-      "'redis', 'facts': [(name, value), ...], 'warnings': [...]} where each warning is a\n"
-      "setting that can lose acknowledged work. Never creates an SQLite file; raises\n"
+      "'redis', 'facts': [(name, value), ...], 'errors': [...], 'warnings': [...]}: an\n"
+      "error for each setting that loses acknowledged work on an ordinary event (a\n"
+      "restart, an eviction), a warning for advice (a loss only if the machine crashes).\n"
+      "Never creates an SQLite file; raises\n"
       "BadConfig for a bad URI or a missing file, BackendError when unreachable.");
 }
 

@@ -319,22 +319,6 @@ def shortcut_rows(app: Pynenc) -> list[dict[str, str]]:
     ]
 
 
-#: The beginnings of the backend report's warnings that are errors: a setting under
-#: which acknowledged work is lost on an ordinary event (a restart of the server, an
-#: eviction, a failing disk, any crash with no rollback journal). The other warnings are
-#: advice: work lost only if the machine itself crashes or loses power
-#: (``synchronous=NORMAL``, the default; ``appendfsync everysec``), or a setting that
-#: cannot be checked.
-_LOSES_WORK = (
-    "appendonly is off",
-    "maxmemory-policy ",
-    "rdb_last_bgsave_status is ",
-    "aof_last_write_status is ",
-    "journal_mode is off",
-    "journal_mode is memory",
-)
-
-
 def cmd_doctor(app: Pynenc, args: argparse.Namespace) -> int:
     from pynenc_cpp import _core
 
@@ -353,9 +337,6 @@ def cmd_doctor(app: Pynenc, args: argparse.Namespace) -> int:
         ]
     )
     report["shortcuts"] = shortcut_rows(app)
-    found = report.pop("warnings")
-    report["errors"] = [w for w in found if w.startswith(_LOSES_WORK)]
-    report["warnings"] = [w for w in found if not w.startswith(_LOSES_WORK)]
     if args.json:
         print(json.dumps(report))
     else:

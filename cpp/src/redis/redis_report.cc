@@ -86,7 +86,7 @@ Result<BackendReport> Describe(const BackendConfig& config) {
   }
 
   if (aof != "1") {
-    report.warnings.push_back(
+    report.errors.push_back(
         "appendonly is off: a restart of the server loses everything written since its last "
         "RDB snapshot" + std::string(Get(conf, "save").empty() && conf_error.empty()
                                          ? " (and no snapshots are configured: everything)"
@@ -103,14 +103,14 @@ Result<BackendReport> Describe(const BackendConfig& config) {
   }
   if (conf_error.empty() && conf.count("maxmemory") && conf.count("maxmemory-policy") &&
       Get(conf, "maxmemory") != "0" && Get(conf, "maxmemory-policy") != "noeviction") {
-    report.warnings.push_back("maxmemory-policy " + Get(conf, "maxmemory-policy") +
+    report.errors.push_back("maxmemory-policy " + Get(conf, "maxmemory-policy") +
                               " with a memory limit: the server may evict queue entries, "
                               "status records or results; use noeviction");
   }
   for (const char* key : {"rdb_last_bgsave_status", "aof_last_write_status"}) {
     const std::string v = Get(fields, key);
     if (!v.empty() && v != "ok") {
-      report.warnings.push_back(std::string(key) + " is " + v +
+      report.errors.push_back(std::string(key) + " is " + v +
                                 ": the server is failing to persist its data");
     }
   }

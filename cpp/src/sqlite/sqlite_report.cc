@@ -95,7 +95,10 @@ Result<BackendReport> Describe(const BackendConfig& config) {
   sqlite3_close(db);
 
   if (journal != "wal") {
-    report.warnings.push_back(
+    // Without a journal on disk a crash mid-write corrupts the file or loses the
+    // transaction; another mode (delete, truncate, persist) is only slower.
+    auto& list = journal == "off" || journal == "memory" ? report.errors : report.warnings;
+    list.push_back(
         "journal_mode is " + journal +
         ", not wal: the engine sets WAL when it opens the file; another tool changed it, or "
         "the engine has not opened it yet");

@@ -1,6 +1,7 @@
 // What a backend says about itself, for `pynenc-cpp doctor`: its version, the
 // schema this build keeps in it, and the settings that decide whether work that
-// was acknowledged survives a crash, with a warning for each one that does not.
+// was acknowledged survives a crash: an error for each one that loses it on an
+// ordinary event, a warning for advice.
 #pragma once
 
 #include <string>
@@ -15,7 +16,12 @@ namespace pynenc_cpp {
 struct BackendReport {
   std::string backend;  // "memory", "sqlite" or "redis"
   std::vector<std::pair<std::string, std::string>> facts;  // (name, value), in display order
-  std::vector<std::string> warnings;  // settings that can lose acknowledged work
+  // Settings that lose acknowledged work on an ordinary event: a restart of the
+  // server or of a process, an eviction, a disk that fails to persist.
+  std::vector<std::string> errors;
+  // Advice: work lost only if the machine itself crashes or loses power
+  // (synchronous=NORMAL, appendfsync everysec), or a setting that cannot be checked.
+  std::vector<std::string> warnings;
 };
 
 // Connects to the backend `config` names (never creates an SQLite file that is
