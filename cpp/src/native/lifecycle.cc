@@ -50,8 +50,13 @@ Result<bool> PortLifecycle::StatusWatched(const InvocationId& id,
 Result<ChangeOutcome> PortLifecycle::ChangeSteps(const InvocationId& id, InvocationStatus to,
                                                  const Actor& actor,
                                                  const std::optional<TaskId>& task,
-                                                 bool release_waiters) {
-  Result<StatusRecord> record = parts_.orchestrator->TransitionStatus(id, to, actor.runner_id);
+                                                 bool release_waiters,
+                                                 const std::optional<std::string>* expected_owner) {
+  Result<StatusRecord> record =
+      expected_owner == nullptr
+          ? parts_.orchestrator->TransitionStatus(id, to, actor.runner_id)
+          : parts_.orchestrator->TransitionStatusFromOwner(id, to, actor.runner_id,
+                                                           *expected_owner);
   if (!record.ok()) return record.status();
   if (IsFinal(to)) {
     if (release_waiters) {
@@ -422,10 +427,10 @@ Result<std::vector<Recovered>> PortLifecycle::RecoverStale(RecoveryKind kind, Ti
                                                                : InvocationStatus::kRunningRecovery;
     // RUNNING_RECOVERY overrides ownership, so the change alone would also take an
     // invocation that another runner recovered and started again since the query
-    // (seen in the chaos suite: run twice). Each RUNNING one is read again first
-    // and left alone when its owner now heartbeats. (Where the steps are not one
-    // transaction, Redis and memory, a restart between that read and the change
-    // is still possible; the window is one read instead of the whole sweep.)
+    // (seen in the chaos suite: run twice). Each RUNNING one is read again first,
+    // left alone when its owner now heartbeats, and changed fenced on the owner
+    // read (TransitionStatusFromOwner): a restart by a live runner between that
+    // read and the change makes the change fail, on every backend.
     std::set<std::string> live;
     if (kind == RecoveryKind::kRunning && !stale.value().empty()) {
       Result<std::vector<RunnerInfo>> active =
@@ -434,6 +439,7 @@ Result<std::vector<Recovered>> PortLifecycle::RecoverStale(RecoveryKind kind, Ti
       for (const RunnerInfo& r : active.value()) live.insert(r.runner_id);
     }
     for (const InvocationId& id : stale.value()) {
+      std::optional<std::string> owner;  // the owner found dead (kRunning)
       if (kind == RecoveryKind::kRunning) {
         Result<StatusRecord> now = parts_.orchestrator->GetStatusRecord(id);
         if (!now.ok()) {
@@ -444,8 +450,11 @@ Result<std::vector<Recovered>> PortLifecycle::RecoverStale(RecoveryKind kind, Ti
             (now.value().runner_id && live.count(*now.value().runner_id) > 0)) {
           continue;  // moved since the query, or now owned by a live runner
         }
+        owner = now.value().runner_id;
       }
-      Result<ChangeOutcome> changed = ChangeSteps(id, to, actor, std::nullopt, false);
+      Result<ChangeOutcome> changed =
+          ChangeSteps(id, to, actor, std::nullopt, false,
+                      kind == RecoveryKind::kRunning ? &owner : nullptr);
       if (!changed.ok()) {
         const ErrorCode code = changed.status().code();
         // Moved or purged by someone else since the query: nothing to recover.

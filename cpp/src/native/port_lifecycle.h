@@ -102,9 +102,12 @@ class PortLifecycle : public Lifecycle {
   Result<bool> StatusWatched(const InvocationId& id, const std::optional<TaskId>& task);
   Status AddHistory(const InvocationId& id, const StatusRecord& record, const Actor& actor,
                     const std::optional<std::string>& registered_by);
-  // Transition + waiters + auto-purge + history + watched check, no scope.
+  // Transition + waiters + auto-purge + history + watched check, no scope. With
+  // `expected_owner` (not null) the transition is fenced on that owner
+  // (Orchestrator::TransitionStatusFromOwner).
   Result<ChangeOutcome> ChangeSteps(const InvocationId& id, InvocationStatus to, const Actor& actor,
-                                    const std::optional<TaskId>& task, bool release_waiters);
+                                    const std::optional<TaskId>& task, bool release_waiters,
+                                    const std::optional<std::string>* expected_owner = nullptr);
   Result<FinishOutcome> Finish(const InvocationId& id, const std::string& payload, bool success,
                                const Actor& actor, const TaskId& task, bool release_waiters);
   Result<ChangeOutcome> ChangeAndRoute(const InvocationId& id, InvocationStatus to,
