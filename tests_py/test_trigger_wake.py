@@ -14,6 +14,7 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pynenc import Pynenc
@@ -21,7 +22,7 @@ from pynenc.invocation import InvocationStatus
 from pynenc.trigger.arguments import create_argument_filter
 from pynenc.trigger.conditions import CronCondition, StatusCondition
 
-from pynenc_cpp import InvalidArgument
+from pynenc_cpp import InvalidArgument, _trigger_wake
 from pynenc_cpp._cron import latest_slot, next_cron_time
 from pynenc_cpp._trigger_wake import TriggerWake
 from tests_py import trigger_tasks as tt
@@ -94,6 +95,47 @@ def test_a_status_trigger_fires_without_waiting_for_the_atomic_service(
         f"o{i}" for i in range(5)
     ]
     assert runner._trigger_wake is None  # stopped with the runner
+
+
+class _ClaimHeldOnce:
+    """The trigger store with its first claim refused, as when another runner holds
+    that claim (and then dies before recording the run)."""
+
+    def __init__(self, engine: Any) -> None:
+        self._engine = engine
+        self.refused: list[str] = []
+
+    def claim_trigger_run(self, run_id: str, expiration_seconds: int) -> bool:
+        if not self.refused:
+            self.refused.append(run_id)
+            return False
+        return bool(self._engine.claim_trigger_run(run_id, expiration_seconds))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+
+@pytest.mark.parametrize("backend", ALL)
+def test_a_condition_another_runner_claimed_fires_once_the_claim_is_gone(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pynenc's loop clears every condition it looked at, also one whose run another
+    runner had claimed: were that runner to die before starting the task, the receipt
+    would never fire. ``CppTrigger`` keeps such a condition, so it fires once the claim
+    is gone (the wake looks again while conditions are left, every
+    ``_IDLE_CHECK_SEC``, shortened here). Nothing records a condition again here.
+    Without the kept condition this fails."""
+    monkeypatch.setattr(_trigger_wake, "_IDLE_CHECK_SEC", 0.3)
+    app = _app(backend, tmp_path, request)
+    held = _ClaimHeldOnce(app.trigger._engine)  # type: ignore[attr-defined]
+    monkeypatch.setattr(app.trigger, "_engine", held)
+    with running(app):
+        assert tt.order_placed(str(tmp_path / "ledger"), "o").result == "o"
+        wait_until(lambda: len(_receipts(app)) == 1, timeout=30)
+    assert len(held.refused) == 1
+    time.sleep(0.5)
+    assert len(_receipts(app)) == 1
+    assert app.trigger.get_valid_conditions() == {}
 
 
 @pytest.mark.parametrize("backend", ["sqlite"])

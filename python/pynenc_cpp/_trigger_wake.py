@@ -15,6 +15,9 @@ its own, at the moments it can have work:
   anywhere (SQLite: the file's wake board; Redis: a note per waiter; memory: a
   condition variable). A recording made while the loop is busy is remembered, so
   none is missed between a read and the next wait;
+* every ``_IDLE_CHECK_SEC`` while valid conditions are left after an iteration (a
+  trigger run another runner claimed is retried by the others when that claim
+  expires, if its runner died before recording the run);
 * when a cron condition is next due (``_cron.next_cron_time``: the first slot
   pynenc's rules accept, judged at the slot as ``CppTrigger``'s
   ``check_time_based_triggers`` judges it), when pynenc's ``enable_scheduler`` is
@@ -109,6 +112,11 @@ class TriggerWake:
         logger = self._app.logger
         next_cron: datetime | None = None
         next_look = 0.0  # monotonic time of the next read of the cron conditions
+        # Valid conditions may outlive an iteration: one whose trigger run another
+        # runner claimed (60 s) is left to it, and if that runner dies before the run
+        # is recorded nothing records a condition again to wake anyone. So while an
+        # iteration may have left some, each idle timeout looks, and iterates once more.
+        leftovers = False
         failing = False
         while not self._stopping.is_set():
             timeout = _IDLE_CHECK_SEC
@@ -124,6 +132,11 @@ class TriggerWake:
                 cron_due = next_cron is not None and now >= next_cron
                 if woke or cron_due:
                     self._iterate()
+                    leftovers = True
+                elif leftovers:
+                    leftovers = bool(self._app.trigger.get_valid_conditions())
+                    if leftovers:
+                        self._iterate()
                 if cron_due or time.monotonic() >= next_look:
                     next_cron = self._next_cron(now)
                     next_look = time.monotonic() + _IDLE_CHECK_SEC

@@ -9,6 +9,7 @@ The adapter holds no state of its own: every member delegates to the engine.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -74,6 +75,9 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
     def __init__(self, app: Pynenc) -> None:
         super().__init__(app)
         self._engine = self.storage.trigger_store()
+        # Per thread: the trigger runs whose claim this thread's loop iteration was
+        # refused while another runner held it unrecorded (clear_valid_conditions).
+        self._in_flight = threading.local()
 
     # ------------------------------------------------------------------ #
     # Conditions and trigger definitions
@@ -152,7 +156,43 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
         }
 
     def clear_valid_conditions(self, conditions: Iterable[ValidCondition]) -> None:
+        """pynenc's clear, keeping each condition whose trigger run this thread's loop
+        iteration found claimed by another runner and not recorded yet.
+
+        pynenc's loop clears every condition it looked at, also one whose run it could
+        not claim because another runner held the claim: if that runner dies before it
+        starts the task, the condition is gone and the trigger never fires (the
+        guarantees suite saw that under SIGKILL). Kept, the condition is looked at again
+        (a ``CppRunner``'s trigger thread does while conditions are left): by then the
+        run is recorded (``claim_trigger_run`` refuses it, and the condition is cleared)
+        or its claim expired and another runner fires it.
+        """
+        held: set[str] = getattr(self._in_flight, "runs", set())
+        self._in_flight.runs = set()
+        conditions = list(conditions)
+        if held:
+            conditions = [c for c in conditions if not (self._run_ids_of(c, held) & held)]
         self._engine.clear_valid_conditions([c.valid_condition_id for c in conditions])
+
+    def _run_ids_of(self, valid_condition: ValidCondition, held: set[str]) -> set[str]:
+        """The trigger-run ids pynenc gives ``valid_condition`` alone, per trigger of its
+        condition (pynenc's own ``generate_trigger_run_ids``). An AND trigger's run id
+        needs all of its conditions: for one, every ``held`` run is counted (its
+        conditions are kept while any run is held: kept too long is only looked at
+        again, cleared too soon is a firing lost)."""
+        from pynenc.trigger.trigger_context import TriggerContext
+        from pynenc.trigger.trigger_definitions import TriggerDefinition
+
+        ids: set[str] = set()
+        for dto in self.get_triggers_for_condition(valid_condition.condition.condition_id):
+            trigger = TriggerDefinition.from_dto(dto, self.app)
+            context = TriggerContext()
+            context.add_valid_condition(valid_condition)
+            try:
+                ids.update(trigger.generate_trigger_run_ids(context))
+            except ValueError:  # needs more conditions (AND)
+                ids.update(held)
+        return ids
 
     # ------------------------------------------------------------------ #
     # Cron state and trigger-run claims
@@ -227,7 +267,14 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
         """
         if self._engine.get_trigger_run(trigger_run_id) is not None:
             return False
-        return self._engine.claim_trigger_run(trigger_run_id, int(expiration_seconds))
+        if self._engine.claim_trigger_run(trigger_run_id, int(expiration_seconds)):
+            return True
+        # Held by another runner and not recorded: its condition must outlive this
+        # iteration's clear (clear_valid_conditions).
+        if not hasattr(self._in_flight, "runs"):
+            self._in_flight.runs = set()
+        self._in_flight.runs.add(trigger_run_id)
+        return False
 
     def _purge(self) -> None:
         self._engine.purge()
