@@ -8,7 +8,8 @@ a counter compares two scrapes around the work it caused.
 from __future__ import annotations
 
 import socket
-import sqlite3
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -182,6 +183,17 @@ def test_queued_work_shows_in_the_gauges_and_errors_are_counted(tmp_path: Path) 
     assert after["backend_errors_connection"] > before["backend_errors_connection"]
 
 
+#: Takes the write lock of the SQLite file argv[1], says "locked", commits at a line.
+HOLD_WRITE_LOCK = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.readline()
+db.execute("COMMIT")
+"""
+
+
 def test_sqlite_lock_contention_is_counted(tmp_path: Path) -> None:
     app = PynencBuilder().app_id(f"metrics-busy-{uuid.uuid4().hex[:8]}")
     app = app.cpp_sqlite(path=tmp_path / "busy.db").custom_config(**FAST).build()
@@ -192,14 +204,26 @@ def test_sqlite_lock_contention_is_counted(tmp_path: Path) -> None:
     from prometheus_client import generate_latest
 
     before = parse(generate_latest(registry).decode())
-    holder = sqlite3.connect(tmp_path / "busy.db", isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")  # another writer holds the file's write lock
-    submitted = threading.Thread(target=rt.add, args=(1, 2))
-    submitted.start()
-    time.sleep(0.15)
-    holder.execute("COMMIT")
-    submitted.join(10)
-    holder.close()
+    # Another process holds the file's write lock. (Not this one: the engine links its
+    # own SQLite, and POSIX locks of one process do not exclude each other across two
+    # copies of the library: docs/backends/sqlite.md.)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_WRITE_LOCK, str(tmp_path / "busy.db")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        submitted = threading.Thread(target=rt.add, args=(1, 2))
+        submitted.start()
+        time.sleep(0.15)
+        holder.communicate("\n", timeout=10)  # COMMIT, and the holder exits
+        submitted.join(10)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
     assert not submitted.is_alive()
     after = parse(generate_latest(registry).decode())
     waits = "pynenc_cpp_sqlite_busy_waits_total"
