@@ -67,7 +67,13 @@ def open_error(path: Path, how: str) -> tuple[str, str]:
             f'mount --bind "{d}" "{d}" && mount -o remount,bind,ro "{d}" && exec "$@"',
             "sh", *cmd,
         ]  # fmt: skip
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True)
+    # Started in the test's own folder: a process that drops to nobody may not read the
+    # working directory it would inherit (a checkout in a 0700 folder, say), where
+    # pynenc looks for pyproject.toml.
+    cwd = path.parent
+    while not cwd.is_dir():
+        cwd = cwd.parent
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True, cwd=cwd)
     name, message = json.loads(out.stdout.strip().splitlines()[-1])
     return name, message
 
