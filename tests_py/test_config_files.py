@@ -116,6 +116,26 @@ def run_client(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProce
     )
 
 
+def serve_and_call(
+    project: Path, client_dir: Path, env: dict[str, str]
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``pynenc runner start`` in ``project`` and the client in ``client_dir``, the
+    runner stopped after the client, also on failure: (client, the runner's log)."""
+    with open(project / "runner.log", "wb") as log:
+        runner = subprocess.Popen(
+            [sys.executable, "-m", "pynenc", "--app", "tasks.app", "runner", "start"],
+            cwd=project,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        client = run_client(client_dir, env)
+    finally:
+        stop(runner)
+    return client, (project / "runner.log").read_text()
+
+
 @pytest.mark.parametrize("fmt", ["pyproject", "yaml"])
 @pytest.mark.parametrize("backend", ["sqlite", "redis"])
 def test_client_and_runner_processes_read_the_config_file(
@@ -124,19 +144,7 @@ def test_client_and_runner_processes_read_the_config_file(
     redis_url = request.getfixturevalue("redis_url") if backend == "redis" else None
     values = settings(backend, tmp_path, redis_url)
     env = write_project(tmp_path, fmt, values)
-    with open(tmp_path / "runner.log", "wb") as log:
-        runner = subprocess.Popen(
-            [sys.executable, "-m", "pynenc", "--app", "tasks.app", "runner", "start"],
-            cwd=tmp_path,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        client = run_client(tmp_path, env)
-    finally:
-        stop(runner)
-    runner_log = (tmp_path / "runner.log").read_text()
+    client, runner_log = serve_and_call(tmp_path, tmp_path, env)
     assert client.returncode == 0, client.stderr[-3000:] + runner_log[-3000:]
     seen = json.loads(client.stdout.strip().splitlines()[-1])
     stem = {"sqlite": "Sqlite", "redis": "Redis"}[backend]
@@ -207,19 +215,7 @@ def test_a_relative_sqlite_path_in_a_config_file_is_one_file_for_every_process(
     (elsewhere / "client.py").write_text(CLIENT)
     env = clean_env(tmp_path)
     env["PYNENC__FILEPATH"] = str(tmp_path / "conf" / "pynenc.yaml")
-    with open(tmp_path / "runner.log", "wb") as log:
-        runner = subprocess.Popen(
-            [sys.executable, "-m", "pynenc", "--app", "tasks.app", "runner", "start"],
-            cwd=tmp_path,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        client = run_client(elsewhere, env)
-    finally:
-        stop(runner)
-    runner_log = (tmp_path / "runner.log").read_text()
+    client, runner_log = serve_and_call(tmp_path, elsewhere, env)
     assert client.returncode == 0, client.stderr[-3000:] + runner_log[-3000:]
     assert json.loads(client.stdout.strip().splitlines()[-1])["results"] == [
         i + 1 for i in range(10)
