@@ -143,6 +143,32 @@ void InitConditionsAndTriggers(py::class_<TriggerStore, std::shared_ptr<TriggerS
           },
           py::arg("valid_condition_ids"), "Removes the named valid conditions (unknown ignored).")
       .def(
+          "note_pending_reports",
+          [](TriggerStore& s, std::vector<std::pair<std::string, std::string>> items) {
+            std::vector<IdJson> rows;
+            rows.reserve(items.size());
+            for (auto& [id, json] : items) rows.push_back({std::move(id), std::move(json)});
+            WithoutGil([&] { return s.NotePendingReports(rows); });
+          },
+          py::arg("notes"),
+          "Stores or replaces each (note_id, json) pair, atomically: a status change\n"
+          "whose trigger report is not made yet.")
+      .def(
+          "pending_reports",
+          [](TriggerStore& s) {
+            auto rows = WithoutGil([&] { return s.PendingReports(); });
+            std::vector<std::pair<std::string, std::string>> out;
+            for (auto& r : rows) out.emplace_back(std::move(r.id), std::move(r.json));
+            return out;
+          },
+          "(note_id, json) pairs of every pending report, ordered by id.")
+      .def(
+          "clear_pending_reports",
+          [](TriggerStore& s, std::vector<std::string> ids) {
+            WithoutGil([&] { return s.ClearPendingReports(ids); });
+          },
+          py::arg("note_ids"), "Removes the named pending reports (unknown ignored).")
+      .def(
           "wait_valid_conditions",
           [](TriggerStore& s, std::string cursor, double timeout_sec) {
             const TimestampUs timeout_us = TimeoutMicros(timeout_sec);

@@ -9,6 +9,7 @@
 #include "backend_fixture.h"
 #include "sqlite/sqlite_db.h"
 #include "sqlite/sqlite_state_backend.h"
+#include "sqlite/sqlite_trigger_store.h"
 #include "sqlite_test_util.h"
 
 namespace pynenc_cpp::sqlite {
@@ -64,6 +65,32 @@ TEST(SqliteSchema, AVersionOneStateBackendFileIsMigratedWithItsHistoryKept) {
   EXPECT_EQ(ReadInt(*db,
                     "SELECT count(*) FROM pragma_index_list('state_history') WHERE origin = 'u'"),
             1);
+}
+
+// A file as the trigger store's schema version 1 left it (no pending reports):
+// migrated to version 2, its valid conditions kept, and the notes work.
+TEST(SqliteSchema, AVersionOneTriggerStoreFileGetsThePendingReportsTable) {
+  SqliteBackend b;
+  auto opened = Database::Open(SqliteOptions{b.Path()});
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::shared_ptr<Database> db = opened.value();
+  {
+    auto store = NewSqliteTriggerStore(db, b.Config());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE(store.value()->RecordValidConditions({{"v", "vj"}}).ok());
+  }
+  ASSERT_TRUE(db->Write([](Conn& c) {
+                  return c.Exec(
+                      "DROP TABLE trig_pending_reports; "
+                      "UPDATE pynenc_cpp_schema SET version = 1 WHERE component = 'trigger'");
+                }).ok());
+
+  auto migrated = NewSqliteTriggerStore(db, b.Config());
+  ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
+  EXPECT_EQ(ReadInt(*db, "SELECT version FROM pynenc_cpp_schema WHERE component = 'trigger'"), 2);
+  EXPECT_EQ(migrated.value()->ValidConditions().value(), (std::vector<IdJson>{{"v", "vj"}}));
+  ASSERT_TRUE(migrated.value()->NotePendingReports({{"n", "nj"}}).ok());
+  EXPECT_EQ(migrated.value()->PendingReports().value(), (std::vector<IdJson>{{"n", "nj"}}));
 }
 
 TEST(SqliteSchema, AStateBackendFileFromANewerBuildIsRefused) {

@@ -113,7 +113,7 @@ TEST(TriggerStoreOpenTest, SqliteRefusesUnknownSchemaAndDirectories) {
   ASSERT_TRUE(db.value()
                   ->Write([](sqlite::Conn& c) {
                     return c.Exec(
-                        "UPDATE pynenc_cpp_schema SET version = 2 WHERE component = 'trigger'");
+                        "UPDATE pynenc_cpp_schema SET version = 99 WHERE component = 'trigger'");
                   })
                   .ok());
   auto newer = OpenTriggerStore(backend.Config());
@@ -204,6 +204,26 @@ TYPED_TEST(TriggerStoreCompliance, ValidConditionsRecordReplaceAndClear) {
             (std::vector<IdJson>{{"v1", "a2"}, {"v3", "c"}}));
   ASSERT_TRUE(this->store_->ClearValidConditions({}).ok());
   EXPECT_EQ(this->store_->ValidConditions().value().size(), 2u);
+}
+
+// ---- Pending reports -------------------------------------------------------
+
+TYPED_TEST(TriggerStoreCompliance, PendingReportsNoteReplaceListAndClear) {
+  EXPECT_TRUE(this->store_->PendingReports().value().empty());
+  ASSERT_TRUE(this->store_->NotePendingReports({{"n2", "b"}, {"n1", "a"}}).ok());
+  ASSERT_TRUE(this->store_->NotePendingReports({{"n2", "b2"}, {"n3", "c"}}).ok());
+  EXPECT_EQ(this->store_->PendingReports().value(),
+            (std::vector<IdJson>{{"n1", "a"}, {"n2", "b2"}, {"n3", "c"}}));
+  ASSERT_TRUE(this->store_->ClearPendingReports({"n2", "unknown"}).ok());
+  EXPECT_EQ(this->store_->PendingReports().value(),
+            (std::vector<IdJson>{{"n1", "a"}, {"n3", "c"}}));
+  ASSERT_TRUE(this->store_->ClearPendingReports({}).ok());
+  ASSERT_TRUE(this->store_->NotePendingReports({}).ok());
+  EXPECT_EQ(this->store_->PendingReports().value().size(), 2u);
+  // Apart from the valid conditions: neither sees the other's rows.
+  EXPECT_TRUE(this->store_->ValidConditions().value().empty());
+  ASSERT_TRUE(this->store_->Purge().ok());
+  EXPECT_TRUE(this->store_->PendingReports().value().empty());
 }
 
 // ---- Cron ------------------------------------------------------------------
@@ -691,6 +711,7 @@ TYPED_TEST(TriggerStoreDurable, DataSurvivesReopening) {
   ASSERT_TRUE(
       this->store_->RegisterTrigger({"t1", "tasks.a", {"c", "d"}, "or", "{\"p\": 1}"}).ok());
   ASSERT_TRUE(this->store_->RecordValidConditions({{"v", "vj"}}).ok());
+  ASSERT_TRUE(this->store_->NotePendingReports({{"n", "nj"}}).ok());
   ASSERT_TRUE(this->store_->StoreLastCronExecution("c", 7, CronExpectation::Absent()).value());
   ASSERT_TRUE(this->store_->ClaimTriggerRun("r", 60).value());
   EventRow e = this->Event("e", kStart, "x");
@@ -712,6 +733,7 @@ TYPED_TEST(TriggerStoreDurable, DataSurvivesReopening) {
   EXPECT_EQ(reopened->GetTrigger("t1").value(),
             (TriggerDefinitionRow{"t1", "tasks.a", {"c", "d"}, "or", "{\"p\": 1}"}));
   EXPECT_EQ(reopened->ValidConditions().value(), (std::vector<IdJson>{{"v", "vj"}}));
+  EXPECT_EQ(reopened->PendingReports().value(), (std::vector<IdJson>{{"n", "nj"}}));
   EXPECT_EQ(reopened->LastCronExecution("c").value(), 7);
   EXPECT_FALSE(reopened->ClaimTriggerRun("r", 60).value());
   EXPECT_EQ(reopened->GetEvent("e").value(), (StoredEvent{J("e"), {"i"}}));

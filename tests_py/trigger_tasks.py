@@ -13,11 +13,17 @@ an order's body ends, ``receipt <tag> <tag> <pgid> <ns>`` when its receipt's bod
 starts (CLOCK_MONOTONIC ns, one clock for every process of the machine), and
 ``cron <slot> <wall ns> <pgid> <ns>`` for a cron run, ``<slot>`` being the minute
 it ran in (``YYYY-mm-ddTHH:MM``, UTC) and ``<wall ns>`` the wall-clock time.
+
+A process started with ``PYNENC_CPP_TEST_DIE_BEFORE_REPORT=<tag>`` SIGKILLs itself
+when it is about to report the SUCCESS of the order tagged ``<tag>`` to the trigger:
+after the status change is stored, before its valid condition is recorded (the
+guarantees suite's fault at that point, ``_pending_reports``).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -34,6 +40,8 @@ app = Pynenc()
 
 #: The environment variable naming the cron task's ledger.
 CRON_LEDGER_ENV = "PYNENC_CPP_CRON_LEDGER"
+#: The environment variable naming the order whose SUCCESS report kills this process.
+DIE_BEFORE_REPORT_ENV = "PYNENC_CPP_TEST_DIE_BEFORE_REPORT"
 
 
 @app.task
@@ -87,3 +95,25 @@ def use(target: Pynenc, *, cron: bool = True) -> None:
     for task_id, triggers in _TRIGGERS.items():
         if cron or task_id != every_minute.task_id:
             target._deferred_trigger_tasks[task_id] = triggers
+
+
+def _die_before_report(tag: str) -> None:
+    """Every trigger of this process SIGKILLs the process when it is asked to report
+    the SUCCESS of the order tagged `tag` (see the module's docs)."""
+    from pynenc_cpp.trigger import CppTrigger
+
+    report = CppTrigger.report_tasks_status
+
+    def dying(self: CppTrigger, invocation_ids: Any, status: Any = None) -> None:
+        if status == InvocationStatus.SUCCESS:
+            for iid in invocation_ids:
+                kwargs = self.app.state_backend.get_invocation(iid).call.arguments.kwargs
+                if kwargs.get("tag") == tag:
+                    os.kill(os.getpid(), signal.SIGKILL)
+        report(self, invocation_ids, status)
+
+    CppTrigger.report_tasks_status = dying  # type: ignore[method-assign]
+
+
+if os.environ.get(DIE_BEFORE_REPORT_ENV):
+    _die_before_report(os.environ[DIE_BEFORE_REPORT_ENV])

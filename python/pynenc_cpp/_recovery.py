@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from pynenc.exceptions import InvocationStatusError
 from pynenc.invocation.status import InvocationStatus
 
+from pynenc_cpp import _pending_reports
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
@@ -127,6 +129,25 @@ class DeadRunnerRecovery:
                     f"({status.value}) of dead runners or stuck pending"
                 )
         self._reroute_stuck_deferrals()
+        self._make_pending_reports()
+
+    def _make_pending_reports(self) -> None:
+        """Makes the trigger reports that runners killed after a status change still
+        owed (``pynenc_cpp._pending_reports``): without them a trigger on that status
+        would never fire. Making one twice is safe, so several runners may look."""
+        notes = _pending_reports.of_trigger(self.app.trigger)
+        if notes is None:  # not a CppTrigger
+            return
+        orchestrator = self.app.orchestrator
+        dead_after = float(self.app.conf.runner_considered_dead_after_minutes) * 60.0
+        made = notes.replay(
+            lambda: {r.runner_id for r in orchestrator.get_active_runners()}, dead_after
+        )
+        if made:
+            self.logger.warning(
+                f"CppRunner:{self.runner_id} made the trigger reports of {made} status "
+                "change(s) whose runner died before making them"
+            )
 
     def _reroute_stuck_deferrals(self) -> None:
         """Reroutes the CONCURRENCY_CONTROLLED invocations left so for longer than

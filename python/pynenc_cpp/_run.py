@@ -27,7 +27,7 @@ from pynenc.orchestrator.base_orchestrator import BaseOrchestrator
 from pynenc.util.asyncio_helper import run_task_sync
 from pynenc.workflow.workflow_exceptions import WorkflowPauseError
 
-from pynenc_cpp import _core, _shortcuts
+from pynenc_cpp import _core, _pending_reports, _shortcuts
 from pynenc_cpp._concurrency import ConcurrencyGate
 
 if TYPE_CHECKING:
@@ -215,7 +215,7 @@ class RunsInvocations(BaseOrchestrator):
         gave ``outcome`` (``finish_success``'s tuple, or the ``EngineError`` it raised):
         pynenc's ``set_invocation_result`` from its storage step on, in the run's
         context and ``except`` clauses (see ``run_invocation_to_finish``)."""
-        invocation, runner_ctx, lifecycle, result, serialized = state
+        invocation, runner_ctx, lifecycle, result, serialized, note = state
         self._guarded(
             invocation,
             runner_ctx,
@@ -227,6 +227,9 @@ class RunsInvocations(BaseOrchestrator):
             serialized,
             outcome,
         )
+        notes = _pending_reports.of_trigger(self.app.trigger)
+        if note is not None and notes is not None and not isinstance(outcome, BaseException):
+            notes.end(note)
 
     def _guarded[T](
         self,
@@ -304,14 +307,27 @@ class RunsInvocations(BaseOrchestrator):
             self.set_invocation_result(invocation, result, runner_ctx)
             return None
         serialized = app.client_data_store.serialize(result)
+        # The change the engine makes next, noted if a trigger watches the task (its
+        # reports follow in complete_finish, which clears the note): _pending_reports.
+        notes = _pending_reports.of_trigger(app.trigger)
+        note = None
+        if notes is not None:
+            note = notes.begin(
+                invocation_id,
+                InvocationStatus.SUCCESS,
+                runner_ctx.runner_id,
+                lambda: task.task_id.key,
+                nests=False,
+            )
         return (
             invocation_id,
             serialized,
             task.task_id.key,
             bool(self.conf.blocking_control),
             runner_ctx.runner_id,
-            (invocation, runner_ctx, lifecycle, result, serialized),
-            app.logger.isEnabledFor(logging.INFO),
+            (invocation, runner_ctx, lifecycle, result, serialized, note),
+            # A note is cleared by complete_finish: the engine always calls it back.
+            note is not None or app.logger.isEnabledFor(logging.INFO),
         )
 
     def _is_coroutine_function(self, func: Callable[..., Any]) -> bool:

@@ -74,6 +74,7 @@ from pynenc_cpp import _core, _shortcuts
 from pynenc_cpp._component import MemBackend, RedisBackend, SqliteBackend
 from pynenc_cpp._concurrency import Gated
 from pynenc_cpp._outage import Settled
+from pynenc_cpp._pending_reports import notes_reports
 from pynenc_cpp._pick import PicksInvocations
 from pynenc_cpp._read_ahead import ReadAhead
 from pynenc_cpp._run import _PYNENC_CALL_FROM_DTO, _PYNENC_INV_FROM_DTO
@@ -533,6 +534,7 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
 
     # ---- status changes ----------------------------------------------------
 
+    @notes_reports("status")
     def set_invocation_status(
         self,
         invocation_id: InvocationId,
@@ -702,6 +704,7 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
             self.set_up_invocation_auto_purge(invocation_id)
         return True
 
+    @notes_reports("result")
     def set_invocation_result(
         self, invocation: DistributedInvocation, result: Any, runner_ctx: RunnerContext
     ) -> None:
@@ -738,6 +741,7 @@ class CppNativeOrchestrator(PicksInvocations, CppOrchestrator):
         ):
             self.app.trigger.report_invocation_result(invocation, result)
 
+    @notes_reports("exception")
     def set_invocation_exception(
         self, invocation: DistributedInvocation, exception: Exception, runner_ctx: RunnerContext
     ) -> None:

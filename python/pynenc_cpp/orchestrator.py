@@ -40,6 +40,7 @@ from pynenc_cpp._convert import (
     to_us,
 )
 from pynenc_cpp._outage import Settled, ride_out
+from pynenc_cpp._pending_reports import notes_reports
 from pynenc_cpp.errors import (
     IllegalTransition,
     InvocationNotFound,
@@ -208,6 +209,29 @@ class CppOrchestrator(CppComponentMixin, ConcurrencyGate):
         record = _record(self._engine.register(rows, runner_id))
         self._remember_invocations(invocations)
         return record
+
+    # ---- status changes and their trigger reports ----------------------------
+    # pynenc's, each change of a watched task to a final status (or RETRY) made under
+    # a pending-report note, so a runner killed before its report does not lose it
+    # (pynenc_cpp._pending_reports).
+
+    @notes_reports("status")
+    def set_invocation_status(
+        self, invocation_id: InvocationId, status: InvocationStatus, runner_ctx: RunnerContext
+    ) -> None:
+        super().set_invocation_status(invocation_id, status, runner_ctx)
+
+    @notes_reports("result")
+    def set_invocation_result(
+        self, invocation: DistributedInvocation, result: object, runner_ctx: RunnerContext
+    ) -> None:
+        super().set_invocation_result(invocation, result, runner_ctx)
+
+    @notes_reports("exception")
+    def set_invocation_exception(
+        self, invocation: DistributedInvocation, exception: Exception, runner_ctx: RunnerContext
+    ) -> None:
+        super().set_invocation_exception(invocation, exception, runner_ctx)
 
     @contextmanager
     def fenced_on_owner(self, owner: str | None) -> Iterator[None]:

@@ -35,6 +35,7 @@ from pynenc_cpp import _shortcuts
 from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
 from pynenc_cpp._convert import from_us, opt_from_us, opt_to_us, to_us
 from pynenc_cpp._cron import latest_slot
+from pynenc_cpp._pending_reports import PendingReports
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
@@ -78,6 +79,8 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
         # Per thread: the trigger runs whose claim this thread's loop iteration was
         # refused while another runner held it unrecorded (clear_valid_conditions).
         self._in_flight = threading.local()
+        # Status changes noted before they are made, until their reports are made.
+        self.pending_reports = PendingReports(self)
 
     # ------------------------------------------------------------------ #
     # Conditions and trigger definitions
@@ -89,6 +92,7 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
             condition.to_json(self.app),
             _context_type_name(condition.context_type),
         )
+        self.pending_reports.forget()
 
     def get_condition(self, condition_id: str) -> TriggerCondition | None:
         json_str = self._retried(
@@ -102,6 +106,7 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
 
     def _register_source_task_condition(self, task_id: TaskId, condition_id: ConditionId) -> None:
         self._engine.register_source_task_condition(task_id.key, condition_id)
+        self.pending_reports.forget()
 
     def get_conditions_sourced_from_task(
         self, task_id: TaskId, context_type: type[ConditionContext] | None = None
@@ -113,6 +118,8 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
             lambda: self._engine.conditions_sourced_from_task(task_id.key, name),
             f"trigger conditions of task {task_id.key}",
         )
+        if rows or name is None:
+            self.pending_reports.saw(task_id.key, bool(rows))
         return [TriggerCondition.from_json(j, self.app) for j in rows]
 
     def register_trigger(self, trigger: TriggerDefinitionDTO) -> None:

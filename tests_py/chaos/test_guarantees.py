@@ -530,6 +530,41 @@ def test_a_status_trigger_fires_once_when_a_runner_is_sigkilled(
 
 
 @pytest.mark.parametrize("backend,mode", PAIRS)
+def test_a_status_trigger_fires_once_when_its_runner_dies_between_the_status_and_its_report(
+    tguard: TriggerGuarantees, backend: str, mode: str
+) -> None:
+    """A CppRunner SIGKILLs itself after the SUCCESS of order ``c0-3`` is stored and
+    before pynenc reports it to the trigger (``tests_py/trigger_tasks.py``): a runner
+    started after it makes that report from the note left behind (its recovery
+    sweep, ``_pending_reports``), and every order, ``c0-3`` too, starts exactly one
+    receipt."""
+    own_env = tguard.env
+    tguard.env = lambda runner_cls="CppRunner": {  # type: ignore[method-assign]
+        **own_env(runner_cls),
+        tt.DIE_BEFORE_REPORT_ENV: "c0-3",
+    }
+    victim = tguard.start("CppRunner")
+    tguard.env = own_env  # type: ignore[method-assign]
+    procs = tguard.clients("order", count=6, keys=1)
+    assert victim.proc.wait(60) == -signal.SIGKILL, tguard.logs()
+    tguard.killed_ns[victim.pgid] = time.monotonic_ns()
+    tguard.start("CppRunner")
+    acks = tguard.acknowledged(procs)
+    tguard.wait_final(list(acks), timeout=120)
+    assert {s.tag for s in parse(tguard.gledger) if s.kind == "order"} >= {"c0-3"}
+    delays = check_receipts(tguard, acks, None)
+    engine = tguard.app.trigger.pending_reports._engine
+    deadline = time.monotonic() + 30  # the sweep clears its notes after their reports
+    while engine.pending_reports() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not engine.pending_reports()
+    print(
+        f"guarantees status-trigger+death-before-report [{backend}-{mode}]: {len(acks)} "
+        f"orders, one receipt each, max delay {delays[-1]:.1f} s"
+    )
+
+
+@pytest.mark.parametrize("backend,mode", PAIRS)
 def test_a_status_trigger_fires_once_when_a_runner_is_sigstopped(
     tguard: TriggerGuarantees, backend: str, mode: str
 ) -> None:

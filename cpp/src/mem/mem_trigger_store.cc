@@ -165,6 +165,28 @@ Status MemTriggerStore::RecordValidConditions(const std::vector<IdJson>& valid_c
   return Status::Ok();
 }
 
+// ---- Pending reports -------------------------------------------------------
+
+Status MemTriggerStore::NotePendingReports(const std::vector<IdJson>& notes) {
+  MutexLock lock(mu_);
+  for (const IdJson& note : notes) pending_reports_[note.id] = note.json;
+  return Status::Ok();
+}
+
+Result<std::vector<IdJson>> MemTriggerStore::PendingReports() {
+  MutexLock lock(mu_);
+  std::vector<IdJson> out;
+  out.reserve(pending_reports_.size());
+  for (const auto& [id, json] : pending_reports_) out.push_back({id, json});
+  return out;
+}
+
+Status MemTriggerStore::ClearPendingReports(const std::vector<std::string>& note_ids) {
+  MutexLock lock(mu_);
+  for (const std::string& id : note_ids) pending_reports_.erase(id);
+  return Status::Ok();
+}
+
 Result<bool> MemTriggerStore::WaitValidConditions(std::string* cursor, TimestampUs timeout_us) {
   UniqueLock lock(mu_);
   const std::string now = std::to_string(valid_recorded_);
@@ -271,6 +293,7 @@ Status MemTriggerStore::Purge() {
   condition_triggers_.clear();
   valid_conditions_.clear();
   valid_order_.clear();
+  pending_reports_.clear();
   cron_.clear();
   claims_.clear();
   events_.clear();

@@ -87,6 +87,9 @@ class MemTriggerStore final : public TriggerStore {
   Status RecordValidConditions(const std::vector<IdJson>& valid_conditions) override;
   Result<std::vector<IdJson>> ValidConditions() override;
   Status ClearValidConditions(const std::vector<std::string>& valid_condition_ids) override;
+  Status NotePendingReports(const std::vector<IdJson>& notes) override;
+  Result<std::vector<IdJson>> PendingReports() override;
+  Status ClearPendingReports(const std::vector<std::string>& note_ids) override;
   Result<bool> WaitValidConditions(std::string* cursor, TimestampUs timeout_us) override;
   Status NudgeValidConditionsWaiter(const std::string& cursor) override;
   Result<std::optional<TimestampUs>> LastCronExecution(const std::string& condition_id) override;
@@ -164,6 +167,7 @@ class MemTriggerStore final : public TriggerStore {
   // Valid conditions, in recording order.
   std::unordered_map<std::string, ValidConditionEntry> valid_conditions_ PYNENC_GUARDED_BY(mu_);
   std::map<std::uint64_t, std::string> valid_order_ PYNENC_GUARDED_BY(mu_);
+  std::map<std::string, std::string> pending_reports_ PYNENC_GUARDED_BY(mu_);  // id -> json
   // Bumped (under mu_) by each RecordValidConditions and nudge, with a
   // notification of wake_cv_: what WaitValidConditions' cursor holds.
   std::uint64_t valid_recorded_ PYNENC_GUARDED_BY(mu_) = 0;

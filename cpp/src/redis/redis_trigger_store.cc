@@ -517,6 +517,37 @@ Status RedisTriggerStore::ClearValidConditions(
   return r.ok() ? Status::Ok() : r.status();
 }
 
+// ---- Pending reports -------------------------------------------------------
+
+Status RedisTriggerStore::NotePendingReports(const std::vector<IdJson>& notes) {
+  if (notes.empty()) return Status::Ok();
+  Change c;
+  for (const IdJson& note : notes) c.Op({"HSET", K("pending_reports"), note.id, note.json});
+  Result<bool> r = Apply(c);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+Result<std::vector<IdJson>> RedisTriggerStore::PendingReports() {
+  Result<Value> r = Cmd({"HGETALL", K("pending_reports")});
+  if (!r.ok()) return r.status();
+  const std::vector<Value>& flat = r.value().elements;
+  if (flat.size() % 2 != 0) return Status::BackendFailure("redis HGETALL: odd reply");
+  std::vector<IdJson> out;
+  out.reserve(flat.size() / 2);
+  for (std::size_t i = 0; i < flat.size(); i += 2) out.push_back({flat[i].str, flat[i + 1].str});
+  std::sort(out.begin(), out.end(),
+            [](const IdJson& a, const IdJson& b) { return a.id < b.id; });
+  return out;
+}
+
+Status RedisTriggerStore::ClearPendingReports(const std::vector<std::string>& note_ids) {
+  if (note_ids.empty()) return Status::Ok();
+  Change c;
+  for (const std::string& id : note_ids) c.Op({"HDEL", K("pending_reports"), id});
+  Result<bool> r = Apply(c);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
 // ---- Cron and claims -------------------------------------------------------
 
 Result<std::optional<TimestampUs>> RedisTriggerStore::LastCronExecution(

@@ -126,6 +126,9 @@ class RedisTriggerStore final : public TriggerStore {
   Status RecordValidConditions(const std::vector<IdJson>& valid_conditions) override;
   Result<std::vector<IdJson>> ValidConditions() override;
   Status ClearValidConditions(const std::vector<std::string>& valid_condition_ids) override;
+  Status NotePendingReports(const std::vector<IdJson>& notes) override;
+  Result<std::vector<IdJson>> PendingReports() override;
+  Status ClearPendingReports(const std::vector<std::string>& note_ids) override;
   Result<bool> WaitValidConditions(std::string* cursor, TimestampUs timeout_us) override;
   Status NudgeValidConditionsWaiter(const std::string& cursor) override;
   Result<std::optional<TimestampUs>> LastCronExecution(const std::string& condition_id) override;

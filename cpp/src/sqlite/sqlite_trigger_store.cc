@@ -3,7 +3,7 @@
 // Events live in sqlite_trigger_store_events.cc, runs and retention in
 // sqlite_trigger_store_runs.cc.
 //
-// Schema (version 1). Every table is keyed by app_id first, so several apps
+// Schema (version 2; version 1 had no trig_pending_reports). Every table is keyed by app_id first, so several apps
 // share one file without seeing each other's rows. Orders that the port fixes as
 // "first registration" use the table's INTEGER PRIMARY KEY `seq` (an upsert keeps
 // it; a new row always gets a larger one). Payloads are opaque TEXT.
@@ -12,6 +12,7 @@
 //   trig_triggers            (app_id, trigger_id) -> task_id_key, logic, argument provider
 //   trig_trigger_conditions  (app_id, trigger_id, pos) -> condition_id  [link order = seq]
 //   trig_valid_conditions    (app_id, valid_condition_id) -> json
+//   trig_pending_reports     (app_id, note_id) -> json: reports not made yet
 //   trig_cron                (app_id, condition_id) -> last execution
 //   trig_claims              (app_id, trigger_run_id) -> claim expiration
 //   trig_events              (app_id, event_id) -> code, time, json, matched, emitters
@@ -32,7 +33,7 @@ namespace pynenc_cpp {
 namespace sqlite_trigger {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 constexpr std::int64_t kMicrosPerSecond = 1'000'000;
 // Expired claims are swept after this many claims, so the table stays bounded.
 constexpr std::uint64_t kClaimSweepInterval = 1024;
@@ -59,6 +60,9 @@ CREATE TABLE trig_valid_conditions (
   seq INTEGER PRIMARY KEY, app_id TEXT NOT NULL, valid_condition_id TEXT NOT NULL,
   json TEXT NOT NULL, UNIQUE (app_id, valid_condition_id));
 CREATE INDEX trig_valid_conditions_order ON trig_valid_conditions (app_id, seq);
+CREATE TABLE trig_pending_reports (
+  app_id TEXT NOT NULL, note_id TEXT NOT NULL, json TEXT NOT NULL,
+  PRIMARY KEY (app_id, note_id)) WITHOUT ROWID;
 CREATE TABLE trig_cron (
   app_id TEXT NOT NULL, condition_id TEXT NOT NULL, last_execution_us INTEGER NOT NULL,
   PRIMARY KEY (app_id, condition_id)) WITHOUT ROWID;
@@ -93,6 +97,13 @@ CREATE TABLE trig_run_refs (
   app_id TEXT NOT NULL, kind INTEGER NOT NULL, ref_id TEXT NOT NULL, trigger_run_id TEXT NOT NULL,
   PRIMARY KEY (app_id, kind, ref_id, trigger_run_id)) WITHOUT ROWID;
 CREATE INDEX trig_run_refs_run ON trig_run_refs (app_id, trigger_run_id);
+)sql";
+
+// Version 1 -> 2: the pending reports (TriggerStore::NotePendingReports).
+constexpr const char* kMigrationTo2 = R"sql(
+CREATE TABLE trig_pending_reports (
+  app_id TEXT NOT NULL, note_id TEXT NOT NULL, json TEXT NOT NULL,
+  PRIMARY KEY (app_id, note_id)) WITHOUT ROWID;
 )sql";
 
 }  // namespace
@@ -409,6 +420,50 @@ Status SqliteTriggerStore::ClearValidConditions(
   });
 }
 
+// ---- Pending reports -------------------------------------------------------
+
+Status SqliteTriggerStore::NotePendingReports(const std::vector<IdJson>& notes) {
+  if (notes.empty()) return Status::Ok();
+  return db_->Write([&](Conn& c) -> Status {
+    for (const IdJson& note : notes) {
+      Status s = Exec(c,
+                      "INSERT INTO trig_pending_reports (app_id, note_id, json) VALUES (?1, ?2, ?3) "
+                      "ON CONFLICT (app_id, note_id) DO UPDATE SET json = excluded.json",
+                      [&](Stmt& s) { s.Bind(1, app_).Bind(2, note.id).Bind(3, note.json); });
+      if (!s.ok()) return s;
+    }
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<IdJson>> SqliteTriggerStore::PendingReports() {
+  std::vector<IdJson> out;
+  Status s = db_->Read([&](Conn& c) -> Status {
+    out.clear();  // a retried transaction starts clean
+    return ForEachRow(
+        c, "SELECT note_id, json FROM trig_pending_reports WHERE app_id = ?1 ORDER BY note_id",
+        [&](Stmt& s) { s.Bind(1, app_); },
+        [&](Stmt& row) {
+          out.push_back({row.Text(0), row.Text(1)});
+          return Status::Ok();
+        });
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Status SqliteTriggerStore::ClearPendingReports(const std::vector<std::string>& note_ids) {
+  if (note_ids.empty()) return Status::Ok();
+  return db_->Write([&](Conn& c) -> Status {
+    for (const std::string& id : note_ids) {
+      Status s = Exec(c, "DELETE FROM trig_pending_reports WHERE app_id = ?1 AND note_id = ?2",
+                      [&](Stmt& s) { s.Bind(1, app_).Bind(2, id); });
+      if (!s.ok()) return s;
+    }
+    return Status::Ok();
+  });
+}
+
 // ---- Cron and claims -------------------------------------------------------
 
 Result<std::optional<TimestampUs>> SqliteTriggerStore::LastCronExecution(
@@ -513,7 +568,7 @@ Status SqliteTriggerStore::Purge() {
   return db_->Write([&](Conn& c) -> Status {
     for (const char* table :
          {"trig_conditions", "trig_source_conditions", "trig_triggers", "trig_trigger_conditions",
-          "trig_valid_conditions", "trig_cron", "trig_claims", "trig_events", "trig_event_links",
+          "trig_valid_conditions", "trig_pending_reports", "trig_cron", "trig_claims", "trig_events", "trig_event_links",
           "trig_runs", "trig_run_refs"}) {
       Status s = Exec(c, std::string("DELETE FROM ") + table + " WHERE app_id = ?1",
                       [&](Stmt& s) { s.Bind(1, app_); });
@@ -528,7 +583,8 @@ Status SqliteTriggerStore::Purge() {
 Result<std::unique_ptr<TriggerStore>> NewSqliteTriggerStore(std::shared_ptr<sqlite::Database> db,
                                                             const BackendConfig& config) {
   if (Status s =
-          db->EnsureSchema("trigger", sqlite_trigger::kSchemaVersion, sqlite_trigger::kSchema);
+          db->EnsureSchema("trigger", sqlite_trigger::kSchemaVersion, sqlite_trigger::kSchema,
+                           {{1, sqlite_trigger::kMigrationTo2}});
       !s.ok()) {
     return s;
   }

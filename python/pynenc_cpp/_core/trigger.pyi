@@ -60,6 +60,10 @@ class TriggerStore:
         """
         Removes every trigger of the task; returns how many.
         """
+    def clear_pending_reports(self, note_ids: collections.abc.Sequence[str]) -> None:
+        """
+        Removes the named pending reports (unknown ignored).
+        """
     def clear_valid_conditions(self, valid_condition_ids: collections.abc.Sequence[str]) -> None:
         """
         Removes the named valid conditions (unknown ignored).
@@ -151,9 +155,18 @@ class TriggerStore:
         """
         Links the invocation to each event once, atomically.
         """
+    def note_pending_reports(self, notes: collections.abc.Sequence[tuple[str, str]]) -> None:
+        """
+        Stores or replaces each (note_id, json) pair, atomically: a status change
+        whose trigger report is not made yet.
+        """
     def nudge_valid_conditions_waiter(self, cursor: str) -> None:
         """
         Ends the current or next wait of `cursor` early (it returns woken).
+        """
+    def pending_reports(self) -> list[tuple[str, str]]:
+        """
+        (note_id, json) pairs of every pending report, ordered by id.
         """
     def purge(self) -> None:
         """

@@ -209,6 +209,17 @@ class TriggerStore {
   // Removes the named valid conditions; unknown ids are ignored.
   virtual Status ClearValidConditions(const std::vector<std::string>& valid_condition_ids) = 0;
 
+  // ---- Pending reports -----------------------------------------------------
+  // A status change whose trigger report is not made yet: noted (by id) before
+  // the change, cleared once its report is made. A note left behind names a
+  // report its process died before making, for another process to make it.
+  // Stores or replaces each (note_id, json), all in one atomic step.
+  virtual Status NotePendingReports(const std::vector<IdJson>& notes) = 0;
+  // Every note, ordered by id.
+  virtual Result<std::vector<IdJson>> PendingReports() = 0;
+  // Removes the named notes; unknown ids are ignored.
+  virtual Status ClearPendingReports(const std::vector<std::string>& note_ids) = 0;
+
   // ---- Wake-ups of the trigger loop ----------------------------------------
   // Blocks until valid conditions are recorded (RecordValidConditions, by any
   // process on the same store) after the previous call with this `cursor`
