@@ -9,8 +9,8 @@ seen work and gone idle, as after S1 and S2 in bench/peers.py), then is left alo
 Over the window, from /proc/<pid>/task/*: each thread's wake-ups (voluntary and
 involuntary context switches) and CPU time (schedstat), summed by thread name, and
 the whole process's CPU (utime + stime), per 10 s. On a VM a wake-up of an idle
-process costs far more than its work (docs/performance.md, stop 42): the wake-ups
-column is the lever, and it does not depend on the machine's noise.
+process costs far more than its work (bench/results/2026-11-28-stop-42-idle-runner-wakeups.md):
+the wake-ups column is the lever, and it does not depend on the machine's noise.
 
 Redis: a private redis-server on a free loopback port (tests_py/redis_server.py).
 """

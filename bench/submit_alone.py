@@ -13,7 +13,8 @@ file. It reports, per submit:
   around it), and the rest: the Python on pynenc's and pynenc-cpp's side of it;
 * **CPU**: the process's CPU time (user + system) per submit, median of the blocks.
 
-``docs/performance.md`` (stop 47) has what it found and a py-spy profile of the rest.
+``bench/results/2026-12-01-stop-47-submit-less-python.md`` has what it found and a py-spy
+profile of the rest.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ class ConfigCpp(StrictCppSettings, ConfigPynencBase):
         between polls, and a wait point that timed out idle sleeps at once until it
         is woken again. 0 never spins. Process-wide: each component sets it from its
         app's value when it first opens its storage, so the apps of one process
-        should agree on it (docs/performance.md, stop 48).
+        should agree on it (bench/results/2026-12-02-stop-48-spin-before-sleep.md).
     """
 
     cpp_sqlite_path = ConfigField("")
