@@ -617,9 +617,9 @@ def test_a_prefetched_result_is_not_served_after_a_purge_a_ttl_or_on_another_thr
 def test_a_large_result_is_left_to_its_own_read(
     app: Pynenc, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pynenc_cpp import native as native_module
+    from pynenc_cpp.native import reads as native_reads
 
-    monkeypatch.setattr(native_module, "_PREFETCH_RESULT_BYTES", 1)  # "3" is 1 byte: fits
+    monkeypatch.setattr(native_reads, "_PREFETCH_RESULT_BYTES", 1)  # "3" is 1 byte: fits
     inv = _finished(app)
     app.orchestrator.get_invocation_status_record(inv.invocation_id)
     inv_big = _finished(app, 10, 20)  # "30": 2 bytes

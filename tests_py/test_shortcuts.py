@@ -30,7 +30,7 @@ from pynenc.state_backend.base_state_backend import BaseStateBackend
 from pynenc.trigger.base_trigger import BaseTrigger
 
 from pynenc_cpp import _core, _shortcuts
-from pynenc_cpp import native as native_module
+from pynenc_cpp.native import base as native_base
 from pynenc_cpp.runner import CppRunner
 from tests_py.cpp_apps import build_cpp_app
 
@@ -219,7 +219,7 @@ def _submit(mp: pytest.MonkeyPatch, make: Callable[[bool], Pynenc]) -> bool:
 
 def _from_dto(mp: pytest.MonkeyPatch, make: Callable[[bool], Pynenc]) -> bool:
     app = make(True)
-    dtos = _spy(mp, native_module, "_dtos")  # the DTOs pynenc's from_dto methods take
+    dtos = _spy(mp, native_base, "_dtos")  # the DTOs pynenc's from_dto methods take
     _claimed(app)
     return bool(dtos)
 

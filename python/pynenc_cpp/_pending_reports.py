@@ -116,10 +116,8 @@ class PendingReports:
     def watches(self, task_key: str) -> bool:
         """Whether a trigger condition is sourced from the task (its status, result or
         exception is watched); the answer is kept ``_WATCH_TTL_SEC``."""
-        now = time.monotonic()
-        with self._lock:
-            known = self._watched.get(task_key)
-        if known is not None and known[1] > now:
+        known = self._watched.get(task_key)  # one dict read: atomic under the GIL
+        if known is not None and known[1] > time.monotonic():
             return known[0]
         rows = self._trigger._retried(
             lambda: self._engine.conditions_sourced_from_task(task_key, None),

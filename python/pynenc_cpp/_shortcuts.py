@@ -115,7 +115,7 @@ SHORTCUTS: dict[str, Shortcut] = {
                     "1f03ab5aa2eb01242779a20dc2bf528b68a305e4068d34be71869ef94e013909",
                 ),
             ),
-            "CppNativeOrchestrator._invocation (native.py)",
+            "CppNativeOrchestrator._invocation (native/base.py)",
             "a claimed invocation built from its record without the two DTOs in between",
         ),
         Shortcut(
@@ -166,7 +166,7 @@ SHORTCUTS: dict[str, Shortcut] = {
                     "8ac9d5b67be3e42f56a71beb18171d68188cba1846bf1b8e146a6ac34dcca6a8",
                 ),
             ),
-            "Cpp*NativeOrchestrator (native.py, _pick.py); off: mixed mode, as cpp_native=false",
+            "Cpp*NativeOrchestrator (native/, _pick.py); off: mixed mode, as cpp_native=false",
             "each hot-path step (submit, claim, status change, result) one engine call",
         ),
         Shortcut(

@@ -15,17 +15,20 @@ or with ``PYNENC__RUNNER_CLS=CppRunner`` and ``PYNENC__CPP_RUNNER_WORKERS=4``.
 Shutdown: the first SIGINT/SIGTERM (or ``stop_runner_loop()``) is graceful (no
 more retrieval; running invocations finish; none is left RUNNING); the second
 is immediate (running invocations are KILLED and rerouted, then the runner exits).
+
+This module holds ``CppRunner`` (its state, ``run`` and the hooks the engine's worker
+threads call) and its config; its other parts are mixins in modules of their own:
+``_engine_start`` (the engine's options and start), ``_stopping`` (graceful and
+immediate stops), ``_timer_ticks`` (heartbeat and management ticks), ``_timeouts``,
+``_recovery`` and ``_result_wait``.
 """
 
 from __future__ import annotations
 
-import atexit
-import os
 import threading
 import time
-import weakref
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from cistell import ConfigField
 from pynenc import context
@@ -35,24 +38,20 @@ from pynenc.identifiers.invocation_id import InvocationId
 from pynenc.invocation.status import InvocationStatus
 from pynenc.runner.base_runner import BaseRunner
 
-from pynenc_cpp import _core, _shortcuts
+from pynenc_cpp import _shortcuts
 from pynenc_cpp._claim import claim_one
-from pynenc_cpp._component import CppComponentMixin
+from pynenc_cpp._engine_start import EngineStart
 from pynenc_cpp._interrupt import WorkerInterrupted, interrupt_thread
-from pynenc_cpp._outage import no_ride_out
 from pynenc_cpp._recovery import DeadRunnerRecovery
 from pynenc_cpp._result_wait import ResultWaits
-from pynenc_cpp._settings import StrictCppSettings, check_setting
+from pynenc_cpp._settings import StrictCppSettings
 from pynenc_cpp._signal_wake import watch_signals
+from pynenc_cpp._stopping import RunnerStop
 from pynenc_cpp._timeouts import TimeoutRecords
+from pynenc_cpp._timer_ticks import TimerTicks
+from pynenc_cpp._timer_ticks import runner_intervals as runner_intervals
 from pynenc_cpp._trigger_wake import TriggerWake
 from pynenc_cpp.native import CppNativeOrchestrator
-
-#: The longest heartbeat tick when ``cpp_runner_heartbeat_interval_sec`` is 0: the
-#: native recovery runs on it (``CppRunner._recover_dead_runners``), so a dead runner's
-#: invocations are recovered within dead-after + this. Each tick is a wake-up of an
-#: idle runner (docs/performance.md, stop 49: what one costs).
-_RECOVERY_TICK_SEC = 5.0
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -68,8 +67,6 @@ if TYPE_CHECKING:
 _RUN_TICK_SEC = 5.0
 #: How often ``run`` lets Python's signal handlers run when no watch wakes it for them.
 _SIGNAL_SLICE_SEC = 0.1
-#: How long an immediate stop waits for interrupted workers before exiting.
-_ABORT_GRACE_SEC = 2.0
 
 
 class TaskTimeoutError(TimeoutError):
@@ -79,40 +76,6 @@ class TaskTimeoutError(TimeoutError):
 class TaskAbortedError(RuntimeError):
     """Stored as the exception of an invocation whose task ended its thread with a
     ``BaseException`` that is not an ``Exception`` (``SystemExit``, ``KeyboardInterrupt``...)."""
-
-
-def _wait_for(engine: Any, seconds: float) -> bool:
-    """``engine.wait`` for ``seconds`` in all, through the nudges that end a wait
-    early (``CppRunner._abort``). True when the engine's threads are done."""
-    deadline = time.monotonic() + seconds
-    while not engine.wait(max(deadline - time.monotonic(), 0.0)):
-        if time.monotonic() >= deadline:
-            return False
-    return True
-
-
-#: Runners whose engine is running, stopped at interpreter exit (see below).
-_LIVE_RUNNERS: weakref.WeakSet[CppRunner] = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_runners_at_exit() -> None:
-    """A runner still running when the interpreter exits (e.g. ``run()`` in a daemon
-    thread) stops retrieving while Python can still route back what its workers
-    were taking; invocations still running are left to pynenc's recovery."""
-    for runner in list(_LIVE_RUNNERS):
-        engine = runner._engine
-        if engine is None or engine.state != "running":
-            continue
-        engine.stop()
-        _wait_for(engine, 1.0)
-        for invocation_id in engine.take_orphans():
-            runner._route_back(InvocationId(invocation_id))
-
-
-#: Where a value read again at use came from: the config is checked when it is made, so
-#: a refused value here was assigned to the runner's config object afterwards.
-_SET_LATER = "set on the runner's config after it was built"
 
 
 class ConfigCppRunner(StrictCppSettings, ConfigRunner):
@@ -179,20 +142,15 @@ class ConfigCppRunner(StrictCppSettings, ConfigRunner):
     cpp_runner_trigger_wake = ConfigField(True)
 
 
-def runner_intervals(app: Pynenc, conf: ConfigCppRunner) -> tuple[float, float]:
-    """(heartbeat, management) intervals of a ``CppRunner`` of ``app``, in seconds."""
-    app_conf = app.conf
-    check = float(app_conf.atomic_service_check_interval_minutes) * 60.0
-    heartbeat = float(conf.cpp_runner_heartbeat_interval_sec)
-    if heartbeat <= 0:
-        dead_after = float(app_conf.runner_considered_dead_after_minutes) * 60.0
-        # At most _RECOVERY_TICK_SEC: the native recovery runs on this tick too,
-        # so the invocations of a dead runner are recovered within dead-after + it.
-        heartbeat = min(check, dead_after / 4.0, _RECOVERY_TICK_SEC)
-    return max(heartbeat, 0.05), max(check, 0.05)
-
-
-class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
+class CppRunner(
+    EngineStart,
+    RunnerStop,
+    TimerTicks,
+    TimeoutRecords,
+    DeadRunnerRecovery,
+    ResultWaits,
+    BaseRunner,
+):
     """A runner whose loop, worker pool, timers and shutdown run in C++."""
 
     def __init__(
@@ -240,17 +198,6 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         return True
 
     @property
-    def workers(self) -> int:
-        """Number of worker threads (``cpp_runner_workers``, or one per CPU)."""
-        n = check_setting("cpp_runner_workers", self.conf.cpp_runner_workers, _SET_LATER)
-        return int(n) or (os.cpu_count() or 1)
-
-    @property
-    def prefetch(self) -> int:
-        """``cpp_runner_prefetch``: the most invocations a worker holds (>= 1)."""
-        return int(check_setting("cpp_runner_prefetch", self.conf.cpp_runner_prefetch, _SET_LATER))
-
-    @property
     def max_parallel_slots(self) -> int:
         return self.workers
 
@@ -259,108 +206,6 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         return []
 
     # ------------------------------------------------------------------ lifecycle
-
-    def _take_for_runner(self, broker: Any) -> tuple[Any, Any, str, str] | None:
-        """(lifecycle, broker, owner id, context id) when the workers can take and claim
-        in one engine call (a native orchestrator over this engine broker), else None."""
-        if broker is None:
-            return None
-        take_for_runner = getattr(self.app.orchestrator, "take_for_runner", None)
-        if take_for_runner is None:
-            return None
-        take = take_for_runner(self.runner_context)
-        if take is None or take[1] is not broker:
-            return None
-        return cast(tuple[Any, Any, str, str], take)
-
-    def _engine_broker(self) -> Any:
-        """The engine broker to block on, or None for a non pynenc-cpp broker."""
-        broker = self.app.broker
-        return broker.storage.broker() if isinstance(broker, CppComponentMixin) else None
-
-    def _intervals(self) -> tuple[float, float]:
-        return runner_intervals(self.app, self.conf)
-
-    def _on_start(self) -> None:
-        # Its per-id claim follows pynenc's claim body, which has no per-id fallback.
-        _shortcuts.require_unchanged("claim", "CppRunner")
-        self._stop_requests = 0
-        _ = self._unrecorded_lock  # made before the engine's threads may race for it
-        self._abort_deadline = None
-        self._grace_deadline = None
-        self._last_heartbeat_ok = self._heartbeats_steady_since = None
-        timeout = float(
-            check_setting(
-                "cpp_runner_task_timeout_sec", self.conf.cpp_runner_task_timeout_sec, _SET_LATER
-            )
-        )
-        # Read by the trigger wake when it starts; refused here, before anything runs.
-        check_setting("cpp_runner_trigger_wake", self.conf.cpp_runner_trigger_wake, _SET_LATER)
-        heartbeat, management = self._intervals()
-        broker = self._engine_broker()
-        queues = list(self.conf.queues or self.app.broker.conf.queues)
-        self._start_metrics_server()  # a taken port fails here, before anything runs
-        try:
-            self._start_engine(broker, queues, timeout, heartbeat, management)
-        except BaseException:
-            self._stop_metrics_server()
-            raise
-
-    def _start_engine(
-        self,
-        broker: Any,
-        queues: list[str],
-        timeout: float,
-        heartbeat: float,
-        management: float,
-    ) -> None:
-        self._heartbeat()  # registered before any invocation is claimed
-        take = self._take_for_runner(broker)
-        self._engine = _core.RunnerEngine(
-            take[1] if take is not None else broker,
-            queues,
-            self.workers,
-            timeout,
-            heartbeat,
-            management,
-            retrieve_wait_sec=float(self.conf.cpp_runner_retrieve_wait_sec),
-            idle_backoff_sec=max(float(self.conf.runner_loop_sleep_time_sec), 0.001),
-            execute=self._execute,
-            fallback_next=None if broker is not None else self._fallback_next,
-            next_blocking=self._next_blocking,
-            heartbeat=self._heartbeat,
-            management=self._management,
-            timed_out=self._on_timeout,
-            thread_started=self._on_thread_started,
-            report_error=self._report_error,
-            lifecycle=take[0] if take is not None else None,
-            runner_id=take[2] if take is not None else None,
-            runner_context_id=take[3] if take is not None else "",
-            execute_taken=self._execute_taken if take is not None else None,
-            finished_taken=self._finished_taken if take is not None else None,
-            take_ahead=bool(self.conf.cpp_runner_take_ahead),
-            prefetch=self.prefetch,
-        )
-        self._engine.start()
-        _LIVE_RUNNERS.add(self)
-        self._start_trigger_wake()
-        self.logger.info(
-            f"CppRunner:{self.runner_id} started {self.workers} workers on queues {queues} "
-            f"({'engine broker, blocking' if broker is not None else 'polling ' + type(self.app.broker).__name__})"
-        )
-
-    def _start_trigger_wake(self) -> None:
-        # A stop from another thread may take self._trigger_wake meanwhile: the wake
-        # it stopped does not start (TriggerWake.start).
-        wake = TriggerWake.for_runner(self) if self.conf.cpp_runner_trigger_wake else None
-        self._trigger_wake = wake
-        if wake is not None:
-            wake.start()
-
-    def _stop_trigger_wake(self) -> None:
-        wake, self._trigger_wake = self._trigger_wake, None
-        if wake is not None:
-            wake.stop()
 
     def run(self) -> None:
         """Starts the engine and waits for it in C++ (GIL released, signals handled)."""
@@ -412,113 +257,6 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
     def runner_loop_iteration(self) -> None:
         """Not used: the loop runs in C++ (see ``run``)."""
         time.sleep(self.conf.runner_loop_sleep_time_sec)
-
-    def _on_stop_runner_loop(self) -> None:
-        self._stop_requests += 1
-        if self._engine is None:
-            return
-        self._stop_trigger_wake()  # a stopping runner fires no more triggers
-        grace = float(self.conf.cpp_runner_stop_grace_sec)
-        if self._stop_requests == 1 and grace != 0:
-            self.logger.info(
-                f"CppRunner:{self.runner_id} graceful stop: running invocations finish"
-            )
-            self._engine.stop()
-            if grace > 0:
-                self._grace_deadline = time.monotonic() + grace
-                self._engine.nudge()  # run() waits for the new deadline
-            # What is held for the workers (taken ahead, prefetched) will not run
-            # now: routed back at once, not after the running tasks end. (A second
-            # stop arriving meanwhile aborts, which ends the grace period.)
-            with no_ride_out():
-                for invocation_id in self._engine.take_held():
-                    self._route_back(InvocationId(invocation_id))
-        else:
-            self._abort()
-
-    def _abort(self) -> None:
-        """Immediate stop: KILLED + rerouted for every running invocation."""
-        engine = self._engine
-        if engine is None:
-            return
-        running = engine.abort()
-        if running:
-            self.logger.warning(
-                f"CppRunner:{self.runner_id} immediate stop: killing {len(running)} invocations"
-            )
-        for invocation_id, thread_ident in running:
-            try:
-                with no_ride_out():  # an immediate stop does not wait for the storage
-                    self._kill_and_reroute(InvocationId(invocation_id))
-            except Exception:
-                self.logger.exception(
-                    f"CppRunner:{self.runner_id} invocation:{invocation_id} not killed; "
-                    "left to recovery"
-                )
-            interrupt_thread(thread_ident)
-        self._grace_deadline = None  # an abort ends the grace period, however it came
-        self._abort_deadline = time.monotonic() + _ABORT_GRACE_SEC
-        engine.nudge()  # run() waits for the new deadline
-
-    def _on_stop(self) -> None:
-        self._stop_trigger_wake()
-        engine = self._engine
-        if engine is None:
-            return
-        if engine.state == "running":
-            engine.stop()
-            _wait_for(engine, _ABORT_GRACE_SEC)
-        with no_ride_out():  # stopping does not wait for the storage
-            for invocation_id in engine.take_orphans():
-                self._route_back(InvocationId(invocation_id))
-        self._record_timeouts()
-        for inv_id in self._unrecorded_timeouts:
-            self.logger.error(
-                f"invocation:{inv_id} timed out; FAILED not stored (storage unreachable), "
-                "left RUNNING to the recovery of dead runners"
-            )
-        self._deregister(engine)
-        _LIVE_RUNNERS.discard(self)
-        self._stop_metrics_server()
-
-    def _deregister(self, engine: Any) -> None:
-        """A graceful stop whose workers all ended forgets this runner's heartbeat row,
-        so nobody counts it alive for a dead-after time (``pynenc-cpp info``). A stop
-        that left a task running keeps the row: that task's thread may still write,
-        and the recovery of dead runners takes it after dead-after, as for a kill."""
-        if engine.state != "stopped" or self._unrecorded_timeouts:
-            return
-        deregister = getattr(self.app.orchestrator, "deregister_runners", None)
-        if deregister is None:  # not an engine orchestrator
-            return
-        try:
-            with no_ride_out():  # stopping does not wait for the storage
-                deregister([self.runner_id])
-        except Exception:
-            self.logger.warning(
-                f"CppRunner:{self.runner_id} could not deregister; it is listed until its "
-                "heartbeat is older than dead-after",
-                exc_info=True,
-            )
-
-    def _stop_metrics_server(self) -> None:
-        if self._metrics_server is not None:
-            self._metrics_server.close()
-            self._metrics_server = None
-
-    def _start_metrics_server(self) -> None:
-        port = int(
-            check_setting("cpp_runner_metrics_port", self.conf.cpp_runner_metrics_port, _SET_LATER)
-        )
-        if port == 0:
-            return
-        from pynenc_cpp.metrics import serve
-
-        addr = str(self.conf.cpp_runner_metrics_addr)
-        self._metrics_server = serve(port, addr, app=self.app)
-        self.logger.info(
-            f"CppRunner:{self.runner_id} serves metrics on http://{addr}:{port}/metrics"
-        )
 
     # ------------------------------------------------------- hooks (engine threads)
 
@@ -705,35 +443,6 @@ class CppRunner(TimeoutRecords, DeadRunnerRecovery, ResultWaits, BaseRunner):
         except Exception:
             self.logger.exception("CppRunner: reading blocking invocations failed")
         return None
-
-    def _heartbeat(self) -> None:
-        if self._unrecorded_timeouts:
-            self._record_timeouts()
-        try:
-            self.app.orchestrator.register_runner_heartbeats(
-                [self.runner_id], can_run_atomic_service=True, consumed_queues=self.conf.queues
-            )
-        except Exception:
-            self.logger.exception(f"CppRunner:{self.runner_id} heartbeat failed")
-            return
-        if not self._steady_heartbeats():
-            return
-        try:
-            self._recover_dead_runners()
-        except Exception:
-            self.logger.exception(f"CppRunner:{self.runner_id} native recovery failed")
-
-    def _management(self) -> None:
-        # The C++ timer decides when; pynenc's own interval check must not skip it.
-        self._last_atomic_service_check_time = 0.0
-        try:
-            # On the timer thread, which also runs the task-timeout watchdog: an
-            # outage fails the duties at once (the next tick runs them again) rather
-            # than holding the watchdog for the ride-out budget.
-            with no_ride_out():
-                self._check_atomic_services()
-        except Exception:
-            self.logger.exception(f"CppRunner:{self.runner_id} management duties failed")
 
     def _report_error(self, message: str) -> None:
         self.logger.error(f"CppRunner:{self.runner_id} {message}")

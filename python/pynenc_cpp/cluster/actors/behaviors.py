@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from pynenc_cpp.cluster.actors.cell import ActorContext
     from pynenc_cpp.cluster.actors.journal import Journal
-    from pynenc_cpp.cluster.actors.system import ActorContext
 
 M = TypeVar("M")
 S = TypeVar("S")

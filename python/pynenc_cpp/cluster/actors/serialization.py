@@ -51,7 +51,7 @@ def _check_plain(obj: Any) -> None:
     """Raises unless ``obj`` is exactly plain data (no subclass: an ``IntEnum`` or a
     dict subclass would come back as its base type) with str dict keys, finite floats
     and ActorRefs; a dict of the message's own may not use the ref key."""
-    from pynenc_cpp.cluster.actors.system import ActorRef
+    from pynenc_cpp.cluster.actors.refs import ActorRef
 
     stack = [obj]
     while stack:
@@ -117,7 +117,7 @@ class JsonSerializer:
 
     @staticmethod
     def _encode(obj: Any) -> Any:
-        from pynenc_cpp.cluster.actors.system import ActorRef
+        from pynenc_cpp.cluster.actors.refs import ActorRef
 
         if isinstance(obj, ActorRef):
             return {_REF_KEY: [obj.address, obj.path, obj.label]}
@@ -129,7 +129,7 @@ class JsonSerializer:
     def _decode(d: dict[str, Any]) -> Any:
         if _REF_KEY not in d:
             return d
-        from pynenc_cpp.cluster.actors.system import _rebuild_ref
+        from pynenc_cpp.cluster.actors.refs import _rebuild_ref
 
         ref = d[_REF_KEY]
         if (
