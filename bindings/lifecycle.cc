@@ -75,8 +75,8 @@ RecoveryKind ParseRecoveryKind(const std::string& kind) {
 // does, but keeps the GIL when `l` is in-process (memory://): the call takes
 // microseconds, and releasing the GIL for it would hand the GIL to a waiting
 // thread and make this one wait to take it back (two thread switches; measured
-// in docs/performance.md). REQUIRES: GIL held; the engine never takes the GIL
-// while holding the locks `fn` takes.
+// in bench/results/2026-11-26-stop-32-less-python-gil.md).
+// REQUIRES: GIL held; the engine never takes the GIL while holding the locks `fn` takes.
 template <typename Fn>
 auto Quick(const Lifecycle& l, Fn&& fn) {
   if (l.InProcess()) return Unwrap(fn());

@@ -119,7 +119,8 @@ inline thread_local std::optional<NextTake> tls_next_take;
 // FinishSuccess (`success`) or FinishFailure of `id` with `payload`; when `next`
 // is an armed take of `l` and its engine still takes ahead, FinishThenTake, what
 // it took left in next->held. Makes no Python call: callable with or without the
-// GIL (lifecycle.cc calls it from Python, runner.cc from a worker after its run).
+// GIL (lifecycle.cc calls it from Python, runner_hooks.cc from a worker after its
+// run).
 Result<FinishOutcome> FinishArmed(Lifecycle& l, const InvocationId& id, const std::string& payload,
                                   bool success, const Actor& actor, const TaskId& task,
                                   bool release_waiters, std::optional<NextTake> next);

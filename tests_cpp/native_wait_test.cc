@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "lifecycle_fixture.h"
-#include "native/redis_final_wait.h"
+#include "redis/redis_final_wait.h"
 #include "redis/redis_orchestrator_impl.h"
 
 namespace pynenc_cpp {

@@ -1,4 +1,4 @@
-// fuzz-sources: cpp/src/cluster/membership/messages.cc cpp/src/cluster/membership/membership.cc cpp/src/cluster/membership/epoch.cc cpp/src/cluster/types.cc tests_cpp/cluster/sim/sim.cc
+// fuzz-sources: cpp/src/cluster/membership/messages.cc cpp/src/cluster/membership/membership.cc cpp/src/cluster/membership/membership_probe.cc cpp/src/cluster/membership/epoch.cc cpp/src/cluster/types.cc tests_cpp/cluster/sim/sim.cc
 // fuzz-libs: -lcrypto
 // libFuzzer target for the membership (SWIM) message decoder and for a live
 // Membership fed the same bytes: the first input byte picks the message type

@@ -1,5 +1,6 @@
 // Redis broker (reliable dequeue with leases and recovery, server-side blocking
-// waits) and client data store. Key layout and protocol: redis_broker.h.
+// waits). Key layout and protocol: redis_broker.h; the Lua scripts it runs:
+// redis_broker_scripts.cc.
 #include "redis/redis_broker.h"
 
 #include <unistd.h>
@@ -17,148 +18,15 @@
 #include <unordered_map>
 
 #include "pynenc_cpp/core/thread_annotations.h"
+#include "redis/redis_broker_scripts.h"
 
 namespace pynenc_cpp::redis {
 namespace {
 
-// broker_route(bp, queue, score, bound, ids, from, to): the route, shared with
-// native/redis_lifecycle_scripts.cc's submit script (BrokerLuaRoute). Takes one
-// sequence block for ids[from..to] and adds every id to the queue's sorted set,
-// then pushes wake tokens (the list trimmed to `bound`) and records the queue.
-const char* kRouteFragment = R"lua(
-local function broker_route(bp, queue, score, bound, ids, from, to)
-  local n = to - from + 1
-  if n <= 0 then return 0 end
-  local first = redis.call('INCRBY', bp .. 'seq', n) - n
-  local zset = bp .. 'q:' .. queue
-  local args = {}
-  for i = 1, n do
-    args[#args + 1] = score
-    args[#args + 1] = string.format('%020d', first + i) .. ':' .. ids[from + i - 1]
-    if #args >= 1000 or i == n then
-      redis.call('ZADD', zset, unpack(args))
-      args = {}
-    end
-  end
-  local tokens = {}
-  for i = 1, math.min(n, bound) do tokens[i] = '1' end
-  local wake = bp .. 'w:' .. queue
-  if redis.call('RPUSH', wake, unpack(tokens)) > bound then
-    redis.call('LTRIM', wake, -bound, -1)
-  end
-  redis.call('SADD', bp .. 'queues', queue)
-  return n
-end
-)lua";
-
-// KEYS: seq (routes the call to the app's slot). ARGV: prefix, score, queue,
-// wake bound, ids... One round trip for the batch.
-const Script kRouteScript(std::string(kRouteFragment) + R"lua(
-return broker_route(ARGV[1], ARGV[3], ARGV[2], tonumber(ARGV[4]), ARGV, 5, #ARGV)
-)lua");
-
-// broker_pop(K, A): K = {zset, wake, consumers, lease, proc, recovery guard};
-// A = {consumer id, lease ms, consume a wake token (1/0), queue, recovery ms,
-// key prefix, entries to acknowledge...}. Acknowledges, refreshes the lease,
-// recovers dead consumers (at most once per interval), then moves the next item
-// into this consumer's processing list. Returns nil or {id, processing entry}.
-// Shared with the scripts that pop and go on in the same round trip
-// (BrokerLuaPop, RetrieveThen).
-const char* kPopFragment = R"lua(
-local function broker_pop(K, A)
-  for i = 7, #A do redis.call('LREM', K[5], 1, A[i]) end
-  -- A consumer is listed while its lease lives (recovery unlists it only after
-  -- the lease lapsed, a clean close drops both): listed again on a new lease.
-  -- (A consumers set lost while leases live, e.g. evicted under a maxmemory
-  -- policy other than noeviction, is not rebuilt: docs/backends/redis.md.)
-  if not redis.call('SET', K[4], '1', 'PX', A[2], 'GET') then
-    redis.call('SADD', K[3], A[1])
-  end
-  if redis.call('SET', K[6], '1', 'NX', 'PX', A[5]) then
-    local prefix = A[6]
-    for _, cid in ipairs(redis.call('SMEMBERS', K[3])) do
-      if cid ~= A[1] and redis.call('EXISTS', prefix .. 'lease:' .. cid) == 0 then
-        local proc = prefix .. 'proc:' .. cid
-        for _, e in ipairs(redis.call('LRANGE', proc, 0, -1)) do
-          local d = cmsgpack.unpack(e)
-          redis.call('ZADD', prefix .. 'q:' .. d[1], d[2], d[3])
-          redis.call('RPUSH', prefix .. 'w:' .. d[1], '1')
-          redis.call('SADD', prefix .. 'queues', d[1])
-        end
-        redis.call('DEL', proc)
-        redis.call('SREM', K[3], cid)
-      end
-    end
-  end
-  local got = redis.call('ZPOPMIN', K[1])
-  if #got == 0 then return nil end
-  local entry = cmsgpack.pack({A[4], got[2], got[1]})
-  redis.call('RPUSH', K[5], entry)
-  if A[3] == '1' then redis.call('LPOP', K[2]) end
-  return {string.sub(got[1], 22), entry}
-end
-)lua";
-
-// KEYS and ARGV: broker_pop's K and A. Returns nil or {id, processing entry}.
-const Script kPopScript(std::string(kPopFragment) + R"lua(
-local got = broker_pop(KEYS, ARGV)
-if not got then return false end
-return got
-)lua");
-
-// broker_pop_then(go): the body of a PopThen script (see redis_broker.h). Pops
-// with the arguments RetrieveThen put after the script's own, then calls
-// go(id, own ARGV), which returns its reply and a one-character mark, and
-// records the attempt under KEYS[7] (for 10 minutes) so a lost reply can be
-// resolved. Returns false (nothing popped) or {id, processing entry, reply,
-// how many ids the queue still holds}.
-const char* kPopThenFragment = R"lua(
-local function broker_pop_then(go)
-  local n = #ARGV
-  local np = tonumber(ARGV[n])
-  local A, own = {}, {}
-  for i = n - 1 - np, n - 2 do A[#A + 1] = ARGV[i] end
-  for i = 1, n - 2 - np do own[i] = ARGV[i] end
-  local got = broker_pop(KEYS, A)
-  if not got then return false end
-  local reply, mark = go(got[1], own)
-  redis.call('SET', KEYS[7], ARGV[n - 1] .. mark .. string.format('%08d', #got[1]) .. got[1] ..
-             got[2], 'PX', 600000)
-  return {got[1], got[2], reply, redis.call('ZCARD', KEYS[1])}
-end
-)lua";
-
-// KEYS: queues, consumers. ARGV: key prefix. Drops every queued and
-// unacknowledged id of the app; consumers and the sequence stay.
-const Script kPurgeScript(R"lua(
-local prefix = ARGV[1]
-for _, q in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  redis.call('DEL', prefix .. 'q:' .. q, prefix .. 'w:' .. q)
-end
-for _, c in ipairs(redis.call('SMEMBERS', KEYS[2])) do redis.call('DEL', prefix .. 'proc:' .. c) end
-redis.call('DEL', KEYS[1])
-return 1
-)lua");
-
-// KEYS: proc. ARGV: key prefix, entries handed to callers...
-// Moves every other processing entry (popped by a script whose reply was lost
-// with the connection, so never handed out) back to its queue position.
-const Script kRequeueScript(R"lua(
-local known = {}
-for i = 2, #ARGV do known[ARGV[i]] = true end
-local moved = 0
-for _, e in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
-  if not known[e] then
-    local d = cmsgpack.unpack(e)
-    redis.call('ZADD', ARGV[1] .. 'q:' .. d[1], d[2], d[3])
-    redis.call('RPUSH', ARGV[1] .. 'w:' .. d[1], '1')
-    redis.call('SADD', ARGV[1] .. 'queues', d[1])
-    redis.call('LREM', KEYS[1], 1, e)
-    moved = moved + 1
-  end
-end
-return moved
-)lua");
+using broker_scripts::kPopScript;
+using broker_scripts::kPurgeScript;
+using broker_scripts::kRequeueScript;
+using broker_scripts::kRouteScript;
 
 Status ReplyError(const Client& client, const std::string& what, const Value& v) {
   return Status::BackendFailure("redis at " + client.Describe() + ": " + what +
@@ -555,43 +423,8 @@ class RedisBroker final : public Broker {
   std::unordered_map<std::thread::id, std::vector<std::string>> unacked_ PYNENC_GUARDED_BY(mu_);
 };
 
-class RedisClientDataStore final : public ClientDataStore {
- public:
-  RedisClientDataStore(std::shared_ptr<Client> client, const BackendConfig& config)
-      : client_(std::move(client)), key_(KeyPrefix(config.app_id, "client_data") + "data") {}
-
-  Status Store(const std::string& key, const std::string& value) override {
-    Result<Value> r = client_->Command({"HSET", key_, key, value});
-    if (!r.ok()) return r.status();
-    if (r.value().is_error()) return ReplyError(*client_, "HSET", r.value());
-    return Status::Ok();
-  }
-
-  Result<std::string> Retrieve(const std::string& key) override {
-    Result<Value> r = client_->Command({"HGET", key_, key});
-    if (!r.ok()) return r.status();
-    if (r.value().is_error()) return ReplyError(*client_, "HGET", r.value());
-    if (r.value().is_nil()) return Status::NotFound("client data key not found: " + key);
-    return std::move(r.value().str);
-  }
-
-  Status Purge() override {
-    Result<Value> r = client_->Command({"DEL", key_});
-    if (!r.ok()) return r.status();
-    if (r.value().is_error()) return ReplyError(*client_, "DEL", r.value());
-    return Status::Ok();
-  }
-
- private:
-  const std::shared_ptr<Client> client_;
-  const std::string key_;
-};
-
 }  // namespace
 
-const char* BrokerLuaRoute() { return kRouteFragment; }
-
-std::string BrokerLuaPop() { return std::string(kPopFragment) + kPopThenFragment; }
 
 Result<std::optional<PoppedThen>> RetrieveThen(Broker& broker, const std::string& queue,
                                                std::int64_t timeout_ms, const PopThen& then) {
@@ -630,11 +463,6 @@ Result<std::unique_ptr<Broker>> NewRedisBroker(std::shared_ptr<Client> client,
     return Status::BadConfig("redis broker options must be positive");
   }
   return std::unique_ptr<Broker>(new RedisBroker(std::move(client), config, options));
-}
-
-Result<std::unique_ptr<ClientDataStore>> NewRedisClientDataStore(std::shared_ptr<Client> client,
-                                                                 const BackendConfig& config) {
-  return std::unique_ptr<ClientDataStore>(new RedisClientDataStore(std::move(client), config));
 }
 
 }  // namespace pynenc_cpp::redis

@@ -1,5 +1,4 @@
-// Factories of the Redis broker and client data store (concrete classes in
-// redis_broker.cc). Key layout, under redis::KeyPrefix(app_id, "broker"):
+// Factories of the Redis broker (concrete class in redis_broker.cc). Key layout, under redis::KeyPrefix(app_id, "broker"):
 //   seq            INCR counter; one INCRBY per routed batch
 //   q:<queue>      ZSET, score -priority, member "<20-digit seq>:<id>" (ZPOPMIN
 //                  gives highest priority first, FIFO within a priority)
@@ -18,7 +17,6 @@
 // (same priority, ahead of later routes) and forgets that consumer. A process
 // killed after a pop therefore loses nothing; the item is redelivered.
 //
-// Client data store: one HASH "data" under KeyPrefix(app_id, "client_data").
 #pragma once
 
 #include <cstdint>
@@ -29,13 +27,12 @@
 #include <vector>
 
 #include "pynenc_cpp/ports/broker.h"
-#include "pynenc_cpp/ports/client_data_store.h"
 #include "redis/redis_client.h"
 
 namespace pynenc_cpp::redis {
 
 // The route's Lua, broker_route(bp, queue, score, bound, ids, from, to), shared
-// with native/redis_lifecycle_scripts.cc's submit script so it lives in one place; and
+// with redis/redis_lifecycle_scripts.cc's submit script so it lives in one place; and
 // the stored score of a priority (the sorted set pops the lowest score first).
 const char* BrokerLuaRoute();
 std::string BrokerScore(double priority);
@@ -105,9 +102,5 @@ Result<std::unique_ptr<Broker>> NewRedisBroker(std::shared_ptr<Client> client,
 Result<std::unique_ptr<Broker>> NewRedisBroker(std::shared_ptr<Client> client,
                                                const BackendConfig& config,
                                                const RedisBrokerOptions& options);
-
-// Thread- and process-safe.
-Result<std::unique_ptr<ClientDataStore>> NewRedisClientDataStore(std::shared_ptr<Client> client,
-                                                                 const BackendConfig& config);
 
 }  // namespace pynenc_cpp::redis

@@ -1,7 +1,8 @@
 // Internal: the Redis orchestrator class, shared by its source files
 //   redis_orchestrator.cc          invocations, indexes, auto purge, wait graph, purge
 //   redis_orchestrator_runners.cc  heartbeats, recovery queries, atomic-service rows
-//   redis_orchestrator_scripts.cc  the Lua scripts
+//   redis_orchestrator_scripts.cc  the Lua scripts (helpers, invocations, wait graph)
+//   redis_orchestrator_scripts_runners.cc  the Lua scripts of runners and recovery
 // Not a public header; users go through NewRedisOrchestrator.
 //
 // Key layout, every key under P = KeyPrefix(app_id, "orchestrator"):
@@ -43,7 +44,7 @@ namespace pynenc_cpp::redis_orchestrator {
 
 // The helpers every orchestrator script starts with (P = ARGV[1], pad, argkey,
 // release, forget), for scripts of other modules that write orchestrator keys
-// (native/redis_lifecycle_scripts.cc).
+// (redis/redis_lifecycle_scripts.cc).
 const char* LuaCommon();
 
 const redis::Script& RegisterScript();
@@ -74,7 +75,7 @@ const redis::Script& DropRetiredIndexesScript();
 // A final-status note, as notify_final pushes it on a waiter's list:
 // "<id length>:<id>" and then whatever the script that set the status added (the
 // finish composite adds the status record and a small result:
-// native/redis_lifecycle.cc). A note of an engine from before this format is the
+// redis/redis_lifecycle_writes.cc). A note of an engine from before this format is the
 // bare id.
 struct FinalNote {
   InvocationId id;

@@ -57,7 +57,7 @@ Result<std::unique_ptr<StateBackend>> NewRedisStateBackend(std::shared_ptr<Clien
                                                            const BackendConfig& config);
 
 // Layout helpers for scripts of other modules that write state-backend keys
-// (native/redis_lifecycle_scripts.cc): the first 16 hex digits of a history position
+// (redis/redis_lifecycle_scripts.cc): the first 16 hex digits of a history position
 // for timestamp `ts`, the stored value of a history entry ("<status>|<json>"),
 // and the decoder of the `rec` field of P inv:<id> (nullopt if malformed).
 std::string HistoryPositionPrefix(TimestampUs ts);
@@ -65,7 +65,8 @@ std::string HistoryValue(const HistoryRecord& r);
 std::optional<InvocationRecord> ParseInvocationRecord(const std::string& packed);
 // The state backend's Lua writes, shared so that each lives in one place:
 // state_upsert(sp, id, rec, parent, event, wfid, wftype) and
-// state_add_history(sp, id, tsenc, dk, val) (documented in the .cc).
+// state_add_history(sp, id, tsenc, dk, val) (documented in
+// redis_state_backend_scripts.cc).
 const char* StateLuaFragments();
 // The five ARGV fields of state_upsert for `r` (rec, parent, event, wfid, wftype).
 std::vector<std::string> UpsertFields(const InvocationRecord& r);

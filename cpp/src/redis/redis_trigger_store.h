@@ -1,7 +1,7 @@
-// Factory of the Redis trigger store (the class lives in redis_trigger_store.cc).
+// Factory of the Redis trigger store (the class: redis_trigger_store_impl.h).
 //
 // Key layout (P = KeyPrefix(app_id, "trigger")): see the comment at the top of
-// redis_trigger_store.cc. Thread-safe: the object holds no mutable state of its
+// redis_trigger_store_impl.h. Thread-safe: the object holds no mutable state of its
 // own; every write is one Lua script (guarded compare-and-set, retried on
 // conflict), so concurrent callers in any thread or process see one winner.
 #pragma once
@@ -22,6 +22,6 @@ namespace pynenc_cpp::redis {
 // (Pt = KeyPrefix(app_id, "trigger")): returns w, w2 where w is 1 if a condition
 // of context type ctx sourced from task is registered (ConditionsSourcedFromTask
 // non-empty), else 0, and w2 the same for ctx2 (0 when ctx2 is nil). Shared with
-// native/redis_lifecycle_scripts.cc's scripts.
+// redis/redis_lifecycle_scripts.cc's scripts.
 const char* TriggerLuaWatched();
 }  // namespace pynenc_cpp::redis

@@ -1,6 +1,7 @@
 // The Redis TriggerStore. Private to cpp/src/redis: methods are split over
-// redis_trigger_store.cc (plumbing, conditions, triggers, valid conditions,
-// cron, claims, purge), redis_trigger_store_events.cc (events and links) and
+// redis_trigger_store.cc (plumbing, conditions, triggers, purge),
+// redis_trigger_store_loop.cc (valid conditions, pending reports, cron, claims),
+// redis_trigger_store_events.cc (events and links) and
 // redis_trigger_store_runs.cc (trigger runs and retention).
 //
 // Key layout, P = KeyPrefix(app_id, "trigger") = "pynenc:{app}:trigger:":
@@ -103,6 +104,9 @@ bool DecodeRun(const std::string& blob, TriggerRunRow* row);
 
 // The time a run sorts and ages by: executed_at, else claimed_at, else int64 min.
 TimestampUs RunTime(const TriggerRunRow& run);
+
+// kBackendFailure naming the stored record `what` that does not decode.
+Status Corrupt(const std::string& what);
 
 class RedisTriggerStore final : public TriggerStore {
  public:

@@ -1,4 +1,4 @@
-// Factories of the SQLite broker and client data store (concrete classes in .cc).
+// Factories of the SQLite broker (concrete class in sqlite_broker.cc).
 #pragma once
 
 #include <cstdint>
@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "pynenc_cpp/ports/broker.h"
-#include "pynenc_cpp/ports/client_data_store.h"
 #include "sqlite/sqlite_db.h"
 
 namespace pynenc_cpp::sqlite {
@@ -45,9 +44,5 @@ class ThreadDeliveries {
   Broker* broker_;
   std::vector<std::int64_t> seqs_;
 };
-
-// Thread- and process-safe.
-Result<std::unique_ptr<ClientDataStore>> NewSqliteClientDataStore(std::shared_ptr<Database> db,
-                                                                  const BackendConfig& config);
 
 }  // namespace pynenc_cpp::sqlite

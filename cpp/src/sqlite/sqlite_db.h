@@ -2,8 +2,9 @@
 //
 // A Database is one SQLite file opened by this process: a pool of connections
 // (each with its own prepared-statement cache), WAL journaling, a busy timeout,
-// and per-component schema versions. The five components of an app opened on the
-// same path share one Database (Database::Open returns the same object), and
+// and per-component schema versions. The five components of an app share the one
+// Database its Storage opened (each Database::Open makes a new one: several on one
+// file in one process share only the file, its locks and its wake board), and
 // every table they create keys rows by app_id so several apps can share a file.
 //
 // Thread safety: Database is thread-safe. A Conn is handed to exactly one thread
@@ -132,7 +133,7 @@ class Conn {
     busy_ = false;
     return b;
   }
-  // Installs the busy handler (BusyWait in sqlite_db.cc): a statement that finds
+  // Installs the busy handler (BusyWait in sqlite_db_conn.cc): a statement that finds
   // the database locked retries when the writer holding it is done (the wake
   // board's write-lock counter, armed by ArmBusyWake), or else after 50 us,
   // doubling to at most 1 ms, until `timeout_ms` have passed since it first
@@ -244,8 +245,8 @@ class Database {
   // commit: the WAL would grow without end. 10,000 pages of 4 KiB: 40 MiB.
   // RESTART, not TRUNCATE: the file keeps its size, so the frames that follow
   // overwrite pages the OS has cached; a truncated WAL makes every later frame
-  // a page the kernel must allocate and zero (measured in docs/performance.md:
-  // ~20% of a task's run path on SQLite).
+  // a page the kernel must allocate and zero (~20% of a task's run path on SQLite,
+  // measured in bench/results/2026-11-26-stop-29-sqlite-wal-restart.md).
   static constexpr int kRestartPages = 10 * kCheckpointPages;
   // The longest the RESTART step waits for writers and readers to leave the WAL
   // (it holds the write lock meanwhile).

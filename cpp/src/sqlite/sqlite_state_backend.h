@@ -1,8 +1,8 @@
-// Factory of the SQLite state backend (concrete class in sqlite_state_backend.cc)
-// and app-info discovery for an sqlite:// file. Schema: docs in the .cc's kSchema;
-// every table is prefixed `state_` and keyed by app_id, so several apps share one
-// file without seeing each other's records. App infos live in the file too
-// (state_app_info), which is what DiscoverAppInfos reads.
+// Factory of the SQLite state backend (concrete class: sqlite_state_backend_impl.h)
+// and app-info discovery for an sqlite:// file. Schema: docs in kSchema
+// (sqlite_state_backend.cc); every table is prefixed `state_` and keyed by app_id,
+// so several apps share one file without seeing each other's records. App infos
+// live in the file too (state_app_info), which is what DiscoverAppInfos reads.
 #pragma once
 
 #include <memory>

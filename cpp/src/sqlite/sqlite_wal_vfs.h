@@ -2,8 +2,8 @@
 //
 // SQLite appends each WAL frame with two pwrite()s, its 24-byte header and its
 // page, so a commit that dirties 16 pages makes 32 of them. On Linux the call,
-// not the copy, is most of their cost (docs/performance.md, stop 46: 16 frames
-// in 37 us as 32 pwrites, 12 us as one). This VFS wraps the default one and
+// not the copy, is most of their cost (bench/results/2026-11-29-stop-46-sqlite-wal-one-write.md:
+// 16 frames in 37 us as 32 pwrites, 12 us as one). This VFS wraps the default one and
 // buffers a WAL file's appends (the WAL header of a new WAL, then frame
 // headers and pages at or past the end of what the current write transaction
 // appended) in the file handle, and writes the buffer with one pwrite():

@@ -1,7 +1,8 @@
 // pynenc's identifiers of a new call, computed natively, byte for byte as
 // pynenc 0.4.0 computes them in Python (pynenc.call.compute_args_id and
 // pynenc.identifiers.invocation_id.generate_invocation_id). A submit makes both;
-// in Python they are ~15 us of a ~100 us submit (docs/performance.md, stop 47).
+// in Python they are ~15 us of a ~100 us submit
+// (bench/results/2026-12-01-stop-47-submit-less-python.md).
 //
 // Thread safety: both functions are thread-safe and keep no state.
 #pragma once

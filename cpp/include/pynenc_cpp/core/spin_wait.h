@@ -4,8 +4,8 @@
 // task it just submitted) first polls a lock-free predicate for a short budget.
 // On the VMs these benchmarks run on, a sleep and the wake-up that ends it cost
 // ~35 us each (a condition-variable ping-pong between two threads: 73 us a round
-// trip, against 0.2 us spinning; docs/performance.md, stop 48), which is more
-// than the engine's own work in a serial task. A waker whose waiter is still
+// trip, against 0.2 us spinning; bench/results/2026-12-02-stop-48-spin-before-sleep.md),
+// which is more than the engine's own work in a serial task. A waker whose waiter is still
 // spinning also skips its wake-up system call where the primitive lets it (the
 // SQLite wake board counts sleepers; a spinner is not one).
 //

@@ -17,7 +17,8 @@
 //                the transition before the history row). Same as pynenc's
 //                MemOrchestrator + MemStateBackend.
 //   * redis://   Claim, ClaimAndStart and FinishSuccess / FinishFailure are ONE Lua script
-//                (one round trip) in their common case (native/redis_lifecycle.cc);
+//                (one round trip) in their common case (redis/redis_lifecycle.cc,
+//                redis_lifecycle_writes.cc);
 //                otherwise, and for every other operation, each step is atomic
 //                and one round trip (the transition is a read plus a Lua
 //                compare-and-set), so an operation is several round trips.

@@ -1,11 +1,11 @@
 // The Lifecycle over the ports (see pynenc_cpp/native/lifecycle.h). Every
 // operation runs inside Atomically(): a plain call here, one SQLite write
-// transaction in SqliteLifecycle (native/sqlite_lifecycle.cc).
+// transaction in SqliteLifecycle (sqlite/sqlite_lifecycle.cc).
 #include <map>
 #include <set>
 #include <utility>
 
-#include "native/port_lifecycle.h"
+#include "lifecycle/port_lifecycle.h"
 #include "pynenc_cpp/core/thread_annotations.h"
 #include "pynenc_cpp/ports/storage.h"
 

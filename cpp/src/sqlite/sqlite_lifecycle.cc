@@ -1,10 +1,10 @@
-// SQLite Lifecycle: one write transaction per operation. The components opened
-// on the same path share the process's Database object (Database::Open returns
-// it), and a Database::Write/Read made on a thread that already runs a
+// SQLite Lifecycle: one write transaction per operation. The components of one
+// app share its Storage's Database object (sqlite/sqlite_db.h), and a
+// Database::Write/Read made on a thread that already runs a
 // transaction on that Database joins it (sqlite/sqlite_db.h), so every port call
 // of the operation commits or rolls back together. Lock contention retries the
 // whole operation (Atomically's `fn` is re-run from the start).
-#include "native/port_lifecycle.h"
+#include "lifecycle/port_lifecycle.h"
 #include "sqlite/sqlite_broker.h"
 #include "sqlite/sqlite_db.h"
 

@@ -2,7 +2,7 @@
 // gets KEYS[1] = the orchestrator's P.."seq" (a real key of the app, so a cluster
 // routes the call to the app's slot; every other key shares that slot through
 // the {app} hash tag) and ARGV[1] = the orchestrator prefix P.
-#include "native/redis_lifecycle_scripts.h"
+#include "redis/redis_lifecycle_scripts.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-// The Lua scripts of the Redis lifecycle (native/redis_lifecycle.cc): submit,
+// The Lua scripts of the Redis lifecycle (redis/redis_lifecycle.cc): submit,
 // finish, the final-status reads (plain, ahead and armed), claim, take-and-start,
 // take-and-claim (prefetch) and a runner's status change. Each is built once from
 // the components' shared fragments (each key layout and each write lives in its

@@ -1,5 +1,5 @@
 // The Redis lifecycle's wait for a final status (Lifecycle::WaitAnyFinal,
-// native/redis_lifecycle.cc): the registration script that also reads
+// redis/redis_lifecycle_reads.cc): the registration script that also reads
 // the record of an id already final, and the record a final-status note carries
 // (the finish script's, docs/backends/redis.md). Stateless; thread-safe.
 #pragma once

@@ -1,5 +1,5 @@
 // The Redis lifecycle's wait for a final status: see redis_final_wait.h.
-#include "native/redis_final_wait.h"
+#include "redis/redis_final_wait.h"
 
 #include <charconv>
 #include <string_view>

@@ -1,0 +1,174 @@
+// CppRunner's engine hooks (runner_hooks.h): what each engine thread does on
+// the Python side when it starts and exits, and each call into Python (execute,
+// the store of a task's result left to the engine, heartbeat, management,
+// timeouts, error reports). The Python object: runner.cc.
+#include "runner_hooks.h"
+
+#include <utility>
+
+#include "records.h"
+
+namespace pynenc_cpp::bindings {
+namespace runner_hooks __attribute__((visibility("hidden"))) {
+
+using runner::ExecOutcome;
+using runner::RunnerHooks;
+
+// REQUIRES: the GIL, on this thread.
+void DropStashed() {
+  std::vector<PyObject*> drop;
+  drop.swap(tls_to_drop);
+  for (PyObject* o : drop) Py_DECREF(o);
+}
+
+std::optional<std::string> OptionalStr(const py::object& o) {
+  if (o.is_none()) return std::nullopt;
+  return o.cast<std::string>();
+}
+
+namespace {
+
+// A task's result that its run left for the engine to store (`PendingFinish` in
+// python/pynenc_cpp/_run.py: (invocation id, serialized result, task key,
+// release_waiters, runner id, state, logs)).
+struct PendingFinish {
+  InvocationId id;
+  std::string serialized;
+  std::string task_key;
+  bool release_waiters = true;
+  std::string runner_id;
+  py::object state;  // REQUIRES: released with the GIL (or stashed in tls_to_drop)
+  bool logs = false;  // Python writes the status change's log line: always called back
+};
+
+// execute_taken's return value: None, or a PendingFinish tuple. REQUIRES: the GIL.
+std::optional<PendingFinish> ReadPending(const py::object& r) {
+  if (r.is_none()) return std::nullopt;
+  if (!py::isinstance<py::tuple>(r) || py::len(r) != 7) {
+    throw py::type_error("execute_taken must return None or a 7-item PendingFinish tuple");
+  }
+  auto t = py::reinterpret_borrow<py::tuple>(r);
+  PendingFinish p;
+  p.id = InvocationId(t[0].cast<std::string>());
+  p.serialized = t[1].cast<std::string>();
+  p.task_key = t[2].cast<std::string>();
+  p.release_waiters = t[3].cast<bool>();
+  p.runner_id = t[4].cast<std::string>();
+  p.state = t[5];
+  p.logs = t[6].cast<bool>();
+  return p;
+}
+
+// Stores `p`'s result (FinishSuccess, with this worker's armed next take) without
+// the GIL, then calls finished_taken(state, outcome) where Python has work left: an
+// error, a trigger watching the status or the result, or the log line. Returns false
+// when that raised (the worker is replaced). REQUIRES: the GIL not held.
+bool FinishPending(PyCallbacks& cb, PendingFinish& p) {
+  Lifecycle& lifecycle = *cb.engine_lifecycle;
+  std::optional<NextTake> next = std::move(tls_next_take);
+  tls_next_take.reset();
+  Result<FinishOutcome> out =
+      FinishArmed(lifecycle, p.id, p.serialized, true, Actor{p.runner_id, p.runner_id},
+                  TaskId(p.task_key), p.release_waiters, std::move(next));
+  if (!out.ok() && out.status().code() == ErrorCode::kBackendFailure) {
+    metrics::OnBackendError(out.status().connection_lost());  // as EngineException counts it
+  }
+  const bool call_after =
+      p.logs || !out.ok() || out.value().change.status_watched || out.value().payload_watched;
+  if (!call_after) {
+    tls_to_drop.push_back(p.state.release().ptr());
+    return true;
+  }
+  const bool ok = WithGil("CppRunner worker", [&] {
+    py::object state = std::move(p.state);
+    cb.finished_taken(state,
+                      out.ok() ? py::cast(FinishTuple(out.value())) : StatusError(out.status()));
+  });
+  if (p.state) p.state.release();  // Python was not entered: the process is exiting
+  return ok;
+}
+
+}  // namespace
+
+RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine_key) {
+  RunnerHooks h;
+  h.thread_started = [cb, engine_key](int worker) {
+    PythonEntry entry;
+    if (!entry) return;
+    tls_tstate = PyThreadState_New(cb->interp);
+    tls_engine = engine_key;
+    tls_worker = worker;
+    WithGil("CppRunner thread start", [&] {
+      {
+        std::lock_guard<std::mutex> lock(cb->mu);
+        cb->idents[worker] = PyThread_get_thread_ident();
+      }
+      if (!cb->thread_started.is_none()) cb->thread_started(worker);
+    });
+  };
+  h.thread_exiting = [cb](int worker) {
+    {
+      std::lock_guard<std::mutex> lock(cb->mu);
+      cb->idents.erase(worker);
+    }
+    if (PythonEntry entry; tls_tstate != nullptr && entry) {
+      PyEval_RestoreThread(tls_tstate);
+      DropStashed();
+      PyThreadState_Clear(tls_tstate);
+      PyThreadState_DeleteCurrent();  // releases the GIL
+    }
+    tls_tstate = nullptr;
+    tls_engine = nullptr;
+    tls_worker = INT_MIN;
+    tls_taken.reset();
+    tls_next_take.reset();
+    tls_to_drop.clear();  // left only when Python is gone: leaked with the process
+  };
+  h.execute = [cb](int, const std::string& id, bool claimed) {
+    std::optional<TakenClaim> taken;
+    if (tls_taken && tls_taken->id.str() == id) taken.swap(tls_taken);
+    tls_taken.reset();
+    std::optional<PendingFinish> pending;
+    bool ok = WithGil("CppRunner worker", [&] {
+      if (!taken) {
+        cb->execute(py::str(id), claimed);
+        return;
+      }
+      py::object claim = taken->claim_status.ok() ? py::object(ClaimTuple(taken->claim))
+                                                  : StatusError(taken->claim_status);
+      pending = ReadPending(cb->execute_taken(py::str(id), claim));
+    });
+    // The task returned: its result is stored here, with the GIL released.
+    if (pending) ok = FinishPending(*cb, *pending) && ok;
+    return ok ? ExecOutcome::kDone : ExecOutcome::kReplaceWorker;
+  };
+  if (!cb->next_blocking.is_none()) {
+    h.next_blocking = [cb](int) {
+      std::optional<std::string> id;
+      WithGil("CppRunner blocking invocations", [&] { id = OptionalStr(cb->next_blocking()); });
+      return id;
+    };
+  }
+  if (!cb->heartbeat.is_none()) {
+    h.heartbeat = [cb] { WithGil("CppRunner heartbeat", [&] { cb->heartbeat(); }); };
+  }
+  if (!cb->management.is_none()) {
+    h.management = [cb] { WithGil("CppRunner management", [&] { cb->management(); }); };
+  }
+  if (!cb->timed_out.is_none()) {
+    h.timed_out = [cb](int worker, const std::string& id) {
+      const unsigned long ident = cb->Ident(worker);
+      WithGil("CppRunner task timeout", [&] { cb->timed_out(py::str(id), ident); });
+    };
+  }
+  if (!cb->report_error.is_none()) {
+    h.report_error = [cb](const std::string& message) {
+      // Also called on worker threads that have a thread state.
+      WithGil("CppRunner error report", [&] { cb->report_error(py::str(message)); });
+    };
+  }
+  return h;
+}
+
+}  // namespace runner_hooks
+}  // namespace pynenc_cpp::bindings
