@@ -673,3 +673,45 @@ def test_invocation_result_is_one_round_trip_on_redis(redis_server: RedisServer)
         assert ran == {"evalsha": 1, "hmget": 1, "hstrlen": 1, "hget": 1}
     finally:
         app.purge()
+
+
+def _first_lifecycles(orchestrator: CppNativeOrchestrator, threads: int) -> list[object]:
+    """What ``threads`` threads released together get from their first ``_lifecycle()``."""
+    import threading
+
+    barrier = threading.Barrier(threads)
+    got: list[object] = []
+
+    def ask() -> None:
+        barrier.wait()
+        got.append(orchestrator._lifecycle())
+
+    started = [threading.Thread(target=ask) for _ in range(threads)]
+    for thread in started:
+        thread.start()
+    for thread in started:
+        thread.join(30)
+    return got
+
+
+def test_threads_asking_first_at_once_share_one_lifecycle(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Threads whose first step asks for the lifecycle at once (a runner's thread
+    starting its engine while a client submits) all get one object. Each build is a
+    new object with its own knowledge of the tasks that run freely: with two, the
+    runner's engine kept one while the claims taught the other, and every take was a
+    claim of its own, with no prefetch (a CI run saw it once)."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        for _ in range(100):  # the race showed in about 1 round in 20 before the lock
+            app = build_cpp_app("mem", request, tmp_path, "one-lifecycle")
+            orchestrator = app.orchestrator
+            assert isinstance(orchestrator, CppNativeOrchestrator)
+            _ = (app.state_backend, app.broker, app.trigger)  # built before the race
+            got = _first_lifecycles(orchestrator, 8)
+            assert len(got) == 8 and got[0] is not None
+            assert len({id(lifecycle) for lifecycle in got}) == 1
+    finally:
+        sys.setswitchinterval(previous)

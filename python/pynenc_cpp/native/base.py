@@ -59,6 +59,11 @@ _CONTEXT_NAMES = (
 )
 
 
+def _same(parts: tuple[object, object, object], *components: object) -> bool:
+    """Whether ``parts`` are these very component objects."""
+    return all(a is b for a, b in zip(parts, components, strict=True))
+
+
 def _us(seconds: float) -> int:
     micros = round(seconds * 1_000_000)
     return max(micros, 1) if seconds > 0 else micros
@@ -73,9 +78,15 @@ class NativeBase(PicksInvocations, CppOrchestrator):
 
     def __init__(self, app: Pynenc) -> None:
         super().__init__(app)
-        # The components the lifecycle was made for (``_lifecycle``).
-        self._lifecycle_parts: tuple[object, object, object] | None = None
-        self._lifecycle_obj: _core.Lifecycle | None = None
+        # The components the lifecycle was made for, and it (``_lifecycle``): one
+        # attribute, so a reader never pairs new components with an old lifecycle.
+        self._lifecycle_made: (
+            tuple[tuple[object, object, object], _core.Lifecycle | None] | None
+        ) = None
+        # Taken to build the lifecycle: the first calls may race (a runner's thread
+        # starting its engine while a client thread submits), and each build is a new
+        # object with its own in-process knowledge (the tasks known to run freely).
+        self._lifecycle_lock = threading.Lock()
         self._external_ctx: tuple[int, RunnerContext] | None = None
         # Per thread: (invocation id, runner id, status watched) of the invocation this
         # thread claimed and started (``claim_for_run(start=True)``) and whose
@@ -103,19 +114,24 @@ class NativeBase(PicksInvocations, CppOrchestrator):
             return None
         app = self.app
         state_backend, broker, trigger = app.state_backend, app.broker, app.trigger
-        parts = self._lifecycle_parts
-        if (
-            parts is not None
-            and parts[0] is state_backend
-            and parts[1] is broker
-            and parts[2] is trigger
-        ):
-            return self._lifecycle_obj
-        lifecycle = None
-        if self.shares_storage_with(state_backend) and self.shares_storage_with(broker):
-            lifecycle = self.storage.lifecycle(self.shares_storage_with(trigger), *_CONTEXT_NAMES)
-        self._lifecycle_parts, self._lifecycle_obj = (state_backend, broker, trigger), lifecycle
-        return lifecycle
+        made = self._lifecycle_made
+        if made is not None:  # the hot path: three identity checks, inline
+            parts = made[0]
+            if parts[0] is state_backend and parts[1] is broker and parts[2] is trigger:
+                return made[1]
+        with self._lifecycle_lock:
+            # Built by another thread meanwhile: that one, so every caller (the
+            # runner's engine among them) shares one object.
+            made = self._lifecycle_made
+            if made is not None and _same(made[0], state_backend, broker, trigger):
+                return made[1]
+            lifecycle = None
+            if self.shares_storage_with(state_backend) and self.shares_storage_with(broker):
+                lifecycle = self.storage.lifecycle(
+                    self.shares_storage_with(trigger), *_CONTEXT_NAMES
+                )
+            self._lifecycle_made = ((state_backend, broker, trigger), lifecycle)
+            return lifecycle
 
     @cached_property
     def _native_enabled(self) -> bool:
