@@ -135,7 +135,7 @@ class PicksInvocations(RunsInvocations):
         # needs_check: the task's running concurrency control is not known yet.
         task = invocation.task
         if task.conf.running_concurrency == ConcurrencyControlType.DISABLED:
-            lifecycle.set_task_runs_freely(task.task_id.key)
+            self._task_runs_freely(task.task_id.key)
         return defer_or_pend(self, invocation, runner_ctx, invocations_to_reroute)
 
     def get_additional_invocations_to_run(

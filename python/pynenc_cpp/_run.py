@@ -83,6 +83,11 @@ class RunsInvocations(BaseOrchestrator):
     def _lifecycle(self) -> _core.Lifecycle | None:
         """The composite operations over the app's components, or None (mixed mode)."""
 
+    @abstractmethod
+    def _task_runs_freely(self, task_key: str) -> None:
+        """The task has running concurrency control disabled: told to every lifecycle
+        this orchestrator made (its claims then start such a task by themselves)."""
+
     @cached_property
     def _coroutine_memo(self) -> dict[Callable[..., Any], bool]:
         """Task function -> whether it is a coroutine function (``run_invocation``)."""

@@ -87,6 +87,13 @@ class NativeBase(PicksInvocations, CppOrchestrator):
         # starting its engine while a client thread submits), and each build is a new
         # object with its own in-process knowledge (the tasks known to run freely).
         self._lifecycle_lock = threading.Lock()
+        # Every lifecycle made, and the tasks known to run freely (what each of them
+        # is told, also one made later): the runner's engine keeps the lifecycle it
+        # was given, and the app's components may be swapped (pynenc builds them
+        # lazily, without a lock: two threads may each build one), so a later claim
+        # may run on another object than the engine's takes.
+        self._lifecycles_made: list[_core.Lifecycle] = []
+        self._free_tasks: set[str] = set()
         self._external_ctx: tuple[int, RunnerContext] | None = None
         # Per thread: (invocation id, runner id, status watched) of the invocation this
         # thread claimed and started (``claim_for_run(start=True)``) and whose
@@ -130,8 +137,18 @@ class NativeBase(PicksInvocations, CppOrchestrator):
                 lifecycle = self.storage.lifecycle(
                     self.shares_storage_with(trigger), *_CONTEXT_NAMES
                 )
+            if lifecycle is not None:
+                for task_key in self._free_tasks:
+                    lifecycle.set_task_runs_freely(task_key)
+                self._lifecycles_made.append(lifecycle)
             self._lifecycle_made = ((state_backend, broker, trigger), lifecycle)
             return lifecycle
+
+    def _task_runs_freely(self, task_key: str) -> None:
+        with self._lifecycle_lock:
+            self._free_tasks.add(task_key)
+            for lifecycle in self._lifecycles_made:
+                lifecycle.set_task_runs_freely(task_key)
 
     @cached_property
     def _native_enabled(self) -> bool:
