@@ -177,8 +177,10 @@ class PendingReports:
         nests: bool = True,
     ) -> str | None:
         """Notes the change (see ``noted``) and returns the note's id for ``end``; None
-        when nothing is noted. ``nests=False``: the changes this thread makes until
-        ``end`` are not looked at (a change the engine makes after this returns)."""
+        when nothing is noted. ``nests=False``: the note does not become this thread's
+        active one (the change is made by the engine after this returns, and
+        ``complete_finish`` ends it; a thread that never gets there is not left
+        unable to note its next change)."""
         if status not in NOTED or self.active() is not None:
             return None
         key = task_key()
