@@ -172,7 +172,7 @@ class PendingReports:
         invocation_id: str,
         status: InvocationStatus,
         runner_id: str | None,
-        task_key: Callable[[], str | None],
+        task_key: str | Callable[[], str | None],
         *,
         nests: bool = True,
     ) -> str | None:
@@ -181,10 +181,10 @@ class PendingReports:
         active one (the change is made by the engine after this returns, and
         ``complete_finish`` ends it; a thread that never gets there is not left
         unable to note its next change)."""
-        if status not in NOTED or self.active() is not None:
+        if status not in NOTED:
             return None
-        key = task_key()
-        if key is None or not self.watches(key):
+        key = task_key if isinstance(task_key, str) else task_key()
+        if key is None or not self.watches(key) or self.active() is not None:
             return None
         note = PendingReport(
             str(invocation_id), InvocationStatus(status), runner_id or "", time.time()
@@ -295,9 +295,9 @@ def notes_reports(kind: Literal["status", "result", "exception"]) -> Callable[[F
         @functools.wraps(method)
         def noting(self: Any, first: Any, second: Any, runner_ctx: Any) -> Any:
             if kind == "status":
-                status = InvocationStatus(second)
-                if status not in NOTED:
+                if second not in NOTED:  # the hot path (RUNNING): one set lookup
                     return method(self, first, second, runner_ctx)
+                status = InvocationStatus(second)
                 invocation_id = first
                 task_key: Callable[[], str | None] = functools.partial(
                     _task_key_of, self.app, invocation_id

@@ -321,7 +321,7 @@ class RunsInvocations(BaseOrchestrator):
                 invocation_id,
                 InvocationStatus.SUCCESS,
                 runner_ctx.runner_id,
-                lambda: task.task_id.key,
+                task.task_id.key,
                 nests=False,
             )
         return (
