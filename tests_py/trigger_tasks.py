@@ -17,7 +17,10 @@ it ran in (``YYYY-mm-ddTHH:MM``, UTC) and ``<wall ns>`` the wall-clock time.
 A process started with ``PYNENC_CPP_TEST_DIE_BEFORE_REPORT=<tag>`` SIGKILLs itself
 when it is about to report the SUCCESS of the order tagged ``<tag>`` to the trigger:
 after the status change is stored, before its valid condition is recorded (the
-guarantees suite's fault at that point, ``_pending_reports``).
+guarantees suite's fault at that point, ``_pending_reports``). One started with
+``PYNENC_CPP_TEST_DIE_BEFORE_RUN_RECORD=<tag>`` SIGKILLs itself when it is about to
+record the trigger run that order fired: after its receipt was started
+(``_trigger_runs``).
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ app = Pynenc()
 CRON_LEDGER_ENV = "PYNENC_CPP_CRON_LEDGER"
 #: The environment variable naming the order whose SUCCESS report kills this process.
 DIE_BEFORE_REPORT_ENV = "PYNENC_CPP_TEST_DIE_BEFORE_REPORT"
+#: The environment variable naming the order whose trigger run's record kills this process.
+DIE_BEFORE_RUN_RECORD_ENV = "PYNENC_CPP_TEST_DIE_BEFORE_RUN_RECORD"
 
 
 @app.task
@@ -115,5 +120,24 @@ def _die_before_report(tag: str) -> None:
     CppTrigger.report_tasks_status = dying  # type: ignore[method-assign]
 
 
+def _die_before_run_record(tag: str) -> None:
+    """Every trigger of this process SIGKILLs the process when it is about to record
+    the trigger run that the order tagged `tag` fired (its receipt started)."""
+    from pynenc_cpp.trigger import CppTrigger
+
+    store = CppTrigger.store_trigger_run
+
+    def dying(self: CppTrigger, run: Any) -> None:
+        for iid in run.source_invocation_ids or []:
+            kwargs = self.app.state_backend.get_invocation(iid).call.arguments.kwargs
+            if kwargs.get("tag") == tag:
+                os.kill(os.getpid(), signal.SIGKILL)
+        store(self, run)
+
+    CppTrigger.store_trigger_run = dying  # type: ignore[method-assign]
+
+
 if os.environ.get(DIE_BEFORE_REPORT_ENV):
     _die_before_report(os.environ[DIE_BEFORE_REPORT_ENV])
+if os.environ.get(DIE_BEFORE_RUN_RECORD_ENV):
+    _die_before_run_record(os.environ[DIE_BEFORE_RUN_RECORD_ENV])

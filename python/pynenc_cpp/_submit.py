@@ -19,19 +19,35 @@ pynenc's own code):
   of a submit. Only for a plain function that has no ``__signature__`` or
   ``__wrapped__`` of its own; one whose code or defaults are replaced gets its
   signature rebuilt at its next call, so every call binds as pynenc's own would.
+
+``new_invocation`` builds a new invocation as pynenc's ``from_parent`` does (both
+modes use it when an id is fixed for it: ``_trigger_runs``).
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 import types
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pynenc import call as pynenc_call
+from pynenc.identifiers.invocation_id import InvocationId
 from pynenc.invocation import dist_invocation
+from pynenc.invocation.dist_invocation import (
+    DistributedInvocation,
+    TaskInvocation,
+    WorkflowInvocation,
+)
+from pynenc.workflow.workflow_identity import WorkflowIdentity
 
-from pynenc_cpp import _core
+from pynenc_cpp import _core, _shortcuts
+from pynenc_cpp._trigger_runs import take_fixed_id
+
+if TYPE_CHECKING:
+    from pynenc.call import Call
+    from pynenc.types import Params, Result
 from pynenc_cpp.state_backend import _invocation_record, _record_fields
 
 #: pynenc's own functions, captured at import (``_run.py`` does the same for the run).
@@ -142,3 +158,66 @@ def keep_signature(func: Any, shortcut: bool = True) -> None:
     if "__signature__" in own or "__wrapped__" in own:
         return
     func.__signature__ = _KeptSignature(func)  # type: ignore[attr-defined]
+
+
+def new_invocation(
+    call: Call[Params, Result],
+    parent_invocation: DistributedInvocation | None,
+    parent_event_id: str | None,
+    *,
+    stored: bool = True,
+) -> DistributedInvocation[Params, Result]:
+    """``DistributedInvocation.from_parent``, with the id fixed for it if one is
+    (``_trigger_runs.take_fixed_id``), and (``stored``, native mode) without its
+    constructor's upsert.
+
+    Same class (workflow root or task), ids, workflow identity and log lines as
+    pynenc 0.4.0's ``WorkflowInvocation.from_parent`` /
+    ``TaskInvocation.from_parent``. ``stored``: marked stored because the caller's
+    register composite upserts it (in the same engine call as its registration);
+    False: the constructor upserts it, as pynenc's does.
+    """
+    fixed = take_fixed_id()
+    invocation_id = InvocationId(
+        fixed if fixed is not None else new_invocation_id("submit" in _shortcuts.of_app(call.app))
+    )
+    parent_workflow = parent_invocation.workflow if parent_invocation else None
+    parent_invocation_id = parent_invocation.invocation_id if parent_invocation else None
+    logger = call.app.logger
+    cls: type[DistributedInvocation]
+    if call.task.is_workflow_root_task:
+        cls = WorkflowInvocation
+        if parent_workflow is None:
+            workflow = WorkflowIdentity.new_workflow(
+                invocation_id=invocation_id, task_id=call.task.task_id
+            )
+            logger.info(f"Creating a new workflow:{workflow.workflow_id}")
+        else:
+            workflow = WorkflowIdentity.new_subworkflow(
+                invocation_id=invocation_id,
+                task_id=call.task.task_id,
+                parent_workflow_id=parent_workflow.workflow_id,
+            )
+            logger.info(
+                f"Creating a new sub-workflow:{workflow.workflow_id} "
+                f"from parent-workflow:{parent_workflow.workflow_id}"
+            )
+    else:
+        cls = TaskInvocation
+        workflow = parent_workflow
+        if logger.isEnabledFor(logging.DEBUG):
+            if workflow is None:
+                logger.debug(f"Creating standalone task invocation:{invocation_id}")
+            else:
+                logger.debug(
+                    f"Inheriting workflow from parent-workflow:{workflow.workflow_id} "
+                    f"for new-invocation:{invocation_id}"
+                )
+    return cls(
+        call=call,
+        invocation_id=invocation_id,
+        parent_invocation_id=parent_invocation_id,
+        workflow=workflow,
+        stored_in_backend=stored,
+        parent_event_id=parent_event_id,
+    )

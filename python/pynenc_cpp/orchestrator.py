@@ -17,6 +17,8 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from pynenc import context
+from pynenc.conf.config_task import ConcurrencyControlType
 from pynenc.exceptions import InvocationStatusTransitionError
 from pynenc.identifiers.invocation_id import InvocationId
 from pynenc.invocation.status import InvocationStatus, InvocationStatusRecord
@@ -28,7 +30,7 @@ from pynenc.orchestrator.atomic_service import (
 )
 from pynenc.orchestrator.base_orchestrator import BaseBlockingControl
 
-from pynenc_cpp import _core, _live
+from pynenc_cpp import _core, _live, _shortcuts, _submit, _trigger_runs
 from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
 from pynenc_cpp._concurrency import ConcurrencyGate, Gated
 from pynenc_cpp._convert import (
@@ -51,6 +53,7 @@ from pynenc_cpp.errors import (
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
+    from pynenc.call import Call
     from pynenc.identifiers.call_id import CallId
     from pynenc.invocation.dist_invocation import DistributedInvocation
     from pynenc.runner.runner_context import RunnerContext
@@ -196,6 +199,31 @@ class CppOrchestrator(CppComponentMixin, ConcurrencyGate):
         return self._blocking_control
 
     # ---- invocations -------------------------------------------------------
+
+    def _route_new_call_invocation(
+        self, call: Call[Params, Result], runner_id: str | None = None
+    ) -> DistributedInvocation[Params, Result]:
+        """pynenc's, with the invocation's id fixed when one is (the invocation a
+        trigger run starts: ``_trigger_runs``), while pynenc's code this follows is
+        its own (the ``native`` shortcut, ``_shortcuts``)."""
+        if not _trigger_runs.is_fixed() or "native" not in _shortcuts.of_app(self.app):
+            return super()._route_new_call_invocation(call, runner_id)
+        app_id = self.app.app_id
+        new_invocation = _submit.new_invocation(
+            call,
+            parent_invocation=context.get_dist_invocation_context(app_id),
+            parent_event_id=context.get_trigger_event_context(app_id),
+            stored=False,
+        )
+        self.register_new_invocations([new_invocation])
+        conf = call.task.conf
+        if (
+            conf.registration_concurrency != ConcurrencyControlType.DISABLED
+            or conf.running_concurrency != ConcurrencyControlType.DISABLED
+        ):
+            self.index_arguments_for_concurrency_control(new_invocation)
+        self.app.logger.info(f"invocation:{new_invocation.invocation_id} ROUTED")
+        return new_invocation
 
     def _register_new_invocations(
         self,

@@ -4,7 +4,9 @@ Serialization follows pynenc's ``SQLiteTrigger``: conditions, valid conditions,
 events and trigger runs travel as their ``to_json`` strings; trigger definitions
 as their columns (``trigger_id``, ``task_id.key``, condition ids, ``logic.value``,
 ``argument_provider_json``). Timestamps are integer microseconds (``_convert``).
-The adapter holds no state of its own: every member delegates to the engine.
+Beside the engine's store the adapter keeps per-thread notes of pynenc's trigger loop
+(the run it claimed last, the runs another runner held) and the pending-report notes
+(``_pending_reports``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pynenc.identifiers.task_id import TaskId
 from pynenc.models.trigger_definition_dto import TriggerDefinitionDTO
@@ -36,9 +38,11 @@ from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, S
 from pynenc_cpp._convert import from_us, opt_from_us, opt_to_us, to_us
 from pynenc_cpp._cron import latest_slot
 from pynenc_cpp._pending_reports import PendingReports
+from pynenc_cpp._trigger_runs import execute_run
 
 if TYPE_CHECKING:
     from pynenc import Pynenc
+    from pynenc.invocation.base_invocation import BaseInvocation
     from pynenc.orchestrator.atomic_service import AtomicServiceRun
     from pynenc.trigger.types import ConditionId
 
@@ -272,9 +276,11 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
         so the window that remains is the one between starting the task and
         recording the run (``docs/reliability.md``).
         """
+        self._in_flight.claimed = None
         if self._engine.get_trigger_run(trigger_run_id) is not None:
             return False
         if self._engine.claim_trigger_run(trigger_run_id, int(expiration_seconds)):
+            self._in_flight.claimed = trigger_run_id  # for execute_task, next
             return True
         # Held by another runner and not recorded: its condition must outlive this
         # iteration's clear (clear_valid_conditions).
@@ -282,6 +288,28 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
             self._in_flight.runs = set()
         self._in_flight.runs.add(trigger_run_id)
         return False
+
+    def execute_task(
+        self,
+        task_id: TaskId,
+        arguments: dict[str, Any] | None = None,
+        *,
+        parent_event_id: str | None = None,
+    ) -> BaseInvocation:
+        """pynenc's, for the run this thread's loop claimed last: the invocation's id
+        follows from the run, and one an earlier claimer of the run started (it died
+        before recording the run) is the run's, not started again (``_trigger_runs``)."""
+        run_id: str | None = getattr(self._in_flight, "claimed", None)
+        self._in_flight.claimed = None
+
+        def execute() -> BaseInvocation:
+            return super(CppTrigger, self).execute_task(
+                task_id, arguments, parent_event_id=parent_event_id
+            )
+
+        if run_id is None:
+            return execute()
+        return execute_run(self.app, run_id, execute)
 
     def _purge(self) -> None:
         self._engine.purge()

@@ -564,6 +564,45 @@ def test_a_status_trigger_fires_once_when_its_runner_dies_between_the_status_and
     )
 
 
+#: The next scenario waits for a trigger-run claim to expire (60 s): CI runs it on
+#: one pair.
+RECORD_PAIRS = [p for p in PAIRS if FULL or p.values == ("redis", "mixed")]
+
+
+@pytest.mark.parametrize("backend,mode", RECORD_PAIRS)
+def test_a_status_trigger_fires_once_when_its_firer_dies_before_recording_the_run(
+    tguard: TriggerGuarantees, backend: str, mode: str
+) -> None:
+    """A CppRunner SIGKILLs itself after its trigger loop started the receipt of order
+    ``c0-3`` and before it recorded that trigger run (``tests_py/trigger_tasks.py``):
+    the run's claim expires (60 s) and a runner started after it claims the run
+    again, finds the receipt started (``_trigger_runs``) and records it; every order,
+    ``c0-3`` too, has exactly one receipt."""
+    own_env = tguard.env
+    tguard.env = lambda runner_cls="CppRunner": {  # type: ignore[method-assign]
+        **own_env(runner_cls),
+        tt.DIE_BEFORE_RUN_RECORD_ENV: "c0-3",
+    }
+    victim = tguard.start("CppRunner")
+    tguard.env = own_env  # type: ignore[method-assign]
+    procs = tguard.clients("order", count=6, keys=1)
+    assert victim.proc.wait(60) == -signal.SIGKILL, tguard.logs()
+    tguard.killed_ns[victim.pgid] = time.monotonic_ns()
+    tguard.start("CppRunner")
+    acks = tguard.acknowledged(procs)
+    tguard.wait_final(list(acks), timeout=120)
+    trigger = tguard.app.trigger
+    deadline = time.monotonic() + 150  # the claim expires, then the next look
+    while trigger.get_valid_conditions() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not trigger.get_valid_conditions(), tguard.logs()
+    delays = check_receipts(tguard, acks, None)
+    print(
+        f"guarantees status-trigger+death-before-run-record [{backend}-{mode}]: "
+        f"{len(acks)} orders, one receipt each, max delay {delays[-1]:.1f} s"
+    )
+
+
 @pytest.mark.parametrize("backend,mode", PAIRS)
 def test_a_status_trigger_fires_once_when_a_runner_is_sigstopped(
     tguard: TriggerGuarantees, backend: str, mode: str

@@ -12,17 +12,11 @@ from pynenc import context
 from pynenc.conf.config_task import ConcurrencyControlType
 from pynenc.exceptions import InvocationConcurrencyWithDifferentArgumentsError
 from pynenc.identifiers.invocation_id import InvocationId
-from pynenc.invocation.dist_invocation import (
-    DistributedInvocation,
-    ReusedInvocation,
-    TaskInvocation,
-    WorkflowInvocation,
-)
+from pynenc.invocation.dist_invocation import DistributedInvocation, ReusedInvocation
 from pynenc.orchestrator.base_orchestrator import BaseOrchestrator
-from pynenc.workflow.workflow_identity import WorkflowIdentity
 
-from pynenc_cpp import _core, _shortcuts
-from pynenc_cpp._submit import compute_args_id, keep_signature, new_invocation_id, record_of
+from pynenc_cpp import _core, _shortcuts, _submit
+from pynenc_cpp._submit import compute_args_id, keep_signature, record_of
 from pynenc_cpp.orchestrator import (
     _record,
 )
@@ -109,7 +103,7 @@ class Submits(NativeBase):
         conf = task.conf
         key_args = call.serialized_args_for_concurrency_control(conf.registration_concurrency)
         app_id = self.app.app_id
-        new_invocation = _new_invocation(
+        new_invocation = _submit.new_invocation(
             call,
             parent_invocation=context.get_dist_invocation_context(app_id),
             parent_event_id=context.get_trigger_event_context(app_id),
@@ -151,14 +145,14 @@ class Submits(NativeBase):
         pynenc builds the invocation with ``DistributedInvocation.from_parent``,
         whose constructor upserts it in the state backend, then registers it
         (which, natively, upserts it again). Here the invocation is built
-        unstored (``_new_invocation``: the same class, ids, workflow and log
+        unstored (``_submit.new_invocation``: the same class, ids, workflow and log
         lines as ``from_parent``) and the register composite's upsert is its
         only write. Everything else is pynenc's code.
         """
         if self._lifecycle() is None:
             return super()._route_new_call_invocation(call, runner_id)
         app_id = self.app.app_id
-        new_invocation = _new_invocation(
+        new_invocation = _submit.new_invocation(
             call,
             parent_invocation=context.get_dist_invocation_context(app_id),
             parent_event_id=context.get_trigger_event_context(app_id),
@@ -187,61 +181,6 @@ class Submits(NativeBase):
             routed: list[DistributedInvocation[Params, Result]] = super().route_calls(calls)
             return routed
         parent_invocation = context.get_dist_invocation_context(self.app.app_id)
-        invocations = [_new_invocation(call, parent_invocation, None) for call in calls]
+        invocations = [_submit.new_invocation(call, parent_invocation, None) for call in calls]
         self.register_new_invocations(invocations)
         return invocations
-
-
-def _new_invocation(
-    call: Call[Params, Result],
-    parent_invocation: DistributedInvocation | None,
-    parent_event_id: str | None,
-) -> DistributedInvocation[Params, Result]:
-    """``DistributedInvocation.from_parent`` without its constructor's upsert.
-
-    Same class (workflow root or task), ids, workflow identity and log lines as
-    pynenc 0.4.0's ``WorkflowInvocation.from_parent`` /
-    ``TaskInvocation.from_parent``; marked stored because the caller's register
-    composite upserts it (in the same engine call as its registration).
-    """
-    invocation_id = InvocationId(new_invocation_id("submit" in _shortcuts.of_app(call.app)))
-    parent_workflow = parent_invocation.workflow if parent_invocation else None
-    parent_invocation_id = parent_invocation.invocation_id if parent_invocation else None
-    logger = call.app.logger
-    cls: type[DistributedInvocation]
-    if call.task.is_workflow_root_task:
-        cls = WorkflowInvocation
-        if parent_workflow is None:
-            workflow = WorkflowIdentity.new_workflow(
-                invocation_id=invocation_id, task_id=call.task.task_id
-            )
-            logger.info(f"Creating a new workflow:{workflow.workflow_id}")
-        else:
-            workflow = WorkflowIdentity.new_subworkflow(
-                invocation_id=invocation_id,
-                task_id=call.task.task_id,
-                parent_workflow_id=parent_workflow.workflow_id,
-            )
-            logger.info(
-                f"Creating a new sub-workflow:{workflow.workflow_id} "
-                f"from parent-workflow:{parent_workflow.workflow_id}"
-            )
-    else:
-        cls = TaskInvocation
-        workflow = parent_workflow
-        if logger.isEnabledFor(logging.DEBUG):
-            if workflow is None:
-                logger.debug(f"Creating standalone task invocation:{invocation_id}")
-            else:
-                logger.debug(
-                    f"Inheriting workflow from parent-workflow:{workflow.workflow_id} "
-                    f"for new-invocation:{invocation_id}"
-                )
-    return cls(
-        call=call,
-        invocation_id=invocation_id,
-        parent_invocation_id=parent_invocation_id,
-        workflow=workflow,
-        stored_in_backend=True,
-        parent_event_id=parent_event_id,
-    )

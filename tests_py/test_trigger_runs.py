@@ -1,0 +1,200 @@
+"""A trigger run starts its task once, also when its firer dies before recording it
+(``pynenc_cpp._trigger_runs``).
+
+pynenc's loop claims a run, starts the task, records the run, then clears the valid
+condition. Here the first firer "dies" right after the start: its
+``store_trigger_run`` raises a ``BaseException`` (pynenc catches only ``Exception``
+there), so nothing after it runs, as under SIGKILL, and its claim is made to expire
+at once. The next iteration claims the same run again: without
+``_trigger_runs`` it starts a second receipt (these tests then fail with two).
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pynenc import Pynenc
+from pynenc.invocation import InvocationStatus
+from pynenc.orchestrator.atomic_service import AtomicServiceRun
+
+from pynenc_cpp import _trigger_runs
+from pynenc_cpp.trigger import CppTrigger
+from tests_py import trigger_tasks as tt
+from tests_py.test_cpp_runner import ALL, build_app, running, wait_until
+
+MODES = ["native", "mixed"]
+#: pynenc's atomic service runs at a runner's start, then hourly; the wake is off:
+#: the tests fire the trigger themselves.
+QUIET = {"atomic_service_check_interval_minutes": 60, "cpp_runner_trigger_wake": False}
+
+
+class _Killed(BaseException):
+    """The firer dies here (pynenc's record step catches ``Exception`` only)."""
+
+
+class _FirstClaimExpires:
+    """The trigger store, with the first claim of a run made to expire at once (its
+    claimer is dead: the next loop may claim it again)."""
+
+    def __init__(self, engine: Any) -> None:
+        self._engine = engine
+        self.claimed: list[str] = []
+
+    def claim_trigger_run(self, run_id: str, expiration_seconds: int) -> bool:
+        first = run_id not in self.claimed
+        self.claimed.append(run_id)
+        return bool(self._engine.claim_trigger_run(run_id, 0 if first else expiration_seconds))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+
+def _app(backend: str, mode: str, tmp_path: Path, request: pytest.FixtureRequest) -> Pynenc:
+    app = build_app(
+        backend, tmp_path, request, workers=2, config={**QUIET, "cpp_native": mode == "native"}
+    )
+    tt.use(app, cron=False)
+    return app
+
+
+def _receipts(app: Pynenc) -> list[str]:
+    return list(app.orchestrator.get_existing_invocations(tt.send_receipt))
+
+
+def _iteration(app: Pynenc) -> None:
+    app.trigger._process_loop_iteration(AtomicServiceRun(runner_id="test-loop"))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("backend", ALL)
+def test_a_run_whose_firer_died_before_its_record_starts_its_task_once(
+    backend: str,
+    mode: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app = _app(backend, mode, tmp_path, request)
+    ledger = str(tmp_path / "ledger")
+    with running(app):  # the order runs; its SUCCESS is reported, not fired (no wake)
+        assert tt.order_placed(ledger, "o1").result == "o1"
+    assert app.trigger.get_valid_conditions()
+    trigger = app.trigger
+    assert isinstance(trigger, CppTrigger)
+    store = _FirstClaimExpires(trigger._engine)
+    monkeypatch.setattr(trigger, "_engine", store)
+
+    def dies(run: Any) -> None:
+        raise _Killed
+
+    monkeypatch.setattr(trigger, "store_trigger_run", dies)
+    with pytest.raises(_Killed):
+        _iteration(app)
+    first = _receipts(app)
+    assert len(first) == 1
+    [run_id] = store.claimed
+    assert app.trigger.get_valid_conditions()  # left behind, as by a dead runner
+
+    monkeypatch.undo()
+    monkeypatch.setattr(trigger, "_engine", store)
+    _iteration(app)  # claims the run again: the receipt started already is the run's
+    assert store.claimed == [run_id, run_id]
+    assert _receipts(app) == first
+    assert first[0] == _trigger_runs.run_invocation_id(app.app_id, run_id)
+    record = trigger.get_trigger_run(run_id)
+    assert record is not None and record.triggered_invocation_id == first[0]
+    assert app.trigger.get_valid_conditions() == {}
+    _iteration(app)
+    assert _receipts(app) == first
+
+    with running(app):  # the receipt runs, once
+        wait_until(
+            lambda: app.orchestrator.get_invocation_status(first[0]) == InvocationStatus.SUCCESS
+        )
+    receipts = [ln for ln in Path(ledger).read_text().splitlines() if ln.startswith("receipt")]
+    assert len(receipts) == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("backend", ALL)
+def test_a_run_invocation_left_unregistered_or_unrouted_is_routed(
+    backend: str, mode: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """pynenc's mixed-mode route is several steps: a firer may die after the upsert
+    (no status) or after the registration (REGISTERED, not in a queue). The next
+    claimer finds the invocation and finishes its start; a started one is left as
+    it is."""
+    app = _app(backend, mode, tmp_path, request)
+    ledger = str(tmp_path / "ledger")
+    app.register_deferred_triggers()
+    orchestrator = app.orchestrator
+    routed_before = app.broker.count_invocations()
+
+    def made(run_id: str, register: bool) -> Any:
+        invocation_id = _trigger_runs.run_invocation_id(app.app_id, run_id)
+        with _trigger_runs.fixed_invocation_id(invocation_id):
+            assert _trigger_runs.is_fixed()
+            from pynenc.arguments import Arguments
+            from pynenc.call import Call
+
+            from pynenc_cpp import _submit
+
+            call = Call(tt.send_receipt, Arguments(kwargs={"path": ledger, "tag": run_id}))
+            invocation = _submit.new_invocation(call, None, None, stored=False)
+            assert not _trigger_runs.is_fixed()  # taken once
+        assert invocation.invocation_id == invocation_id
+        app.state_backend.upsert_invocations([invocation])
+        if register:
+            orchestrator._register_new_invocations([invocation])
+        return invocation
+
+    def must_not_run() -> Any:
+        raise AssertionError("a run whose invocation exists started another")
+
+    unregistered = made("run-a", register=False)
+    with pytest.raises(KeyError):
+        orchestrator.get_invocation_status(unregistered.invocation_id)
+    got = _trigger_runs.execute_run(app, "run-a", must_not_run)
+    assert got.invocation_id == unregistered.invocation_id
+    assert orchestrator.get_invocation_status(got.invocation_id) == InvocationStatus.REGISTERED
+    assert app.broker.count_invocations() == routed_before + 1
+
+    unrouted = made("run-b", register=True)
+    assert app.broker.count_invocations() == routed_before + 1
+    got = _trigger_runs.execute_run(app, "run-b", must_not_run)
+    assert got.invocation_id == unrouted.invocation_id
+    assert app.broker.count_invocations() == routed_before + 2
+
+    # A new run: started by ``execute`` with the run's id.
+    fresh = _trigger_runs.execute_run(
+        app,
+        "run-c",
+        lambda: app.trigger.execute_task(tt.send_receipt.task_id, {"path": ledger, "tag": "c"}),
+    )
+    assert fresh.invocation_id == _trigger_runs.run_invocation_id(app.app_id, "run-c")
+    assert app.broker.count_invocations() == routed_before + 3
+
+    with running(app):  # each runs once (a second delivery finds it taken)
+        wait_until(
+            lambda: all(
+                orchestrator.get_invocation_status(i.invocation_id) == InvocationStatus.SUCCESS
+                for i in (unregistered, unrouted, fresh)
+            )
+        )
+    receipts = [ln for ln in Path(ledger).read_text().splitlines() if ln.startswith("receipt")]
+    assert len(receipts) == 3
+
+
+def test_run_invocation_ids_follow_from_the_app_and_the_run() -> None:
+    a = _trigger_runs.run_invocation_id("app", "run")
+    assert a == _trigger_runs.run_invocation_id("app", "run")
+    assert str(uuid.UUID(a)) == a  # pynenc's UUID text form
+    assert a != _trigger_runs.run_invocation_id("app", "run2")
+    assert a != _trigger_runs.run_invocation_id("app2", "run")
+    assert _trigger_runs.take_fixed_id() is None
+    with _trigger_runs.fixed_invocation_id(a):
+        assert _trigger_runs.take_fixed_id() == a
+        assert _trigger_runs.take_fixed_id() is None
