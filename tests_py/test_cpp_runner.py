@@ -298,6 +298,32 @@ def test_a_prefetching_runner_claims_ahead_and_runs_each_invocation_once(
 
 
 @pytest.mark.parametrize("backend", ALL)
+def test_a_task_another_orchestrator_of_the_app_learned_runs_freely_is_prefetched(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """pynenc builds an app's components lazily, without a lock: a runner starting its
+    engine while a client submits may each build an orchestrator, and the engine then
+    takes with one's lifecycle while the claims (which learn that a task runs freely)
+    are made by the other. What is learned is shared by every lifecycle over the app's
+    storage (``_storage.Learned``), so the engine's takes start the task by themselves
+    and prefetch. Here the second orchestrator is made on purpose, after the engine
+    started; without the sharing nothing is ever prefetched (the graceful-stop test
+    below failed 1 run in 4-7 that way)."""
+    app = build_app(backend, tmp_path, request, workers=1, prefetch=4)
+    with running(app) as runner:
+        first = app.orchestrator
+        app._orchestrator = None  # the next use builds another, as a racing thread would
+        assert rt.slow_append(str(tmp_path / "warm.log"), "warm", 0.0).result == "warm"
+        assert app.orchestrator is not first
+        group = rt.slow_append.parallelize(
+            [(str(tmp_path / "x.log"), f"t{i}", 0.3) for i in range(4)]
+        )
+        for inv in group.invocations:
+            assert inv.result is not None
+        assert runner._engine is not None and runner._engine.prefetched >= 1
+
+
+@pytest.mark.parametrize("backend", ALL)
 def test_a_graceful_stop_routes_back_what_was_prefetched_at_once(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pynenc_cpp import _core
@@ -31,15 +32,69 @@ def storage_for(app: Pynenc, uri: str) -> _core.Storage:
     """The storage of ``app`` on ``uri``: opened on the first call for this app object,
     URI and app id, the same object afterwards. Raises what ``_core.Storage`` raises
     (``BadConfig``, ``BackendConnectionError``); a failed open is tried again by the next call."""
+    return _of_app(_storages, app, uri, lambda: _core.Storage(uri, app.app_id))
+
+
+class Learned:
+    """What every native ``Lifecycle`` made over one storage is told: the tasks known
+    to run freely (running concurrency control disabled), whose claims then start
+    them by themselves. Kept per storage, not per orchestrator: pynenc builds an
+    app's components lazily and without a lock, so two threads asking first (a
+    runner starting its engine, a client submitting) may each build an
+    orchestrator, and the runner's engine may take with the lifecycle of one while
+    the claims that learn which tasks run freely are made by the other (its takes
+    then never started a task by themselves, and nothing was prefetched).
+    Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lifecycles: list[_core.Lifecycle] = []
+        self._free_tasks: set[str] = set()
+
+    def adopt(self, lifecycle: _core.Lifecycle) -> None:
+        """A lifecycle made over the storage: told what is known, and what is learned."""
+        with self._lock:
+            for task_key in self._free_tasks:
+                lifecycle.set_task_runs_freely(task_key)
+            self._lifecycles.append(lifecycle)
+
+    def runs_freely(self, task_key: str) -> None:
+        """The task runs freely: told to every lifecycle adopted, and to later ones."""
+        with self._lock:
+            if task_key in self._free_tasks:
+                return
+            self._free_tasks.add(task_key)
+            for lifecycle in self._lifecycles:
+                lifecycle.set_task_runs_freely(task_key)
+
+
+_learned: weakref.WeakKeyDictionary[Pynenc, dict[tuple[str, str], Learned]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def learned_for(app: Pynenc, uri: str) -> Learned:
+    """What the native lifecycles over ``app``'s storage on ``uri`` share (one object
+    per app object, URI and app id, as ``storage_for``)."""
+    return _of_app(_learned, app, uri, Learned)
+
+
+def _of_app[T](
+    table: weakref.WeakKeyDictionary[Pynenc, dict[tuple[str, str], T]],
+    app: Pynenc,
+    uri: str,
+    make: Callable[[], T],
+) -> T:
+    """``table``'s entry for ``app`` on ``uri`` (and its app id), made on first use."""
     key = (uri, app.app_id)
     with _lock:
-        per_app = _storages.get(app)
+        per_app = table.get(app)
         if per_app is None:
-            per_app = _storages[app] = {}
-        storage = per_app.get(key)
-        if storage is None:
-            storage = per_app[key] = _core.Storage(uri, app.app_id)
-    return storage
+            per_app = table[app] = {}
+        entry = per_app.get(key)
+        if entry is None:
+            entry = per_app[key] = make()
+    return entry
 
 
 def _after_fork_in_child() -> None:

@@ -30,6 +30,7 @@ from pynenc_cpp import _core, _shortcuts
 from pynenc_cpp._pick import PicksInvocations
 from pynenc_cpp._read_ahead import ReadAhead
 from pynenc_cpp._run import _PYNENC_CALL_FROM_DTO, _PYNENC_INV_FROM_DTO
+from pynenc_cpp._storage import Learned, learned_for
 from pynenc_cpp.errors import (
     IllegalTransition,
     OwnershipViolation,
@@ -87,13 +88,6 @@ class NativeBase(PicksInvocations, CppOrchestrator):
         # starting its engine while a client thread submits), and each build is a new
         # object with its own in-process knowledge (the tasks known to run freely).
         self._lifecycle_lock = threading.Lock()
-        # Every lifecycle made, and the tasks known to run freely (what each of them
-        # is told, also one made later): the runner's engine keeps the lifecycle it
-        # was given, and the app's components may be swapped (pynenc builds them
-        # lazily, without a lock: two threads may each build one), so a later claim
-        # may run on another object than the engine's takes.
-        self._lifecycles_made: list[_core.Lifecycle] = []
-        self._free_tasks: set[str] = set()
         self._external_ctx: tuple[int, RunnerContext] | None = None
         # Per thread: (invocation id, runner id, status watched) of the invocation this
         # thread claimed and started (``claim_for_run(start=True)``) and whose
@@ -138,17 +132,21 @@ class NativeBase(PicksInvocations, CppOrchestrator):
                     self.shares_storage_with(trigger), *_CONTEXT_NAMES
                 )
             if lifecycle is not None:
-                for task_key in self._free_tasks:
-                    lifecycle.set_task_runs_freely(task_key)
-                self._lifecycles_made.append(lifecycle)
+                self._learned.adopt(lifecycle)
             self._lifecycle_made = ((state_backend, broker, trigger), lifecycle)
             return lifecycle
 
+    @cached_property
+    def _learned(self) -> Learned:
+        """What every lifecycle over this storage is told, whichever orchestrator of
+        the app made it (``_storage.Learned``): the runner's engine keeps the
+        lifecycle it was given, and the app's components may be swapped, or built
+        twice (pynenc builds them lazily, without a lock), so a later claim may run
+        on another object than the engine's takes."""
+        return learned_for(self.app, self.engine_uri)
+
     def _task_runs_freely(self, task_key: str) -> None:
-        with self._lifecycle_lock:
-            self._free_tasks.add(task_key)
-            for lifecycle in self._lifecycles_made:
-                lifecycle.set_task_runs_freely(task_key)
+        self._learned.runs_freely(task_key)
 
     @cached_property
     def _native_enabled(self) -> bool:
