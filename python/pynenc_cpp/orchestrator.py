@@ -10,6 +10,7 @@ these classes only convert values. History, triggers and routing stay with
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -208,12 +209,20 @@ class CppOrchestrator(CppComponentMixin, ConcurrencyGate):
         its own (the ``native`` shortcut, ``_shortcuts``)."""
         if not _trigger_runs.is_fixed() or "native" not in _shortcuts.of_app(self.app):
             return super()._route_new_call_invocation(call, runner_id)
+        return self._route_built(call, stored=False)
+
+    def _route_built(
+        self, call: Call[Params, Result], *, stored: bool
+    ) -> DistributedInvocation[Params, Result]:
+        """pynenc's ``_route_new_call_invocation`` with the invocation built by
+        ``_submit.new_invocation`` (``stored``: not upserted by its constructor, the
+        register's upsert being its only write)."""
         app_id = self.app.app_id
         new_invocation = _submit.new_invocation(
             call,
             parent_invocation=context.get_dist_invocation_context(app_id),
             parent_event_id=context.get_trigger_event_context(app_id),
-            stored=False,
+            stored=stored,
         )
         self.register_new_invocations([new_invocation])
         conf = call.task.conf
@@ -222,7 +231,9 @@ class CppOrchestrator(CppComponentMixin, ConcurrencyGate):
             or conf.running_concurrency != ConcurrencyControlType.DISABLED
         ):
             self.index_arguments_for_concurrency_control(new_invocation)
-        self.app.logger.info(f"invocation:{new_invocation.invocation_id} ROUTED")
+        logger = self.app.logger
+        if logger.isEnabledFor(logging.INFO):
+            logger.info(f"invocation:{new_invocation.invocation_id} ROUTED")
         return new_invocation
 
     def _register_new_invocations(

@@ -529,19 +529,14 @@ def test_a_status_trigger_fires_once_when_a_runner_is_sigkilled(
     )
 
 
-@pytest.mark.parametrize("backend,mode", PAIRS)
-def test_a_status_trigger_fires_once_when_its_runner_dies_between_the_status_and_its_report(
-    tguard: TriggerGuarantees, backend: str, mode: str
-) -> None:
-    """A CppRunner SIGKILLs itself after the SUCCESS of order ``c0-3`` is stored and
-    before pynenc reports it to the trigger (``tests_py/trigger_tasks.py``): a runner
-    started after it makes that report from the note left behind (its recovery
-    sweep, ``_pending_reports``), and every order, ``c0-3`` too, starts exactly one
-    receipt."""
+def orders_past_a_self_kill(tguard: TriggerGuarantees, env_name: str, tag: str) -> dict[str, str]:
+    """A CppRunner started with ``env_name=tag`` (a fault of ``tests_py/trigger_tasks.py``)
+    runs two clients' six orders each until it SIGKILLs itself; a second CppRunner is
+    started then. Returns the acknowledged orders (id -> tag), all final."""
     own_env = tguard.env
     tguard.env = lambda runner_cls="CppRunner": {  # type: ignore[method-assign]
         **own_env(runner_cls),
-        tt.DIE_BEFORE_REPORT_ENV: "c0-3",
+        env_name: tag,
     }
     victim = tguard.start("CppRunner")
     tguard.env = own_env  # type: ignore[method-assign]
@@ -551,6 +546,19 @@ def test_a_status_trigger_fires_once_when_its_runner_dies_between_the_status_and
     tguard.start("CppRunner")
     acks = tguard.acknowledged(procs)
     tguard.wait_final(list(acks), timeout=120)
+    return acks
+
+
+@pytest.mark.parametrize("backend,mode", PAIRS)
+def test_a_status_trigger_fires_once_when_its_runner_dies_between_the_status_and_its_report(
+    tguard: TriggerGuarantees, backend: str, mode: str
+) -> None:
+    """A CppRunner SIGKILLs itself after the SUCCESS of order ``c0-3`` is stored and
+    before pynenc reports it to the trigger (``tests_py/trigger_tasks.py``): a runner
+    started after it makes that report from the note left behind (its recovery
+    sweep, ``_pending_reports``), and every order, ``c0-3`` too, starts exactly one
+    receipt."""
+    acks = orders_past_a_self_kill(tguard, tt.DIE_BEFORE_REPORT_ENV, "c0-3")
     assert {s.tag for s in parse(tguard.gledger) if s.kind == "order"} >= {"c0-3"}
     delays = check_receipts(tguard, acks, None)
     engine = tguard.app.trigger.pending_reports._engine
@@ -578,19 +586,7 @@ def test_a_status_trigger_fires_once_when_its_firer_dies_before_recording_the_ru
     the run's claim expires (60 s) and a runner started after it claims the run
     again, finds the receipt started (``_trigger_runs``) and records it; every order,
     ``c0-3`` too, has exactly one receipt."""
-    own_env = tguard.env
-    tguard.env = lambda runner_cls="CppRunner": {  # type: ignore[method-assign]
-        **own_env(runner_cls),
-        tt.DIE_BEFORE_RUN_RECORD_ENV: "c0-3",
-    }
-    victim = tguard.start("CppRunner")
-    tguard.env = own_env  # type: ignore[method-assign]
-    procs = tguard.clients("order", count=6, keys=1)
-    assert victim.proc.wait(60) == -signal.SIGKILL, tguard.logs()
-    tguard.killed_ns[victim.pgid] = time.monotonic_ns()
-    tguard.start("CppRunner")
-    acks = tguard.acknowledged(procs)
-    tguard.wait_final(list(acks), timeout=120)
+    acks = orders_past_a_self_kill(tguard, tt.DIE_BEFORE_RUN_RECORD_ENV, "c0-3")
     trigger = tguard.app.trigger
     deadline = time.monotonic() + 150  # the claim expires, then the next look
     while trigger.get_valid_conditions() and time.monotonic() < deadline:

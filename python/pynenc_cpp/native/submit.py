@@ -151,23 +151,7 @@ class Submits(NativeBase):
         """
         if self._lifecycle() is None:
             return super()._route_new_call_invocation(call, runner_id)
-        app_id = self.app.app_id
-        new_invocation = _submit.new_invocation(
-            call,
-            parent_invocation=context.get_dist_invocation_context(app_id),
-            parent_event_id=context.get_trigger_event_context(app_id),
-        )
-        self.register_new_invocations([new_invocation])
-        conf = call.task.conf
-        if (
-            conf.registration_concurrency != ConcurrencyControlType.DISABLED
-            or conf.running_concurrency != ConcurrencyControlType.DISABLED
-        ):
-            self.index_arguments_for_concurrency_control(new_invocation)
-        logger = self.app.logger
-        if logger.isEnabledFor(logging.INFO):
-            logger.info(f"invocation:{new_invocation.invocation_id} ROUTED")
-        return new_invocation
+        return self._route_built(call, stored=True)
 
     def route_calls(
         self, calls: list[PreSerializedCall[Params, Result]]
