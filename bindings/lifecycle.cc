@@ -12,7 +12,7 @@
 
 #include "conversions.h"
 #include "init.h"
-#include "next_take.h"
+#include "pynenc_cpp/runner/claiming_take.h"
 #include "records.h"
 
 namespace pynenc_cpp::bindings {
@@ -84,36 +84,24 @@ auto Quick(const Lifecycle& l, Fn&& fn) {
 }
 
 // FinishSuccess / FinishFailure called from Python; on a runner worker whose take
-// armed its next one (next_take.h) for this lifecycle, FinishThenTake, the
-// invocation it took ahead left for the engine's next take.
+// armed its next one (runner/claiming_take.h) for this lifecycle, FinishThenTake,
+// the invocation it took ahead left for the engine's next take.
 FinishOutcome FinishTakingNext(Lifecycle& l, const InvocationId& id, const std::string& payload,
                                bool success, const Actor& actor, const TaskId& task,
                                bool release_waiters) {
-  std::optional<NextTake> next = std::move(tls_next_take);
-  tls_next_take.reset();
+  std::optional<runner::NextTake> next = runner::TakeArmedNext();
   if (!next || next->lifecycle != &l) {
-    return Quick(
-        l, [&] { return FinishArmed(l, id, payload, success, actor, task, release_waiters, {}); });
+    return Quick(l, [&] {
+      return runner::FinishArmed(l, id, payload, success, actor, task, release_waiters, {});
+    });
   }
   return WithoutGil([&] {
-    return FinishArmed(l, id, payload, success, actor, task, release_waiters, std::move(next));
+    return runner::FinishArmed(l, id, payload, success, actor, task, release_waiters,
+                               std::move(next));
   });
 }
 
 }  // namespace
-
-Result<FinishOutcome> FinishArmed(Lifecycle& l, const InvocationId& id, const std::string& payload,
-                                  bool success, const Actor& actor, const TaskId& task,
-                                  bool release_waiters, std::optional<NextTake> next) {
-  if (!next || next->lifecycle != &l || !next->held->Begin()) {
-    return success ? l.FinishSuccess(id, payload, actor, task, release_waiters)
-                   : l.FinishFailure(id, payload, actor, task, release_waiters);
-  }
-  FinishedAndTaken both = l.FinishThenTake(id, payload, success, actor, task, release_waiters,
-                                           next->queue, next->taker);
-  next->held->End(std::move(both.next));
-  return std::move(both.finish);
-}
 
 std::tuple<py::tuple, bool, bool> FinishTuple(const FinishOutcome& out) {
   return {RecordTuple(out.change.record), out.change.status_watched, out.payload_watched};

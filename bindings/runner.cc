@@ -26,9 +26,9 @@
 
 #include "conversions.h"
 #include "init.h"
-#include "next_take.h"
 #include "pynenc_cpp/native/lifecycle.h"
 #include "pynenc_cpp/ports/broker.h"
+#include "pynenc_cpp/runner/claiming_take.h"
 #include "pynenc_cpp/runner/fd_watch.h"
 #include "pynenc_cpp/runner/runner_engine.h"
 #include "records.h"
@@ -111,83 +111,30 @@ class PyRunnerEngine {
       cb->engine_lifecycle = engine_lifecycle;
       cb->execute_taken = std::move(execute_taken);
       cb->finished_taken = std::move(finished_taken);
-      auto held = cb->held;
-      const bool ahead = take_ahead && engine_lifecycle->TakesWithFinish();
+      auto taker = std::make_shared<runner::ClaimingTake>(
+          engine_lifecycle, engine_broker, cb->held, Actor{std::move(runner_id), runner_context_id},
+          runner::TakePolicy{prefetch, take_ahead});
       std::weak_ptr<PyCallbacks> weak_cb = cb;
-      auto take = [engine_lifecycle, engine_broker, held, ahead, prefetch, weak_cb,
-                   actor = Actor{std::move(runner_id), runner_context_id}](
-                      const std::string& queue,
-                      std::int64_t timeout_ms) -> Result<std::optional<std::string>> {
-        tls_next_take.reset();
-        // Taken ahead by a finish, or prefetched by a take.
-        std::optional<TakenClaim> taken = held->Pop();
-        if (!taken) {
-          Result<std::optional<TakenClaim>> r =
-              engine_lifecycle->TakeAndStart(queue, timeout_ms, actor);
-          if (!r.ok()) return r.status();
-          if (!r.value()) {
-            // Idle: what the last run left to release is not kept while it waits.
-            if (!tls_to_drop.empty()) WithGil("CppRunner worker", [] {});
-            return std::optional<std::string>();
-          }
-          taken = std::move(*r.value());
+      auto take = [taker, weak_cb](const std::string& queue,
+                                   std::int64_t timeout_ms) -> Result<std::optional<std::string>> {
+        Result<std::optional<runner::Taken>> r = taker->Take(queue, timeout_ms);
+        if (!r.ok()) return r.status();
+        if (!r.value()) {
+          // Idle: what the last run left to release is not kept while it waits.
+          if (!tls_to_drop.empty()) WithGil("CppRunner worker", [] {});
+          return std::optional<std::string>();
         }
-        tls_taken = std::move(taken);
-        bool backlog = tls_taken->backlog;
-        // Prefetch: with nothing held and the queue not known to be empty, claim up
-        // to prefetch - 1 more in one operation, held for this runner's workers.
-        // Only after a take that is PENDING or RUNNING already: the prefetch's pops
-        // acknowledge this thread's earlier delivery (SQLite), which an id still
-        // waiting for its own claim must keep until it is claimed or routed back.
-        const bool take_is_claimed = tls_taken->claim_status.ok() &&
-                                     (tls_taken->claim.kind == ClaimKind::kStarted ||
-                                      tls_taken->claim.kind == ClaimKind::kClaimed);
-        if (prefetch > 1 && backlog && take_is_claimed && held->empty() && held->Begin()) {
-          std::vector<TakenClaim> got;
-          struct Ended {  // what Begin() started always ends, or a stop waits forever
-            HeldClaims& held;
-            std::vector<TakenClaim>& got;
-            ~Ended() { held.EndMany(std::move(got)); }
-          };
-          Status failed;
-          bool wake = false;
-          {
-            Ended ended{*held, got};
-            Result<std::vector<TakenClaim>> more =
-                engine_lifecycle->TakeAndClaim(queue, prefetch - 1, actor);
-            if (more.ok()) {
-              got = std::move(more).value();
-              // Fewer than asked: the queue ran dry, or its next id needs a claim of
-              // its own; the last one's take-ahead would most likely find nothing.
-              if (static_cast<int>(got.size()) < prefetch - 1) {
-                backlog = false;
-                if (!got.empty()) got.back().backlog = false;
-              }
-            } else {
-              failed = more.status();
-            }
-            wake = !got.empty();
-          }
-          // Held now (EndMany ran): a worker waiting on the queue ends its wait and
-          // takes it (the takes consumed the wake tokens of what they took).
-          if (wake) engine_broker->Interrupt();
-          if (!failed.ok()) {
-            // The take stands; a later take prefetches again. (On Redis a reply
-            // lost after the script ran leaves what it claimed PENDING, for
-            // pynenc's pending recovery.)
-            std::shared_ptr<PyCallbacks> c = weak_cb.lock();
-            if (c && !c->report_error.is_none()) {
-              const std::string message = "prefetch failed: " + failed.ToString();
-              WithGil("CppRunner error report", [&] { c->report_error(py::str(message)); });
-            }
+        runner::Taken& taken = *r.value();
+        if (!taken.prefetch_error.ok()) {
+          std::shared_ptr<PyCallbacks> c = weak_cb.lock();
+          if (c && !c->report_error.is_none()) {
+            const std::string message = "prefetch failed: " + taken.prefetch_error.ToString();
+            WithGil("CppRunner error report", [&] { c->report_error(py::str(message)); });
           }
         }
-        // Its finish takes the next one where that saves an operation, nothing is
-        // held, and the queue was not known to be empty.
-        if (ahead && backlog && held->empty()) {
-          tls_next_take = NextTake{engine_lifecycle, queue, actor, held};
-        }
-        return std::optional<std::string>(tls_taken->id.str());
+        std::string id = taken.claim.id.str();
+        tls_taken = std::move(taken.claim);
+        return std::optional<std::string>(std::move(id));
       };
       source = runner::MakeQueueSource(
           std::move(take), [engine_broker] { engine_broker->Interrupt(); }, std::move(queues));

@@ -65,11 +65,9 @@ std::optional<PendingFinish> ReadPending(const py::object& r) {
 // when that raised (the worker is replaced). REQUIRES: the GIL not held.
 bool FinishPending(PyCallbacks& cb, PendingFinish& p) {
   Lifecycle& lifecycle = *cb.engine_lifecycle;
-  std::optional<NextTake> next = std::move(tls_next_take);
-  tls_next_take.reset();
   Result<FinishOutcome> out =
-      FinishArmed(lifecycle, p.id, p.serialized, true, Actor{p.runner_id, p.runner_id},
-                  TaskId(p.task_key), p.release_waiters, std::move(next));
+      runner::FinishArmed(lifecycle, p.id, p.serialized, true, Actor{p.runner_id, p.runner_id},
+                  TaskId(p.task_key), p.release_waiters, runner::TakeArmedNext());
   if (!out.ok() && out.status().code() == ErrorCode::kBackendFailure) {
     metrics::OnBackendError(out.status().connection_lost());  // as EngineException counts it
   }
@@ -121,7 +119,7 @@ RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine
     tls_engine = nullptr;
     tls_worker = INT_MIN;
     tls_taken.reset();
-    tls_next_take.reset();
+    runner::DisarmNext();
     tls_to_drop.clear();  // left only when Python is gone: leaked with the process
   };
   h.execute = [cb](int, const std::string& id, bool claimed) {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "conversions.h"
-#include "next_take.h"
 #include "pynenc_cpp/native/lifecycle.h"
+#include "pynenc_cpp/runner/claiming_take.h"
 #include "pynenc_cpp/runner/runner_engine.h"
 
 // Hidden, as pybind11's own namespace is (PyCallbacks holds py::objects): as when
@@ -48,8 +48,9 @@ struct PyCallbacks {
   py::object broker;     // keeps the engine broker (a BrokerSource's target) alive
   py::object lifecycle;  // keeps the Lifecycle of a claiming source alive
   Lifecycle* engine_lifecycle = nullptr;  // `lifecycle`'s engine object (set with it)
-  // Invocations its finishes took ahead and its takes prefetched (next_take.h).
-  std::shared_ptr<HeldClaims> held = std::make_shared<HeldClaims>();
+  // Invocations its finishes took ahead and its takes prefetched
+  // (runner/claiming_take.h).
+  std::shared_ptr<runner::HeldClaims> held = std::make_shared<runner::HeldClaims>();
   py::object execute, execute_taken, finished_taken, fallback_next, next_blocking, heartbeat,
       management, timed_out;
   py::object thread_started, report_error;
