@@ -42,10 +42,8 @@ using runner::RunnerOptions;
 using runner_hooks::MakeHooks;
 using runner_hooks::OptionalStr;
 using runner_hooks::PyCallbacks;
-using runner_hooks::tls_engine;
-using runner_hooks::tls_taken;
-using runner_hooks::tls_to_drop;
-using runner_hooks::tls_worker;
+using runner_hooks::EngineWorker;
+using runner_hooks::MakeClaimingSource;
 using runner_hooks::WithGil;
 
 // The Python object: the engine plus the callables it calls.
@@ -111,33 +109,10 @@ class PyRunnerEngine {
       cb->engine_lifecycle = engine_lifecycle;
       cb->execute_taken = std::move(execute_taken);
       cb->finished_taken = std::move(finished_taken);
-      auto taker = std::make_shared<runner::ClaimingTake>(
+      auto take = std::make_shared<runner::ClaimingTake>(
           engine_lifecycle, engine_broker, cb->held, Actor{std::move(runner_id), runner_context_id},
           runner::TakePolicy{prefetch, take_ahead});
-      std::weak_ptr<PyCallbacks> weak_cb = cb;
-      auto take = [taker, weak_cb](const std::string& queue,
-                                   std::int64_t timeout_ms) -> Result<std::optional<std::string>> {
-        Result<std::optional<runner::Taken>> r = taker->Take(queue, timeout_ms);
-        if (!r.ok()) return r.status();
-        if (!r.value()) {
-          // Idle: what the last run left to release is not kept while it waits.
-          if (!tls_to_drop.empty()) WithGil("CppRunner worker", [] {});
-          return std::optional<std::string>();
-        }
-        runner::Taken& taken = *r.value();
-        if (!taken.prefetch_error.ok()) {
-          std::shared_ptr<PyCallbacks> c = weak_cb.lock();
-          if (c && !c->report_error.is_none()) {
-            const std::string message = "prefetch failed: " + taken.prefetch_error.ToString();
-            WithGil("CppRunner error report", [&] { c->report_error(py::str(message)); });
-          }
-        }
-        std::string id = taken.claim.id.str();
-        tls_taken = std::move(taken.claim);
-        return std::optional<std::string>(std::move(id));
-      };
-      source = runner::MakeQueueSource(
-          std::move(take), [engine_broker] { engine_broker->Interrupt(); }, std::move(queues));
+      source = MakeClaimingSource(cb, std::move(take), engine_broker, std::move(queues));
     } else if (!broker.is_none()) {
       if (queues.empty()) throw py::value_error("queues must not be empty");
       auto* engine_broker = broker.cast<Broker*>();
@@ -230,12 +205,13 @@ class PyRunnerEngine {
   }
 
   bool MarkWaiting() {
-    if (tls_engine != this || tls_worker < 0) return false;
-    engine_->MarkWaiting(tls_worker);
+    const int worker = EngineWorker(this);
+    if (worker < 0) return false;
+    engine_->MarkWaiting(worker);
     return true;
   }
 
-  bool OnWorkerThread() const { return tls_engine == this && tls_worker >= 0; }
+  bool OnWorkerThread() const { return EngineWorker(this) >= 0; }
   std::string State() const { return runner::RunnerStateName(engine_->state()); }
   // The engine's orphans, and the invocations finishes took ahead or prefetches
   // claimed that no worker ran (after this, nothing is taken ahead or prefetched).

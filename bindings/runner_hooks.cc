@@ -4,6 +4,7 @@
 // timeouts, error reports). The Python object: runner.cc.
 #include "runner_hooks.h"
 
+#include <climits>
 #include <utility>
 
 #include "records.h"
@@ -14,8 +15,30 @@ namespace runner_hooks __attribute__((visibility("hidden"))) {
 using runner::ExecOutcome;
 using runner::RunnerHooks;
 
-// REQUIRES: the GIL, on this thread.
+namespace {
+
+// This engine thread's persistent Python thread state and identity.
+thread_local PyThreadState* tls_tstate = nullptr;
+thread_local const void* tls_engine = nullptr;
+thread_local int tls_worker = INT_MIN;
+// What this worker's source last took and claimed (runner::ClaimingTake), for the
+// execute hook that follows on the same thread.
+thread_local std::optional<TakenClaim> tls_taken;
+// References this thread dropped while it did not hold the GIL (a finished run's
+// PendingFinish state, the task's result in it): released at its next entry into
+// Python, or when its take finds the queue empty (MakeClaimingSource).
+thread_local std::vector<PyObject*> tls_to_drop;
+
+}  // namespace
+
+PyThreadState* EngineThreadState() { return tls_tstate; }
+
+int EngineWorker(const void* engine_key) {
+  return tls_engine == engine_key && tls_worker >= 0 ? tls_worker : -1;
+}
+
 void DropStashed() {
+  if (tls_to_drop.empty()) return;
   std::vector<PyObject*> drop;
   drop.swap(tls_to_drop);
   for (PyObject* o : drop) Py_DECREF(o);
@@ -166,6 +189,36 @@ RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine
     };
   }
   return h;
+}
+
+std::unique_ptr<runner::InvocationSource> MakeClaimingSource(
+    const std::shared_ptr<PyCallbacks>& cb, std::shared_ptr<runner::ClaimingTake> take,
+    Broker* broker, std::vector<std::string> queues) {
+  std::weak_ptr<PyCallbacks> weak_cb = cb;
+  auto next = [take = std::move(take), weak_cb](
+                  const std::string& queue,
+                  std::int64_t timeout_ms) -> Result<std::optional<std::string>> {
+    Result<std::optional<runner::Taken>> r = take->Take(queue, timeout_ms);
+    if (!r.ok()) return r.status();
+    if (!r.value()) {
+      // Idle: what the last run left to release is not kept while it waits.
+      if (!tls_to_drop.empty()) WithGil("CppRunner worker", [] {});
+      return std::optional<std::string>();
+    }
+    runner::Taken& taken = *r.value();
+    if (!taken.prefetch_error.ok()) {
+      std::shared_ptr<PyCallbacks> c = weak_cb.lock();
+      if (c && !c->report_error.is_none()) {
+        const std::string message = "prefetch failed: " + taken.prefetch_error.ToString();
+        WithGil("CppRunner error report", [&] { c->report_error(py::str(message)); });
+      }
+    }
+    std::string id = taken.claim.id.str();
+    tls_taken = std::move(taken.claim);
+    return std::optional<std::string>(std::move(id));
+  };
+  return runner::MakeQueueSource(
+      std::move(next), [broker] { broker->Interrupt(); }, std::move(queues));
 }
 
 }  // namespace runner_hooks

@@ -18,6 +18,7 @@
 #include "conversions.h"
 #include "pynenc_cpp/native/lifecycle.h"
 #include "pynenc_cpp/runner/claiming_take.h"
+#include "pynenc_cpp/runner/invocation_source.h"
 #include "pynenc_cpp/runner/runner_engine.h"
 
 // Hidden, as pybind11's own namespace is (PyCallbacks holds py::objects): as when
@@ -25,20 +26,15 @@
 namespace pynenc_cpp::bindings {
 namespace runner_hooks __attribute__((visibility("hidden"))) {
 
-// This engine thread's persistent Python thread state and identity.
-inline thread_local PyThreadState* tls_tstate = nullptr;
-inline thread_local const void* tls_engine = nullptr;
-inline thread_local int tls_worker = INT_MIN;
-// What this worker's source last took and claimed (Lifecycle::TakeAndStart, or
-// held: taken ahead by a finish, prefetched by a take), for the execute hook that
-// follows on the same thread.
-inline thread_local std::optional<TakenClaim> tls_taken;
-// References this thread dropped while it did not hold the GIL (a finished run's
-// PendingFinish state, the task's result in it): released at its next entry into
-// Python, or when its take finds the queue empty (the take in PyRunnerEngine).
-inline thread_local std::vector<PyObject*> tls_to_drop;
-
-// Releases the references in tls_to_drop. REQUIRES: the GIL, on this thread.
+// This engine thread's persistent Python thread state (nullptr: not an engine
+// thread, or it has none). The per-thread state itself (thread state, identity, the
+// last take, references to release) is runner_hooks.cc's alone.
+PyThreadState* EngineThreadState();
+// The index of this thread among the workers of the engine `engine_key` (-1: not
+// one of its worker threads).
+int EngineWorker(const void* engine_key);
+// Releases what this thread dropped while it did not hold the GIL.
+// REQUIRES: the GIL, on this thread.
 void DropStashed();
 
 // The Python callables of one engine. Destroyed by whichever thread drops the
@@ -75,11 +71,12 @@ struct PyCallbacks {
 // A Python exception escaping `fn` is reported as unraisable; returns false then.
 template <typename Fn>
 bool WithGil(const char* what, Fn&& fn) {
-  if (tls_tstate == nullptr) return false;
+  PyThreadState* const tstate = EngineThreadState();
+  if (tstate == nullptr) return false;
   PythonEntry entry;
   if (!entry) return false;
-  PyEval_RestoreThread(tls_tstate);
-  if (!tls_to_drop.empty()) DropStashed();
+  PyEval_RestoreThread(tstate);
+  DropStashed();
   bool ok = true;
   try {
     fn();
@@ -91,7 +88,7 @@ bool WithGil(const char* what, Fn&& fn) {
     PyErr_Clear();
     ok = false;
   }
-  if (PyThreadState_Get() != tls_tstate) ok = false;  // the callee swapped thread states
+  if (PyThreadState_Get() != tstate) ok = false;  // the callee swapped thread states
   PyEval_SaveThread();
   return ok;
 }
@@ -101,8 +98,14 @@ std::optional<std::string> OptionalStr(const py::object& o);
 
 // The engine's hooks (thread start / exit, execute, the optional ones that
 // `cb` has a callable for), each entering Python through WithGil. `engine_key`
-// identifies the engine (tls_engine) for the worker-thread checks.
+// identifies the engine for the worker-thread checks (EngineWorker).
 runner::RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine_key);
+
+// The workers' source in native mode: `take` over `queues` (woken through
+// `broker`); what each take claimed goes to the execute hook on the same thread.
+std::unique_ptr<runner::InvocationSource> MakeClaimingSource(
+    const std::shared_ptr<PyCallbacks>& cb, std::shared_ptr<runner::ClaimingTake> take,
+    Broker* broker, std::vector<std::string> queues);
 
 }  // namespace runner_hooks
 }  // namespace pynenc_cpp::bindings
