@@ -18,17 +18,12 @@ class MemJournal final : public Journal {
   Result<std::uint64_t> Append(const std::string& entity, std::uint64_t expected_seq,
                                std::uint64_t generation,
                                const std::vector<std::string>& events) override {
-    if (Status s = fencing::CheckEntityWrite(entity, generation); !s.ok()) return s;
-    if (events.empty()) {
-      return Status::InvalidArgument("journal: no events to append to entity '" + entity + "'");
-    }
+    if (Status s = fencing::CheckAppend(entity, generation, events); !s.ok()) return s;
     MutexLock lock(mu_);
     const Entity& current = Find(entity);
     if (generation < current.fence) return fencing::StaleEntity(entity, generation, current.fence);
     if (current.entries.size() != expected_seq) {
-      return Status::Conflict("entity '" + entity + "' is at sequence " +
-                              std::to_string(current.entries.size()) + ", not " +
-                              std::to_string(expected_seq));
+      return fencing::SequenceConflict(entity, current.entries.size(), expected_seq);
     }
     Entity& e = entities_[entity];
     for (const std::string& payload : events) {

@@ -11,9 +11,7 @@ namespace pynenc_cpp::mem_orchestrator {
 Status MemOrchestrator::RegisterHeartbeats(
     const std::vector<std::string>& runner_ids, bool can_run_atomic_service,
     const std::optional<std::vector<std::string>>& consumed_queues) {
-  for (const std::string& id : runner_ids) {
-    if (id.empty()) return Status::InvalidArgument("runner id must not be empty");
-  }
+  if (Status s = CheckRunnerIds(runner_ids); !s.ok()) return s;
   MutexLock lock(mu_);
   const TimestampUs now = clock_->NowMicros();
   for (const std::string& id : runner_ids) {
@@ -132,10 +130,7 @@ Status MemOrchestrator::FinalizeAtomicService(const std::string& runner_id,
                                               const std::string& run_id, TimestampUs end_us,
                                               AtomicServiceStatus status,
                                               const std::string& reason) {
-  if (status == AtomicServiceStatus::kRunning) {
-    return Status::InvalidArgument("finalize needs a terminal status, not 'running'");
-  }
-  if (run_id.empty()) return Status::InvalidArgument("atomic_service_run_id must not be empty");
+  if (Status s = CheckFinalize(status, run_id); !s.ok()) return s;
   MutexLock lock(mu_);
   auto it = executions_.find(run_id);
   if (it == executions_.end()) {

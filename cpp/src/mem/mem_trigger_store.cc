@@ -25,14 +25,6 @@ void OrderedIds::Erase(const std::string& id) {
   order_.erase(std::find(order_.begin(), order_.end(), id));
 }
 
-Status CheckPage(std::int64_t limit, std::int64_t offset) {
-  if (limit < 0) return Status::InvalidArgument("limit must be >= 0, got " + std::to_string(limit));
-  if (offset < 0) {
-    return Status::InvalidArgument("offset must be >= 0, got " + std::to_string(offset));
-  }
-  return Status::Ok();
-}
-
 // ---- Conditions ------------------------------------------------------------
 
 Status MemTriggerStore::RegisterCondition(const std::string& condition_id, const std::string& json,

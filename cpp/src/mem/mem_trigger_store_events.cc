@@ -91,16 +91,9 @@ Result<std::optional<StoredEvent>> MemTriggerStore::GetEvent(const std::string& 
 }
 
 bool MemTriggerStore::EventMatchesLocked(const EventRow& row, const EventFilter& f) const {
-  if (f.event_code && row.event_code != *f.event_code) return false;
-  if (f.start_us && row.timestamp_us < *f.start_us) return false;
-  if (f.end_us && row.timestamp_us > *f.end_us) return false;
-  if (f.matched && row.matched != *f.matched) return false;
-  if (f.emitted_by_invocation_id && row.emitted_by_invocation_id != f.emitted_by_invocation_id) {
-    return false;
-  }
-  if (f.emitted_by_task_id && row.emitted_by_task_id != f.emitted_by_task_id) return false;
-  if (f.triggered && IsTriggeredLocked(row.event_id) != *f.triggered) return false;
-  return true;
+  // Looked up only when the filter asks (here, where the analysis sees mu_ held).
+  const bool triggered = f.triggered && IsTriggeredLocked(row.event_id);
+  return EventMatches(row, f, [triggered] { return triggered; });
 }
 
 const std::set<TimeKey>& MemTriggerStore::EventCandidatesLocked(const EventFilter& f) const {
@@ -160,26 +153,7 @@ Result<EventMarkerPage> MemTriggerStore::EventMarkers(TimestampUs start_us, Time
                                                       EventMarkerState state, std::int64_t limit,
                                                       std::int64_t offset) {
   if (Status s = CheckPage(limit, offset); !s.ok()) return s;
-  EventFilter filter;
-  filter.event_code = event_code;
-  filter.start_us = start_us;
-  filter.end_us = end_us;
-  switch (state) {
-    case EventMarkerState::kAll:
-      break;
-    case EventMarkerState::kMatched:
-      filter.matched = true;
-      break;
-    case EventMarkerState::kUnmatched:
-      filter.matched = false;
-      break;
-    case EventMarkerState::kTriggered:
-      filter.triggered = true;
-      break;
-    case EventMarkerState::kUntriggered:
-      filter.triggered = false;
-      break;
-  }
+  const EventFilter filter = MarkerFilter(start_us, end_us, event_code, state);
   MutexLock lock(mu_);
   EventMarkerPage page;
   const std::set<TimeKey>& candidates = EventCandidatesLocked(filter);

@@ -202,8 +202,6 @@ inline TimestampUs RunTime(const TriggerRunRow& run) {
   return kNoTime;
 }
 
-// kInvalidArgument unless limit >= 0 and offset >= 0.
-Status CheckPage(std::int64_t limit, std::int64_t offset);
 
 }  // namespace mem_trigger
 }  // namespace pynenc_cpp

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pynenc_cpp/core/error.h"
 #include "pynenc_cpp/ports/generation_source.h"
@@ -68,6 +69,21 @@ inline Status CheckEntityWrite(const std::string& entity, std::uint64_t generati
 }
 inline Status StaleEntity(const std::string& entity, std::uint64_t given, std::uint64_t fence) {
   return Stale("entity", entity, given, fence, "fenced at");
+}
+// An append's arguments: CheckEntityWrite, and at least one event.
+inline Status CheckAppend(const std::string& entity, std::uint64_t generation,
+                          const std::vector<std::string>& events) {
+  if (Status s = CheckEntityWrite(entity, generation); !s.ok()) return s;
+  if (events.empty()) {
+    return Status::InvalidArgument("journal: no events to append to entity '" + entity + "'");
+  }
+  return Status::Ok();
+}
+// kConflict: an append expected `entity` at `expected`, and it is at `at`.
+inline Status SequenceConflict(const std::string& entity, std::uint64_t at,
+                               std::uint64_t expected) {
+  return Status::Conflict("entity '" + entity + "' is at sequence " + std::to_string(at) +
+                          ", not " + std::to_string(expected));
 }
 
 }  // namespace pynenc_cpp::fencing

@@ -17,6 +17,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "ports/consumer_id.h"
 #include "pynenc_cpp/core/thread_annotations.h"
 #include "redis/redis_broker_scripts.h"
 
@@ -29,19 +30,7 @@ using broker_scripts::kRequeueScript;
 using broker_scripts::kRouteScript;
 
 Status ReplyError(const Client& client, const std::string& what, const Value& v) {
-  return Status::BackendFailure("redis at " + client.Describe() + ": " + what +
-                                " failed: " + v.str);
-}
-
-std::string NewConsumerId() {
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
-  std::random_device rd;
-  const std::uint64_t r = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-  char buf[400];
-  std::snprintf(buf, sizeof(buf), "%s-%ld-%016llx", host, static_cast<long>(getpid()),
-                static_cast<unsigned long long>(r));
-  return buf;
+  return client.Failure(what, v.str);
 }
 
 class RedisBroker final : public Broker {
@@ -51,7 +40,7 @@ class RedisBroker final : public Broker {
       : client_(std::move(client)),
         options_(options),
         prefix_(KeyPrefix(config.app_id, "broker")),
-        consumer_(NewConsumerId()),
+        consumer_(broker_ids::NewConsumerId()),
         consumer_pid_(getpid()) {}
 
   ~RedisBroker() override {
@@ -197,7 +186,7 @@ class RedisBroker final : public Broker {
   std::string Consumer() const {
     MutexLock lock(consumer_mu_);
     if (consumer_pid_ != getpid()) {  // forked since: a consumer of its own
-      consumer_ = NewConsumerId();
+      consumer_ = broker_ids::NewConsumerId();
       consumer_pid_ = getpid();
     }
     return consumer_;

@@ -292,6 +292,14 @@ std::string Client::Endpoint() const {
 
 std::string Client::Describe() const { return Endpoint() + "/" + std::to_string(options_.db); }
 
+Status Client::Failure(const std::string& what, const std::string& error) const {
+  return Status::BackendFailure("redis at " + Describe() + ": " + what + " failed: " + error);
+}
+
+Status Client::Unexpected(const std::string& what) const {
+  return Status::BackendFailure("redis at " + Describe() + ": unexpected reply to " + what);
+}
+
 Status Client::Refused(const std::string& command, const std::string& reply) const {
   // The server's reply never holds the password; the URL's is never shown.
   const std::string head = "redis at " + Describe() + " refused " + command + ": " + reply;

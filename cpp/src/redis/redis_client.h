@@ -118,6 +118,11 @@ class Client {
   std::string Endpoint() const;
   // Endpoint() + "/db", for messages.
   std::string Describe() const;
+  // The errors of a port's operation, made here alike for every port:
+  // kBackendFailure "redis at <Describe()>: <what> failed: <error>".
+  Status Failure(const std::string& what, const std::string& error) const;
+  // kBackendFailure "redis at <Describe()>: unexpected reply to <what>".
+  Status Unexpected(const std::string& what) const;
 
  private:
   explicit Client(RedisOptions options);

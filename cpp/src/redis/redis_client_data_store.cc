@@ -8,8 +8,7 @@ namespace pynenc_cpp::redis {
 namespace {
 
 Status Failed(const Client& client, const std::string& what, const Value& v) {
-  return Status::BackendFailure("redis at " + client.Describe() + ": " + what +
-                                " failed: " + v.str);
+  return client.Failure(what, v.str);
 }
 
 class RedisClientDataStore final : public ClientDataStore {

@@ -55,8 +55,10 @@ class RedisFencedStore final : public FencedStore {
     Result<Value> r = client_->Command({"HMGET", prefix_ + key, "value", "term", "seq"});
     if (!r.ok()) return r.status();
     const Value& v = r.value();
-    if (v.is_error()) return Failure("read '" + key + "'", v.str);
-    if (v.type != Value::Type::kArray || v.elements.size() != 3) return Unexpected("HMGET");
+    if (v.is_error()) return client_->Failure("read '" + key + "'", v.str);
+    if (v.type != Value::Type::kArray || v.elements.size() != 3) {
+      return client_->Unexpected("HMGET");
+    }
     if (v.elements[0].is_nil()) return std::optional<FencedValue>();  // absent or tombstone
     Generation g;
     if (!ParseU32(v.elements[1].str, &g.term) || !ParseU32(v.elements[2].str, &g.seq)) {
@@ -79,26 +81,18 @@ class RedisFencedStore final : public FencedStore {
     Result<Value> r = client_->Eval(script, {prefix_ + key}, args);
     if (!r.ok()) return r.status();
     const Value& v = r.value();
-    if (v.is_error()) return Failure(what + " '" + key + "'", v.str);
-    if (v.type != Value::Type::kArray || v.elements.empty()) return Unexpected(what);
+    if (v.is_error()) return client_->Failure(what + " '" + key + "'", v.str);
+    if (v.type != Value::Type::kArray || v.elements.empty()) return client_->Unexpected(what);
     for (const Value& e : v.elements) {
-      if (e.type != Value::Type::kInt) return Unexpected(what);
+      if (e.type != Value::Type::kInt) return client_->Unexpected(what);
     }
     if (v.elements[0].integer == 1) return Status::Ok();
-    if (v.elements.size() != 3) return Unexpected(what);
+    if (v.elements.size() != 3) return client_->Unexpected(what);
     const Generation stored{static_cast<std::uint32_t>(v.elements[1].integer),
                             static_cast<std::uint32_t>(v.elements[2].integer)};
     return fencing::StaleKey(key, generation, stored.Packed());
   }
 
-  Status Failure(const std::string& what, const std::string& error) const {
-    return Status::BackendFailure("redis at " + client_->Describe() + ": " + what +
-                                  " failed: " + error);
-  }
-  Status Unexpected(const std::string& what) const {
-    return Status::BackendFailure("redis at " + client_->Describe() + ": unexpected reply to " +
-                                  what);
-  }
 
   const std::shared_ptr<Client> client_;
   const std::string prefix_;  // + key: the key's hash

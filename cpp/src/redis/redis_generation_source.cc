@@ -93,15 +93,15 @@ class RedisGenerationSource final : public GenerationSource {
                       {label, owner, std::to_string(min_term), std::to_string(kMaxGenerationTerm)});
     if (!r.ok()) return r.status();
     const Value& v = r.value();
-    if (v.is_error()) return Failure("claim a term of '" + label + "'", v.str);
-    if (!IntArray(v, 2)) return Unexpected("ClaimTerm");
+    if (v.is_error()) return client_->Failure("claim a term of '" + label + "'", v.str);
+    if (!IntArray(v, 2)) return client_->Unexpected("ClaimTerm");
     if (v.elements[0].integer == 0) {
       return Status::Conflict(
           "label '" + label + "': term " + std::to_string(v.elements[1].integer) +
           " + 1 would pass the largest term " + std::to_string(kMaxGenerationTerm));
     }
     const std::int64_t term = v.elements[1].integer;
-    if (term <= 0 || term > kMaxGenerationTerm) return Unexpected("ClaimTerm");
+    if (term <= 0 || term > kMaxGenerationTerm) return client_->Unexpected("ClaimTerm");
     return Generation{static_cast<std::uint32_t>(term), 0};
   }
 
@@ -114,14 +114,14 @@ class RedisGenerationSource final : public GenerationSource {
                       {label, owner, std::to_string(expected.term), std::to_string(expected.seq)});
     if (!r.ok()) return r.status();
     const Value& v = r.value();
-    if (v.is_error()) return Failure("claim a seq of '" + label + "'", v.str);
+    if (v.is_error()) return client_->Failure("claim a seq of '" + label + "'", v.str);
     if (v.type != Value::Type::kArray || v.elements.empty() ||
         v.elements[0].type != Value::Type::kInt) {
-      return Unexpected("ClaimSeq");
+      return client_->Unexpected("ClaimSeq");
     }
     const std::int64_t outcome = v.elements[0].integer;
     if (outcome == 1) {
-      if (!IntArray(v, 3)) return Unexpected("ClaimSeq");
+      if (!IntArray(v, 3)) return client_->Unexpected("ClaimSeq");
       return Generation{static_cast<std::uint32_t>(v.elements[1].integer),
                         static_cast<std::uint32_t>(v.elements[2].integer)};
     }
@@ -142,7 +142,7 @@ class RedisGenerationSource final : public GenerationSource {
     if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
     Result<Value> r = client_->Command({"HGET", owners_, label});
     if (!r.ok()) return r.status();
-    if (r.value().is_error()) return Failure("HGET", r.value().str);
+    if (r.value().is_error()) return client_->Failure("HGET", r.value().str);
     if (r.value().is_nil()) return std::optional<Ownership>();
     std::optional<Ownership> stored = ParseOwnership(r.value().str);
     if (!stored) return Corrupt(r.value().str);
@@ -163,8 +163,10 @@ class RedisGenerationSource final : public GenerationSource {
     Result<Value> r = client_->Eval(kListScript, {specs_, owners_}, {});
     if (!r.ok()) return r.status();
     const Value& v = r.value();
-    if (v.is_error()) return Failure("list specs", v.str);
-    if (v.type != Value::Type::kArray || v.elements.size() % 3 != 0) return Unexpected("List");
+    if (v.is_error()) return client_->Failure("list specs", v.str);
+    if (v.type != Value::Type::kArray || v.elements.size() % 3 != 0) {
+      return client_->Unexpected("List");
+    }
     std::vector<SpecRecord> out;
     out.reserve(v.elements.size() / 3);
     for (std::size_t i = 0; i < v.elements.size(); i += 3) {
@@ -192,18 +194,10 @@ class RedisGenerationSource final : public GenerationSource {
   Status Simple(const std::vector<std::string>& argv) const {
     Result<Value> r = client_->Command(argv);
     if (!r.ok()) return r.status();
-    if (r.value().is_error()) return Failure(argv[0], r.value().str);
+    if (r.value().is_error()) return client_->Failure(argv[0], r.value().str);
     return Status::Ok();
   }
 
-  Status Failure(const std::string& what, const std::string& error) const {
-    return Status::BackendFailure("redis at " + client_->Describe() + ": " + what +
-                                  " failed: " + error);
-  }
-  Status Unexpected(const std::string& what) const {
-    return Status::BackendFailure("redis at " + client_->Describe() + ": unexpected reply to " +
-                                  what);
-  }
   Status Corrupt(const std::string& record) const {
     return Status::BackendFailure("redis at " + client_->Describe() + ": corrupt ownership '" +
                                   record + "' in " + owners_);

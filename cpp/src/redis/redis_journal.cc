@@ -90,10 +90,7 @@ class RedisJournal final : public Journal {
   Result<std::uint64_t> Append(const std::string& entity, std::uint64_t expected_seq,
                                std::uint64_t generation,
                                const std::vector<std::string>& events) override {
-    if (Status s = fencing::CheckEntityWrite(entity, generation); !s.ok()) return s;
-    if (events.empty()) {
-      return Status::InvalidArgument("journal: no events to append to entity '" + entity + "'");
-    }
+    if (Status s = fencing::CheckAppend(entity, generation, events); !s.ok()) return s;
     const Generation g = Generation::FromPacked(generation);
     const std::string header = std::to_string(g.term) + ":" + std::to_string(g.seq) + ":";
     std::vector<std::string> args = {std::to_string(g.term), std::to_string(g.seq),
@@ -104,12 +101,10 @@ class RedisJournal final : public Journal {
     Result<std::int64_t> last = Outcome(r, "append to", entity, generation);
     if (!last.ok()) return last.status();
     if (last.value() < 0 || (Code(r.value()) != 1 && Code(r.value()) != 2)) {
-      return Unexpected("append");
+      return client_->Unexpected("append");
     }
     if (Code(r.value()) == 2) {
-      return Status::Conflict("entity '" + entity + "' is at sequence " +
-                              std::to_string(last.value()) + ", not " +
-                              std::to_string(expected_seq));
+      return fencing::SequenceConflict(entity, last.value(), expected_seq);
     }
     return static_cast<std::uint64_t>(last.value());
   }
@@ -121,7 +116,7 @@ class RedisJournal final : public Journal {
                                     {std::to_string(g.term), std::to_string(g.seq)});
     Result<std::int64_t> last = Outcome(r, "fence", entity, generation);
     if (!last.ok()) return last.status();
-    if (last.value() < 0 || Code(r.value()) != 1) return Unexpected("fence");
+    if (last.value() < 0 || Code(r.value()) != 1) return client_->Unexpected("fence");
     return static_cast<std::uint64_t>(last.value());
   }
 
@@ -138,8 +133,8 @@ class RedisJournal final : public Journal {
         client_->Command({"LRANGE", Log(entity), std::to_string(after_seq), std::to_string(stop)});
     if (!r.ok()) return r.status();
     const Value& v = r.value();
-    if (v.is_error()) return Failure("read '" + entity + "'", v.str);
-    if (v.type != Value::Type::kArray) return Unexpected("LRANGE");
+    if (v.is_error()) return client_->Failure("read '" + entity + "'", v.str);
+    if (v.type != Value::Type::kArray) return client_->Unexpected("LRANGE");
     out.resize(v.elements.size());
     for (std::size_t i = 0; i < v.elements.size(); ++i) {
       out[i].seq = after_seq + i + 1;
@@ -152,8 +147,10 @@ class RedisJournal final : public Journal {
     if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
     Result<Value> r = client_->Command({"LLEN", Log(entity)});
     if (!r.ok()) return r.status();
-    if (r.value().is_error()) return Failure("LLEN '" + entity + "'", r.value().str);
-    if (r.value().type != Value::Type::kInt || r.value().integer < 0) return Unexpected("LLEN");
+    if (r.value().is_error()) return client_->Failure("LLEN '" + entity + "'", r.value().str);
+    if (r.value().type != Value::Type::kInt || r.value().integer < 0) {
+      return client_->Unexpected("LLEN");
+    }
     return static_cast<std::uint64_t>(r.value().integer);
   }
 
@@ -162,8 +159,10 @@ class RedisJournal final : public Journal {
     Result<Value> r = client_->Command({"HMGET", FenceKey(entity), "term", "seq"});
     if (!r.ok()) return r.status();
     const Value& v = r.value();
-    if (v.is_error()) return Failure("read the fence of '" + entity + "'", v.str);
-    if (v.type != Value::Type::kArray || v.elements.size() != 2) return Unexpected("HMGET");
+    if (v.is_error()) return client_->Failure("read the fence of '" + entity + "'", v.str);
+    if (v.type != Value::Type::kArray || v.elements.size() != 2) {
+      return client_->Unexpected("HMGET");
+    }
     if (v.elements[0].is_nil()) return std::uint64_t{0};
     std::uint64_t fence = 0;
     if (!ParseGeneration(v.elements[0], v.elements[1], &fence)) return Corrupt("fence", entity);
@@ -180,7 +179,7 @@ class RedisJournal final : public Journal {
     Result<std::int64_t> last = Outcome(r, "snapshot", entity, generation);
     if (!last.ok()) return last.status();
     if (Code(r.value()) != 1 && Code(r.value()) != 2 && Code(r.value()) != 3) {
-      return Unexpected("snapshot");
+      return client_->Unexpected("snapshot");
     }
     if (Code(r.value()) == 2) {
       return Status::InvalidArgument("journal: snapshot at sequence " + std::to_string(seq) +
@@ -195,8 +194,10 @@ class RedisJournal final : public Journal {
     Result<Value> r = client_->Command({"HMGET", Snap(entity), "at", "term", "seq", "state"});
     if (!r.ok()) return r.status();
     const Value& v = r.value();
-    if (v.is_error()) return Failure("load the snapshot of '" + entity + "'", v.str);
-    if (v.type != Value::Type::kArray || v.elements.size() != 4) return Unexpected("HMGET");
+    if (v.is_error()) return client_->Failure("load the snapshot of '" + entity + "'", v.str);
+    if (v.type != Value::Type::kArray || v.elements.size() != 4) {
+      return client_->Unexpected("HMGET");
+    }
     if (v.elements[0].is_nil()) return std::optional<JournalSnapshot>();
     JournalSnapshot snapshot;
     if (!ParseNumber(v.elements[0].str, &snapshot.seq) ||
@@ -222,15 +223,15 @@ class RedisJournal final : public Journal {
                                const std::string& entity, std::uint64_t generation) const {
     if (!r.ok()) return r.status();
     const Value& v = r.value();
-    if (v.is_error()) return Failure(what + " '" + entity + "'", v.str);
+    if (v.is_error()) return client_->Failure(what + " '" + entity + "'", v.str);
     if (v.type != Value::Type::kArray || v.elements.empty() || v.elements.size() > 3) {
-      return Unexpected(what);
+      return client_->Unexpected(what);
     }
     for (const Value& e : v.elements) {
-      if (e.type != Value::Type::kInt) return Unexpected(what);
+      if (e.type != Value::Type::kInt) return client_->Unexpected(what);
     }
     if (Code(v) == 0) {
-      if (v.elements.size() != 3) return Unexpected(what);
+      if (v.elements.size() != 3) return client_->Unexpected(what);
       const Generation fence{static_cast<std::uint32_t>(v.elements[1].integer),
                              static_cast<std::uint32_t>(v.elements[2].integer)};
       return fencing::StaleEntity(entity, generation, fence.Packed());
@@ -238,14 +239,6 @@ class RedisJournal final : public Journal {
     return v.elements.size() > 1 ? v.elements[1].integer : std::int64_t{-1};
   }
 
-  Status Failure(const std::string& what, const std::string& error) const {
-    return Status::BackendFailure("redis at " + client_->Describe() + ": " + what +
-                                  " failed: " + error);
-  }
-  Status Unexpected(const std::string& what) const {
-    return Status::BackendFailure("redis at " + client_->Describe() + ": unexpected reply to " +
-                                  what);
-  }
   Status Corrupt(const std::string& what, const std::string& entity) const {
     return Status::BackendFailure("redis at " + client_->Describe() + ": corrupt " + what +
                                   " for journal entity '" + entity + "'");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "ports/queue_codec.h"
 #include "redis/redis_orchestrator_impl.h"
 
 namespace pynenc_cpp::redis_orchestrator {
@@ -10,45 +11,16 @@ namespace {
 
 using redis::Value;
 
-// Consumed queues are stored as one string of items "<byte length>:<bytes>"
-// back to back, so any queue name round-trips.
-std::string EncodeQueues(const std::vector<std::string>& queues) {
-  std::string out;
-  for (const std::string& q : queues) out += std::to_string(q.size()) + ":" + q;
-  return out;
-}
-
-Result<std::vector<std::string>> DecodeQueues(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t colon = text.find(':', pos);
-    if (colon == std::string::npos || colon == pos || colon - pos > 12) break;
-    Result<std::int64_t> len = ParseInt(text.substr(pos, colon - pos), "queue length");
-    if (!len.ok() || len.value() < 0) break;
-    const auto n = static_cast<std::size_t>(len.value());
-    if (colon + 1 + n > text.size()) break;
-    out.push_back(text.substr(colon + 1, n));
-    pos = colon + 1 + n;
-  }
-  if (pos != text.size()) {
-    return Status::BackendFailure("redis orchestrator: malformed consumed queues '" + text + "'");
-  }
-  return out;
-}
-
 }  // namespace
 
 Status RedisOrchestrator::RegisterHeartbeats(
     const std::vector<std::string>& runner_ids, bool can_run_atomic_service,
     const std::optional<std::vector<std::string>>& consumed_queues) {
-  for (const std::string& id : runner_ids) {
-    if (id.empty()) return Status::InvalidArgument("runner id must not be empty");
-  }
+  if (Status s = CheckRunnerIds(runner_ids); !s.ok()) return s;
   if (runner_ids.empty()) return Status::Ok();
   std::vector<std::string> args{std::to_string(clock_->NowMicros()),
                                 can_run_atomic_service ? "1" : "0", consumed_queues ? "1" : "0",
-                                consumed_queues ? EncodeQueues(*consumed_queues) : ""};
+                                consumed_queues ? queue_codec::Encode(*consumed_queues) : ""};
   args.insert(args.end(), runner_ids.begin(), runner_ids.end());
   return Run(HeartbeatScript(), std::move(args), "register heartbeats").status();
 }
@@ -75,7 +47,8 @@ Result<std::vector<RunnerInfo>> RedisOrchestrator::ActiveRunners(
     const bool atomic = f[i + 3] == "1";
     if (beat.value() < cutoff) continue;
     if (can_run_atomic_service && atomic != *can_run_atomic_service) continue;
-    Result<std::vector<std::string>> queues = DecodeQueues(f[i + 4]);
+    Result<std::vector<std::string>> queues =
+        queue_codec::Decode(f[i + 4], "redis orchestrator: malformed consumed queues");
     if (!queues.ok()) return queues.status();
     // The script returns creation order, ties by id (sorted-set order).
     out.push_back(
@@ -131,10 +104,7 @@ Status RedisOrchestrator::FinalizeAtomicService(const std::string& runner_id,
                                                 const std::string& run_id, TimestampUs end_us,
                                                 AtomicServiceStatus status,
                                                 const std::string& reason) {
-  if (status == AtomicServiceStatus::kRunning) {
-    return Status::InvalidArgument("finalize needs a terminal status, not 'running'");
-  }
-  if (run_id.empty()) return Status::InvalidArgument("atomic_service_run_id must not be empty");
+  if (Status s = CheckFinalize(status, run_id); !s.ok()) return s;
   return Run(ExecutionFinalizeScript(),
              {runner_id, run_id, std::to_string(end_us),
               std::string(AtomicServiceStatusName(status)), reason},

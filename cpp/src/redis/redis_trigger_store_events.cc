@@ -25,14 +25,6 @@ end
 return out
 )lua");
 
-Status CheckPage(std::int64_t limit, std::int64_t offset) {
-  if (limit < 0) return Status::InvalidArgument("limit must be >= 0, got " + std::to_string(limit));
-  if (offset < 0) {
-    return Status::InvalidArgument("offset must be >= 0, got " + std::to_string(offset));
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 std::string EncodeEvent(const EventRow& row) {
@@ -176,17 +168,7 @@ Result<std::vector<RedisTriggerStore::WindowEvent>> RedisTriggerStore::EventWind
 }
 
 bool RedisTriggerStore::Matches(const WindowEvent& ev, const EventFilter& f) {
-  const EventRow& row = ev.row;
-  if (f.event_code && row.event_code != *f.event_code) return false;
-  if (f.start_us && row.timestamp_us < *f.start_us) return false;
-  if (f.end_us && row.timestamp_us > *f.end_us) return false;
-  if (f.matched && row.matched != *f.matched) return false;
-  if (f.emitted_by_invocation_id && row.emitted_by_invocation_id != f.emitted_by_invocation_id) {
-    return false;
-  }
-  if (f.emitted_by_task_id && row.emitted_by_task_id != f.emitted_by_task_id) return false;
-  if (f.triggered && ev.triggered != *f.triggered) return false;
-  return true;
+  return EventMatches(ev.row, f, [&] { return ev.triggered; });
 }
 
 Result<std::vector<StoredEvent>> RedisTriggerStore::GetEvents(const EventFilter& filter,
@@ -229,26 +211,7 @@ Result<EventMarkerPage> RedisTriggerStore::EventMarkers(
     TimestampUs start_us, TimestampUs end_us, const std::optional<std::string>& event_code,
     EventMarkerState state, std::int64_t limit, std::int64_t offset) {
   if (Status s = CheckPage(limit, offset); !s.ok()) return s;
-  EventFilter filter;
-  filter.event_code = event_code;
-  filter.start_us = start_us;
-  filter.end_us = end_us;
-  switch (state) {
-    case EventMarkerState::kAll:
-      break;
-    case EventMarkerState::kMatched:
-      filter.matched = true;
-      break;
-    case EventMarkerState::kUnmatched:
-      filter.matched = false;
-      break;
-    case EventMarkerState::kTriggered:
-      filter.triggered = true;
-      break;
-    case EventMarkerState::kUntriggered:
-      filter.triggered = false;
-      break;
-  }
+  const EventFilter filter = MarkerFilter(start_us, end_us, event_code, state);
   EventMarkerPage page;
   if (start_us > end_us) return page;
   Result<std::vector<WindowEvent>> window = EventWindow(filter);

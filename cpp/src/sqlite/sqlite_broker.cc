@@ -14,6 +14,7 @@
 // (and a duplicate delivery is refused by the orchestrator's status
 // compare-and-set).
 #include "sqlite/sqlite_broker.h"
+#include "ports/consumer_id.h"
 #include "pynenc_cpp/core/thread_annotations.h"
 
 #include <unistd.h>
@@ -62,17 +63,6 @@ CREATE TABLE broker_consumers (
 );
 CREATE INDEX broker_consumers_lease ON broker_consumers (app_id, lease_until_us);
 )sql";
-
-std::string NewConsumerId() {
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
-  std::random_device rd;
-  const std::uint64_t r = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-  char buf[400];
-  std::snprintf(buf, sizeof(buf), "%s-%ld-%016llx", host, static_cast<long>(getpid()),
-                static_cast<unsigned long long>(r));
-  return buf;
-}
 
 class SqliteBroker final : public Broker {
  public:
@@ -197,7 +187,7 @@ class SqliteBroker final : public Broker {
   std::pair<std::string, std::vector<std::int64_t>> ConsumerAndAcks() {
     MutexLock lock(mu_);
     if (consumer_.empty() || pid_ != getpid()) {
-      consumer_ = NewConsumerId();
+      consumer_ = broker_ids::NewConsumerId();
       pid_ = getpid();
       unacked_.clear();
       registered_ = false;

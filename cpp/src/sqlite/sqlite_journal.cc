@@ -58,19 +58,14 @@ class SqliteJournal final : public Journal {
   Result<std::uint64_t> Append(const std::string& entity, std::uint64_t expected_seq,
                                std::uint64_t generation,
                                const std::vector<std::string>& events) override {
-    if (Status s = fencing::CheckEntityWrite(entity, generation); !s.ok()) return s;
-    if (events.empty()) {
-      return Status::InvalidArgument("journal: no events to append to entity '" + entity + "'");
-    }
+    if (Status s = fencing::CheckAppend(entity, generation, events); !s.ok()) return s;
     std::uint64_t last = 0;
     Status s = db_->Write([&](Conn& c) -> Status {
       EntityRow row;
       if (Status r = Load(c, entity, &row); !r.ok()) return r;
       if (generation < row.fence) return fencing::StaleEntity(entity, generation, row.fence);
       if (row.last_seq != expected_seq) {
-        return Status::Conflict("entity '" + entity + "' is at sequence " +
-                                std::to_string(row.last_seq) + ", not " +
-                                std::to_string(expected_seq));
+        return fencing::SequenceConflict(entity, row.last_seq, expected_seq);
       }
       auto q = c.Prepare(
           "INSERT INTO journal_entry (app_id, entity, seq, generation, payload)"

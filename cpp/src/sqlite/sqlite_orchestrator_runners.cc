@@ -3,40 +3,11 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "ports/queue_codec.h"
 #include "sqlite/sqlite_orchestrator_impl.h"
 
 namespace pynenc_cpp::sqlite_orchestrator {
 namespace {
-
-// Consumed queues are stored as one TEXT of netstring-like items
-// "<byte length>:<bytes>" back to back, so any queue name round-trips.
-std::string EncodeQueues(const std::vector<std::string>& queues) {
-  std::string out;
-  for (const std::string& q : queues) out += std::to_string(q.size()) + ":" + q;
-  return out;
-}
-
-Result<std::vector<std::string>> DecodeQueues(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t colon = text.find(':', pos);
-    if (colon == std::string::npos || colon == pos) break;
-    const std::string digits = text.substr(pos, colon - pos);
-    if (digits.size() > 12 ||  // no std::stoul overflow (it would throw)
-        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      break;
-    }
-    const std::size_t len = std::stoul(digits);
-    if (colon + 1 + len > text.size()) break;
-    out.push_back(text.substr(colon + 1, len));
-    pos = colon + 1 + len;
-  }
-  if (pos != text.size()) {
-    return Status::BackendFailure("orch_runners row has malformed consumed_queues '" + text + "'");
-  }
-  return out;
-}
 
 constexpr const char* kExecutionColumns =
     "SELECT runner_id, run_id, start_us, end_us, status, reason FROM orch_executions";
@@ -68,12 +39,11 @@ const std::string kRunning(AtomicServiceStatusName(AtomicServiceStatus::kRunning
 Status SqliteOrchestrator::RegisterHeartbeats(
     const std::vector<std::string>& runner_ids, bool can_run_atomic_service,
     const std::optional<std::vector<std::string>>& consumed_queues) {
-  for (const std::string& id : runner_ids) {
-    if (id.empty()) return Status::InvalidArgument("runner id must not be empty");
-  }
+  if (Status s = CheckRunnerIds(runner_ids); !s.ok()) return s;
   if (runner_ids.empty()) return Status::Ok();
   const std::optional<std::string> queues =
-      consumed_queues ? std::optional<std::string>(EncodeQueues(*consumed_queues)) : std::nullopt;
+      consumed_queues ? std::optional<std::string>(queue_codec::Encode(*consumed_queues))
+                      : std::nullopt;
   return db_->Write([&](sqlite::Conn& conn) -> Status {
     const TimestampUs now = clock_->NowMicros();
     // ?6 NULL: keep the stored queues (a new row gets none).
@@ -129,7 +99,8 @@ Result<std::vector<RunnerInfo>> SqliteOrchestrator::ActiveRunners(
     while (true) {
       SQ_STEP(row, q);
       if (!row) return Status::Ok();
-      Result<std::vector<std::string>> queues = DecodeQueues(q.Text(4));
+      Result<std::vector<std::string>> queues =
+          queue_codec::Decode(q.Text(4), "orch_runners row has malformed consumed_queues");
       if (!queues.ok()) return queues.status();
       out.push_back(
           RunnerInfo{q.Text(0), q.Int(1), q.Int(2), q.Int(3) != 0, std::move(queues).value()});
@@ -229,10 +200,7 @@ Status SqliteOrchestrator::FinalizeAtomicService(const std::string& runner_id,
                                                  const std::string& run_id, TimestampUs end_us,
                                                  AtomicServiceStatus status,
                                                  const std::string& reason) {
-  if (status == AtomicServiceStatus::kRunning) {
-    return Status::InvalidArgument("finalize needs a terminal status, not 'running'");
-  }
-  if (run_id.empty()) return Status::InvalidArgument("atomic_service_run_id must not be empty");
+  if (Status s = CheckFinalize(status, run_id); !s.ok()) return s;
   return db_->Write([&](sqlite::Conn& conn) -> Status {
     SQ_PREPARE(get, conn, "SELECT status FROM orch_executions WHERE app_id = ? AND run_id = ?");
     get.Bind(1, app_id_).Bind(2, run_id);

@@ -142,14 +142,6 @@ Result<std::vector<std::string>> Texts(Conn& conn, const std::string& sql, const
   return out;
 }
 
-Status CheckPage(std::int64_t limit, std::int64_t offset) {
-  if (limit < 0) return Status::InvalidArgument("limit must be >= 0, got " + std::to_string(limit));
-  if (offset < 0) {
-    return Status::InvalidArgument("offset must be >= 0, got " + std::to_string(offset));
-  }
-  return Status::Ok();
-}
-
 // ---- Conditions ------------------------------------------------------------
 
 Status SqliteTriggerStore::RegisterCondition(const std::string& condition_id,

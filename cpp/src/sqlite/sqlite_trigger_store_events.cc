@@ -187,26 +187,7 @@ Result<EventMarkerPage> SqliteTriggerStore::EventMarkers(
     TimestampUs start_us, TimestampUs end_us, const std::optional<std::string>& event_code,
     EventMarkerState state, std::int64_t limit, std::int64_t offset) {
   if (Status s = CheckPage(limit, offset); !s.ok()) return s;
-  EventFilter filter;
-  filter.event_code = event_code;
-  filter.start_us = start_us;
-  filter.end_us = end_us;
-  switch (state) {
-    case EventMarkerState::kAll:
-      break;
-    case EventMarkerState::kMatched:
-      filter.matched = true;
-      break;
-    case EventMarkerState::kUnmatched:
-      filter.matched = false;
-      break;
-    case EventMarkerState::kTriggered:
-      filter.triggered = true;
-      break;
-    case EventMarkerState::kUntriggered:
-      filter.triggered = false;
-      break;
-  }
+  const EventFilter filter = MarkerFilter(start_us, end_us, event_code, state);
   const EventWhere w = BuildWhere(app_, filter);
   EventMarkerPage page;
   Status s = db_->Read([&](Conn& c) -> Status {

@@ -40,8 +40,6 @@ Status Exec(Conn& conn, const std::string& sql, const Binder& bind,
 // Collects column 0 of every row as text.
 Result<std::vector<std::string>> Texts(Conn& conn, const std::string& sql, const Binder& bind);
 
-// kInvalidArgument unless limit >= 0 and offset >= 0.
-Status CheckPage(std::int64_t limit, std::int64_t offset);
 
 // Relation kinds of trig_run_refs.
 enum RunRef : std::int64_t { kRefEvent = 0, kRefSource = 1, kRefValidCondition = 2 };

@@ -67,6 +67,11 @@ enum class AtomicServiceStatus : unsigned char { kRunning, kCompleted, kAbandone
 std::string_view AtomicServiceStatusName(AtomicServiceStatus status);
 // Inverse of AtomicServiceStatusName; nullopt for an unknown name.
 std::optional<AtomicServiceStatus> ParseAtomicServiceStatus(std::string_view name);
+// FinalizeAtomicService's arguments: a terminal status and a run id
+// (kInvalidArgument otherwise).
+Status CheckFinalize(AtomicServiceStatus status, const std::string& run_id);
+// RegisterHeartbeats' runner ids: none empty (kInvalidArgument otherwise).
+Status CheckRunnerIds(const std::vector<std::string>& runner_ids);
 
 // What the orchestrator indexes of a new invocation.
 struct NewInvocation {

@@ -119,9 +119,32 @@ struct EventFilter {
   std::optional<std::string> emitted_by_task_id;
 };
 
+// Whether `row` passes every set field of `f`; `triggered()` says whether the event
+// is linked to a trigger run (called only when `f` asks). Shared by the stores
+// that filter events in C++ (memory, and Redis over a time window).
+template <typename Triggered>
+bool EventMatches(const EventRow& row, const EventFilter& f, Triggered&& triggered) {
+  if (f.event_code && row.event_code != *f.event_code) return false;
+  if (f.start_us && row.timestamp_us < *f.start_us) return false;
+  if (f.end_us && row.timestamp_us > *f.end_us) return false;
+  if (f.matched && row.matched != *f.matched) return false;
+  if (f.emitted_by_invocation_id && row.emitted_by_invocation_id != f.emitted_by_invocation_id) {
+    return false;
+  }
+  if (f.emitted_by_task_id && row.emitted_by_task_id != f.emitted_by_task_id) return false;
+  if (f.triggered && triggered() != *f.triggered) return false;
+  return true;
+}
+
 enum class EventMarkerState { kAll, kMatched, kUnmatched, kTriggered, kUntriggered };
 // "all", "matched", "unmatched", "triggered", "untriggered"; kInvalidArgument otherwise.
 Result<EventMarkerState> ParseEventMarkerState(const std::string& state);
+// The filter of an event-marker window (EventMarkers): the code and the times
+// given, and what `state` asks of matched / triggered.
+EventFilter MarkerFilter(TimestampUs start_us, TimestampUs end_us,
+                         const std::optional<std::string>& event_code, EventMarkerState state);
+// A page's limit and offset: both >= 0 (kInvalidArgument naming the one that is not).
+Status CheckPage(std::int64_t limit, std::int64_t offset);
 
 struct EventMarker {
   std::string event_id;
