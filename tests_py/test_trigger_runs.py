@@ -198,3 +198,68 @@ def test_run_invocation_ids_follow_from_the_app_and_the_run() -> None:
     with _trigger_runs.fixed_invocation_id(a):
         assert _trigger_runs.take_fixed_id() == a
         assert _trigger_runs.take_fixed_id() is None
+
+
+@pytest.mark.parametrize("backend", ALL)
+def test_an_old_invocation_under_a_run_id_is_an_earlier_firing_and_a_new_one_starts(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Some run ids come back (pynenc's ExceptionContext ids name only the exception
+    type): an invocation found under the run's id that was registered more than
+    ``REUSE_WITHIN_SEC`` ago is an earlier firing, and the run starts its own, with
+    a new id."""
+    app = _app(backend, "native", tmp_path, request)
+    ledger = str(tmp_path / "ledger")
+
+    def start() -> Any:
+        return app.trigger.execute_task(tt.send_receipt.task_id, {"path": ledger, "tag": "x"})
+
+    first = _trigger_runs.execute_run(app, "run-again", start)
+    assert first.invocation_id == _trigger_runs.run_invocation_id(app.app_id, "run-again")
+    recent = _trigger_runs.execute_run(app, "run-again", start)
+    assert recent.invocation_id == first.invocation_id  # its firer died: the same one
+    monkeypatch.setattr(_trigger_runs, "REUSE_WITHIN_SEC", 0.0)
+    later = _trigger_runs.execute_run(app, "run-again", start)
+    assert later.invocation_id != first.invocation_id
+    assert len(_receipts(app)) == 2
+
+
+def test_a_missing_invocation_is_told_by_pynencs_error_too() -> None:
+    """pynenc's own state backends raise ``InvocationNotFoundError`` (not a
+    ``KeyError``) for an unknown id: the run then starts its invocation."""
+    from pynenc.exceptions import InvocationNotFoundError
+
+    class Backend:
+        def get_invocation(self, invocation_id: str) -> Any:
+            raise InvocationNotFoundError(invocation_id)
+
+    class App:
+        app_id = "pynencs-own"
+        state_backend = Backend()
+
+    started: list[str | None] = []
+
+    def start() -> Any:
+        started.append(_trigger_runs.take_fixed_id())
+        return "invocation"
+
+    assert _trigger_runs.execute_run(App(), "run", start) == "invocation"  # type: ignore[arg-type]
+    assert started == [_trigger_runs.run_invocation_id("pynencs-own", "run")]
+
+
+@pytest.mark.parametrize("backend", ["mem"])
+def test_a_claim_left_by_a_loop_step_that_raised_is_not_taken_for_a_later_start(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pynenc's loop calls the user's argument provider between the claim and the
+    start: if it raised, the claim's run id must not be given to a later,
+    unrelated ``execute_task`` on that thread (past the claim's 60 s)."""
+    from pynenc_cpp import trigger as trigger_module
+
+    app = _app(backend, "native", tmp_path, request)
+    trigger = app.trigger
+    assert isinstance(trigger, CppTrigger)
+    assert trigger.claim_trigger_run("run-left")
+    monkeypatch.setattr(trigger_module, "_CLAIM_SEC", 0.0)
+    later = trigger.execute_task(tt.send_receipt.task_id, {"path": str(tmp_path / "l"), "tag": "y"})
+    assert later.invocation_id != _trigger_runs.run_invocation_id(app.app_id, "run-left")

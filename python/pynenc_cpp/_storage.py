@@ -48,7 +48,9 @@ class Learned:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._lifecycles: list[_core.Lifecycle] = []
+        # Held weakly: a lifecycle lives as long as the orchestrator (or runner
+        # engine) that uses it.
+        self._lifecycles: weakref.WeakSet[_core.Lifecycle] = weakref.WeakSet()
         self._free_tasks: set[str] = set()
 
     def adopt(self, lifecycle: _core.Lifecycle) -> None:
@@ -56,7 +58,11 @@ class Learned:
         with self._lock:
             for task_key in self._free_tasks:
                 lifecycle.set_task_runs_freely(task_key)
-            self._lifecycles.append(lifecycle)
+            self._lifecycles.add(lifecycle)
+
+    def after_fork(self) -> None:
+        """In a forked child: a lock a parent's thread held at the fork is not left held."""
+        self._lock = threading.Lock()
 
     def runs_freely(self, task_key: str) -> None:
         """The task runs freely: told to every lifecycle adopted, and to later ones."""
@@ -102,6 +108,9 @@ def _after_fork_in_child() -> None:
     # would stay locked. The storages themselves drop the parent's connections.
     global _lock
     _lock = threading.Lock()
+    for per_app in list(_learned.values()):
+        for learned in per_app.values():
+            learned.after_fork()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

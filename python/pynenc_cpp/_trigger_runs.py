@@ -20,10 +20,16 @@ of a claimed run first looks for it:
   harmless: only one claim moves it to PENDING, the other finds it taken;
 * any other status: it was routed and runs or ran; it is the run's invocation.
 
+Only an invocation registered less than ``REUSE_WITHIN_SEC`` ago is taken for the
+run's: some run ids come back (pynenc's ``ExceptionContext`` id names only the
+exception's type), and once the earlier run's record is purged the run fires anew,
+with a new id.
+
 A task whose registration concurrency control reuses a REGISTERED invocation
 (pynenc's ``route_call``) keeps pynenc's behaviour: the reused invocation is the run's.
-Under an orchestrator that is not this package's, the id is not fixed and the
-window stays (``docs/reliability.md``).
+Under an orchestrator that is not this package's, or while pynenc's route code
+differs from the one this package follows (the ``native`` shortcut off,
+``_shortcuts``), the id is not fixed and the window stays (``docs/reliability.md``).
 """
 
 from __future__ import annotations
@@ -32,8 +38,11 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from pynenc.conf.config_task import ConcurrencyControlType
+from pynenc.exceptions import InvocationNotFoundError
 from pynenc.identifiers.invocation_id import InvocationId
 from pynenc.invocation.status import InvocationStatus
 
@@ -44,6 +53,11 @@ if TYPE_CHECKING:
 #: The namespace of the run invocation ids (fixed: the ids must not change across
 #: releases, or a run fired by one release and found by another would start twice).
 _NAMESPACE = uuid.UUID("5d1c7a52-3c1e-4d7b-9a0f-7f2b8e6c41a9")
+
+#: How recent an invocation found under a run's id must be to be that run's (a firer
+#: that died before recording the run made it at most a claim's expiry, pynenc's
+#: 60 s, and a trigger thread's look, 10 s, before its next claimer looks for it).
+REUSE_WITHIN_SEC = 600.0
 
 #: The id the next new invocation of this context is to take (one-shot).
 _fixed: ContextVar[list[str] | None] = ContextVar("pynenc_cpp_fixed_invocation_id", default=None)
@@ -83,14 +97,18 @@ def execute_run(
     app: Pynenc, trigger_run_id: str, execute: Callable[[], BaseInvocation]
 ) -> BaseInvocation:
     """The invocation claimed trigger run ``trigger_run_id`` starts: the one an earlier
-    claimer of the run started (made whole, see the module's docs), or a new one made
-    by ``execute`` (pynenc's ``execute_task``) with the run's id."""
+    claimer of the run started less than ``REUSE_WITHIN_SEC`` ago (made whole, see
+    the module's docs), or a new one made by ``execute`` (pynenc's ``execute_task``),
+    with the run's id unless an older invocation holds it."""
     invocation_id = InvocationId(run_invocation_id(app.app_id, trigger_run_id))
-    try:
-        invocation = app.state_backend.get_invocation(invocation_id)
-    except KeyError:
+    invocation = _stored(app, invocation_id)
+    if invocation is None:
         with fixed_invocation_id(invocation_id):
             return execute()
+    if not _started_recently(app, invocation_id):
+        # An earlier firing of a run id that comes back (pynenc's ExceptionContext ids
+        # name only the exception type), its record purged since: a firing of its own.
+        return execute()
     _finish_start(app, invocation)
     app.logger.warning(
         f"trigger run {trigger_run_id} claimed again (its earlier claimer died before "
@@ -99,13 +117,51 @@ def execute_run(
     return invocation
 
 
+def _stored(app: Pynenc, invocation_id: InvocationId) -> Any:
+    """The stored invocation, or None (pynenc's state backends raise
+    ``InvocationNotFoundError``, this package's a subclass that is also a ``KeyError``)."""
+    try:
+        return app.state_backend.get_invocation(invocation_id)
+    except (KeyError, InvocationNotFoundError):
+        return None
+
+
+def _started_recently(app: Pynenc, invocation_id: InvocationId) -> bool:
+    """Whether the invocation was registered less than ``REUSE_WITHIN_SEC`` ago (by its
+    first history row, else its status record; one with neither was cut short before
+    its registration: recent)."""
+    try:
+        history = app.state_backend.get_history(invocation_id)
+    except (KeyError, InvocationNotFoundError):
+        history = []
+    at: datetime
+    if history:
+        at = min(h.status_record.timestamp for h in history)
+    else:
+        try:
+            at = app.orchestrator.get_invocation_status_record(invocation_id).timestamp
+        except (KeyError, InvocationNotFoundError):
+            return True
+    age: float = (datetime.now(UTC) - at).total_seconds()
+    return age < REUSE_WITHIN_SEC
+
+
 def _finish_start(app: Pynenc, invocation: Any) -> None:
-    """What the earlier claimer may have left undone of starting ``invocation``."""
+    """What the earlier claimer may have left undone of starting ``invocation``: its
+    registration and route, and the index of its arguments for concurrency control.
+    (Not redone in mixed mode: pynenc's history row and trigger report of the
+    registration, which a firer killed between them and the route leaves out.)"""
     orchestrator = app.orchestrator
     try:
         status = orchestrator.get_invocation_status(invocation.invocation_id)
-    except KeyError:  # stored, never registered
+    except (KeyError, InvocationNotFoundError):  # stored, never registered
         orchestrator.register_new_invocations([invocation])
-        return
+        status = None
     if status == InvocationStatus.REGISTERED:  # registered, maybe never routed
         orchestrator.route_invocations([invocation])
+    conf = invocation.call.task.conf
+    if (
+        conf.registration_concurrency != ConcurrencyControlType.DISABLED
+        or conf.running_concurrency != ConcurrencyControlType.DISABLED
+    ):
+        orchestrator.index_arguments_for_concurrency_control(invocation)

@@ -12,6 +12,7 @@ Beside the engine's store the adapter keeps per-thread notes of pynenc's trigger
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
     from pynenc.trigger.types import ConditionId
 
 _TriggerTuple = tuple[str, str, list[str], str, str | None]
+#: pynenc's trigger-run claim (its loop's ``claim_trigger_run`` default).
+_CLAIM_SEC = 60.0
 
 
 def _context_type_name(context_type: type[ConditionContext]) -> str:
@@ -80,8 +83,10 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
     def __init__(self, app: Pynenc) -> None:
         super().__init__(app)
         self._engine = self.storage.trigger_store()
-        # Per thread: the trigger runs whose claim this thread's loop iteration was
-        # refused while another runner held it unrecorded (clear_valid_conditions).
+        # Per thread, of pynenc's trigger loop: `runs`, the trigger runs whose claim
+        # this thread's loop iteration was refused while another runner held it
+        # unrecorded (clear_valid_conditions); `claimed`, (run id, monotonic time) of
+        # the claim this thread made last, for the execute_task that follows it.
         self._in_flight = threading.local()
         # Status changes noted before they are made, until their reports are made.
         self.pending_reports = PendingReports(self)
@@ -272,15 +277,17 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
         (``store_trigger_run``) and then clears the valid conditions it used. A
         runner that dies after the record and before the clear leaves the valid
         condition behind; once the claim expires, the next loop would claim the
-        same run id and start the task again. A recorded run is not claimed again,
-        so the window that remains is the one between starting the task and
-        recording the run (``docs/reliability.md``).
+        same run id and start the task again. A recorded run is not claimed again;
+        a runner that dies between starting the task and recording the run leaves
+        the invocation that the run's next claimer finds (``execute_task``,
+        ``_trigger_runs``; ``docs/reliability.md``).
         """
         self._in_flight.claimed = None
         if self._engine.get_trigger_run(trigger_run_id) is not None:
             return False
         if self._engine.claim_trigger_run(trigger_run_id, int(expiration_seconds)):
-            self._in_flight.claimed = trigger_run_id  # for execute_task, next
+            # For the execute_task that follows on this thread (pynenc's loop).
+            self._in_flight.claimed = (trigger_run_id, time.monotonic())
             return True
         # Held by another runner and not recorded: its condition must outlive this
         # iteration's clear (clear_valid_conditions).
@@ -296,10 +303,12 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
         *,
         parent_event_id: str | None = None,
     ) -> BaseInvocation:
-        """pynenc's, for the run this thread's loop claimed last: the invocation's id
-        follows from the run, and one an earlier claimer of the run started (it died
-        before recording the run) is the run's, not started again (``_trigger_runs``)."""
-        run_id: str | None = getattr(self._in_flight, "claimed", None)
+        """pynenc's, for the run this thread's loop claimed just before (within the
+        claim's 60 s: a claim whose loop step raised before its start is not taken
+        for another call's): the invocation's id follows from the run, and one an
+        earlier claimer of the run started (it died before recording the run) is the
+        run's, not started again (``_trigger_runs``)."""
+        claimed: tuple[str, float] | None = getattr(self._in_flight, "claimed", None)
         self._in_flight.claimed = None
 
         def execute() -> BaseInvocation:
@@ -307,9 +316,9 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
                 task_id, arguments, parent_event_id=parent_event_id
             )
 
-        if run_id is None:
+        if claimed is None or time.monotonic() - claimed[1] > _CLAIM_SEC:
             return execute()
-        return execute_run(self.app, run_id, execute)
+        return execute_run(self.app, claimed[0], execute)
 
     def _purge(self) -> None:
         self._engine.purge()

@@ -91,9 +91,11 @@ Result<std::optional<StoredEvent>> MemTriggerStore::GetEvent(const std::string& 
 }
 
 bool MemTriggerStore::EventMatchesLocked(const EventRow& row, const EventFilter& f) const {
-  // Looked up only when the filter asks (here, where the analysis sees mu_ held).
-  const bool triggered = f.triggered && IsTriggeredLocked(row.event_id);
-  return EventMatches(row, f, [triggered] { return triggered; });
+  // Called by EventMatches only, with mu_ held here (the analysis cannot follow it
+  // into the template), and only when the filter asks, after the cheaper checks.
+  return EventMatches(row, f, [&]() PYNENC_NO_THREAD_SAFETY_ANALYSIS {
+    return IsTriggeredLocked(row.event_id);
+  });
 }
 
 const std::set<TimeKey>& MemTriggerStore::EventCandidatesLocked(const EventFilter& f) const {
