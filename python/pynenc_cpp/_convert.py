@@ -38,6 +38,12 @@ def opt_from_us(value: int | None) -> datetime | None:
     return None if value is None else from_us(value)
 
 
+def seconds_to_us(seconds: float) -> int:
+    """A duration in microseconds; a positive one never rounds down to 0 (= disabled)."""
+    micros = round(seconds * 1_000_000)
+    return max(micros, 1) if seconds > 0 else micros
+
+
 def as_invocation_ids(raw: list[str]) -> list[InvocationId]:
     """The engine's id strings as pynenc ``InvocationId``s.
 

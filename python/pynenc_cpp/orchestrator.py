@@ -14,7 +14,6 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -23,24 +22,18 @@ from pynenc.conf.config_task import ConcurrencyControlType
 from pynenc.exceptions import InvocationStatusTransitionError
 from pynenc.identifiers.invocation_id import InvocationId
 from pynenc.invocation.status import InvocationStatus, InvocationStatusRecord
-from pynenc.orchestrator.atomic_service import (
-    ActiveRunnerInfo,
-    AtomicServiceExecution,
-    AtomicServiceExecutionStatus,
-    AtomicServiceRun,
-)
+from pynenc.orchestrator.atomic_service import ActiveRunnerInfo
 from pynenc.orchestrator.base_orchestrator import BaseBlockingControl
 
 from pynenc_cpp import _core, _live, _shortcuts, _submit, _trigger_runs
+from pynenc_cpp._atomic_service import AtomicServiceExecutions
 from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
 from pynenc_cpp._concurrency import ConcurrencyGate, Gated
 from pynenc_cpp._convert import (
     as_invocation_ids,
     from_us,
-    opt_from_us,
-    opt_to_us,
+    seconds_to_us,
     status_from_value,
-    to_us,
 )
 from pynenc_cpp._outage import Settled, ride_out
 from pynenc_cpp._pending_reports import notes_reports
@@ -62,30 +55,11 @@ if TYPE_CHECKING:
     from pynenc.types import Params, Result
 
 _RecordTuple = tuple[str, "str | None", int]
-_ExecutionTuple = tuple[str, str, int, "int | None", str, str]
-
-
-def _seconds_to_us(seconds: float) -> int:
-    """A duration in microseconds; a positive one never rounds down to 0 (= disabled)."""
-    micros = round(seconds * 1_000_000)
-    return max(micros, 1) if seconds > 0 else micros
 
 
 def _record(raw: _RecordTuple) -> InvocationStatusRecord:
     value, runner_id, timestamp_us = raw
     return InvocationStatusRecord(status_from_value(value), runner_id, from_us(timestamp_us))
-
-
-def _execution(raw: _ExecutionTuple) -> AtomicServiceExecution:
-    runner_id, run_id, start_us, end_us, status, reason = raw
-    return AtomicServiceExecution.from_raw(
-        runner_id=runner_id,
-        atomic_service_run_id=run_id,
-        start_time=from_us(start_us),
-        end_time=opt_from_us(end_us),
-        status=AtomicServiceExecutionStatus(status),
-        reason=reason,
-    )
 
 
 def _statuses(statuses: Sequence[InvocationStatus] | None) -> list[InvocationStatus]:
@@ -148,7 +122,7 @@ class CppBlockingControl(BaseBlockingControl):
         return iter(as_invocation_ids(self._engine.blocking_invocations(max_num_invocations)))
 
 
-class CppOrchestrator(CppComponentMixin, ConcurrencyGate):
+class CppOrchestrator(CppComponentMixin, AtomicServiceExecutions, ConcurrencyGate):
     """Native orchestrator (backend picked by the subclass: Mem or Sqlite).
 
     Status transitions are an atomic compare-and-set in C++ (validation,
@@ -477,7 +451,7 @@ class CppOrchestrator(CppComponentMixin, ConcurrencyGate):
         Their wait-graph edges go with them (pynenc's ``release_waiters``).
         """
         hours = self.conf.auto_final_invocation_purge_hours
-        self._purging(lambda: self._engine.auto_purge(_seconds_to_us(hours * 3600)))
+        self._purging(lambda: self._engine.auto_purge(seconds_to_us(hours * 3600)))
 
     def purge(self) -> None:
         self._purging(self._engine.purge)
@@ -514,7 +488,7 @@ class CppOrchestrator(CppComponentMixin, ConcurrencyGate):
     def _get_active_runners(
         self, timeout_seconds: float, can_run_atomic_service: bool | None = None
     ) -> list[ActiveRunnerInfo]:
-        rows = self._engine.active_runners(_seconds_to_us(timeout_seconds), can_run_atomic_service)
+        rows = self._engine.active_runners(seconds_to_us(timeout_seconds), can_run_atomic_service)
         return [
             ActiveRunnerInfo(
                 runner_id=runner_id,
@@ -527,14 +501,14 @@ class CppOrchestrator(CppComponentMixin, ConcurrencyGate):
         ]
 
     def get_pending_invocations_for_recovery(self) -> Iterator[InvocationId]:
-        max_pending_us = _seconds_to_us(self.app.conf.max_pending_seconds)
+        max_pending_us = seconds_to_us(self.app.conf.max_pending_seconds)
         return iter(as_invocation_ids(self._engine.pending_for_recovery(max_pending_us)))
 
     def _get_running_invocations_for_recovery(
         self, timeout_seconds: float
     ) -> Iterator[InvocationId]:
         return iter(
-            as_invocation_ids(self._engine.running_for_recovery(_seconds_to_us(timeout_seconds)))
+            as_invocation_ids(self._engine.running_for_recovery(seconds_to_us(timeout_seconds)))
         )
 
     def get_pending_invocations_of_dead_runners(self) -> Iterator[InvocationId]:
@@ -542,84 +516,8 @@ class CppOrchestrator(CppComponentMixin, ConcurrencyGate):
         ``runner_considered_dead_after_minutes``: a dead runner's claims, recovered
         at dead-after time instead of after ``max_pending_seconds``. Not part of
         pynenc's ABC (``CppRunner``'s native recovery uses it)."""
-        timeout_us = _seconds_to_us(self.app.conf.runner_considered_dead_after_minutes * 60)
+        timeout_us = seconds_to_us(self.app.conf.runner_considered_dead_after_minutes * 60)
         return iter(as_invocation_ids(self._engine.pending_of_dead_runners(timeout_us)))
-
-    # ---- atomic-service executions ----------------------------------------
-
-    def record_atomic_service_execution_start(
-        self,
-        atomic_service_run: AtomicServiceRun,
-        started_at: datetime | None,
-        status: AtomicServiceExecutionStatus = AtomicServiceExecutionStatus.RUNNING,
-        reason: str = "",
-    ) -> bool:
-        """Insert the execution row; for RUNNING, at most one may be active.
-
-        Sets ``atomic_service_run.started_at`` to the stored start time. Rows that
-        are not an accepted RUNNING claim trigger a retention purge, as in pynenc.
-        """
-        accepted, started_us = self._engine.record_atomic_service_start(
-            atomic_service_run.runner_id,
-            atomic_service_run.atomic_service_run_id,
-            opt_to_us(started_at),
-            str(status),
-            reason,
-        )
-        atomic_service_run.started_at = from_us(started_us)
-        if status != AtomicServiceExecutionStatus.RUNNING or not accepted:
-            self.purge_atomic_service_executions()
-        return accepted
-
-    def finalize_atomic_service_execution(
-        self,
-        atomic_service_run: AtomicServiceRun,
-        end_time: datetime,
-        status: AtomicServiceExecutionStatus,
-        reason: str = "",
-    ) -> None:
-        self._engine.finalize_atomic_service(
-            atomic_service_run.runner_id,
-            atomic_service_run.atomic_service_run_id,
-            to_us(end_time),
-            str(status),
-            reason,
-        )
-        self.purge_atomic_service_executions()
-
-    def get_active_atomic_service_executions(self) -> list[AtomicServiceExecution]:
-        return [_execution(r) for r in self._engine.active_atomic_service_executions()]
-
-    def get_atomic_service_executions_in_timerange(
-        self,
-        start_time: datetime,
-        end_time: datetime,
-        limit: int = 1000,
-        *,
-        runner_id: str | None = None,
-        min_duration_seconds: float = 0.0,
-    ) -> list[AtomicServiceExecution]:
-        rows = self._engine.atomic_service_executions_in_range(
-            to_us(start_time),
-            to_us(end_time),
-            limit,
-            runner_id,
-            _seconds_to_us(min_duration_seconds) if min_duration_seconds > 0 else 0,
-        )
-        return [_execution(r) for r in rows]
-
-    def purge_atomic_service_executions(self) -> int:
-        """Trim finished rows by ``atomic_service_execution_retention_minutes`` and
-        ``atomic_service_execution_max_records``; rows referenced by trigger-run
-        history and RUNNING rows are kept."""
-        retention_minutes = float(self.app.conf.atomic_service_execution_retention_minutes)
-        max_records = int(self.app.conf.atomic_service_execution_max_records)
-        protected = sorted(self.app.trigger.get_referenced_atomic_service_run_ids())
-        return self._engine.purge_atomic_service_executions(
-            _seconds_to_us(retention_minutes * 60) if retention_minutes > 0 else 0,
-            max(max_records, 0),
-            protected,
-        )
 
 
 class CppMemOrchestrator(MemBackend, CppOrchestrator):
