@@ -266,3 +266,58 @@ def test_a_claim_left_by_a_loop_step_that_raised_is_not_taken_for_a_later_start(
     monkeypatch.setattr(trigger_module, "_CLAIM_SEC", 0.0)
     later = trigger.execute_task(tt.send_receipt.task_id, {"path": str(tmp_path / "l"), "tag": "y"})
     assert later.invocation_id != _trigger_runs.run_invocation_id(app.app_id, "run-left")
+
+
+@pytest.mark.parametrize("backend", ALL)
+def test_an_exception_trigger_fires_for_each_failure_of_the_same_type(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pynenc's ExceptionContext id names only the exception type: two failures with
+    ValueError give one trigger-run id. The second, once the first run's claim has
+    expired (made to expire at once here), fires a second apology, as pynenc's own
+    triggers do; the first run's leftover condition alone does not fire again."""
+    from pynenc.trigger.conditions import ExceptionContext
+
+    app = _app(backend, "native", tmp_path, request)
+    trigger = app.trigger
+    assert isinstance(trigger, CppTrigger)
+    engine = trigger._engine
+
+    class ClaimsExpireAtOnce(_FirstClaimExpires):
+        def claim_trigger_run(self, run_id: str, expiration_seconds: int) -> bool:
+            return bool(engine.claim_trigger_run(run_id, 0))
+
+    monkeypatch.setattr(trigger, "_engine", ClaimsExpireAtOnce(engine))
+    app.register_deferred_triggers()
+
+    def failed(tag: str) -> None:
+        """payment_failed(tag) failed with ValueError, as pynenc's run reports it
+        (report_invocation_failure, its status FAILED)."""
+        inv = tt.payment_failed(tag)
+        context = ExceptionContext(
+            call_id=inv.call.call_id,
+            invocation_id=inv.invocation_id,
+            arguments=inv.call.arguments,
+            disable_cache_args=(),
+            status=InvocationStatus.FAILED,
+            exception_type="ValueError",
+            exception_message=tag,
+        )
+        for condition in trigger.get_conditions_sourced_from_task(
+            tt.payment_failed.task_id, ExceptionContext
+        ):
+            trigger.validate_and_record_condition(condition, context)
+
+    def apologies() -> list[str]:
+        return list(app.orchestrator.get_existing_invocations(tt.send_apology))
+
+    failed("p1")
+    _iteration(app)
+    assert len(apologies()) == 1
+    assert trigger.get_valid_conditions() == {}
+    failed("p2")
+    _iteration(app)
+    fired = apologies()
+    assert len(fired) == 2, fired  # the same run id, another failure
+    _iteration(app)
+    assert len(apologies()) == 2

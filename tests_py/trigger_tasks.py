@@ -73,6 +73,22 @@ def send_receipt(path: str, tag: str) -> str:
     return tag
 
 
+@app.task
+def payment_failed(tag: str) -> str:
+    """The source task of an exception trigger: fails with ``ValueError(tag)``."""
+    raise ValueError(tag)
+
+
+@app.task(
+    triggers=TriggerBuilder()
+    .on_exception(payment_failed, "ValueError")
+    .with_args_static({"note": "sorry"})
+)
+def send_apology(note: str) -> str:
+    """Started by the trigger once per ``ValueError`` of ``payment_failed``."""
+    return note
+
+
 @app.task(triggers=TriggerBuilder().on_cron("* * * * *"))
 def every_minute() -> str:
     """Started by the trigger once per minute (pynenc's ``enable_scheduler``)."""
@@ -83,7 +99,7 @@ def every_minute() -> str:
     return now.isoformat()
 
 
-TASKS = [order_placed, send_receipt, every_minute]
+TASKS = [order_placed, send_receipt, payment_failed, send_apology, every_minute]
 #: The triggers pynenc deferred at decoration (a runner of ``app`` registers them
 #: when it starts); ``use`` hands them to the target app's runners.
 _TRIGGERS = dict(app._deferred_trigger_tasks)

@@ -86,7 +86,8 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
         # Per thread, of pynenc's trigger loop: `runs`, the trigger runs whose claim
         # this thread's loop iteration was refused while another runner held it
         # unrecorded (clear_valid_conditions); `claimed`, (run id, monotonic time) of
-        # the claim this thread made last, for the execute_task that follows it.
+        # the claim this thread made last, for the execute_task that follows it;
+        # `conditions`, the valid conditions its iteration read (_fires_anew).
         self._in_flight = threading.local()
         # Status changes noted before they are made, until their reports are made.
         self.pending_reports = PendingReports(self)
@@ -166,10 +167,14 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
         )
 
     def get_valid_conditions(self) -> dict[str, ValidCondition]:
-        return {
+        conditions = {
             vc_id: ValidCondition.from_json(json_str, self.app)
             for vc_id, json_str in self._engine.valid_conditions()
         }
+        # What this thread's loop iteration fires from (claim_trigger_run's look at a
+        # recorded run).
+        self._in_flight.conditions = conditions
+        return conditions
 
     def clear_valid_conditions(self, conditions: Iterable[ValidCondition]) -> None:
         """pynenc's clear, keeping each condition whose trigger run this thread's loop
@@ -271,7 +276,9 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
                 self.record_valid_conditions([ValidCondition(condition, context)])
 
     def claim_trigger_run(self, trigger_run_id: str, expiration_seconds: int = 60) -> bool:
-        """pynenc's claim, and never of a run already recorded.
+        """pynenc's claim, and never of a run already recorded for the event at hand
+        (``_fires_anew``: a run id that comes back for another event is claimed as
+        pynenc claims it).
 
         pynenc's loop claims a run, starts its task, records the run
         (``store_trigger_run``) and then clears the valid conditions it used. A
@@ -283,17 +290,39 @@ class CppTrigger(CppComponentMixin, BaseTrigger):
         ``_trigger_runs``; ``docs/reliability.md``).
         """
         self._in_flight.claimed = None
-        if self._engine.get_trigger_run(trigger_run_id) is not None:
+        recorded = self._engine.get_trigger_run(trigger_run_id)
+        if recorded is not None and not self._fires_anew(TriggerRunRecord.from_json(recorded)):
             return False
         if self._engine.claim_trigger_run(trigger_run_id, int(expiration_seconds)):
-            # For the execute_task that follows on this thread (pynenc's loop).
-            self._in_flight.claimed = (trigger_run_id, time.monotonic())
+            # For the execute_task that follows on this thread (pynenc's loop); a run
+            # fired anew starts an invocation of its own (_trigger_runs).
+            if recorded is None:
+                self._in_flight.claimed = (trigger_run_id, time.monotonic())
             return True
         # Held by another runner and not recorded: its condition must outlive this
         # iteration's clear (clear_valid_conditions).
         if not hasattr(self._in_flight, "runs"):
             self._in_flight.runs = set()
         self._in_flight.runs.add(trigger_run_id)
+        return False
+
+    def _fires_anew(self, record: TriggerRunRecord) -> bool:
+        """Whether a recorded run's id comes back for another event: a valid condition
+        this thread's loop read for the run has a source invocation the record does
+        not name. pynenc's ``ExceptionContext`` id names only the exception's type,
+        so every failure of that type of a watched task gives the same run id
+        (status, result, event and cron ids name their invocation, event or slot:
+        theirs never come back, and a leftover condition of a recorded run is not
+        fired again)."""
+        conditions: dict[str, ValidCondition] = getattr(self._in_flight, "conditions", {})
+        named = set(record.source_invocation_ids) | {
+            p.source_invocation_id for p in record.participants or [] if p.source_invocation_id
+        }
+        for vc_id in record.valid_condition_ids:
+            vc = conditions.get(vc_id)
+            source = getattr(vc.context, "invocation_id", None) if vc is not None else None
+            if source is not None and str(source) not in named:
+                return True
         return False
 
     def execute_task(
