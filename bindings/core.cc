@@ -1,5 +1,7 @@
 // Core types: the status machine table and a transition check, exposed so that
 // tests can compare them with pynenc's own table.
+#include <utility>
+
 #include "pynenc_cpp/core/call_ids.h"
 #include "pynenc_cpp/core/spin_wait.h"
 
@@ -25,12 +27,16 @@ void InitCore(py::module_& m) {
         auto describe = [](const StatusDefinition& d) {
           py::dict row;
           row["allowed_transitions"] = py::cast(d.Allowed());
-          row["is_final"] = d.is_final;
-          row["available_for_run"] = d.available_for_run;
-          row["requires_ownership"] = d.requires_ownership;
-          row["acquires_ownership"] = d.acquires_ownership;
-          row["releases_ownership"] = d.releases_ownership;
-          row["overrides_ownership"] = d.overrides_ownership;
+          for (const auto& [name, flag] : {
+                   std::pair{"is_final", &StatusDefinition::is_final},
+                   std::pair{"available_for_run", &StatusDefinition::available_for_run},
+                   std::pair{"requires_ownership", &StatusDefinition::requires_ownership},
+                   std::pair{"acquires_ownership", &StatusDefinition::acquires_ownership},
+                   std::pair{"releases_ownership", &StatusDefinition::releases_ownership},
+                   std::pair{"overrides_ownership", &StatusDefinition::overrides_ownership},
+               }) {
+            row[name] = d.*flag;
+          }
           return row;
         };
         table[py::none()] = describe(Definition(std::nullopt));

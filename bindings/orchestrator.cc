@@ -140,7 +140,8 @@ void InitOrchestrator(py::module_& m) {
              std::map<std::string, std::string> index_args, InvocationStatus to,
              std::optional<std::string> runner_id) {
             Orchestrator::GateOutcome out = WithoutGil([&] {
-              return o.GatedTransition(id, task, key_args, blocking, index_args, to, runner_id);
+              return o.GatedTransition({id, task, std::move(key_args), std::move(blocking),
+                                        std::move(index_args), to, std::move(runner_id)});
             });
             py::object blocker = py::none();
             if (out.blocker) blocker = py::str(out.blocker->str());

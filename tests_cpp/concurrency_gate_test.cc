@@ -50,8 +50,8 @@ class GatedTransition : public testing::BackendTest<B> {
                                           const std::string& task = "mod.keyed",
                                           Orchestrator* orch = nullptr) {
     return (orch ? orch : orch_.get())
-        ->GatedTransition(InvocationId(id), TaskId(task), {{"sku", sku}}, kClaimBlocking,
-                          {{"sku", sku}, {"n", id}}, S::kPending, runner);
+        ->GatedTransition({InvocationId(id), TaskId(task), {{"sku", sku}}, kClaimBlocking,
+                           {{"sku", sku}, {"n", id}}, S::kPending, runner});
   }
   S StatusOf(const std::string& id) {
     return orch_->GetStatusRecord(InvocationId(id)).value().status;
@@ -106,8 +106,8 @@ TYPED_TEST(GatedTransition, AStartIsBlockedOnlyByARunningOneAndNeverByItself) {
   ASSERT_TRUE(this->orch_->TransitionStatus(InvocationId("a"), S::kPending, "r1").ok());
   ASSERT_TRUE(this->orch_->TransitionStatus(InvocationId("b"), S::kPending, "r2").ok());
   auto start = [&](const std::string& id, const std::string& runner) {
-    return this->orch_->GatedTransition(InvocationId(id), TaskId("mod.keyed"), {{"sku", "1"}},
-                                        kStartBlocking, {}, S::kRunning, runner);
+    return this->orch_->GatedTransition({InvocationId(id), TaskId("mod.keyed"), {{"sku", "1"}},
+                                         kStartBlocking, {}, S::kRunning, runner});
   };
   auto a = start("a", "r1");  // b is only PENDING: not blocking a start
   ASSERT_TRUE(a.ok()) << a.status().ToString();
@@ -122,21 +122,22 @@ TYPED_TEST(GatedTransition, AStartIsBlockedOnlyByARunningOneAndNeverByItself) {
 TYPED_TEST(GatedTransition, ErrorsAreTheTransitionsAndWriteNothing) {
   this->Register("a");
   // REGISTERED -> RUNNING is illegal: refused before anything is written.
-  auto r = this->orch_->GatedTransition(InvocationId("a"), TaskId("mod.keyed"), {{"sku", "1"}},
-                                        kStartBlocking, {{"sku", "9"}}, S::kRunning, "r1");
+  auto r = this->orch_->GatedTransition({InvocationId("a"), TaskId("mod.keyed"), {{"sku", "1"}},
+                                         kStartBlocking, {{"sku", "9"}}, S::kRunning, "r1"});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kIllegalTransition);
   EXPECT_TRUE(
       this->orch_->GetExistingInvocations(TaskId("mod.keyed"), {{"sku", "9"}}, {}).value().empty());
   // Owned by another runner.
   ASSERT_FALSE(this->Claim("a", "1", "r1").value().blocker);
-  auto other = this->orch_->GatedTransition(InvocationId("a"), TaskId("mod.keyed"), {{"sku", "1"}},
-                                            kStartBlocking, {}, S::kRunning, "r2");
+  auto other = this->orch_->GatedTransition(
+      {InvocationId("a"), TaskId("mod.keyed"), {{"sku", "1"}}, kStartBlocking, {}, S::kRunning,
+       "r2"});
   ASSERT_FALSE(other.ok());
   EXPECT_EQ(other.status().code(), ErrorCode::kOwnershipViolation);
   EXPECT_EQ(this->Claim("nope", "1").status().code(), ErrorCode::kNotFound);
-  auto empty = this->orch_->GatedTransition(InvocationId("a"), TaskId("mod.keyed"), {}, {}, {},
-                                            S::kRunning, "r1");
+  auto empty = this->orch_->GatedTransition(
+      {InvocationId("a"), TaskId("mod.keyed"), {}, {}, {}, S::kRunning, "r1"});
   EXPECT_EQ(empty.status().code(), ErrorCode::kInvalidArgument);
 }
 

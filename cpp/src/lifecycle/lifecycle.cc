@@ -191,7 +191,7 @@ Result<GatedChangeOutcome> PortLifecycle::GatedChange(
   Status s = Atomically([&]() -> Status {
     out = GatedChangeOutcome{};
     Result<Orchestrator::GateOutcome> gate = parts_.orchestrator->GatedTransition(
-        id, task, key_args, blocking, index_args, to, actor.runner_id);
+        {id, task, key_args, blocking, index_args, to, actor.runner_id});
     if (!gate.ok()) return gate.status();
     out.record = gate.value().record;
     if (gate.value().blocker) {

@@ -15,8 +15,7 @@ class MemGenerationSource final : public GenerationSource {
  public:
   Result<Generation> ClaimTerm(const std::string& label, const std::string& owner,
                                std::uint32_t min_term) override {
-    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
-    if (Status s = fencing::CheckSourceOwner(owner); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceClaim(label, owner); !s.ok()) return s;
     MutexLock lock(mu_);
     auto it = owners_.find(label);
     const std::uint32_t current = it == owners_.end() ? 0 : it->second.generation.term;
@@ -33,8 +32,7 @@ class MemGenerationSource final : public GenerationSource {
 
   Result<Generation> ClaimSeq(const std::string& label, const std::string& owner,
                               Generation expected) override {
-    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
-    if (Status s = fencing::CheckSourceOwner(owner); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceClaim(label, owner); !s.ok()) return s;
     MutexLock lock(mu_);
     auto it = owners_.find(label);
     const std::string wanted = "label '" + label + "': expected owner '" + owner + "' at " +

@@ -188,27 +188,23 @@ void MemOrchestrator::IndexLocked(InvocationRow& row,
 
 // Walks the rows in the blocking statuses (few: claimed or running ones), not the
 // task's history.
-Result<Orchestrator::GateOutcome> MemOrchestrator::GatedTransition(
-    const InvocationId& id, const TaskId& task_id,
-    const std::map<std::string, std::string>& key_args,
-    const std::vector<InvocationStatus>& blocking,
-    const std::map<std::string, std::string>& index_args, InvocationStatus to,
-    const std::optional<std::string>& runner_id) {
-  if (blocking.empty()) return Status::InvalidArgument("GatedTransition needs blocking statuses");
+Result<Orchestrator::GateOutcome> MemOrchestrator::GatedTransition(const GateRequest& gate) {
+  if (Status st = gate.Check(); !st.ok()) return st;
   MutexLock lock(mu_);
-  InvocationRow* row = FindLocked(id);
-  if (row == nullptr) return UnknownInvocation(id);
-  Result<StatusRecord> check = ApplyTransition(row->status, to, runner_id, clock_->NowMicros());
+  InvocationRow* row = FindLocked(gate.id);
+  if (row == nullptr) return UnknownInvocation(gate.id);
+  Result<StatusRecord> check =
+      ApplyTransition(row->status, gate.to, gate.runner_id, clock_->NowMicros());
   if (!check.ok()) return check.status();  // nothing written, as TransitionStatus
-  IndexLocked(*row, index_args);
+  IndexLocked(*row, gate.index_args);
   std::optional<Seq> blocker;
-  for (InvocationStatus st : blocking) {
+  for (InvocationStatus st : gate.blocking) {
     for (Seq seq : by_status_[static_cast<std::size_t>(st)]) {
       if (seq == row->seq || (blocker && seq >= *blocker)) continue;
       const InvocationRow& other = rows_.at(by_seq_.at(seq));
-      if (!(other.task_id == task_id)) continue;
+      if (!(other.task_id == gate.task_id)) continue;
       bool match = true;
-      for (const auto& [key, value] : key_args) {
+      for (const auto& [key, value] : gate.key_args) {
         auto it = other.args.find(key);
         match = match && it != other.args.end() && it->second == value;
       }
@@ -216,7 +212,7 @@ Result<Orchestrator::GateOutcome> MemOrchestrator::GatedTransition(
     }
   }
   if (blocker) return GateOutcome{row->status, by_seq_.at(*blocker)};
-  Result<StatusRecord> next = TransitionLocked(*row, to, runner_id);
+  Result<StatusRecord> next = TransitionLocked(*row, gate.to, gate.runner_id);
   if (!next.ok()) return next.status();
   return GateOutcome{next.value(), std::nullopt};
 }

@@ -1,7 +1,6 @@
 // In-memory orchestrator, part 2: runner heartbeats, the recovery queries and
 // atomic-service execution rows. Layout and locking: mem_orchestrator_impl.h.
 #include <algorithm>
-#include <unordered_set>
 
 #include "mem/mem_orchestrator_impl.h"
 #include "pynenc_cpp/core/thread_annotations.h"
@@ -173,41 +172,20 @@ Result<std::vector<AtomicServiceExecution>> MemOrchestrator::AtomicServiceExecut
 
 Result<std::int64_t> MemOrchestrator::PurgeAtomicServiceExecutions(
     const ExecutionPurgePolicy& policy) {
-  const std::unordered_set<std::string> protected_ids(policy.protected_run_ids.begin(),
-                                                      policy.protected_run_ids.end());
   MutexLock lock(mu_);
-  std::int64_t removed = 0;
-  auto droppable = [&](const AtomicServiceExecution& e) {
-    return e.status != AtomicServiceStatus::kRunning && !protected_ids.count(e.run_id);
-  };
-  if (policy.retention_us > 0) {
-    const TimestampUs cutoff = clock_->NowMicros() - policy.retention_us;
-    for (auto it = executions_.begin(); it != executions_.end();) {
-      const AtomicServiceExecution& e = it->second.execution;
-      if (droppable(e) && e.end_us && *e.end_us < cutoff) {
-        it = executions_.erase(it);
-        ++removed;
-      } else {
-        ++it;
-      }
-    }
+  std::vector<FinishedExecution> finished;  // oldest start first
+  const std::vector<const ExecutionRow*> newest_first = ExecutionsNewestFirstLocked();
+  for (auto it = newest_first.rbegin(); it != newest_first.rend(); ++it) {
+    const AtomicServiceExecution& e = (*it)->execution;
+    if (e.status != AtomicServiceStatus::kRunning) finished.push_back({e.run_id, e.end_us});
   }
-  if (policy.max_records > 0) {
-    std::int64_t finished = 0;
-    for (const auto& [id, row] : executions_) {
-      finished += row.execution.status != AtomicServiceStatus::kRunning ? 1 : 0;
-    }
-    std::int64_t excess = finished - policy.max_records;
-    std::vector<const ExecutionRow*> newest_first = ExecutionsNewestFirstLocked();
-    std::vector<std::string> drop;
-    for (auto it = newest_first.rbegin(); it != newest_first.rend() && excess > 0; ++it) {
-      if (!droppable((*it)->execution)) continue;
-      drop.push_back((*it)->execution.run_id);
-      --excess;
-    }
-    for (const std::string& run_id : drop) executions_.erase(run_id);
-    removed += static_cast<std::int64_t>(drop.size());
+  const std::vector<bool> dropped = DroppedExecutions(finished, policy, clock_->NowMicros());
+  std::vector<std::string> drop;  // copied first: erasing frees the names `finished` views
+  for (std::size_t i = 0; i < finished.size(); ++i) {
+    if (dropped[i]) drop.emplace_back(finished[i].run_id);
   }
+  for (const std::string& run_id : drop) executions_.erase(run_id);
+  const auto removed = static_cast<std::int64_t>(drop.size());
   return removed;
 }
 

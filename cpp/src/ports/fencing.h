@@ -32,6 +32,11 @@ inline Status CheckSourceLabel(const std::string& label) {
 inline Status CheckSourceOwner(const std::string& owner) {
   return CheckName("generation source", "owner", owner);
 }
+// A claim's label and owner (CheckSourceLabel, then CheckSourceOwner).
+inline Status CheckSourceClaim(const std::string& label, const std::string& owner) {
+  if (Status s = CheckSourceLabel(label); !s.ok()) return s;
+  return CheckSourceOwner(owner);
+}
 
 // CheckName, then kInvalidArgument "<port>: generation <g> for <noun> '<name>' is
 // not below 2^63".

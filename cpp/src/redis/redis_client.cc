@@ -270,10 +270,6 @@ Script::Script(std::string source) : source_(std::move(source)) {
   sha1_.assign(hex, 2 * SHA_DIGEST_LENGTH);
 }
 
-std::string KeyPrefix(const std::string& app_id, const std::string& component) {
-  return "pynenc:{" + app_id + "}:" + component + ":";
-}
-
 Client::Client(RedisOptions options) : options_(std::move(options)), pid_(getpid()) {}
 
 Client::~Client() {

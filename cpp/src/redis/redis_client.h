@@ -23,6 +23,7 @@
 #include "pynenc_cpp/core/error.h"
 #include "pynenc_cpp/core/thread_annotations.h"
 #include "pynenc_cpp/ports/backend_config.h"
+#include "redis/redis_keys.h"  // KeyPrefix, which every component's keys start with
 
 struct redisContext;
 
@@ -154,9 +155,5 @@ class Client {
 
 // The Client named by a redis:// BackendConfig. REQUIRES: config.uri is redis.
 Result<std::shared_ptr<Client>> OpenClient(const BackendConfig& config);
-
-// The key prefix of one component of one app: "pynenc:{app_id}:{component}:".
-// The braces make every key of an app hash to one Redis Cluster slot.
-std::string KeyPrefix(const std::string& app_id, const std::string& component);
 
 }  // namespace pynenc_cpp::redis

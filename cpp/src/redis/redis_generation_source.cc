@@ -86,8 +86,7 @@ class RedisGenerationSource final : public GenerationSource {
 
   Result<Generation> ClaimTerm(const std::string& label, const std::string& owner,
                                std::uint32_t min_term) override {
-    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
-    if (Status s = fencing::CheckSourceOwner(owner); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceClaim(label, owner); !s.ok()) return s;
     Result<Value> r =
         client_->Eval(kClaimTermScript, {owners_},
                       {label, owner, std::to_string(min_term), std::to_string(kMaxGenerationTerm)});
@@ -107,8 +106,7 @@ class RedisGenerationSource final : public GenerationSource {
 
   Result<Generation> ClaimSeq(const std::string& label, const std::string& owner,
                               Generation expected) override {
-    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
-    if (Status s = fencing::CheckSourceOwner(owner); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceClaim(label, owner); !s.ok()) return s;
     Result<Value> r =
         client_->Eval(kClaimSeqScript, {owners_},
                       {label, owner, std::to_string(expected.term), std::to_string(expected.seq)});

@@ -15,12 +15,14 @@
 #include <random>
 
 #include "pynenc_cpp/core/metrics.h"
+#include "redis/redis_keys.h"
 #include "redis/redis_orchestrator_impl.h"
 
 namespace pynenc_cpp {
 namespace redis_orchestrator {
 namespace {
 
+using redis::MatchPrefix;
 using redis::Value;
 
 constexpr int kCasAttempts = 100;
@@ -40,16 +42,6 @@ void AppendRecord(std::vector<std::string>& args, const StatusRecord& r) {
   args.push_back(std::to_string(r.timestamp_us));
   args.push_back(r.runner_id ? "1" : "0");
   args.push_back(r.runner_id.value_or(""));
-}
-
-// Escapes glob metacharacters so SCAN MATCH sees `s` literally.
-std::string GlobEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
 }
 
 }  // namespace
@@ -366,32 +358,27 @@ Result<std::vector<InvocationId>> RedisOrchestrator::GetExistingInvocations(
 
 // TransitionStatus's read and compare-and-set, the script also indexing and
 // looking for a blocker (GateScript).
-Result<Orchestrator::GateOutcome> RedisOrchestrator::GatedTransition(
-    const InvocationId& id, const TaskId& task_id,
-    const std::map<std::string, std::string>& key_args,
-    const std::vector<InvocationStatus>& blocking,
-    const std::map<std::string, std::string>& index_args, InvocationStatus to,
-    const std::optional<std::string>& runner_id) {
-  if (blocking.empty()) return Status::InvalidArgument("GatedTransition needs blocking statuses");
+Result<Orchestrator::GateOutcome> RedisOrchestrator::GatedTransition(const GateRequest& gate) {
+  if (Status st = gate.Check(); !st.ok()) return st;
   for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
-    Result<std::optional<StatusRecord>> current = ReadRecord(id);
+    Result<std::optional<StatusRecord>> current = ReadRecord(gate.id);
     if (!current.ok()) return current.status();
-    if (!current.value()) return UnknownInvocation(id);
+    if (!current.value()) return UnknownInvocation(gate.id);
     const StatusRecord& cur = *current.value();
-    Result<StatusRecord> next = ApplyTransition(cur, to, runner_id, clock_->NowMicros());
+    Result<StatusRecord> next = ApplyTransition(cur, gate.to, gate.runner_id, clock_->NowMicros());
     if (!next.ok()) return next.status();
-    std::vector<std::string> args{id.str()};
+    std::vector<std::string> args{gate.id.str()};
     AppendRecord(args, cur);
     AppendRecord(args, next.value());
-    args.push_back(task_id.str());
-    args.push_back(std::to_string(blocking.size()));
-    for (InvocationStatus st : blocking) args.emplace_back(StatusName(st));
-    args.push_back(std::to_string(index_args.size()));
-    for (const auto& [k, v] : index_args) {
+    args.push_back(gate.task_id.str());
+    args.push_back(std::to_string(gate.blocking.size()));
+    for (InvocationStatus st : gate.blocking) args.emplace_back(StatusName(st));
+    args.push_back(std::to_string(gate.index_args.size()));
+    for (const auto& [k, v] : gate.index_args) {
       args.push_back(k);
       args.push_back(v);
     }
-    for (const auto& [k, v] : key_args) {
+    for (const auto& [k, v] : gate.key_args) {
       args.push_back(k);
       args.push_back(v);
     }
@@ -408,9 +395,9 @@ Result<Orchestrator::GateOutcome> RedisOrchestrator::GatedTransition(
       metrics::OnTransition(cur, next.value());
       return GateOutcome{next.value(), std::nullopt};
     }
-    if (v.integer == -1) return UnknownInvocation(id);
+    if (v.integer == -1) return UnknownInvocation(gate.id);
   }
-  return Status::BackendFailure("redis orchestrator: gated status transition of '" + id.str() +
+  return Status::BackendFailure("redis orchestrator: gated status transition of '" + gate.id.str() +
                                 "' lost the compare-and-set " + std::to_string(kCasAttempts) +
                                 " times in a row");
 }
@@ -517,7 +504,7 @@ Result<std::vector<InvocationId>> RedisOrchestrator::GetBlockingInvocations(
 
 Status RedisOrchestrator::Purge() {
   // SCAN (never KEYS) over this app's orchestrator keys, deleted batch by batch.
-  const std::string match = GlobEscape(prefix_) + "*";
+  const std::string match = MatchPrefix(prefix_);
   std::string cursor = "0";
   do {
     Result<Value> r = client_->Command({"SCAN", cursor, "MATCH", match, "COUNT", "1000"});

@@ -154,12 +154,7 @@ class RedisOrchestrator final : public Orchestrator {
   Result<std::vector<InvocationId>> GetExistingInvocations(
       const TaskId& task_id, const std::map<std::string, std::string>& key_args,
       const std::vector<InvocationStatus>& statuses) override;
-  Result<GateOutcome> GatedTransition(const InvocationId& id, const TaskId& task_id,
-                                      const std::map<std::string, std::string>& key_args,
-                                      const std::vector<InvocationStatus>& blocking,
-                                      const std::map<std::string, std::string>& index_args,
-                                      InvocationStatus to,
-                                      const std::optional<std::string>& runner_id) override;
+  Result<GateOutcome> GatedTransition(const GateRequest& gate) override;
   Result<std::vector<InvocationId>> GetTaskInvocations(const TaskId& task_id) override;
   Result<std::vector<InvocationId>> GetCallInvocations(const CallId& call_id) override;
   Result<std::vector<InvocationId>> ListInvocations(const std::optional<TaskId>& task_id,

@@ -1,7 +1,6 @@
 // Redis orchestrator, part 2: runner heartbeats, the recovery queries and
 // atomic-service execution rows. Key layout: redis_orchestrator_impl.h.
 #include <algorithm>
-#include <unordered_set>
 
 #include "ports/queue_codec.h"
 #include "redis/redis_orchestrator_impl.h"
@@ -183,47 +182,24 @@ Result<std::vector<AtomicServiceExecution>> RedisOrchestrator::AtomicServiceExec
 
 Result<std::int64_t> RedisOrchestrator::PurgeAtomicServiceExecutions(
     const ExecutionPurgePolicy& policy) {
-  const std::unordered_set<std::string> protected_ids(policy.protected_run_ids.begin(),
-                                                      policy.protected_run_ids.end());
   auto rows = Executions(false);
   if (!rows.ok()) return rows.status();
   // Rules applied in C++ on a snapshot, oldest first; the drop script deletes a
   // row only if it is still the same insertion (seq) and not running, so a row
   // replaced or restarted meanwhile is kept.
-  struct Finished {
-    const std::string* run_id;
-    const std::string* seq;
-    std::optional<TimestampUs> end_us;
-    bool dropped = false;
-  };
-  std::vector<Finished> finished;
+  std::vector<FinishedExecution> finished;
+  std::vector<const std::string*> seqs;
   for (auto it = rows.value().rbegin(); it != rows.value().rend(); ++it) {
     if (it->first.status == AtomicServiceStatus::kRunning) continue;
-    finished.push_back(Finished{&it->first.run_id, &it->second, it->first.end_us});
+    finished.push_back(FinishedExecution{it->first.run_id, it->first.end_us});
+    seqs.push_back(&it->second);
   }
-  std::int64_t left = static_cast<std::int64_t>(finished.size());
-  if (policy.retention_us > 0) {
-    const TimestampUs cutoff = clock_->NowMicros() - policy.retention_us;
-    for (Finished& f : finished) {
-      if (protected_ids.count(*f.run_id) || !f.end_us || *f.end_us >= cutoff) continue;
-      f.dropped = true;
-      --left;
-    }
-  }
-  if (policy.max_records > 0) {
-    std::int64_t excess = left - policy.max_records;
-    for (Finished& f : finished) {
-      if (excess <= 0) break;
-      if (f.dropped || protected_ids.count(*f.run_id)) continue;
-      f.dropped = true;
-      --excess;
-    }
-  }
+  const std::vector<bool> dropped = DroppedExecutions(finished, policy, clock_->NowMicros());
   std::vector<std::string> args;
-  for (const Finished& f : finished) {
-    if (!f.dropped) continue;
-    args.push_back(*f.run_id);
-    args.push_back(*f.seq);
+  for (std::size_t i = 0; i < finished.size(); ++i) {
+    if (!dropped[i]) continue;
+    args.emplace_back(finished[i].run_id);
+    args.push_back(*seqs[i]);
   }
   if (args.empty()) return std::int64_t{0};
   Result<Value> r = Run(ExecutionDropScript(), std::move(args), "purge atomic service rows");

@@ -9,6 +9,7 @@
 // the index entries in the same atomic script. Racing writers of one key are
 // therefore serialized by Redis; the last script wins and leaves every index
 // consistent with the record it wrote.
+#include "redis/redis_keys.h"
 #include "redis/redis_state_backend.h"
 
 #include <algorithm>
@@ -49,16 +50,6 @@ using state_impl::UpsertScript;
 
 // The key layout the state backend writes (P layout; DropRetiredKeys).
 constexpr const char* kLayout = "2";
-
-// Escapes glob metacharacters for SCAN MATCH.
-std::string GlobEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
 
 std::vector<InvocationId> ToIds(const Value& v) {
   std::vector<InvocationId> out;
@@ -322,7 +313,7 @@ class RedisStateBackend final : public StateBackend {
     if (seen.value().type == Value::Type::kString && seen.value().str == kLayout) {
       return Status::Ok();
     }
-    Status dropped = UnlinkMatching(GlobEscape(p_ + "hinv:") + "*", {});
+    Status dropped = UnlinkMatching(MatchPrefix(p_ + "hinv:"), {});
     if (!dropped.ok()) return dropped;
     return Checked(client_->Command({"SET", marker, kLayout})).status();
   }
@@ -332,7 +323,7 @@ class RedisStateBackend final : public StateBackend {
   // monotonic across purges.
   // Writes racing with a purge may survive it, as with any purge.
   Status Purge() override {
-    return UnlinkMatching(GlobEscape(p_) + "*", {p_ + "seq", p_ + "hseq", p_ + "layout"});
+    return UnlinkMatching(MatchPrefix(p_), {p_ + "seq", p_ + "hseq", p_ + "layout"});
   }
 
  private:

@@ -2,6 +2,7 @@
 // definitions and the purge. Valid conditions, pending reports, cron and claims:
 // redis_trigger_store_loop.cc; events: redis_trigger_store_events.cc; runs and
 // retention: redis_trigger_store_runs.cc.
+#include "redis/redis_keys.h"
 #include "redis/redis_trigger_store.h"
 
 #include <algorithm>
@@ -16,6 +17,7 @@ namespace pynenc_cpp {
 namespace redis_trigger {
 namespace {
 
+using redis::MatchPrefix;
 using redis::Value;
 
 constexpr int kMaxAttempts = 100;
@@ -63,15 +65,6 @@ while i <= #ARGV do
 end
 return 1
 )lua");
-
-std::string EscapeGlob(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
 
 std::string EncodeTrigger(const TriggerDefinitionRow& row) {
   Writer w;
@@ -417,7 +410,7 @@ Result<std::int64_t> RedisTriggerStore::CleanTaskTriggers(const std::string& tas
 
 Status RedisTriggerStore::Purge() {
   std::string cursor = "0";
-  const std::string pattern = EscapeGlob(p_) + "*";
+  const std::string pattern = MatchPrefix(p_);
   do {
     Result<Value> r = Cmd({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
     if (!r.ok()) return r.status();

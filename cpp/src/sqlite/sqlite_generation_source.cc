@@ -41,8 +41,7 @@ class SqliteGenerationSource final : public GenerationSource {
 
   Result<Generation> ClaimTerm(const std::string& label, const std::string& owner,
                                std::uint32_t min_term) override {
-    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
-    if (Status s = fencing::CheckSourceOwner(owner); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceClaim(label, owner); !s.ok()) return s;
     Generation claimed;
     Status s = db_->Write([&](Conn& c) -> Status {
       std::optional<Ownership> stored;
@@ -62,8 +61,7 @@ class SqliteGenerationSource final : public GenerationSource {
 
   Result<Generation> ClaimSeq(const std::string& label, const std::string& owner,
                               Generation expected) override {
-    if (Status s = fencing::CheckSourceLabel(label); !s.ok()) return s;
-    if (Status s = fencing::CheckSourceOwner(owner); !s.ok()) return s;
+    if (Status s = fencing::CheckSourceClaim(label, owner); !s.ok()) return s;
     Generation claimed;
     Status s = db_->Write([&](Conn& c) -> Status {
       std::optional<Ownership> stored;

@@ -182,14 +182,12 @@ class SqliteJournal final : public Journal {
     if (Status s = fencing::CheckEntity(entity); !s.ok()) return s;
     std::optional<JournalSnapshot> out;
     Status s = db_->Read([&](Conn& c) -> Status {
-      auto q = c.Prepare(
-          "SELECT seq, generation, state FROM journal_snapshot WHERE app_id = ? AND entity = ?");
+      Result<Stmt*> q = FirstRow(
+          c, "SELECT seq, generation, state FROM journal_snapshot WHERE app_id = ? AND entity = ?",
+          entity);
       if (!q.ok()) return q.status();
+      if (q.value() == nullptr) return Status::Ok();
       Stmt& stmt = *q.value();
-      stmt.Bind(1, app_id_).Bind(2, entity);
-      Result<bool> row = stmt.Step();
-      if (!row.ok()) return row.status();
-      if (!row.value()) return Status::Ok();
       if (stmt.Int(0) < 0 || stmt.Int(1) < 0) return Corrupt(c, "snapshot", entity);
       out = JournalSnapshot{static_cast<std::uint64_t>(stmt.Int(0)),
                             static_cast<std::uint64_t>(stmt.Int(1)), stmt.Text(2)};
@@ -208,17 +206,26 @@ class SqliteJournal final : public Journal {
     return row;
   }
 
-  // Reads the entity's row into *out (left as zeros when it has none). Runs
-  // inside the caller's transaction.
-  Status Load(Conn& c, const std::string& entity, EntityRow* out) const {
-    auto q =
-        c.Prepare("SELECT last_seq, fence FROM journal_entity WHERE app_id = ? AND entity = ?");
+  // `sql` (the app id, then the entity, as its two parameters) prepared and
+  // stepped once: the statement on its first row, or null when there is none.
+  Result<Stmt*> FirstRow(Conn& c, const std::string& sql, const std::string& entity) const {
+    Result<Stmt*> q = c.Prepare(sql);
     if (!q.ok()) return q.status();
     Stmt& stmt = *q.value();
     stmt.Bind(1, app_id_).Bind(2, entity);
     Result<bool> row = stmt.Step();
     if (!row.ok()) return row.status();
-    if (!row.value()) return Status::Ok();
+    return row.value() ? &stmt : nullptr;
+  }
+
+  // Reads the entity's row into *out (left as zeros when it has none). Runs
+  // inside the caller's transaction.
+  Status Load(Conn& c, const std::string& entity, EntityRow* out) const {
+    Result<Stmt*> q = FirstRow(
+        c, "SELECT last_seq, fence FROM journal_entity WHERE app_id = ? AND entity = ?", entity);
+    if (!q.ok()) return q.status();
+    if (q.value() == nullptr) return Status::Ok();
+    Stmt& stmt = *q.value();
     const std::int64_t last_seq = stmt.Int(0), fence = stmt.Int(1);
     stmt.Rewind();
     if (last_seq < 0 || fence < 0) return Corrupt(c, "sequence or fence", entity);

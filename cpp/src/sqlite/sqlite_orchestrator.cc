@@ -101,6 +101,22 @@ std::string AvailableForRunFilter(const std::string& column) {
   return StatusFilter(column, available);
 }
 
+// Appends to `sql` one EXISTS per pair of `key_args` (each a primary-key probe of
+// orch_args for invocation i) and the pair to `params`, whose values bind from ?2.
+void AddArgFilters(std::string& sql, std::vector<std::string>& params,
+                   const std::map<std::string, std::string>& key_args) {
+  for (const auto& [key, value] : key_args) {
+    const std::string k = std::to_string(params.size() + 2);
+    const std::string v = std::to_string(params.size() + 3);
+    sql +=
+        " AND EXISTS (SELECT 1 FROM orch_args a WHERE a.app_id = ?1 AND a.invocation_id = i.id"
+        " AND a.key = ?" +
+        k + " AND a.value = ?" + v + ")";
+    params.push_back(key);
+    params.push_back(value);
+  }
+}
+
 // True if `id` has a row. REQUIRES: inside a transaction.
 Result<bool> Exists(sqlite::Conn& conn, const std::string& app_id, const std::string& id) {
   SQ_PREPARE(q, conn, "SELECT 1 FROM orch_invocations WHERE app_id = ? AND id = ?");
@@ -318,21 +334,11 @@ Status SqliteOrchestrator::IndexArguments(const InvocationId& id,
 Result<std::vector<InvocationId>> SqliteOrchestrator::GetExistingInvocations(
     const TaskId& task_id, const std::map<std::string, std::string>& key_args,
     const std::vector<InvocationStatus>& statuses) {
-  // One EXISTS per argument pair, each a primary-key probe of orch_args.
   // "+i.status" keeps the planner on the task index (a status matches far more rows).
   std::string sql = "SELECT i.id FROM orch_invocations i WHERE i.app_id = ?1 AND i.task_id = ?2" +
                     StatusFilter("+i.status", statuses);
   std::vector<std::string> params{task_id.str()};
-  for (const auto& [key, value] : key_args) {
-    const std::string k = std::to_string(params.size() + 2);
-    const std::string v = std::to_string(params.size() + 3);
-    sql +=
-        " AND EXISTS (SELECT 1 FROM orch_args a WHERE a.app_id = ?1 AND a.invocation_id = i.id"
-        " AND a.key = ?" +
-        k + " AND a.value = ?" + v + ")";
-    params.push_back(key);
-    params.push_back(value);
-  }
+  AddArgFilters(sql, params, key_args);
   sql += " ORDER BY i.seq";
   return SelectIds(sql, [&](sqlite::Stmt& q) {
     for (std::size_t i = 0; i < params.size(); ++i) q.Bind(static_cast<int>(i) + 2, params[i]);
@@ -342,41 +348,27 @@ Result<std::vector<InvocationId>> SqliteOrchestrator::GetExistingInvocations(
 // One write transaction over the port's own steps (each joins it): the record is
 // read and the transition checked first (an illegal one writes nothing), then the
 // index, the look for a blocker, and the transition.
-Result<Orchestrator::GateOutcome> SqliteOrchestrator::GatedTransition(
-    const InvocationId& id, const TaskId& task_id,
-    const std::map<std::string, std::string>& key_args,
-    const std::vector<InvocationStatus>& blocking,
-    const std::map<std::string, std::string>& index_args, InvocationStatus to,
-    const std::optional<std::string>& runner_id) {
-  if (blocking.empty()) return Status::InvalidArgument("GatedTransition needs blocking statuses");
+Result<Orchestrator::GateOutcome> SqliteOrchestrator::GatedTransition(const GateRequest& gate) {
+  if (Status st = gate.Check(); !st.ok()) return st;
   GateOutcome out;
   Status s = db_->Write([&](sqlite::Conn&) -> Status {
     out = GateOutcome{};
-    Result<StatusRecord> current = GetStatusRecord(id);
+    Result<StatusRecord> current = GetStatusRecord(gate.id);
     if (!current.ok()) return current.status();
     Result<StatusRecord> check =
-        ApplyTransition(current.value(), to, runner_id, clock_->NowMicros());
+        ApplyTransition(current.value(), gate.to, gate.runner_id, clock_->NowMicros());
     if (!check.ok()) return check.status();
-    if (!index_args.empty()) {
-      if (Status st = IndexArguments(id, index_args); !st.ok()) return st;
+    if (!gate.index_args.empty()) {
+      if (Status st = IndexArguments(gate.id, gate.index_args); !st.ok()) return st;
     }
     // GetExistingInvocations' query, driven by the status index: the blocking
     // statuses hold few rows (claimed or running), the task may hold its history.
     std::string sql =
         "SELECT i.id FROM orch_invocations i INDEXED BY orch_invocations_status"
         " WHERE i.app_id = ?1 AND i.task_id = ?2 AND i.id != ?3" +
-        StatusFilter("i.status", blocking);
-    std::vector<std::string> params{task_id.str(), id.str()};
-    for (const auto& [key, value] : key_args) {
-      const std::string k = std::to_string(params.size() + 2);
-      const std::string v = std::to_string(params.size() + 3);
-      sql +=
-          " AND EXISTS (SELECT 1 FROM orch_args a WHERE a.app_id = ?1 AND a.invocation_id = i.id"
-          " AND a.key = ?" +
-          k + " AND a.value = ?" + v + ")";
-      params.push_back(key);
-      params.push_back(value);
-    }
+        StatusFilter("i.status", gate.blocking);
+    std::vector<std::string> params{gate.task_id.str(), gate.id.str()};
+    AddArgFilters(sql, params, gate.key_args);
     sql += " ORDER BY i.seq LIMIT 1";
     Result<std::vector<InvocationId>> found = SelectIds(sql, [&](sqlite::Stmt& q) {
       for (std::size_t i = 0; i < params.size(); ++i) q.Bind(static_cast<int>(i) + 2, params[i]);
@@ -387,7 +379,7 @@ Result<Orchestrator::GateOutcome> SqliteOrchestrator::GatedTransition(
       out.record = current.value();
       return Status::Ok();
     }
-    Result<StatusRecord> next = TransitionStatus(id, to, runner_id);
+    Result<StatusRecord> next = TransitionStatus(gate.id, gate.to, gate.runner_id);
     if (!next.ok()) return next.status();
     out.record = next.value();
     return Status::Ok();

@@ -1,7 +1,6 @@
 // SQLite orchestrator, part 2: runner heartbeats, the recovery queries and
 // atomic-service execution rows. Schema: sqlite_orchestrator.cc.
 #include <algorithm>
-#include <unordered_set>
 
 #include "ports/queue_codec.h"
 #include "sqlite/sqlite_orchestrator_impl.h"
@@ -276,20 +275,14 @@ Result<std::vector<AtomicServiceExecution>> SqliteOrchestrator::AtomicServiceExe
 
 Result<std::int64_t> SqliteOrchestrator::PurgeAtomicServiceExecutions(
     const ExecutionPurgePolicy& policy) {
-  const std::unordered_set<std::string> protected_ids(policy.protected_run_ids.begin(),
-                                                      policy.protected_run_ids.end());
   std::int64_t removed = 0;
   // Finished rows are read oldest first and the rules applied in C++ (the
   // protected list is arbitrary-length); all in one write transaction.
   Status s = db_->Write([&](sqlite::Conn& conn) -> Status {
     removed = 0;
-    struct Finished {
-      std::int64_t seq;
-      std::string run_id;
-      std::optional<TimestampUs> end_us;
-      bool dropped = false;
-    };
-    std::vector<Finished> finished;  // oldest start first
+    std::vector<std::int64_t> seqs;
+    std::vector<std::string> run_ids;
+    std::vector<std::optional<TimestampUs>> ends;
     {
       SQ_PREPARE(q, conn,
                  "SELECT seq, run_id, end_us FROM orch_executions WHERE app_id = ? AND status <> ?"
@@ -298,32 +291,19 @@ Result<std::int64_t> SqliteOrchestrator::PurgeAtomicServiceExecutions(
       while (true) {
         SQ_STEP(row, q);
         if (!row) break;
-        finished.push_back(Finished{q.Int(0), q.Text(1), q.OptInt(2)});
+        seqs.push_back(q.Int(0));
+        run_ids.push_back(q.Text(1));
+        ends.push_back(q.OptInt(2));
       }
     }
-    std::int64_t left = static_cast<std::int64_t>(finished.size());
-    if (policy.retention_us > 0) {
-      const TimestampUs cutoff = clock_->NowMicros() - policy.retention_us;
-      for (Finished& f : finished) {
-        if (protected_ids.count(f.run_id) || !f.end_us || *f.end_us >= cutoff) continue;
-        f.dropped = true;
-        --left;
-      }
-    }
-    if (policy.max_records > 0) {
-      std::int64_t excess = left - policy.max_records;
-      for (Finished& f : finished) {
-        if (excess <= 0) break;
-        if (f.dropped || protected_ids.count(f.run_id)) continue;
-        f.dropped = true;
-        --excess;
-      }
-    }
+    std::vector<FinishedExecution> finished;  // oldest start first
+    for (std::size_t i = 0; i < seqs.size(); ++i) finished.push_back({run_ids[i], ends[i]});
+    const std::vector<bool> dropped = DroppedExecutions(finished, policy, clock_->NowMicros());
     SQ_PREPARE(del, conn, "DELETE FROM orch_executions WHERE seq = ?");
-    for (const Finished& f : finished) {
-      if (!f.dropped) continue;
+    for (std::size_t i = 0; i < seqs.size(); ++i) {
+      if (!dropped[i]) continue;
       del.Reset();
-      del.Bind(1, f.seq);
+      del.Bind(1, seqs[i]);
       SQ_RETURN_IF_ERROR(del.Run());
       ++removed;
     }

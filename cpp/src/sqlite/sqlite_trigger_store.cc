@@ -160,19 +160,8 @@ Status SqliteTriggerStore::RegisterCondition(const std::string& condition_id,
 
 Result<std::optional<std::string>> SqliteTriggerStore::GetCondition(
     const std::string& condition_id) {
-  std::optional<std::string> out;
-  Status s = db_->Read([&](Conn& c) -> Status {
-    out.reset();  // a retried transaction starts clean
-    return ForEachRow(
-        c, "SELECT json FROM trig_conditions WHERE app_id = ?1 AND condition_id = ?2",
-        [&](Stmt& s) { s.Bind(1, app_).Bind(2, condition_id); },
-        [&](Stmt& row) {
-          out = row.Text(0);
-          return Status::Ok();
-        });
-  });
-  if (!s.ok()) return s;
-  return out;
+  return ReadOne("SELECT json FROM trig_conditions WHERE app_id = ?1 AND condition_id = ?2",
+                 condition_id, [](Stmt& row) { return row.Text(0); });
 }
 
 Result<std::vector<std::string>> SqliteTriggerStore::AllConditions() {
@@ -460,19 +449,8 @@ Status SqliteTriggerStore::ClearPendingReports(const std::vector<std::string>& n
 
 Result<std::optional<TimestampUs>> SqliteTriggerStore::LastCronExecution(
     const std::string& condition_id) {
-  std::optional<TimestampUs> out;
-  Status s = db_->Read([&](Conn& c) -> Status {
-    out.reset();  // a retried transaction starts clean
-    return ForEachRow(
-        c, "SELECT last_execution_us FROM trig_cron WHERE app_id = ?1 AND condition_id = ?2",
-        [&](Stmt& s) { s.Bind(1, app_).Bind(2, condition_id); },
-        [&](Stmt& row) {
-          out = row.Int(0);
-          return Status::Ok();
-        });
-  });
-  if (!s.ok()) return s;
-  return out;
+  return ReadOne("SELECT last_execution_us FROM trig_cron WHERE app_id = ?1 AND condition_id = ?2",
+                 condition_id, [](Stmt& row) { return TimestampUs{row.Int(0)}; });
 }
 
 Result<bool> SqliteTriggerStore::StoreLastCronExecution(const std::string& condition_id,

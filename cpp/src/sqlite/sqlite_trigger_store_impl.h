@@ -123,6 +123,28 @@ class SqliteTriggerStore final : public TriggerStore {
   // Deletes a run and its relation rows; adds 1 to `*deleted` if it existed.
   Status DeleteRunTx(Conn& conn, const std::string& trigger_run_id, std::int64_t* deleted);
   Result<std::vector<std::string>> LinkedInvocationsTx(Conn& conn, const std::string& event_id);
+  // In one transaction: the ids `select` (?1 the app, ?2 `bound`) returns, each
+  // event deleted with DeleteEventTx / each run with DeleteRunTx.
+  Result<std::vector<std::string>> PurgeEvents(const char* select, std::int64_t bound);
+  // In one read transaction: `get` of the first row `select` (?1 the app, ?2
+  // `key`) returns, or none.
+  template <typename Get>
+  auto ReadOne(const char* select, const std::string& key, Get get)
+      -> Result<std::optional<decltype(get(std::declval<Stmt&>()))>> {
+    std::optional<decltype(get(std::declval<Stmt&>()))> out;
+    Status s = db_->Read([&](Conn& c) -> Status {
+      out.reset();  // a retried transaction starts clean
+      return ForEachRow(
+          c, select, [&](Stmt& q) { q.Bind(1, app_).Bind(2, key); },
+          [&](Stmt& row) {
+            if (!out) out = get(row);
+            return Status::Ok();
+          });
+    });
+    if (!s.ok()) return s;
+    return out;
+  }
+  Result<std::int64_t> PurgeRuns(const char* select, std::int64_t bound);
   // JSON of the runs with a relation (`kind`, `ref_id`), in run order.
   Result<std::vector<std::string>> RunsByRef(RunRef kind, const std::string& ref_id);
 

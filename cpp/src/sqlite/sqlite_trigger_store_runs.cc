@@ -71,19 +71,8 @@ Status SqliteTriggerStore::StoreTriggerRun(const TriggerRunRow& run) {
 
 Result<std::optional<std::string>> SqliteTriggerStore::GetTriggerRun(
     const std::string& trigger_run_id) {
-  std::optional<std::string> out;
-  Status s = db_->Read([&](Conn& c) -> Status {
-    out.reset();  // a retried transaction starts clean
-    return ForEachRow(
-        c, "SELECT json FROM trig_runs WHERE app_id = ?1 AND trigger_run_id = ?2",
-        [&](Stmt& s) { s.Bind(1, app_).Bind(2, trigger_run_id); },
-        [&](Stmt& row) {
-          out = row.Text(0);
-          return Status::Ok();
-        });
-  });
-  if (!s.ok()) return s;
-  return out;
+  return ReadOne("SELECT json FROM trig_runs WHERE app_id = ?1 AND trigger_run_id = ?2",
+                 trigger_run_id, [](Stmt& row) { return row.Text(0); });
 }
 
 Result<std::vector<std::string>> SqliteTriggerStore::RunsByRef(RunRef kind,
@@ -182,13 +171,11 @@ Result<std::vector<std::string>> SqliteTriggerStore::ReferencedAtomicServiceRunI
 
 // ---- Retention -------------------------------------------------------------
 
-Result<std::vector<std::string>> SqliteTriggerStore::AgePurgeEvents(TimestampUs threshold_us) {
+Result<std::vector<std::string>> SqliteTriggerStore::PurgeEvents(const char* select,
+                                                                 std::int64_t bound) {
   Result<std::vector<std::string>> removed = std::vector<std::string>();
   Status s = db_->Write([&](Conn& c) -> Status {
-    removed = Texts(c,
-                    "SELECT event_id FROM trig_events WHERE app_id = ?1 AND timestamp_us < ?2 "
-                    "ORDER BY timestamp_us, event_id",
-                    [&](Stmt& s) { s.Bind(1, app_).Bind(2, threshold_us); });
+    removed = Texts(c, select, [&](Stmt& s) { s.Bind(1, app_).Bind(2, bound); });
     if (!removed.ok()) return removed.status();
     for (const std::string& id : removed.value()) {
       if (Status d = DeleteEventTx(c, id); !d.ok()) return d;
@@ -199,13 +186,12 @@ Result<std::vector<std::string>> SqliteTriggerStore::AgePurgeEvents(TimestampUs 
   return removed;
 }
 
-Result<std::int64_t> SqliteTriggerStore::AgePurgeTriggerRuns(TimestampUs threshold_us) {
+Result<std::int64_t> SqliteTriggerStore::PurgeRuns(const char* select, std::int64_t bound) {
   std::int64_t deleted = 0;
   Status s = db_->Write([&](Conn& c) -> Status {
     deleted = 0;
     Result<std::vector<std::string>> ids =
-        Texts(c, "SELECT trigger_run_id FROM trig_runs WHERE app_id = ?1 AND run_time_us < ?2",
-              [&](Stmt& s) { s.Bind(1, app_).Bind(2, threshold_us); });
+        Texts(c, select, [&](Stmt& s) { s.Bind(1, app_).Bind(2, bound); });
     if (!ids.ok()) return ids.status();
     for (const std::string& id : ids.value()) {
       if (Status d = DeleteRunTx(c, id, &deleted); !d.ok()) return d;
@@ -214,45 +200,35 @@ Result<std::int64_t> SqliteTriggerStore::AgePurgeTriggerRuns(TimestampUs thresho
   });
   if (!s.ok()) return s;
   return deleted;
+}
+
+Result<std::vector<std::string>> SqliteTriggerStore::AgePurgeEvents(TimestampUs threshold_us) {
+  return PurgeEvents(
+      "SELECT event_id FROM trig_events WHERE app_id = ?1 AND timestamp_us < ?2 "
+      "ORDER BY timestamp_us, event_id",
+      threshold_us);
+}
+
+Result<std::int64_t> SqliteTriggerStore::AgePurgeTriggerRuns(TimestampUs threshold_us) {
+  return PurgeRuns("SELECT trigger_run_id FROM trig_runs WHERE app_id = ?1 AND run_time_us < ?2",
+                   threshold_us);
 }
 
 Result<std::vector<std::string>> SqliteTriggerStore::CapPurgeEvents(std::int64_t max_records) {
   if (max_records <= 0) return std::vector<std::string>();
-  Result<std::vector<std::string>> removed = std::vector<std::string>();
-  Status s = db_->Write([&](Conn& c) -> Status {
-    removed = Texts(c,
-                    "SELECT event_id FROM trig_events WHERE app_id = ?1 "
-                    "ORDER BY timestamp_us DESC, event_id DESC LIMIT -1 OFFSET ?2",
-                    [&](Stmt& s) { s.Bind(1, app_).Bind(2, max_records); });
-    if (!removed.ok()) return removed.status();
-    for (const std::string& id : removed.value()) {
-      if (Status d = DeleteEventTx(c, id); !d.ok()) return d;
-    }
-    return Status::Ok();
-  });
-  if (!s.ok()) return s;
-  return removed;
+  return PurgeEvents(
+      "SELECT event_id FROM trig_events WHERE app_id = ?1 "
+      "ORDER BY timestamp_us DESC, event_id DESC LIMIT -1 OFFSET ?2",
+      max_records);
 }
 
 Result<std::int64_t> SqliteTriggerStore::CapPurgeTriggerRuns(std::int64_t max_records) {
   if (max_records <= 0) return std::int64_t{0};
-  std::int64_t deleted = 0;
-  Status s = db_->Write([&](Conn& c) -> Status {
-    deleted = 0;
-    // DESC puts NULL run times last: runs without a time are the oldest.
-    Result<std::vector<std::string>> ids =
-        Texts(c,
-              "SELECT trigger_run_id FROM trig_runs WHERE app_id = ?1 "
-              "ORDER BY run_time_us DESC, trigger_run_id DESC LIMIT -1 OFFSET ?2",
-              [&](Stmt& s) { s.Bind(1, app_).Bind(2, max_records); });
-    if (!ids.ok()) return ids.status();
-    for (const std::string& id : ids.value()) {
-      if (Status d = DeleteRunTx(c, id, &deleted); !d.ok()) return d;
-    }
-    return Status::Ok();
-  });
-  if (!s.ok()) return s;
-  return deleted;
+  // DESC puts NULL run times last: runs without a time are the oldest.
+  return PurgeRuns(
+      "SELECT trigger_run_id FROM trig_runs WHERE app_id = ?1 "
+      "ORDER BY run_time_us DESC, trigger_run_id DESC LIMIT -1 OFFSET ?2",
+      max_records);
 }
 
 Result<std::int64_t> SqliteTriggerStore::CascadeDeleteRunsForEvents(

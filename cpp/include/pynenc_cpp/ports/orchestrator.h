@@ -112,6 +112,17 @@ struct ExecutionPurgePolicy {
   std::vector<std::string> protected_run_ids;  // never dropped by either rule
 };
 
+// One finished atomic-service execution as PurgeAtomicServiceExecutions sees it.
+struct FinishedExecution {
+  std::string_view run_id;
+  std::optional<TimestampUs> end_us;
+};
+// Which of `finished` (oldest start first) `policy` drops at `now_us`: those that
+// ended before now - retention, then the oldest beyond max_records; never a
+// protected run. Element i of the result is true when finished[i] is dropped.
+std::vector<bool> DroppedExecutions(const std::vector<FinishedExecution>& finished,
+                                    const ExecutionPurgePolicy& policy, TimestampUs now_us);
+
 class Orchestrator {
  public:
   Orchestrator() = default;
@@ -178,6 +189,23 @@ class Orchestrator {
       const TaskId& task_id, const std::map<std::string, std::string>& key_args,
       const std::vector<InvocationStatus>& statuses) = 0;
 
+  // One GatedTransition: move `id` to `to` for `runner_id` unless an invocation of
+  // `task_id` blocks it.
+  struct GateRequest {
+    InvocationId id;
+    TaskId task_id;
+    std::map<std::string, std::string> key_args;  // the task's key (empty: any)
+    std::vector<InvocationStatus> blocking;       // the statuses that block `to`
+    std::map<std::string, std::string> index_args;
+    InvocationStatus to = InvocationStatus::kPending;
+    std::optional<std::string> runner_id;
+
+    // kInvalidArgument for an empty `blocking`.
+    Status Check() const {
+      if (!blocking.empty()) return Status::Ok();
+      return Status::InvalidArgument("GatedTransition needs blocking statuses");
+    }
+  };
   // pynenc's running concurrency control and the status change it guards, as ONE
   // step (atomic with respect to every other method): indexes `index_args` for
   // `id` (as IndexArguments; empty: nothing), then looks for an invocation of
@@ -196,12 +224,7 @@ class Orchestrator {
     StatusRecord record;
     std::optional<InvocationId> blocker;
   };
-  virtual Result<GateOutcome> GatedTransition(const InvocationId& id, const TaskId& task_id,
-                                              const std::map<std::string, std::string>& key_args,
-                                              const std::vector<InvocationStatus>& blocking,
-                                              const std::map<std::string, std::string>& index_args,
-                                              InvocationStatus to,
-                                              const std::optional<std::string>& runner_id) = 0;
+  virtual Result<GateOutcome> GatedTransition(const GateRequest& gate) = 0;
 
   // Every invocation of a task / a call, in registration order.
   virtual Result<std::vector<InvocationId>> GetTaskInvocations(const TaskId& task_id) = 0;
