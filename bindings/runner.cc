@@ -41,23 +41,24 @@ using runner::RunnerEngine;
 using runner::RunnerOptions;
 using runner_hooks::MakeHooks;
 using runner_hooks::OptionalStr;
+using runner_hooks::PendingFinish;
 using runner_hooks::PyCallbacks;
 using runner_hooks::EngineWorker;
 using runner_hooks::MakeClaimingSource;
 using runner_hooks::WithGil;
 
-// The Python object: the engine plus the callables it calls.
-class PyRunnerEngine {
- public:
-  PyRunnerEngine(py::object broker, std::vector<std::string> queues, int workers,
-                 double task_timeout_sec, double heartbeat_interval_sec,
-                 double management_interval_sec, py::object execute, double retrieve_wait_sec,
-                 double idle_backoff_sec, py::object fallback_next, py::object next_blocking,
-                 py::object heartbeat, py::object management, py::object timed_out,
-                 py::object thread_started, py::object report_error, py::object lifecycle,
-                 std::optional<std::string> runner_id, std::string runner_context_id,
-                 py::object execute_taken, py::object finished_taken, bool take_ahead,
-                 int prefetch) {
+// RunnerEngine's three arguments, bound as RunnerSettings, RunnerSource and
+// RunnerCallbacks: each is checked when it is made, so a bad value is reported
+// against its own name.
+
+// How many workers, how often the timer acts, how a worker takes.
+struct EngineSettings {
+  RunnerOptions options;
+  runner::TakePolicy take;
+
+  EngineSettings(int workers, double task_timeout_sec, double heartbeat_interval_sec,
+                 double management_interval_sec, double retrieve_wait_sec,
+                 double idle_backoff_sec, bool take_ahead, int prefetch) {
     auto ms = [](double sec, const char* name) {
       if (!(sec >= 0) || sec > 1e9) {
         throw py::value_error(std::string(name) + " must be a number of seconds >= 0");
@@ -68,10 +69,7 @@ class PyRunnerEngine {
     if (prefetch < 1 || prefetch > 1000) {
       throw py::value_error("prefetch must be in [1, 1000], got " + std::to_string(prefetch));
     }
-    if (execute.is_none() || !PyCallable_Check(execute.ptr())) {
-      throw py::type_error("execute must be callable");
-    }
-    RunnerOptions o;
+    RunnerOptions& o = options;
     o.workers = workers;
     o.task_timeout = ms(task_timeout_sec, "task_timeout_sec");
     o.heartbeat_interval = ms(heartbeat_interval_sec, "heartbeat_interval_sec");
@@ -82,45 +80,109 @@ class PyRunnerEngine {
       o.watchdog_tick = std::clamp(o.task_timeout / 10, std::chrono::milliseconds(10),
                                    std::chrono::milliseconds(500));
     }
+    take = runner::TakePolicy{prefetch, take_ahead};
+  }
+};
+
+// Where workers take invocations from: an engine broker over `queues`, with a
+// lifecycle claiming in the same step (for `actor`), or a Python poll.
+struct EngineSource {
+  py::object broker, lifecycle, fallback_next;
+  std::vector<std::string> queues;
+  Actor actor;
+
+  EngineSource(py::object broker_in, std::vector<std::string> queues_in, py::object lifecycle_in,
+               std::optional<std::string> runner_id, std::string runner_context_id,
+               py::object fallback_next_in)
+      : broker(std::move(broker_in)),
+        lifecycle(std::move(lifecycle_in)),
+        fallback_next(std::move(fallback_next_in)),
+        queues(std::move(queues_in)),
+        actor{std::move(runner_id), std::move(runner_context_id)} {
+    if (!broker.is_none()) {
+      Cast<Broker>(broker, "broker must be an engine Broker (Storage.broker())");
+      if (queues.empty()) throw py::value_error("queues must not be empty");
+    } else if (!lifecycle.is_none()) {
+      throw py::value_error("a lifecycle needs its engine broker");
+    } else if (fallback_next.is_none()) {
+      throw py::value_error("either an engine broker or fallback_next is required");
+    }
+    if (!lifecycle.is_none()) {
+      Cast<Lifecycle>(lifecycle, "lifecycle must be an engine Lifecycle (Storage.lifecycle())");
+    }
+  }
+  // `o` as the engine object it holds (pybind11's cast: a wrapper that forwards
+  // pybind11's conduit, as a test's proxy does, counts), or a TypeError.
+  template <typename T>
+  static T* Cast(const py::object& o, const char* what) {
+    try {
+      return o.cast<T*>();
+    } catch (const py::cast_error&) {
+      throw py::type_error(std::string(what) + ", got " +
+                           py::str(py::type::of(o).attr("__name__")).cast<std::string>());
+    }
+  }
+};
+
+// The Python callables the engine's threads call, with the GIL.
+struct EngineCallbacks {
+  py::object execute, execute_taken, finished_taken, next_blocking, heartbeat, management,
+      timed_out, thread_started, report_error;
+
+  EngineCallbacks(py::object execute_in, py::object execute_taken_in,
+                  py::object finished_taken_in, py::object next_blocking_in,
+                  py::object heartbeat_in, py::object management_in, py::object timed_out_in,
+                  py::object thread_started_in, py::object report_error_in)
+      : execute(std::move(execute_in)),
+        execute_taken(std::move(execute_taken_in)),
+        finished_taken(std::move(finished_taken_in)),
+        next_blocking(std::move(next_blocking_in)),
+        heartbeat(std::move(heartbeat_in)),
+        management(std::move(management_in)),
+        timed_out(std::move(timed_out_in)),
+        thread_started(std::move(thread_started_in)),
+        report_error(std::move(report_error_in)) {
+    if (!Callable(execute)) throw py::type_error("execute must be callable");
+  }
+  static bool Callable(const py::object& f) { return !f.is_none() && PyCallable_Check(f.ptr()); }
+};
+
+// The Python object: the engine plus the callables it calls.
+class PyRunnerEngine {
+ public:
+  PyRunnerEngine(const EngineSettings& settings, const EngineSource& from,
+                 const EngineCallbacks& calls) {
     auto cb = std::make_shared<PyCallbacks>();
     cb->interp = PyInterpreterState_Main();
-    cb->broker = broker;
-    cb->execute = std::move(execute);
-    cb->fallback_next = std::move(fallback_next);
-    cb->next_blocking = std::move(next_blocking);
-    cb->heartbeat = std::move(heartbeat);
-    cb->management = std::move(management);
-    cb->timed_out = std::move(timed_out);
-    cb->thread_started = std::move(thread_started);
-    cb->report_error = std::move(report_error);
+    cb->broker = from.broker;
+    cb->fallback_next = from.fallback_next;
+    cb->execute = calls.execute;
+    cb->next_blocking = calls.next_blocking;
+    cb->heartbeat = calls.heartbeat;
+    cb->management = calls.management;
+    cb->timed_out = calls.timed_out;
+    cb->thread_started = calls.thread_started;
+    cb->report_error = calls.report_error;
     std::unique_ptr<runner::InvocationSource> source;
-    if (!lifecycle.is_none()) {
-      if (broker.is_none()) throw py::value_error("a lifecycle needs its engine broker");
-      if (queues.empty()) throw py::value_error("queues must not be empty");
-      if (execute_taken.is_none() || !PyCallable_Check(execute_taken.ptr())) {
+    if (!from.lifecycle.is_none()) {
+      if (!EngineCallbacks::Callable(calls.execute_taken)) {
         throw py::type_error("execute_taken must be callable when a lifecycle is given");
       }
-      if (finished_taken.is_none() || !PyCallable_Check(finished_taken.ptr())) {
+      if (!EngineCallbacks::Callable(calls.finished_taken)) {
         throw py::type_error("finished_taken must be callable when a lifecycle is given");
       }
-      auto* engine_lifecycle = lifecycle.cast<Lifecycle*>();
-      auto* engine_broker = broker.cast<Broker*>();
-      cb->lifecycle = lifecycle;
+      auto* engine_lifecycle = from.lifecycle.cast<Lifecycle*>();
+      auto* engine_broker = from.broker.cast<Broker*>();
+      cb->lifecycle = from.lifecycle;
       cb->engine_lifecycle = engine_lifecycle;
-      cb->execute_taken = std::move(execute_taken);
-      cb->finished_taken = std::move(finished_taken);
-      auto take = std::make_shared<runner::ClaimingTake>(
-          engine_lifecycle, engine_broker, cb->held, Actor{std::move(runner_id), runner_context_id},
-          runner::TakePolicy{prefetch, take_ahead});
-      source = MakeClaimingSource(cb, std::move(take), engine_broker, std::move(queues));
-    } else if (!broker.is_none()) {
-      if (queues.empty()) throw py::value_error("queues must not be empty");
-      auto* engine_broker = broker.cast<Broker*>();
-      source = runner::MakeBrokerSource(engine_broker, std::move(queues));
+      cb->execute_taken = calls.execute_taken;
+      cb->finished_taken = calls.finished_taken;
+      auto take = std::make_shared<runner::ClaimingTake>(engine_lifecycle, engine_broker, cb->held,
+                                                         from.actor, settings.take);
+      source = MakeClaimingSource(cb, std::move(take), engine_broker, from.queues);
+    } else if (!from.broker.is_none()) {
+      source = runner::MakeBrokerSource(from.broker.cast<Broker*>(), from.queues);
     } else {
-      if (cb->fallback_next.is_none()) {
-        throw py::value_error("either an engine broker or fallback_next is required");
-      }
       source = runner::MakeFunctionSource([cb]() -> Result<std::optional<std::string>> {
         std::optional<std::string> id;
         bool ok = WithGil("CppRunner retrieval", [&] { id = OptionalStr(cb->fallback_next()); });
@@ -129,7 +191,8 @@ class PyRunnerEngine {
       });
     }
     callbacks_ = cb;
-    engine_ = std::make_unique<RunnerEngine>(o, std::move(source), MakeHooks(cb, this));
+    engine_ =
+        std::make_unique<RunnerEngine>(settings.options, std::move(source), MakeHooks(cb, this));
   }
 
   ~PyRunnerEngine() {
@@ -254,41 +317,82 @@ class PyRunnerEngine {
 }  // namespace
 
 void InitRunner(py::module_& m) {
+  py::class_<PendingFinish>(
+      m, "PendingFinish",
+      "A task's result that its run left for CppRunner's engine to store\n"
+      "(pynenc_cpp._run.run_invocation_to_finish): the engine stores it with the GIL\n"
+      "released, then calls finished_taken(state, outcome) where Python has work left.")
+      .def(py::init([](std::string invocation_id, std::string serialized, std::string task_key,
+                       bool release_waiters, std::string runner_id, py::object state,
+                       bool logs) {
+             return PendingFinish{InvocationId(std::move(invocation_id)), std::move(serialized),
+                                  std::move(task_key), release_waiters, std::move(runner_id),
+                                  std::move(state), logs};
+           }),
+           py::arg("invocation_id"), py::arg("serialized"), py::arg("task_key"),
+           py::arg("release_waiters"), py::arg("runner_id"), py::arg("state"), py::arg("logs"))
+      .def_property_readonly("invocation_id",
+                             [](const PendingFinish& p) { return p.id.str(); })
+      .def_readonly("serialized", &PendingFinish::serialized)
+      .def_readonly("task_key", &PendingFinish::task_key)
+      .def_readonly("release_waiters", &PendingFinish::release_waiters,
+                    "Whether the final status releases the invocations waiting on it.")
+      .def_readonly("runner_id", &PendingFinish::runner_id)
+      .def_readonly("state", &PendingFinish::state,
+                    "Python's own, handed back to finished_taken.")
+      .def_readonly("logs", &PendingFinish::logs,
+                    "Python writes the status change's log line: finished_taken is always\n"
+                    "called.");
+  py::class_<EngineSettings>(m, "RunnerSettings",
+                             "How a RunnerEngine runs: checked when made (ValueError).")
+      .def(py::init<int, double, double, double, double, double, bool, int>(),
+           py::arg("workers"), py::arg("task_timeout_sec"), py::arg("heartbeat_interval_sec"),
+           py::arg("management_interval_sec"), py::arg("retrieve_wait_sec") = 5.0,
+           py::arg("idle_backoff_sec") = 0.01, py::arg("take_ahead") = true,
+           py::arg("prefetch") = 1,
+           "`workers` threads; 0 disables an interval or the task timeout. With\n"
+           "`take_ahead`, a worker's finish also takes its next invocation where the storage\n"
+           "does both in one operation (SQLite, Redis: Lifecycle.FinishThenTake). With\n"
+           "`prefetch` K > 1, a take that leaves the queue non-empty also claims up to K - 1\n"
+           "more in one operation (Lifecycle.take_and_claim), held for this engine's workers.");
+  py::class_<EngineSource>(m, "RunnerSource",
+                           "Where a RunnerEngine's workers take invocations from.")
+      .def(py::init<py::object, std::vector<std::string>, py::object, std::optional<std::string>,
+                    std::string, py::object>(),
+           py::arg("broker") = py::none(), py::arg("queues") = std::vector<std::string>{},
+           py::arg("lifecycle") = py::none(), py::arg("runner_id") = py::none(),
+           py::arg("runner_context_id") = "", py::arg("fallback_next") = py::none(),
+           "`broker`: an engine Broker to block on over `queues`, or None to poll\n"
+           "`fallback_next() -> str | None` (GIL held, the settings' idle_backoff_sec between\n"
+           "empty answers). With `lifecycle` (a native Lifecycle over `broker`), workers take\n"
+           "and claim in one step (Lifecycle.take_and_start for runner_id /\n"
+           "runner_context_id).");
+  py::class_<EngineCallbacks>(m, "RunnerCallbacks",
+                              "The callables a RunnerEngine's threads call, with the GIL.")
+      .def(py::init<py::object, py::object, py::object, py::object, py::object, py::object,
+                    py::object, py::object, py::object>(),
+           py::arg("execute"), py::arg("execute_taken") = py::none(),
+           py::arg("finished_taken") = py::none(), py::arg("next_blocking") = py::none(),
+           py::arg("heartbeat") = py::none(), py::arg("management") = py::none(),
+           py::arg("timed_out") = py::none(), py::arg("thread_started") = py::none(),
+           py::arg("report_error") = py::none(),
+           "execute(id, claimed), next_blocking() -> str | None, heartbeat(), management(),\n"
+           "timed_out(id, thread_ident), thread_started(worker_index), report_error(message).\n"
+           "With a source's lifecycle, workers call execute_taken(id, claim) instead, claim as\n"
+           "take_and_start returns it; it returns None, or a task's serialized result left to\n"
+           "store (PendingFinish), which the worker stores with the GIL\n"
+           "released, then calls finished_taken(state, outcome) when the store failed, a\n"
+           "trigger watches it or a log line is due.");
   py::class_<PyRunnerEngine>(
       m, "RunnerEngine",
       "The C++ loop of CppRunner: worker threads (one persistent Python thread state each)\n"
       "retrieving from an engine broker with the GIL released, a timer thread for\n"
       "heartbeats, management duties and the task-timeout watchdog. Thread-safe.")
-      .def(
-          py::init<py::object, std::vector<std::string>, int, double, double, double, py::object,
-                   double, double, py::object, py::object, py::object, py::object, py::object,
-                   py::object, py::object, py::object, std::optional<std::string>, std::string,
-                   py::object, py::object, bool, int>(),
-          py::arg("broker"), py::arg("queues"), py::arg("workers"), py::arg("task_timeout_sec"),
-          py::arg("heartbeat_interval_sec"), py::arg("management_interval_sec"), py::arg("execute"),
-          py::arg("retrieve_wait_sec") = 5.0, py::arg("idle_backoff_sec") = 0.01,
-          py::arg("fallback_next") = py::none(), py::arg("next_blocking") = py::none(),
-          py::arg("heartbeat") = py::none(), py::arg("management") = py::none(),
-          py::arg("timed_out") = py::none(), py::arg("thread_started") = py::none(),
-          py::arg("report_error") = py::none(), py::arg("lifecycle") = py::none(),
-          py::arg("runner_id") = py::none(), py::arg("runner_context_id") = "",
-          py::arg("execute_taken") = py::none(), py::arg("finished_taken") = py::none(),
-          py::arg("take_ahead") = true, py::arg("prefetch") = 1,
-          "Builds a stopped engine. `broker`: an engine Broker to block on over `queues`, or\n"
-          "None to poll `fallback_next() -> str | None` (GIL held, `idle_backoff_sec` between\n"
-          "empty answers). Hooks run on engine threads with the GIL: execute(id, claimed),\n"
-          "next_blocking() -> str | None, heartbeat(), management(), timed_out(id, thread_ident),\n"
-          "thread_started(worker_index), report_error(message). 0 disables an interval.\n"
-          "With `lifecycle` (a native Lifecycle over `broker`), workers take and claim in one\n"
-          "step (Lifecycle.take_and_start for runner_id / runner_context_id) and call\n"
-          "execute_taken(id, claim) instead, claim as take_and_start returns it; it returns\n"
-          "None, or a task's serialized result left to store (PendingFinish, pynenc_cpp._run),\n"
-          "which the worker stores with the GIL released, then calls finished_taken(state,\n"
-          "outcome) when the store failed, a trigger watches it or a log line is due. With\n"
-          "`take_ahead`, a worker's finish also takes its next invocation where the storage\n"
-          "does both in one operation (SQLite, Redis: Lifecycle.FinishThenTake). With\n"
-          "`prefetch` K > 1, a take that leaves the queue non-empty also claims up to K - 1\n"
-          "more in one operation (Lifecycle.take_and_claim), held for this engine's workers.")
+      .def(py::init<const EngineSettings&, const EngineSource&, const EngineCallbacks&>(),
+           py::arg("settings"), py::arg("source"), py::arg("callbacks"),
+           "Builds a stopped engine: `settings` (RunnerSettings), where its workers take\n"
+           "invocations from (RunnerSource) and the Python callables its threads call\n"
+           "(RunnerCallbacks).")
       .def("start", &PyRunnerEngine::Start, "Starts the workers and the timer thread.")
       .def("stop", &PyRunnerEngine::Stop,
            "Graceful stop: no more retrieval; running invocations finish.")

@@ -51,35 +51,14 @@ std::optional<std::string> OptionalStr(const py::object& o) {
 
 namespace {
 
-// A task's result that its run left for the engine to store (`PendingFinish` in
-// python/pynenc_cpp/_run.py: (invocation id, serialized result, task key,
-// release_waiters, runner id, state, logs)).
-struct PendingFinish {
-  InvocationId id;
-  std::string serialized;
-  std::string task_key;
-  bool release_waiters = true;
-  std::string runner_id;
-  py::object state;  // REQUIRES: released with the GIL (or stashed in tls_to_drop)
-  bool logs = false;  // Python writes the status change's log line: always called back
-};
-
-// execute_taken's return value: None, or a PendingFinish tuple. REQUIRES: the GIL.
+// execute_taken's return value: None, or a PendingFinish. REQUIRES: the GIL.
 std::optional<PendingFinish> ReadPending(const py::object& r) {
   if (r.is_none()) return std::nullopt;
-  if (!py::isinstance<py::tuple>(r) || py::len(r) != 7) {
-    throw py::type_error("execute_taken must return None or a 7-item PendingFinish tuple");
+  if (!py::isinstance<PendingFinish>(r)) {
+    throw py::type_error("execute_taken must return None or a _core.PendingFinish, got " +
+                         std::string(py::str(py::type::of(r).attr("__name__"))));
   }
-  auto t = py::reinterpret_borrow<py::tuple>(r);
-  PendingFinish p;
-  p.id = InvocationId(t[0].cast<std::string>());
-  p.serialized = t[1].cast<std::string>();
-  p.task_key = t[2].cast<std::string>();
-  p.release_waiters = t[3].cast<bool>();
-  p.runner_id = t[4].cast<std::string>();
-  p.state = t[5];
-  p.logs = t[6].cast<bool>();
-  return p;
+  return r.cast<const PendingFinish&>();
 }
 
 // Stores `p`'s result (FinishSuccess, with this worker's armed next take) without

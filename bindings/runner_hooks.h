@@ -37,6 +37,18 @@ int EngineWorker(const void* engine_key);
 // REQUIRES: the GIL, on this thread.
 void DropStashed();
 
+// A task's result that its run left for the engine to store, as execute_taken
+// returns it (_core.PendingFinish; pynenc_cpp._run makes it).
+struct PendingFinish {
+  InvocationId id;
+  std::string serialized;  // the result, serialized
+  std::string task_key;
+  bool release_waiters = true;
+  std::string runner_id;
+  py::object state;   // Python's, for finished_taken. REQUIRES: released with the GIL
+  bool logs = false;  // Python writes the status change's log line: always called back
+};
+
 // The Python callables of one engine. Destroyed by whichever thread drops the
 // engine's shared state last: with the GIL when possible, else leaked (the
 // process is exiting).

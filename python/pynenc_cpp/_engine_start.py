@@ -141,31 +141,41 @@ class EngineStart:
     ) -> None:
         self._heartbeat()  # registered before any invocation is claimed
         take = self._take_for_runner(broker)
-        self._engine = _core.RunnerEngine(
-            take[1] if take is not None else broker,
-            queues,
+        settings = _core.RunnerSettings(
             self.workers,
             timeout,
             heartbeat,
             management,
             retrieve_wait_sec=float(self.conf.cpp_runner_retrieve_wait_sec),
             idle_backoff_sec=max(float(self.conf.runner_loop_sleep_time_sec), 0.001),
-            execute=self._execute,
-            fallback_next=None if broker is not None else self._fallback_next,
+            take_ahead=bool(self.conf.cpp_runner_take_ahead),
+            prefetch=self.prefetch,
+        )
+        if take is not None:
+            lifecycle, engine_broker, runner_id, context_id = take
+            source = _core.RunnerSource(
+                engine_broker,
+                queues,
+                lifecycle=lifecycle,
+                runner_id=runner_id,
+                runner_context_id=context_id,
+            )
+        elif broker is not None:
+            source = _core.RunnerSource(broker, queues)
+        else:
+            source = _core.RunnerSource(fallback_next=self._fallback_next)
+        callbacks = _core.RunnerCallbacks(
+            self._execute,
+            execute_taken=self._execute_taken if take is not None else None,
+            finished_taken=self._finished_taken if take is not None else None,
             next_blocking=self._next_blocking,
             heartbeat=self._heartbeat,
             management=self._management,
             timed_out=self._on_timeout,
             thread_started=self._on_thread_started,
             report_error=self._report_error,
-            lifecycle=take[0] if take is not None else None,
-            runner_id=take[2] if take is not None else None,
-            runner_context_id=take[3] if take is not None else "",
-            execute_taken=self._execute_taken if take is not None else None,
-            finished_taken=self._finished_taken if take is not None else None,
-            take_ahead=bool(self.conf.cpp_runner_take_ahead),
-            prefetch=self.prefetch,
         )
+        self._engine = _core.RunnerEngine(settings, source, callbacks)
         self._engine.start()
         _LIVE_RUNNERS.add(cast("CppRunner", self))
         self._start_trigger_wake()

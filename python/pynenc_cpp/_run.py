@@ -33,11 +33,11 @@ from pynenc_cpp._concurrency import ConcurrencyGate
 if TYPE_CHECKING:
     from pynenc.runner.runner_context import RunnerContext
 
-#: A task's result left to store by ``run_invocation_to_finish``: (invocation id,
-#: serialized result, task key, release_waiters, runner id, state, logs), a plain
-#: tuple as ``CppRunner``'s engine reads it (see that method). ``state`` is opaque to
-#: the caller but for its first item, the invocation.
-PendingFinish = tuple[str, str, str, bool, str, tuple[Any, ...], bool]
+#: A task's result left to store by ``run_invocation_to_finish`` (invocation_id,
+#: serialized, task_key, release_waiters, runner_id, state, logs), the engine's own
+#: struct, which ``CppRunner``'s engine reads (see that method). ``state`` is opaque
+#: to the caller but for its first item, the invocation.
+PendingFinish = _core.PendingFinish
 
 #: pynenc's own ``DistributedInvocation.run`` (pynenc 0.4.0), which
 #: ``CppNativeOrchestrator.run_invocation`` follows step by step; an invocation whose
@@ -203,16 +203,22 @@ class RunsInvocations(BaseOrchestrator):
     def finish_pending(self, pending: PendingFinish) -> None:
         """Completes ``pending`` here, as ``CppRunner``'s engine does (see
         ``run_invocation_to_finish``); raises what ``run_invocation`` would."""
-        invocation_id, serialized, task_key, release_waiters, runner_id, state, logs = pending
+        state = pending.state
         lifecycle: _core.Lifecycle = state[2]  # the one the run was made with
+        runner_id = pending.runner_id
         outcome: object
         try:
             outcome = lifecycle.finish_success(
-                invocation_id, serialized, runner_id, runner_id, task_key, release_waiters
+                pending.invocation_id,
+                pending.serialized,
+                runner_id,
+                runner_id,
+                pending.task_key,
+                pending.release_waiters,
             )
         except _core.EngineError as exc:
             outcome = exc
-        if logs or isinstance(outcome, BaseException) or outcome[1] or outcome[2]:
+        if pending.logs or isinstance(outcome, BaseException) or outcome[1] or outcome[2]:
             self.complete_finish(state, outcome)
 
     def complete_finish(self, state: tuple[Any, ...], outcome: object) -> None:
@@ -324,7 +330,7 @@ class RunsInvocations(BaseOrchestrator):
                 task.task_id.key,
                 nests=False,
             )
-        return (
+        return PendingFinish(
             invocation_id,
             serialized,
             task.task_id.key,

@@ -34,7 +34,13 @@ from pynenc_cpp._core.coordinator import (
 from pynenc_cpp._core.lifecycle import Lifecycle, history_json
 from pynenc_cpp._core.orchestrator import Orchestrator
 from pynenc_cpp._core.report import describe_backend
-from pynenc_cpp._core.runner import RunnerEngine
+from pynenc_cpp._core.runner import (
+    PendingFinish,
+    RunnerCallbacks,
+    RunnerEngine,
+    RunnerSettings,
+    RunnerSource,
+)
 from pynenc_cpp._core.state_backend import StateBackend
 from pynenc_cpp._core.storage import Storage
 from pynenc_cpp._core.trigger import TriggerStore
@@ -85,7 +91,11 @@ __all__: list[str] = [
     "Lifecycle",
     "Orchestrator",
     "OwnershipViolation",
+    "PendingFinish",
+    "RunnerCallbacks",
     "RunnerEngine",
+    "RunnerSettings",
+    "RunnerSource",
     "SingletonSpec",
     "SpecStatus",
     "StaleGeneration",

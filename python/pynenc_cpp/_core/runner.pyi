@@ -7,7 +7,124 @@ from __future__ import annotations
 import collections.abc
 import typing
 
-__all__: list[str] = ["RunnerEngine"]
+__all__: list[str] = [
+    "PendingFinish",
+    "RunnerCallbacks",
+    "RunnerEngine",
+    "RunnerSettings",
+    "RunnerSource",
+]
+
+class PendingFinish:
+    """
+    A task's result that its run left for CppRunner's engine to store
+    (pynenc_cpp._run.run_invocation_to_finish): the engine stores it with the GIL
+    released, then calls finished_taken(state, outcome) where Python has work left.
+    """
+    def __init__(
+        self,
+        invocation_id: str,
+        serialized: str,
+        task_key: str,
+        release_waiters: bool,
+        runner_id: str,
+        state: typing.Any,
+        logs: bool,
+    ) -> None: ...
+    @property
+    def invocation_id(self) -> str: ...
+    @property
+    def logs(self) -> bool:
+        """
+        Python writes the status change's log line: finished_taken is always
+        called.
+        """
+    @property
+    def release_waiters(self) -> bool:
+        """
+        Whether the final status releases the invocations waiting on it.
+        """
+    @property
+    def runner_id(self) -> str: ...
+    @property
+    def serialized(self) -> str: ...
+    @property
+    def state(self) -> typing.Any:
+        """
+        Python's own, handed back to finished_taken.
+        """
+    @property
+    def task_key(self) -> str: ...
+
+class RunnerSettings:
+    """
+    How a RunnerEngine runs: checked when made (ValueError).
+    """
+    def __init__(
+        self,
+        workers: typing.SupportsInt | typing.SupportsIndex,
+        task_timeout_sec: typing.SupportsFloat | typing.SupportsIndex,
+        heartbeat_interval_sec: typing.SupportsFloat | typing.SupportsIndex,
+        management_interval_sec: typing.SupportsFloat | typing.SupportsIndex,
+        retrieve_wait_sec: typing.SupportsFloat | typing.SupportsIndex = 5.0,
+        idle_backoff_sec: typing.SupportsFloat | typing.SupportsIndex = 0.01,
+        take_ahead: bool = True,
+        prefetch: typing.SupportsInt | typing.SupportsIndex = 1,
+    ) -> None:
+        """
+        `workers` threads; 0 disables an interval or the task timeout. With
+        `take_ahead`, a worker's finish also takes its next invocation where the storage
+        does both in one operation (SQLite, Redis: Lifecycle.FinishThenTake). With
+        `prefetch` K > 1, a take that leaves the queue non-empty also claims up to K - 1
+        more in one operation (Lifecycle.take_and_claim), held for this engine's workers.
+        """
+
+class RunnerSource:
+    """
+    Where a RunnerEngine's workers take invocations from.
+    """
+    def __init__(
+        self,
+        broker: typing.Any = None,
+        queues: collections.abc.Sequence[str] = [],
+        lifecycle: typing.Any = None,
+        runner_id: str | None = None,
+        runner_context_id: str = "",
+        fallback_next: typing.Any = None,
+    ) -> None:
+        """
+        `broker`: an engine Broker to block on over `queues`, or None to poll
+        `fallback_next() -> str | None` (GIL held, the settings' idle_backoff_sec between
+        empty answers). With `lifecycle` (a native Lifecycle over `broker`), workers take
+        and claim in one step (Lifecycle.take_and_start for runner_id /
+        runner_context_id).
+        """
+
+class RunnerCallbacks:
+    """
+    The callables a RunnerEngine's threads call, with the GIL.
+    """
+    def __init__(
+        self,
+        execute: typing.Any,
+        execute_taken: typing.Any = None,
+        finished_taken: typing.Any = None,
+        next_blocking: typing.Any = None,
+        heartbeat: typing.Any = None,
+        management: typing.Any = None,
+        timed_out: typing.Any = None,
+        thread_started: typing.Any = None,
+        report_error: typing.Any = None,
+    ) -> None:
+        """
+        execute(id, claimed), next_blocking() -> str | None, heartbeat(), management(),
+        timed_out(id, thread_ident), thread_started(worker_index), report_error(message).
+        With a source's lifecycle, workers call execute_taken(id, claim) instead, claim as
+        take_and_start returns it; it returns None, or a task's serialized result left to
+        store (PendingFinish), which the worker stores with the GIL
+        released, then calls finished_taken(state, outcome) when the store failed, a
+        trigger watches it or a log line is due.
+        """
 
 class RunnerEngine:
     """
@@ -16,47 +133,12 @@ class RunnerEngine:
     heartbeats, management duties and the task-timeout watchdog. Thread-safe.
     """
     def __init__(
-        self,
-        broker: typing.Any,
-        queues: collections.abc.Sequence[str],
-        workers: typing.SupportsInt | typing.SupportsIndex,
-        task_timeout_sec: typing.SupportsFloat | typing.SupportsIndex,
-        heartbeat_interval_sec: typing.SupportsFloat | typing.SupportsIndex,
-        management_interval_sec: typing.SupportsFloat | typing.SupportsIndex,
-        execute: typing.Any,
-        retrieve_wait_sec: typing.SupportsFloat | typing.SupportsIndex = 5.0,
-        idle_backoff_sec: typing.SupportsFloat | typing.SupportsIndex = 0.01,
-        fallback_next: typing.Any = None,
-        next_blocking: typing.Any = None,
-        heartbeat: typing.Any = None,
-        management: typing.Any = None,
-        timed_out: typing.Any = None,
-        thread_started: typing.Any = None,
-        report_error: typing.Any = None,
-        lifecycle: typing.Any = None,
-        runner_id: str | None = None,
-        runner_context_id: str = "",
-        execute_taken: typing.Any = None,
-        finished_taken: typing.Any = None,
-        take_ahead: bool = True,
-        prefetch: typing.SupportsInt | typing.SupportsIndex = 1,
+        self, settings: RunnerSettings, source: RunnerSource, callbacks: RunnerCallbacks
     ) -> None:
         """
-        Builds a stopped engine. `broker`: an engine Broker to block on over `queues`, or
-        None to poll `fallback_next() -> str | None` (GIL held, `idle_backoff_sec` between
-        empty answers). Hooks run on engine threads with the GIL: execute(id, claimed),
-        next_blocking() -> str | None, heartbeat(), management(), timed_out(id, thread_ident),
-        thread_started(worker_index), report_error(message). 0 disables an interval.
-        With `lifecycle` (a native Lifecycle over `broker`), workers take and claim in one
-        step (Lifecycle.take_and_start for runner_id / runner_context_id) and call
-        execute_taken(id, claim) instead, claim as take_and_start returns it; it returns
-        None, or a task's serialized result left to store (PendingFinish, pynenc_cpp._run),
-        which the worker stores with the GIL released, then calls finished_taken(state,
-        outcome) when the store failed, a trigger watches it or a log line is due. With
-        `take_ahead`, a worker's finish also takes its next invocation where the storage
-        does both in one operation (SQLite, Redis: Lifecycle.FinishThenTake). With
-        `prefetch` K > 1, a take that leaves the queue non-empty also claims up to K - 1
-        more in one operation (Lifecycle.take_and_claim), held for this engine's workers.
+        Builds a stopped engine: `settings` (RunnerSettings), where its workers take
+        invocations from (RunnerSource) and the Python callables its threads call
+        (RunnerCallbacks).
         """
     def abort(self) -> list:
         """
