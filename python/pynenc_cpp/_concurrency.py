@@ -56,6 +56,18 @@ class Gated(NamedTuple):
     deferred: bool = False  # blocked, and pynenc's deferral made in the same step
 
 
+class GateStep(NamedTuple):
+    """One ``gate_running_concurrency`` call, as ``_gated_step`` makes it."""
+
+    invocation: DistributedInvocation
+    status: InvocationStatus
+    runner_ctx: RunnerContext
+    key_args: dict[str, str]  # the arguments that key the task's concurrency control
+    blocking: list[InvocationStatus]  # the statuses that block ``status``
+    index_args: dict[str, str]  # every argument, indexed with the claimed invocation
+    defer: bool  # make pynenc's deferral in the same step (a claim)
+
+
 class ConcurrencyGate(BaseOrchestrator):
     """Running concurrency control as one engine step, for an orchestrator whose
     ``_gated_step`` makes it (``CppOrchestrator``: ``Orchestrator.gated_transition``;
@@ -115,13 +127,15 @@ class ConcurrencyGate(BaseOrchestrator):
         call = invocation.call
         key_args = call.serialized_args_for_concurrency_control(conf.running_concurrency) or {}
         gated = self._gated_step(
-            invocation,
-            status,
-            runner_ctx,
-            dict(key_args),
-            blocking,
-            dict(call.serialized_arguments),
-            defer,
+            GateStep(
+                invocation,
+                status,
+                runner_ctx,
+                dict(key_args),
+                blocking,
+                dict(call.serialized_arguments),
+                defer,
+            )
         )
         blocker = gated.blocker
         if blocker is not None:
@@ -133,16 +147,7 @@ class ConcurrencyGate(BaseOrchestrator):
         return gated
 
     @abstractmethod
-    def _gated_step(
-        self,
-        invocation: DistributedInvocation,
-        status: InvocationStatus,
-        runner_ctx: RunnerContext,
-        key_args: dict[str, str],
-        blocking: list[InvocationStatus],
-        index_args: dict[str, str],
-        defer: bool,
-    ) -> Gated:
+    def _gated_step(self, step: GateStep) -> Gated:
         """The engine step of ``gate_running_concurrency``: the blocker's id, or none
         with this thread's note of the change left for ``set_invocation_status``."""
 

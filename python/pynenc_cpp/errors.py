@@ -32,19 +32,18 @@ from pynenc.invocation.status import InvocationStatus
 
 from pynenc_cpp import _core
 from pynenc_cpp._convert import status_from_value
-
-EngineError = _core.EngineError
-IllegalTransition = _core.IllegalTransition
-OwnershipViolation = _core.OwnershipViolation
-BackendError = _core.BackendError
-BackendConnectionError = _core.BackendConnectionError
-BadConfig = _core.BadConfig
-InvalidArgument = _core.InvalidArgument
-Conflict = _core.Conflict
-StaleGeneration = _core.StaleGeneration
-Unavailable = _core.Unavailable
-Timeout = _core.Timeout
-BufferFull = _core.BufferFull
+from pynenc_cpp._core import BackendConnectionError as BackendConnectionError
+from pynenc_cpp._core import BackendError as BackendError
+from pynenc_cpp._core import BadConfig as BadConfig
+from pynenc_cpp._core import BufferFull as BufferFull
+from pynenc_cpp._core import Conflict as Conflict
+from pynenc_cpp._core import EngineError as EngineError
+from pynenc_cpp._core import IllegalTransition as IllegalTransition
+from pynenc_cpp._core import InvalidArgument as InvalidArgument
+from pynenc_cpp._core import OwnershipViolation as OwnershipViolation
+from pynenc_cpp._core import StaleGeneration as StaleGeneration
+from pynenc_cpp._core import Timeout as Timeout
+from pynenc_cpp._core import Unavailable as Unavailable
 
 
 class InvocationNotFound(_core.InvocationNotFound, InvocationNotFoundError):

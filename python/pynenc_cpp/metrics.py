@@ -126,26 +126,29 @@ class EngineCollector:
         errors.add_metric(["connection"], m["backend_errors_connection"])
         errors.add_metric(["other"], m["backend_errors"] - m["backend_errors_connection"])
         yield errors
-        yield core.CounterMetricFamily(
-            _PREFIX + "redis_connections_opened",
-            "Redis connections opened (a reconnect counts one here and one lost).",
-            value=m["redis_connections_opened"],
-        )
-        yield core.CounterMetricFamily(
-            _PREFIX + "redis_connections_lost",
-            "Pooled Redis connections dropped as broken.",
-            value=m["redis_connections_lost"],
-        )
-        yield core.CounterMetricFamily(
-            _PREFIX + "sqlite_busy_waits",
-            "Pauses of an SQLite connection that found the file locked by another writer.",
-            value=m["sqlite_busy_waits"],
-        )
-        yield core.CounterMetricFamily(
-            _PREFIX + "sqlite_busy_wait_seconds",
-            "Time SQLite connections paused for a lock held by another writer.",
-            value=m["sqlite_busy_wait_us"] / 1e6,
-        )
+        for name, doc, count in (
+            (
+                "redis_connections_opened",
+                "Redis connections opened (a reconnect counts one here and one lost).",
+                m["redis_connections_opened"],
+            ),
+            (
+                "redis_connections_lost",
+                "Pooled Redis connections dropped as broken.",
+                m["redis_connections_lost"],
+            ),
+            (
+                "sqlite_busy_waits",
+                "Pauses of an SQLite connection that found the file locked by another writer.",
+                m["sqlite_busy_waits"],
+            ),
+            (
+                "sqlite_busy_wait_seconds",
+                "Time SQLite connections paused for a lock held by another writer.",
+                m["sqlite_busy_wait_us"] / 1e6,
+            ),
+        ):
+            yield core.CounterMetricFamily(_PREFIX + name, doc, value=count)
         yield _histogram(
             core,
             _PREFIX + "queue_wait_seconds",

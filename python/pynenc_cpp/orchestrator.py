@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pynenc import context
 from pynenc.conf.config_task import ConcurrencyControlType
@@ -28,7 +28,7 @@ from pynenc.orchestrator.base_orchestrator import BaseBlockingControl
 from pynenc_cpp import _core, _live, _shortcuts, _submit, _trigger_runs
 from pynenc_cpp._atomic_service import AtomicServiceExecutions
 from pynenc_cpp._component import CppComponentMixin, MemBackend, RedisBackend, SqliteBackend
-from pynenc_cpp._concurrency import ConcurrencyGate, Gated
+from pynenc_cpp._concurrency import ConcurrencyGate, Gated, GateStep
 from pynenc_cpp._convert import (
     as_invocation_ids,
     from_us,
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from pynenc.task import Task, TaskId
     from pynenc.types import Params, Result
 
+_T = TypeVar("_T")
 _RecordTuple = tuple[str, "str | None", int]
 
 
@@ -283,14 +284,26 @@ class CppOrchestrator(CppComponentMixin, AtomicServiceExecutions, ConcurrencyGat
                 return engine.transition(invocation_id, status, runner_id)
             return engine.transition_from_owner(invocation_id, status, runner_id, fenced[0])
 
+        raw = self._status_change(change, invocation_id, status, runner_id)
+        if isinstance(raw, Settled):
+            return self.get_invocation_status_record(invocation_id)
+        return _record(raw)
+
+    def _status_change(
+        self,
+        change: Callable[[], _T],
+        invocation_id: InvocationId,
+        status: InvocationStatus,
+        runner_id: str | None,
+    ) -> _T | Settled:
+        """``change`` (an engine transition of ``invocation_id`` to ``status``) ridden
+        out through a storage outage, its errors raised as pynenc's status errors."""
         try:
-            raw = self._ride_out(
+            return self._ride_out(
                 change,
                 f"invocation:{invocation_id} status {InvocationStatus(status).value}",
                 settled=lambda: self._status_is(invocation_id, status, runner_id),
             )
-            if isinstance(raw, Settled):
-                return self.get_invocation_status_record(invocation_id)
         except (IllegalTransition, OwnershipViolation) as exc:
             raise to_pynenc_status_error(exc) from exc
         except InvocationNotFound as exc:
@@ -299,42 +312,25 @@ class CppOrchestrator(CppComponentMixin, AtomicServiceExecutions, ConcurrencyGat
                 to_status=InvocationStatus(status),
                 allowed_statuses=frozenset({InvocationStatus.REGISTERED}),
             ) from exc
-        return _record(raw)
 
-    def _gated_step(
-        self,
-        invocation: DistributedInvocation,
-        status: InvocationStatus,
-        runner_ctx: RunnerContext,
-        key_args: dict[str, str],
-        blocking: list[InvocationStatus],
-        index_args: dict[str, str],
-        defer: bool,
-    ) -> Gated:
+    def _gated_step(self, step: GateStep) -> Gated:
         """``Orchestrator.gated_transition``; the record is noted for this thread's
         ``_atomic_status_transition`` (pynenc's ``set_invocation_status`` then writes
         the history row, reports to the trigger and logs). A deferral is left to the
         caller (``defer`` is not made here)."""
         engine = self._engine
+        invocation, status, runner_ctx, key_args, blocking, index_args, _defer = step
         invocation_id = invocation.invocation_id
         runner_id = runner_ctx.runner_id
         task_key = invocation.task.task_id.key
-        try:
-            out = self._ride_out(
-                lambda: engine.gated_transition(
-                    invocation_id, task_key, key_args, blocking, index_args, status, runner_id
-                ),
-                f"invocation:{invocation_id} status {InvocationStatus(status).value}",
-                settled=lambda: self._status_is(invocation_id, status, runner_id),
-            )
-        except (IllegalTransition, OwnershipViolation) as exc:
-            raise to_pynenc_status_error(exc) from exc
-        except InvocationNotFound as exc:
-            raise UnregisteredInvocationTransitionError(
-                from_status=None,
-                to_status=InvocationStatus(status),
-                allowed_statuses=frozenset({InvocationStatus.REGISTERED}),
-            ) from exc
+        out = self._status_change(
+            lambda: engine.gated_transition(
+                invocation_id, task_key, key_args, blocking, index_args, status, runner_id
+            ),
+            invocation_id,
+            status,
+            runner_id,
+        )
         if isinstance(out, Settled):
             record = self.get_invocation_status_record(invocation_id)
         else:

@@ -382,22 +382,26 @@ class CppRunner(
             return
         if status not in (InvocationStatus.PENDING, InvocationStatus.RUNNING):
             return
-        error = TaskAbortedError(
-            f"invocation:{invocation.invocation_id} failed outside its task body with "
-            f"{type(exc).__name__}({exc!s}); reported as FAILED"
-        )
-        self.logger.error(str(error))
+        error = self._aborted(invocation, exc, "failed outside its task body")
         try:
             self.app.orchestrator.set_invocation_exception(invocation, error, self.runner_context)
         except Exception:
             self.logger.exception(f"invocation:{invocation.invocation_id} not set FAILED")
 
-    def _fail(self, invocation: DistributedInvocation, exc: BaseException) -> None:
+    def _aborted(
+        self, invocation: DistributedInvocation, exc: BaseException, how: str
+    ) -> TaskAbortedError:
+        """The error an invocation is reported FAILED with when ``exc`` ended it outside
+        its task's own body (``how``), logged."""
         error = TaskAbortedError(
-            f"invocation:{invocation.invocation_id} ended its worker thread with "
+            f"invocation:{invocation.invocation_id} {how} with "
             f"{type(exc).__name__}({exc!s}); reported as FAILED"
         )
         self.logger.error(str(error))
+        return error
+
+    def _fail(self, invocation: DistributedInvocation, exc: BaseException) -> None:
+        error = self._aborted(invocation, exc, "ended its worker thread")
         try:
             self.app.orchestrator.set_invocation_exception(invocation, error, self.runner_context)
         except InvocationStatusError as ex:

@@ -16,7 +16,7 @@ from pynenc.invocation.status import InvocationStatus
 from pynenc.runner.runner_context import RunnerContext
 
 from pynenc_cpp import _core
-from pynenc_cpp._concurrency import Gated
+from pynenc_cpp._concurrency import Gated, GateStep
 from pynenc_cpp._outage import Settled
 from pynenc_cpp._pending_reports import notes_reports
 from pynenc_cpp.errors import (
@@ -74,23 +74,13 @@ class ChangesStatus(NativeBase):
         watched = True if isinstance(outcome, Settled) else outcome[1]
         self._after_change(invocation_id, InvocationStatus(status), watched)
 
-    def _gated_step(
-        self,
-        invocation: DistributedInvocation,
-        status: InvocationStatus,
-        runner_ctx: RunnerContext,
-        key_args: dict[str, str],
-        blocking: list[InvocationStatus],
-        index_args: dict[str, str],
-        defer: bool,
-    ) -> Gated:
+    def _gated_step(self, step: GateStep) -> Gated:
         """``Lifecycle.gated_change`` (gate and history row in one step; with ``defer``,
         pynenc's deferral and reroute too); mixed mode's step without a lifecycle."""
         lifecycle = self._lifecycle()
         if lifecycle is None:
-            return super()._gated_step(
-                invocation, status, runner_ctx, key_args, blocking, index_args, defer
-            )
+            return super()._gated_step(step)
+        invocation, status, runner_ctx, key_args, blocking, index_args, defer = step
         invocation_id = invocation.invocation_id
         runner_id, ctx_id = self._actor(runner_ctx)
         task = invocation.task
@@ -147,8 +137,8 @@ class ChangesStatus(NativeBase):
             return Gated(None)
         _raw, watched, blocker, deferred = out
         if blocker is not None:
-            for step, (_record_raw, step_watched) in zip(path, deferred, strict=True):
-                self._after_change(invocation_id, step, step_watched)
+            for moved, (_record_raw, moved_watched) in zip(path, deferred, strict=True):
+                self._after_change(invocation_id, moved, moved_watched)
             return Gated(str(blocker), bool(path))
         self._note_gated(invocation_id, status, runner_id, watched)
         return Gated(None)
