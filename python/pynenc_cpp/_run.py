@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 #: struct, which ``CppRunner``'s engine reads (see that method). ``state`` is opaque
 #: to the caller but for its first item, the invocation.
 PendingFinish = _core.PendingFinish
+#: A ``PendingFinish``'s ``state``: (invocation, runner context, the lifecycle the run
+#: was made with, the task's result, the result serialized, the pending-report note
+#: or None). A plain tuple: it is made once per task on the runner's hot path.
+FinishState = tuple[DistributedInvocation, "RunnerContext", _core.Lifecycle, Any, str, str | None]
 
 #: pynenc's own ``DistributedInvocation.run`` (pynenc 0.4.0), which
 #: ``CppNativeOrchestrator.run_invocation`` follows step by step; an invocation whose
@@ -115,15 +119,7 @@ class RunsInvocations(BaseOrchestrator):
         class's own (not overridden, patched or wrapped)."""
 
     @abstractmethod
-    def _result_stored(
-        self,
-        lifecycle: _core.Lifecycle,
-        invocation: DistributedInvocation,
-        result: Any,
-        runner_ctx: RunnerContext,
-        serialized: str,
-        outcome: object,
-    ) -> None:
+    def _result_stored(self, state: FinishState, outcome: object) -> None:
         """What ``set_invocation_result`` does after its engine call, given that call's
         ``outcome`` (``finish_success``'s tuple, or the engine error it raised): the
         outage retries, the status errors, the after-change steps, the trigger report."""
@@ -221,23 +217,13 @@ class RunsInvocations(BaseOrchestrator):
         if pending.logs or isinstance(outcome, BaseException) or outcome[1] or outcome[2]:
             self.complete_finish(state, outcome)
 
-    def complete_finish(self, state: tuple[Any, ...], outcome: object) -> None:
+    def complete_finish(self, state: FinishState, outcome: object) -> None:
         """What is left of a ``PendingFinish`` whose ``state`` this is, after its store
         gave ``outcome`` (``finish_success``'s tuple, or the ``EngineError`` it raised):
         pynenc's ``set_invocation_result`` from its storage step on, in the run's
         context and ``except`` clauses (see ``run_invocation_to_finish``)."""
-        invocation, runner_ctx, lifecycle, result, serialized, note = state
-        self._guarded(
-            invocation,
-            runner_ctx,
-            self._result_stored,
-            lifecycle,
-            invocation,
-            result,
-            runner_ctx,
-            serialized,
-            outcome,
-        )
+        invocation, runner_ctx, _lifecycle, _result, _serialized, note = state
+        self._guarded(invocation, runner_ctx, self._result_stored, state, outcome)
         notes = _pending_reports.of_trigger(self.app.trigger)
         if note is not None and notes is not None and not isinstance(outcome, BaseException):
             notes.end(note)

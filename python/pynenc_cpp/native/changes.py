@@ -28,6 +28,8 @@ from pynenc_cpp.errors import (
 
 if TYPE_CHECKING:
     from pynenc.types import Params, Result
+
+    from pynenc_cpp._run import FinishState
 from pynenc_cpp.native.base import NativeBase
 
 #: ``_finish``'s ``made`` when the composite is still to be made.
@@ -208,24 +210,17 @@ class ChangesStatus(NativeBase):
             super().set_invocation_result(invocation, result, runner_ctx)
             return
         serialized = self.app.client_data_store.serialize(result)
-        self._result_stored(lifecycle, invocation, result, runner_ctx, serialized, _NOT_YET)
+        self._result_stored((invocation, runner_ctx, lifecycle, result, serialized, None), _NOT_YET)
 
     def _finish_deferrable(self) -> bool:
         own = type(self).set_invocation_result is ChangesStatus.set_invocation_result
         return own and "set_invocation_result" not in self.__dict__
 
-    def _result_stored(
-        self,
-        lifecycle: _core.Lifecycle,
-        invocation: DistributedInvocation,
-        result: Any,
-        runner_ctx: RunnerContext,
-        serialized: str,
-        outcome: object,
-    ) -> None:
+    def _result_stored(self, state: FinishState, outcome: object) -> None:
         """``set_invocation_result`` from its engine call on; ``outcome``: that call's
         tuple or error when it was made already (``run_invocation_to_finish``), or
         ``_NOT_YET``."""
+        invocation, runner_ctx, lifecycle, result, serialized, _note = state
         if self._finish(
             lifecycle.finish_success,
             InvocationStatus.SUCCESS,
