@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from pynenc.runner.runner_context import RunnerContext
 
-    from pynenc_cpp._run import PendingFinish
+    from pynenc_cpp._run import FinishState, PendingFinish
     from pynenc_cpp.runner import ConfigCppRunner, CppRunner
 
 #: Where a value read again at use came from: the config is checked when it is made, so
@@ -65,7 +65,7 @@ class EngineStart:
 
         def _execute_taken(self, invocation_id: str, claim: Any) -> PendingFinish | None: ...
 
-        def _finished_taken(self, state: tuple[Any, ...], outcome: object) -> None: ...
+        def _finished_taken(self, state: FinishState, outcome: object) -> None: ...
 
         def _fallback_next(self) -> str | None: ...
 

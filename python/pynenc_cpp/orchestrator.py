@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from pynenc import context
 from pynenc.conf.config_task import ConcurrencyControlType
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
     from pynenc.task import Task, TaskId
     from pynenc.types import Params, Result
 
-_T = TypeVar("_T")
 _RecordTuple = tuple[str, "str | None", int]
 
 
@@ -86,6 +85,22 @@ class UnregisteredInvocationTransitionError(InvocationStatusTransitionError, Key
         InvocationStatusTransitionError.__init__(self, from_status, to_status, allowed_statuses)
 
     __str__ = Exception.__str__  # not KeyError's repr-quoting
+
+
+@contextmanager
+def _status_errors(status: InvocationStatus) -> Iterator[None]:
+    """The engine's transition errors raised as pynenc's status errors (an unknown id
+    as the transition error of an unregistered invocation)."""
+    try:
+        yield
+    except (IllegalTransition, OwnershipViolation) as exc:
+        raise to_pynenc_status_error(exc) from exc
+    except InvocationNotFound as exc:
+        raise UnregisteredInvocationTransitionError(
+            from_status=None,
+            to_status=InvocationStatus(status),
+            allowed_statuses=frozenset({InvocationStatus.REGISTERED}),
+        ) from exc
 
 
 class CppBlockingControl(BaseBlockingControl):
@@ -284,34 +299,26 @@ class CppOrchestrator(CppComponentMixin, AtomicServiceExecutions, ConcurrencyGat
                 return engine.transition(invocation_id, status, runner_id)
             return engine.transition_from_owner(invocation_id, status, runner_id, fenced[0])
 
-        raw = self._status_change(change, invocation_id, status, runner_id)
-        if isinstance(raw, Settled):
-            return self.get_invocation_status_record(invocation_id)
+        with _status_errors(status):
+            raw = self._status_ride_out(change, invocation_id, status, runner_id)
+            if isinstance(raw, Settled):
+                return self.get_invocation_status_record(invocation_id)
         return _record(raw)
 
-    def _status_change(
+    def _status_ride_out[T](
         self,
-        change: Callable[[], _T],
+        change: Callable[[], T],
         invocation_id: InvocationId,
         status: InvocationStatus,
         runner_id: str | None,
-    ) -> _T | Settled:
+    ) -> T | Settled:
         """``change`` (an engine transition of ``invocation_id`` to ``status``) ridden
-        out through a storage outage, its errors raised as pynenc's status errors."""
-        try:
-            return self._ride_out(
-                change,
-                f"invocation:{invocation_id} status {InvocationStatus(status).value}",
-                settled=lambda: self._status_is(invocation_id, status, runner_id),
-            )
-        except (IllegalTransition, OwnershipViolation) as exc:
-            raise to_pynenc_status_error(exc) from exc
-        except InvocationNotFound as exc:
-            raise UnregisteredInvocationTransitionError(
-                from_status=None,
-                to_status=InvocationStatus(status),
-                allowed_statuses=frozenset({InvocationStatus.REGISTERED}),
-            ) from exc
+        out through a storage outage: Settled when the status is found made."""
+        return self._ride_out(
+            change,
+            f"invocation:{invocation_id} status {InvocationStatus(status).value}",
+            settled=lambda: self._status_is(invocation_id, status, runner_id),
+        )
 
     def _gated_step(self, step: GateStep) -> Gated:
         """``Orchestrator.gated_transition``; the record is noted for this thread's
@@ -323,14 +330,15 @@ class CppOrchestrator(CppComponentMixin, AtomicServiceExecutions, ConcurrencyGat
         invocation_id = invocation.invocation_id
         runner_id = runner_ctx.runner_id
         task_key = invocation.task.task_id.key
-        out = self._status_change(
-            lambda: engine.gated_transition(
-                invocation_id, task_key, key_args, blocking, index_args, status, runner_id
-            ),
-            invocation_id,
-            status,
-            runner_id,
-        )
+        with _status_errors(status):
+            out = self._status_ride_out(
+                lambda: engine.gated_transition(
+                    invocation_id, task_key, key_args, blocking, index_args, status, runner_id
+                ),
+                invocation_id,
+                status,
+                runner_id,
+            )
         if isinstance(out, Settled):
             record = self.get_invocation_status_record(invocation_id)
         else:

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from pynenc.invocation.dist_invocation import DistributedInvocation
     from pynenc.runner.runner_context import RunnerContext
 
-    from pynenc_cpp._run import PendingFinish
+    from pynenc_cpp._run import FinishState, PendingFinish
 
 #: How often an idle ``run`` wakes to look at ``running`` (a stop, a signal or a new
 #: deadline wakes it at once). Each wake-up of an idle process costs CPU time.
@@ -297,7 +297,7 @@ class CppRunner(
             invocation, orchestrator.run_invocation_to_finish, invocation, self.runner_context
         )
 
-    def _finished_taken(self, state: tuple[Any, ...], outcome: object) -> None:
+    def _finished_taken(self, state: FinishState, outcome: object) -> None:
         """The engine stored the result ``_execute_taken`` left (``outcome``: the store's
         tuple or error) and Python has work left: the orchestrator's
         ``complete_finish``, ended as ``_run`` ends a run."""

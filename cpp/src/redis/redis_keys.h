@@ -1,6 +1,6 @@
 // The names of pynenc-cpp's Redis keys: every key of one app's component starts
-// with KeyPrefix(app_id, component); the scripts get that prefix as ARGV[1] and
-// append the key's own name to it.
+// with KeyPrefix(app_id, component), and a script gets either that prefix (ARGV[1]
+// or KEYS[1]) to append its keys' own names to, or the whole keys in KEYS.
 #pragma once
 
 #include <string>

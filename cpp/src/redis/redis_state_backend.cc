@@ -9,7 +9,6 @@
 // the index entries in the same atomic script. Racing writers of one key are
 // therefore serialized by Redis; the last script wins and leaves every index
 // consistent with the record it wrote.
-#include "redis/redis_keys.h"
 #include "redis/redis_state_backend.h"
 
 #include <algorithm>
@@ -22,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "redis/redis_keys.h"
 #include "redis/redis_state_backend_impl.h"
 
 namespace pynenc_cpp::redis {

@@ -2,7 +2,6 @@
 // definitions and the purge. Valid conditions, pending reports, cron and claims:
 // redis_trigger_store_loop.cc; events: redis_trigger_store_events.cc; runs and
 // retention: redis_trigger_store_runs.cc.
-#include "redis/redis_keys.h"
 #include "redis/redis_trigger_store.h"
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "redis/redis_keys.h"
 #include "redis/redis_trigger_store_impl.h"
 
 namespace pynenc_cpp {

@@ -123,9 +123,11 @@ class SqliteTriggerStore final : public TriggerStore {
   // Deletes a run and its relation rows; adds 1 to `*deleted` if it existed.
   Status DeleteRunTx(Conn& conn, const std::string& trigger_run_id, std::int64_t* deleted);
   Result<std::vector<std::string>> LinkedInvocationsTx(Conn& conn, const std::string& event_id);
-  // In one transaction: the ids `select` (?1 the app, ?2 `bound`) returns, each
-  // event deleted with DeleteEventTx / each run with DeleteRunTx.
+  // In one transaction: the event ids `select` (?1 the app, ?2 `bound`) returns,
+  // each deleted with DeleteEventTx; the ids deleted.
   Result<std::vector<std::string>> PurgeEvents(const char* select, std::int64_t bound);
+  // PurgeEvents for trigger-run ids, each deleted with DeleteRunTx; how many were.
+  Result<std::int64_t> PurgeRuns(const char* select, std::int64_t bound);
   // In one read transaction: `get` of the first row `select` (?1 the app, ?2
   // `key`) returns, or none.
   template <typename Get>
@@ -144,7 +146,6 @@ class SqliteTriggerStore final : public TriggerStore {
     if (!s.ok()) return s;
     return out;
   }
-  Result<std::int64_t> PurgeRuns(const char* select, std::int64_t bound);
   // JSON of the runs with a relation (`kind`, `ref_id`), in run order.
   Result<std::vector<std::string>> RunsByRef(RunRef kind, const std::string& ref_id);
 

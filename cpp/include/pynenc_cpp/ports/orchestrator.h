@@ -119,7 +119,8 @@ struct FinishedExecution {
 };
 // Which of `finished` (oldest start first) `policy` drops at `now_us`: those that
 // ended before now - retention, then the oldest beyond max_records; never a
-// protected run. Element i of the result is true when finished[i] is dropped.
+// protected run (which still counts toward max_records, so protected runs can
+// leave more than max_records). Element i of the result is true when finished[i] is dropped.
 std::vector<bool> DroppedExecutions(const std::vector<FinishedExecution>& finished,
                                     const ExecutionPurgePolicy& policy, TimestampUs now_us);
 
