@@ -330,7 +330,9 @@ void InitRunner(py::module_& m) {
                                   std::move(state), logs};
            }),
            py::arg("invocation_id"), py::arg("serialized"), py::arg("task_key"),
-           py::arg("release_waiters"), py::arg("runner_id"), py::arg("state"), py::arg("logs"))
+           py::arg("release_waiters"), py::arg("runner_id"), py::arg("state"), py::arg("logs"),
+           "The result `serialized` of the task `task_key` that invocation `invocation_id`\n"
+           "ran for `runner_id`, left to store; `state` is handed back to finished_taken.")
       .def_property_readonly("invocation_id",
                              [](const PendingFinish& p) { return p.id.str(); })
       .def_readonly("serialized", &PendingFinish::serialized)

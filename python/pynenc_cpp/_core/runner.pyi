@@ -30,7 +30,11 @@ class PendingFinish:
         runner_id: str,
         state: typing.Any,
         logs: bool,
-    ) -> None: ...
+    ) -> None:
+        """
+        The result `serialized` of the task `task_key` that invocation `invocation_id`
+        ran for `runner_id`, left to store; `state` is handed back to finished_taken.
+        """
     @property
     def invocation_id(self) -> str: ...
     @property
