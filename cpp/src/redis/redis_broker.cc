@@ -39,7 +39,7 @@ class RedisBroker final : public Broker {
               const RedisBrokerOptions& options)
       : client_(std::move(client)),
         options_(options),
-        prefix_(KeyPrefix(config.app_id, "broker")),
+        prefix_(KeyPrefix(config.app_id, keys::kBroker)),
         consumer_(broker_ids::NewConsumerId()),
         consumer_pid_(getpid()) {}
 
@@ -51,9 +51,9 @@ class RedisBroker final : public Broker {
     Result<Value> requeued = RequeueUnknown();
     if (!requeued.ok() || requeued.value().is_error()) return;
     const std::string consumer = Consumer();
-    (void)client_->Pipeline({{"DEL", prefix_ + "proc:" + consumer},
-                             {"SREM", prefix_ + "consumers", consumer},
-                             {"DEL", prefix_ + "lease:" + consumer},
+    (void)client_->Pipeline({{"DEL", prefix_ + keys::kProc + consumer},
+                             {"SREM", prefix_ + keys::kConsumers, consumer},
+                             {"DEL", prefix_ + keys::kLease + consumer},
                              {"DEL", InterruptKey()}});
   }
 
@@ -64,7 +64,7 @@ class RedisBroker final : public Broker {
                                   std::to_string(options_.wake_token_bound)};
     args.reserve(ids.size() + 4);
     for (const InvocationId& id : ids) args.push_back(id.str());
-    Result<Value> r = client_->Eval(kRouteScript, {prefix_ + "seq"}, args);
+    Result<Value> r = client_->Eval(kRouteScript, {prefix_ + keys::kSeq}, args);
     if (!r.ok()) return r.status();
     if (r.value().is_error()) return ReplyError(*client_, "route to '" + queue + "'", r.value());
     return Status::Ok();
@@ -144,8 +144,8 @@ class RedisBroker final : public Broker {
   }
 
   Status Purge() override {
-    Result<Value> r =
-        client_->Eval(kPurgeScript, {prefix_ + "queues", prefix_ + "consumers"}, {prefix_});
+    Result<Value> r = client_->Eval(
+        kPurgeScript, {prefix_ + keys::kQueues, prefix_ + keys::kConsumers}, {prefix_});
     if (!r.ok()) return r.status();
     if (r.value().is_error()) return ReplyError(*client_, "purge", r.value());
     MutexLock lock(mu_);
@@ -191,9 +191,9 @@ class RedisBroker final : public Broker {
     }
     return consumer_;
   }
-  std::string InterruptKey() const { return prefix_ + "intr:" + Consumer(); }
-  std::string QueueKey(const std::string& queue) const { return prefix_ + "q:" + queue; }
-  std::string WakeKey(const std::string& queue) const { return prefix_ + "w:" + queue; }
+  std::string InterruptKey() const { return prefix_ + keys::kIntr + Consumer(); }
+  std::string QueueKey(const std::string& queue) const { return prefix_ + keys::kQ + queue; }
+  std::string WakeKey(const std::string& queue) const { return prefix_ + keys::kW + queue; }
 
   // The calling thread's deliveries not yet acknowledged (removed from the map).
   std::vector<std::string> TakeAcks() {
@@ -224,14 +224,14 @@ class RedisBroker final : public Broker {
         args.insert(args.end(), entries.begin(), entries.end());
       }
     }
-    return client_->Eval(kRequeueScript, {prefix_ + "proc:" + Consumer()}, args);
+    return client_->Eval(kRequeueScript, {prefix_ + keys::kProc + Consumer()}, args);
   }
 
   // This thread's record of its last combined attempt (see PopOnce).
   std::string TookKey() const {
     std::ostringstream thread;
     thread << std::this_thread::get_id();
-    return prefix_ + "took:" + Consumer() + ":" + thread.str();
+    return prefix_ + keys::kTook + Consumer() + ":" + thread.str();
   }
 
   // A combined attempt of this thread whose reply was lost: what its script
@@ -338,10 +338,10 @@ class RedisBroker final : public Broker {
     args.insert(args.end(), acks.begin(), acks.end());
     pop.call.keys = {QueueKey(queue),
                      WakeKey(queue),
-                     prefix_ + "consumers",
-                     prefix_ + "lease:" + consumer,
-                     prefix_ + "proc:" + consumer,
-                     prefix_ + "recovery"};
+                     prefix_ + keys::kConsumers,
+                     prefix_ + keys::kLease + consumer,
+                     prefix_ + keys::kProc + consumer,
+                     prefix_ + keys::kRecovery};
     pop.call.script = then != nullptr ? then->script : &kPopScript;
     if (then != nullptr) {
       char buf[17];

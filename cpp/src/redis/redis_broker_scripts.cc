@@ -19,8 +19,8 @@ const char* kRouteFragment = R"lua(
 local function broker_route(bp, queue, score, bound, ids, from, to)
   local n = to - from + 1
   if n <= 0 then return 0 end
-  local first = redis.call('INCRBY', bp .. 'seq', n) - n
-  local zset = bp .. 'q:' .. queue
+  local first = redis.call('INCRBY', bp .. ${seq}, n) - n
+  local zset = bp .. ${q} .. queue
   local args = {}
   for i = 1, n do
     args[#args + 1] = score
@@ -32,11 +32,11 @@ local function broker_route(bp, queue, score, bound, ids, from, to)
   end
   local tokens = {}
   for i = 1, math.min(n, bound) do tokens[i] = '1' end
-  local wake = bp .. 'w:' .. queue
+  local wake = bp .. ${w} .. queue
   if redis.call('RPUSH', wake, unpack(tokens)) > bound then
     redis.call('LTRIM', wake, -bound, -1)
   end
-  redis.call('SADD', bp .. 'queues', queue)
+  redis.call('SADD', bp .. ${queues}, queue)
   return n
 end
 )lua";
@@ -67,13 +67,13 @@ local function broker_pop(K, A)
   if redis.call('SET', K[6], '1', 'NX', 'PX', A[5]) then
     local prefix = A[6]
     for _, cid in ipairs(redis.call('SMEMBERS', K[3])) do
-      if cid ~= A[1] and redis.call('EXISTS', prefix .. 'lease:' .. cid) == 0 then
-        local proc = prefix .. 'proc:' .. cid
+      if cid ~= A[1] and redis.call('EXISTS', prefix .. ${lease} .. cid) == 0 then
+        local proc = prefix .. ${proc} .. cid
         for _, e in ipairs(redis.call('LRANGE', proc, 0, -1)) do
           local d = cmsgpack.unpack(e)
-          redis.call('ZADD', prefix .. 'q:' .. d[1], d[2], d[3])
-          redis.call('RPUSH', prefix .. 'w:' .. d[1], '1')
-          redis.call('SADD', prefix .. 'queues', d[1])
+          redis.call('ZADD', prefix .. ${q} .. d[1], d[2], d[3])
+          redis.call('RPUSH', prefix .. ${w} .. d[1], '1')
+          redis.call('SADD', prefix .. ${queues}, d[1])
         end
         redis.call('DEL', proc)
         redis.call('SREM', K[3], cid)
@@ -123,9 +123,9 @@ end
 const Script kPurgeScript(R"lua(
 local prefix = ARGV[1]
 for _, q in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  redis.call('DEL', prefix .. 'q:' .. q, prefix .. 'w:' .. q)
+  redis.call('DEL', prefix .. ${q} .. q, prefix .. ${w} .. q)
 end
-for _, c in ipairs(redis.call('SMEMBERS', KEYS[2])) do redis.call('DEL', prefix .. 'proc:' .. c) end
+for _, c in ipairs(redis.call('SMEMBERS', KEYS[2])) do redis.call('DEL', prefix .. ${proc} .. c) end
 redis.call('DEL', KEYS[1])
 return 1
 )lua");
@@ -140,9 +140,9 @@ local moved = 0
 for _, e in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
   if not known[e] then
     local d = cmsgpack.unpack(e)
-    redis.call('ZADD', ARGV[1] .. 'q:' .. d[1], d[2], d[3])
-    redis.call('RPUSH', ARGV[1] .. 'w:' .. d[1], '1')
-    redis.call('SADD', ARGV[1] .. 'queues', d[1])
+    redis.call('ZADD', ARGV[1] .. ${q} .. d[1], d[2], d[3])
+    redis.call('RPUSH', ARGV[1] .. ${w} .. d[1], '1')
+    redis.call('SADD', ARGV[1] .. ${queues}, d[1])
     redis.call('LREM', KEYS[1], 1, e)
     moved = moved + 1
   end

@@ -262,7 +262,7 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
   return o;
 }
 
-Script::Script(std::string source) : source_(std::move(source)) {
+Script::Script(std::string_view source) : source_(ExpandKeyNames(source)) {
   unsigned char digest[SHA_DIGEST_LENGTH];
   SHA1(reinterpret_cast<const unsigned char*>(source_.data()), source_.size(), digest);
   char hex[2 * SHA_DIGEST_LENGTH + 1];

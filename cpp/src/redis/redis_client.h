@@ -63,10 +63,11 @@ struct Value {
   bool is_error() const { return type == Type::kError; }
 };
 
-// A Lua script and its SHA1, computed once.
+// A Lua script and its SHA1, computed once. The source may name keys of the
+// layout as ${name} (redis_keys.h); they are expanded here, before the SHA1.
 class Script {
  public:
-  explicit Script(std::string source);
+  explicit Script(std::string_view source);
   const std::string& source() const { return source_; }
   const std::string& sha1() const { return sha1_; }
 

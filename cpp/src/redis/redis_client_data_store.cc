@@ -14,7 +14,8 @@ Status Failed(const Client& client, const std::string& what, const Value& v) {
 class RedisClientDataStore final : public ClientDataStore {
  public:
   RedisClientDataStore(std::shared_ptr<Client> client, const BackendConfig& config)
-      : client_(std::move(client)), key_(KeyPrefix(config.app_id, "client_data") + "data") {}
+      : client_(std::move(client)),
+        key_(KeyPrefix(config.app_id, keys::kClientData) + keys::kData) {}
 
   Status Store(const std::string& key, const std::string& value) override {
     Result<Value> r = client_->Command({"HSET", key_, key, value});

@@ -40,7 +40,7 @@ bool ParseU32(const std::string& text, std::uint32_t* out) {
 class RedisFencedStore final : public FencedStore {
  public:
   RedisFencedStore(std::shared_ptr<Client> client, const BackendConfig& config)
-      : client_(std::move(client)), prefix_(KeyPrefix(config.app_id, "fenced") + "v:") {}
+      : client_(std::move(client)), prefix_(KeyPrefix(config.app_id, keys::kFenced) + keys::kV) {}
 
   Status Write(const std::string& key, const std::string& value,
                std::uint64_t generation) override {

@@ -44,18 +44,18 @@ const Script& WaitFinalReadScript() {
 local Ps, token, ttl, success, most = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
 local first_id = 7
 for i = first_id, #ARGV do
-  local f = redis.call('HMGET', P .. 'inv:' .. ARGV[i], 'st', 'ts', 'own')
+  local f = redis.call('HMGET', P .. ${inv} .. ARGV[i], 'st', 'ts', 'own')
   if f[1] and FINAL[f[1]] then
     local out = {ARGV[i], f[1], f[2], f[3]}
     if f[1] == success and most > 0 then
-      local n = redis.call('HSTRLEN', Ps .. 'results', ARGV[i])
-      if n > 0 and n <= most then out[5] = redis.call('HGET', Ps .. 'results', ARGV[i]) end
+      local n = redis.call('HSTRLEN', Ps .. ${results}, ARGV[i])
+      if n > 0 and n <= most then out[5] = redis.call('HGET', Ps .. ${results}, ARGV[i]) end
     end
     return out
   end
 end
 for i = first_id, #ARGV do
-  local fk = P .. 'fw:' .. ARGV[i]
+  local fk = P .. ${fw} .. ARGV[i]
   redis.call('SADD', fk, token)
   if redis.call('PTTL', fk) < ttl then redis.call('PEXPIRE', fk, ttl) end
 end
@@ -77,7 +77,7 @@ Result<Value> RegisterFinalWait(redis::Client& client, const std::string& po,
                                 std::string(StatusName(InvocationStatus::kSuccess)),
                                 std::to_string(max_result_bytes)};
   for (const InvocationId& id : ids) args.push_back(id.str());
-  Result<Value> r = client.Eval(WaitFinalReadScript(), {po + "seq"}, args);
+  Result<Value> r = client.Eval(WaitFinalReadScript(), {po + redis::keys::kSeq}, args);
   if (r.ok() && r.value().is_error()) {
     return Status::BackendFailure("redis wait for a final status script failed: " +
                                   r.value().str);

@@ -81,8 +81,8 @@ class RedisGenerationSource final : public GenerationSource {
  public:
   RedisGenerationSource(std::shared_ptr<Client> client, const BackendConfig& config)
       : client_(std::move(client)),
-        owners_(KeyPrefix(config.app_id, "generation") + "owners"),
-        specs_(KeyPrefix(config.app_id, "generation") + "specs") {}
+        owners_(KeyPrefix(config.app_id, keys::kGeneration) + keys::kOwners),
+        specs_(KeyPrefix(config.app_id, keys::kGeneration) + keys::kSpecs) {}
 
   Result<Generation> ClaimTerm(const std::string& label, const std::string& owner,
                                std::uint32_t min_term) override {

@@ -85,7 +85,7 @@ bool ParseEntry(const std::string& record, JournalEntry* out) {
 class RedisJournal final : public Journal {
  public:
   RedisJournal(std::shared_ptr<Client> client, const BackendConfig& config)
-      : client_(std::move(client)), prefix_(KeyPrefix(config.app_id, "journal")) {}
+      : client_(std::move(client)), prefix_(KeyPrefix(config.app_id, keys::kJournal)) {}
 
   Result<std::uint64_t> Append(const std::string& entity, std::uint64_t expected_seq,
                                std::uint64_t generation,
@@ -210,9 +210,9 @@ class RedisJournal final : public Journal {
   }
 
  private:
-  std::string Log(const std::string& entity) const { return prefix_ + "log:" + entity; }
-  std::string FenceKey(const std::string& entity) const { return prefix_ + "fence:" + entity; }
-  std::string Snap(const std::string& entity) const { return prefix_ + "snap:" + entity; }
+  std::string Log(const std::string& entity) const { return prefix_ + keys::kLog + entity; }
+  std::string FenceKey(const std::string& entity) const { return prefix_ + keys::kFence + entity; }
+  std::string Snap(const std::string& entity) const { return prefix_ + keys::kSnap + entity; }
 
   // The first integer of a script's reply. REQUIRES: Outcome accepted the reply.
   static std::int64_t Code(const Value& v) { return v.elements[0].integer; }
@@ -245,7 +245,7 @@ class RedisJournal final : public Journal {
   }
 
   const std::shared_ptr<Client> client_;
-  const std::string prefix_;  // + "log:" / "fence:" / "snap:" + entity
+  const std::string prefix_;  // + keys::kLog / kFence / kSnap + entity
 };
 
 }  // namespace

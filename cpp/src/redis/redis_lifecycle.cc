@@ -46,10 +46,10 @@ RedisLifecycle::RedisLifecycle(LifecycleParts parts, TriggerContextNames names,
     : PortLifecycle(std::move(parts), std::move(names)),
       client_(std::move(client)),
       clock_(ClockOrReal(config)),
-      po_(redis::KeyPrefix(config.app_id, "orchestrator")),
-      ps_(redis::KeyPrefix(config.app_id, "state")),
-      pt_(redis::KeyPrefix(config.app_id, "trigger")),
-      pb_(redis::KeyPrefix(config.app_id, "broker")) {
+      po_(redis::KeyPrefix(config.app_id, redis::keys::kOrchestrator)),
+      ps_(redis::KeyPrefix(config.app_id, redis::keys::kState)),
+      pt_(redis::KeyPrefix(config.app_id, redis::keys::kTrigger)),
+      pb_(redis::KeyPrefix(config.app_id, redis::keys::kBroker)) {
   for (InvocationStatus s : AllStatuses()) {
     if (!IsAvailableForRun(s)) continue;
     available_.emplace_back(StatusName(s));
@@ -100,7 +100,7 @@ Result<std::vector<TakenClaim>> RedisLifecycle::TakeAndClaim(const std::string& 
   args.push_back(pb_);
   args.push_back(queue);
   args.push_back(std::to_string(max));
-  Result<Value> r = client_->Eval(TakeClaimScript(), {po_ + "seq"}, args);
+  Result<Value> r = client_->Eval(TakeClaimScript(), {po_ + redis::keys::kSeq}, args);
   if (!r.ok()) return r.status();
   const Value& v = r.value();
   if (v.is_error()) return ReplyError(v, "take and claim");
@@ -202,7 +202,7 @@ Result<ClaimOutcome> RedisLifecycle::ClaimScripted(const InvocationId& id, const
   if (!actor.runner_id || actor.runner_id->empty()) return PortClaim(id, actor, start);
   StatusRecord next, running;
   const std::vector<std::string> args = ClaimArgs(id, actor, start, &next, &running);
-  Result<Value> r = client_->Eval(ClaimScript(), {po_ + "seq"}, args);
+  Result<Value> r = client_->Eval(ClaimScript(), {po_ + redis::keys::kSeq}, args);
   if (!r.ok()) return r.status();
   if (r.value().is_error()) return ReplyError(r.value(), "claim");
   return ClaimReply(r.value(), id, actor, start, next, running);

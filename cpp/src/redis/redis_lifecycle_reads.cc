@@ -48,7 +48,7 @@ Result<FinalRead> RedisLifecycle::ReadFinal(const InvocationId& id, std::size_t 
   const std::vector<std::string> args = {po_, ps_, id.str(),
                                          std::string(StatusName(InvocationStatus::kSuccess)),
                                          std::to_string(max_result_bytes)};
-  Result<Value> r = client_->Eval(ReadFinalScript(), {po_ + "seq"}, args);
+  Result<Value> r = client_->Eval(ReadFinalScript(), {po_ + redis::keys::kSeq}, args);
   if (!r.ok()) return r.status();
   const Value& v = r.value();
   if (v.is_error()) return ReplyError(v, "read final");
@@ -121,8 +121,8 @@ Result<FinalReads> RedisLifecycle::ReadScripted(const InvocationId& id,
   args.push_back(id.str());
   args.reserve(args.size() + ahead.size());
   for (const InvocationId& a : ahead) args.push_back(a.str());
-  Result<Value> r = client_->Eval(
-      arm != nullptr ? ReadFinalArmedScript() : ReadFinalAheadScript(), {po_ + "seq"}, args);
+  Result<Value> r = client_->Eval(arm != nullptr ? ReadFinalArmedScript() : ReadFinalAheadScript(),
+                                  {po_ + redis::keys::kSeq}, args);
   if (!r.ok()) return r.status();
   const Value& v = r.value();
   if (v.is_error()) return ReplyError(v, "read final ahead");

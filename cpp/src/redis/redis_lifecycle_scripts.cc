@@ -25,7 +25,7 @@ local Ps, Pt, id = ARGV[2], ARGV[3], ARGV[4]
 -- id's orchestrator record: its key k and f = HMGET(k, 'seq', 'st', 'own', 'task',
 -- 'ts') (f[1] nil: unknown id), what every step reads first.
 local function record()
-  local k = P .. 'inv:' .. id
+  local k = P .. ${inv} .. id
   return k, redis.call('HMGET', k, 'seq', 'st', 'own', 'task', 'ts')
 end
 -- f as record() reads it: the orchestrator's status change.
@@ -122,14 +122,14 @@ local kfirst = gs + 2
 local ni = tonumber(ARGV[kfirst + 2 * nk])
 local ifirst = kfirst + 2 * nk + 1
 local function registered_match(other)
-  local g = redis.call('HMGET', P .. 'inv:' .. other, 'task', 'st')
+  local g = redis.call('HMGET', P .. ${inv} .. other, 'task', 'st')
   if g[1] ~= gtask or g[2] ~= 'registered' then return false end
   for i = kfirst, kfirst + 2 * nk - 1, 2 do
-    if redis.call('HGET', P .. 'args:' .. other, ARGV[i]) ~= ARGV[i + 1] then return false end
+    if redis.call('HGET', P .. ${args} .. other, ARGV[i]) ~= ARGV[i + 1] then return false end
   end
   return true
 end
-local src = P .. 'task:' .. gtask
+local src = P .. ${task} .. gtask
 local best = redis.call('ZCARD', src)
 for i = kfirst, kfirst + 2 * nk - 1, 2 do
   local key = argkey(ARGV[i], ARGV[i + 1])
@@ -150,8 +150,8 @@ end
 
 constexpr const char* kSubmitIndex = R"lua(
 local nid = ARGV[first]
-local nseq = redis.call('HGET', P .. 'inv:' .. nid, 'seq')
-local ak = P .. 'args:' .. nid
+local nseq = redis.call('HGET', P .. ${inv} .. nid, 'seq')
+local ak = P .. ${args} .. nid
 for i = ifirst, ifirst + 2 * ni - 1, 2 do
   local old = redis.call('HGET', ak, ARGV[i])
   if old then redis.call('ZREM', argkey(ARGV[i], old), nid) end
@@ -206,14 +206,14 @@ redis.call('HSET', Ps .. ARGV[8], id, ARGV[9])
 local m = set_status(k, f, new, ts, nil)
 if FINAL[new] then
   notify_final(id, function()
-    if ARGV[8] == 'results' and #ARGV[9] <= tonumber(ARGV[17]) then
+    if ARGV[8] == ${results} and #ARGV[9] <= tonumber(ARGV[17]) then
       return new .. ':' .. ts .. ':r' .. ARGV[9]
     end
     return new .. ':' .. ts .. ':n'
   end)
 end
 if ARGV[15] == '1' then release(id) end
-redis.call('ZADD', P .. 'purge', ts, m)
+redis.call('ZADD', P .. ${purge}, ts, m)
 add_history(ARGV[10], ARGV[11], ARGV[12])
 local w, wp = watched(ARGV[16], f[4], ARGV[13], ARGV[14])
 return {1, w, wp, f[2], f[5]}
@@ -227,10 +227,10 @@ return {1, w, wp, f[2], f[5]}
 // long, the result as a fourth element.
 const Script& ReadFinalScript() {
   static const Script s(R"lua(
-local f = redis.call('HMGET', ARGV[1] .. 'inv:' .. ARGV[3], 'st', 'ts', 'own')
+local f = redis.call('HMGET', ARGV[1] .. ${inv} .. ARGV[3], 'st', 'ts', 'own')
 if not f[1] then return false end
 if f[1] == ARGV[4] and tonumber(ARGV[5]) > 0 then
-  local results = ARGV[2] .. 'results'
+  local results = ARGV[2] .. ${results}
   local n = redis.call('HSTRLEN', results, ARGV[3])
   if n > 0 and n <= tonumber(ARGV[5]) then f[4] = redis.call('HGET', results, ARGV[3]) end
 end
@@ -255,10 +255,10 @@ std::string ReadFinalAheadSource(bool armed) {
   std::string s = std::string(redis_orchestrator::LuaCommon()) + R"lua(
 local Ps, success, most = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local function read(id)
-  local f = redis.call('HMGET', P .. 'inv:' .. id, 'st', 'ts', 'own')
+  local f = redis.call('HMGET', P .. ${inv} .. id, 'st', 'ts', 'own')
   if not f[1] then return nil end
   if f[1] == success and most > 0 then
-    local results = Ps .. 'results'
+    local results = Ps .. ${results}
     local n = redis.call('HSTRLEN', results, id)
     if n > 0 and n <= most then f[4] = redis.call('HGET', results, id) end
   end
@@ -268,8 +268,8 @@ end
   s += armed ? R"lua(
 local first_id = 9
 if ARGV[8] ~= '' then
-  redis.call('SREM', P .. 'fw:' .. ARGV[7], ARGV[8])
-  redis.call('DEL', P .. 'note:' .. ARGV[8])
+  redis.call('SREM', P .. ${fw} .. ARGV[7], ARGV[8])
+  redis.call('DEL', P .. ${note} .. ARGV[8])
 end
 )lua"
              : "local first_id = 5\n";
@@ -289,7 +289,7 @@ if FINAL[first[1]] then
   if (armed) {
     s += R"lua(
 else
-  local fk, ttl = P .. 'fw:' .. ARGV[first_id], tonumber(ARGV[6])
+  local fk, ttl = P .. ${fw} .. ARGV[first_id], tonumber(ARGV[6])
   redis.call('SADD', fk, ARGV[5])
   if redis.call('PTTL', fk) < ttl then redis.call('PEXPIRE', fk, ttl) end
 )lua";
@@ -328,7 +328,7 @@ local n = tonumber(ARGV[17])
 local available = false
 for i = 18, 17 + n do if ARGV[i] == f[2] then available = true end end
 if not available then return {0, f[2], f[3], f[5]} end
-local rec = redis.call('HGET', Ps .. 'inv:' .. id, 'rec')
+local rec = redis.call('HGET', Ps .. ${inv} .. id, 'rec')
 if not rec then return {-1} end
 local at = 18 + n
 local m = tonumber(ARGV[at])
@@ -406,7 +406,7 @@ local own = {}
 for i = 1, nargs - 3 do own[i] = ARGV[i] end
 local value = own[9]
 local at = string.find(value, '"invocation_id": ""', 1, true)
-local q, w = Pb .. 'q:' .. queue, Pb .. 'w:' .. queue
+local q, w = Pb .. ${q} .. queue, Pb .. ${w} .. queue
 local out = {}
 while at and #out < max do
   local top = redis.call('ZRANGE', q, 0, 0)
@@ -456,7 +456,7 @@ set_status(k, f, new, ts, owner)
 add_history(ARGV[8], ARGV[9], ARGV[10])
 local task = ARGV[13]
 if task == '' then
-  if redis.call('HEXISTS', Ps .. 'inv:' .. id, 'rec') == 0 then return {1, 1, f[2], f[5]} end
+  if redis.call('HEXISTS', Ps .. ${inv} .. id, 'rec') == 0 then return {1, 1, f[2], f[5]} end
   task = f[4]
 end
 return {1, watched(ARGV[12], task, ARGV[11]), f[2], f[5]}

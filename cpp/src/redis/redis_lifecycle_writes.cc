@@ -22,7 +22,8 @@ Result<ChangeOutcome> RedisLifecycle::RegisterAndRoute(
   for (const NewRoutedInvocation& inv : batch) plain = plain && !inv.record.invocation_id.empty();
   if (!plain) return PortLifecycle::RegisterAndRoute(batch, actor);  // its errors, its way
   const StatusRecord record{InvocationStatus::kRegistered, actor.runner_id, clock_->NowMicros()};
-  Result<Value> r = client_->Eval(SubmitScript(), {po_ + "seq"}, SubmitArgs(batch, actor, record));
+  Result<Value> r =
+      client_->Eval(SubmitScript(), {po_ + redis::keys::kSeq}, SubmitArgs(batch, actor, record));
   if (!r.ok()) return r.status();
   const Value& v = r.value();
   if (v.is_error()) return ReplyError(v, "submit");
@@ -55,7 +56,7 @@ Result<RedisLifecycle::GuardedRegistration> RedisLifecycle::RegisterGuarded(
     args.push_back(v);
   }
   args.push_back(std::to_string(guard_at));
-  Result<Value> r = client_->Eval(GuardedSubmitScript(), {po_ + "seq"}, args);
+  Result<Value> r = client_->Eval(GuardedSubmitScript(), {po_ + redis::keys::kSeq}, args);
   if (!r.ok()) return r.status();
   const Value& v = r.value();
   if (v.is_error()) return ReplyError(v, "guarded submit");
@@ -160,7 +161,7 @@ Result<ChangeOutcome> RedisLifecycle::ChangeStatus(const InvocationId& id, Invoc
     ++listed;
   }
   if (listed == 0) return PortLifecycle::ChangeStatus(id, to, actor, task, release_waiters);
-  Result<Value> r = client_->Eval(ChangeScript(), {po_ + "seq"}, args);
+  Result<Value> r = client_->Eval(ChangeScript(), {po_ + redis::keys::kSeq}, args);
   if (!r.ok()) return r.status();
   const Value& v = r.value();
   if (v.is_error()) return ReplyError(v, "status change");
@@ -228,7 +229,7 @@ std::optional<redis::Client::EvalCall> RedisLifecycle::FinishCall(
   *next = StatusRecord{to, std::nullopt, clock_->NowMicros()};
   redis::Client::EvalCall call;
   call.script = &FinishScript();
-  call.keys = {po_ + "seq"};
+  call.keys = {po_ + redis::keys::kSeq};
   call.args = {po_,
                ps_,
                pt_,
@@ -236,7 +237,7 @@ std::optional<redis::Client::EvalCall> RedisLifecycle::FinishCall(
                *actor.runner_id,
                std::string(StatusName(to)),
                std::to_string(next->timestamp_us),
-               success ? "results" : "exceptions",
+               success ? redis::keys::kResults : redis::keys::kExceptions,
                payload};
   AppendHistory(id, *next, actor, &call.args);
   call.args.push_back(names().status);

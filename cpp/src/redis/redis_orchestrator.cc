@@ -152,7 +152,8 @@ Result<std::optional<FinalWake>> WaitFinal(redis::Client& client, const std::str
     // BLPOP's timeout is in seconds (decimals allowed since Redis 6).
     char secs[32];
     std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(block_ms) / 1000.0);
-    Result<Value> got = client.BlockingCommand({"BLPOP", prefix + "note:" + token, secs}, block_ms);
+    Result<Value> got =
+        client.BlockingCommand({"BLPOP", prefix + redis::keys::kNote + token, secs}, block_ms);
     if (!got.ok()) return got.status();
     if (got.value().is_error()) return ReplyError(got.value(), "wait for a final status");
     if (got.value().type == Value::Type::kArray && got.value().elements.size() == 2) {
@@ -167,7 +168,7 @@ Result<std::optional<FinalWake>> WaitFinal(redis::Client& client, const std::str
 Result<Value> RedisOrchestrator::Run(const redis::Script& script, std::vector<std::string> args,
                                      const std::string& what) {
   args.insert(args.begin(), prefix_);
-  Result<Value> r = client_->Eval(script, {prefix_ + "seq"}, args);
+  Result<Value> r = client_->Eval(script, {prefix_ + redis::keys::kSeq}, args);
   if (!r.ok()) return r;
   if (r.value().is_error()) return ReplyError(r.value(), what);
   return r;
@@ -187,7 +188,8 @@ Result<std::vector<InvocationId>> RedisOrchestrator::RunIds(const redis::Script&
 }
 
 Result<std::optional<StatusRecord>> RedisOrchestrator::ReadRecord(const InvocationId& id) {
-  Result<Value> r = client_->Command({"HMGET", prefix_ + "inv:" + id.str(), "st", "ts", "own"});
+  Result<Value> r =
+      client_->Command({"HMGET", prefix_ + redis::keys::kInv + id.str(), "st", "ts", "own"});
   if (!r.ok()) return r.status();
   const Value& v = r.value();
   if (v.is_error()) return ReplyError(v, "read status record");
@@ -293,7 +295,8 @@ Result<std::vector<InvocationId>> RedisOrchestrator::FilterByStatus(
   if (statuses.empty() || ids.empty()) return out;  // an empty filter selects nothing here
   std::vector<std::vector<std::string>> cmds;
   cmds.reserve(ids.size());
-  for (const InvocationId& id : ids) cmds.push_back({"HGET", prefix_ + "inv:" + id.str(), "st"});
+  for (const InvocationId& id : ids)
+    cmds.push_back({"HGET", prefix_ + redis::keys::kInv + id.str(), "st"});
   Result<std::vector<Value>> replies = client_->Pipeline(cmds);
   if (!replies.ok()) return replies.status();
   const std::vector<std::string> names = StatusNames(statuses);
@@ -403,7 +406,8 @@ Result<Orchestrator::GateOutcome> RedisOrchestrator::GatedTransition(const GateR
 }
 
 Result<std::vector<InvocationId>> RedisOrchestrator::GetTaskInvocations(const TaskId& task_id) {
-  Result<Value> r = client_->Command({"ZRANGE", prefix_ + "task:" + task_id.str(), "0", "-1"});
+  Result<Value> r =
+      client_->Command({"ZRANGE", prefix_ + redis::keys::kTask + task_id.str(), "0", "-1"});
   if (!r.ok()) return r.status();
   Result<std::vector<std::string>> s = Strings(r.value(), "task invocations");
   if (!s.ok()) return s.status();
@@ -413,7 +417,8 @@ Result<std::vector<InvocationId>> RedisOrchestrator::GetTaskInvocations(const Ta
 }
 
 Result<std::vector<InvocationId>> RedisOrchestrator::GetCallInvocations(const CallId& call_id) {
-  Result<Value> r = client_->Command({"ZRANGE", prefix_ + "call:" + call_id.str(), "0", "-1"});
+  Result<Value> r =
+      client_->Command({"ZRANGE", prefix_ + redis::keys::kCall + call_id.str(), "0", "-1"});
   if (!r.ok()) return r.status();
   Result<std::vector<std::string>> s = Strings(r.value(), "call invocations");
   if (!s.ok()) return s.status();
@@ -460,7 +465,7 @@ Status RedisOrchestrator::IncrementRetries(const InvocationId& id) {
 }
 
 Result<std::int64_t> RedisOrchestrator::GetRetries(const InvocationId& id) {
-  Result<Value> r = client_->Command({"HGET", prefix_ + "inv:" + id.str(), "retries"});
+  Result<Value> r = client_->Command({"HGET", prefix_ + redis::keys::kInv + id.str(), "retries"});
   if (!r.ok()) return r.status();
   if (r.value().is_error()) return ReplyError(r.value(), "get retries");
   if (r.value().is_nil()) return UnknownInvocation(id);

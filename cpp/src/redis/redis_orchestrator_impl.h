@@ -127,7 +127,7 @@ class RedisOrchestrator final : public Orchestrator {
   RedisOrchestrator(std::shared_ptr<redis::Client> client, const BackendConfig& config)
       : client_(std::move(client)),
         clock_(ClockOrReal(config)),
-        prefix_(redis::KeyPrefix(config.app_id, "orchestrator")) {}
+        prefix_(redis::KeyPrefix(config.app_id, redis::keys::kOrchestrator)) {}
 
   // redis_orchestrator.cc
   Result<StatusRecord> RegisterInvocations(const std::vector<NewInvocation>& invocations,

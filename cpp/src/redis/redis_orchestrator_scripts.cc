@@ -15,39 +15,39 @@ namespace {
 constexpr const char* kCommon = R"lua(
 local P = ARGV[1]
 local function pad(seq) return string.format('%020d', tonumber(seq)) end
-local function argkey(k, v) return P .. 'arg:' .. #k .. ':' .. k .. '=' .. v end
+local function argkey(k, v) return P .. ${arg} .. #k .. ':' .. k .. '=' .. v end
 local function release(id)
-  local wb = P .. 'wb:' .. id
-  local wf = P .. 'wf:' .. id
+  local wb = P .. ${wb} .. id
+  local wf = P .. ${wf} .. id
   -- The common case: no one waits, nor does id (and id is in P waited only
   -- while P wb:<id> exists: WaitingScript adds both, this removes both).
   if redis.call('EXISTS', wb, wf) == 0 then return end
   for _, w in ipairs(redis.call('SMEMBERS', wb)) do
-    redis.call('SREM', P .. 'wf:' .. w, id)
+    redis.call('SREM', P .. ${wf} .. w, id)
   end
   redis.call('DEL', wb)
-  redis.call('SREM', P .. 'waited', id)
+  redis.call('SREM', P .. ${waited}, id)
   for _, w in ipairs(redis.call('SMEMBERS', wf)) do
-    local k = P .. 'wb:' .. w
+    local k = P .. ${wb} .. w
     redis.call('SREM', k, id)
-    if redis.call('EXISTS', k) == 0 then redis.call('SREM', P .. 'waited', w) end
+    if redis.call('EXISTS', k) == 0 then redis.call('SREM', P .. ${waited}, w) end
   end
   redis.call('DEL', wf)
 end
 local function forget(id)
-  local k = P .. 'inv:' .. id
+  local k = P .. ${inv} .. id
   local f = redis.call('HMGET', k, 'seq', 'task', 'call', 'st')
   if not f[1] then return end
-  redis.call('ZREM', P .. 'task:' .. f[2], id)
-  redis.call('ZREM', P .. 'call:' .. f[3], id)
+  redis.call('ZREM', P .. ${task} .. f[2], id)
+  redis.call('ZREM', P .. ${call} .. f[3], id)
   local m = pad(f[1]) .. id
-  redis.call('ZREM', P .. 'times', m)
-  redis.call('ZREM', P .. 'stimes:' .. f[4], m)
-  redis.call('ZREM', P .. 'ttimes:' .. f[2], m)
-  redis.call('ZREM', P .. 'purge', m)
-  local args = redis.call('HGETALL', P .. 'args:' .. id)
+  redis.call('ZREM', P .. ${times}, m)
+  redis.call('ZREM', P .. ${stimes} .. f[4], m)
+  redis.call('ZREM', P .. ${ttimes} .. f[2], m)
+  redis.call('ZREM', P .. ${purge}, m)
+  local args = redis.call('HGETALL', P .. ${args} .. id)
   for i = 1, #args, 2 do redis.call('ZREM', argkey(args[i], args[i + 1]), id) end
-  redis.call('DEL', P .. 'args:' .. id, k)
+  redis.call('DEL', P .. ${args} .. id, k)
   release(id)
 end
 -- Moves id (record key k, sequence seq, task, current status old) to status new
@@ -62,30 +62,30 @@ local function orch_set_status(k, id, seq, task, old, new, ts, owner)
     redis.call('HDEL', k, 'own')
   end
   local m = pad(seq) .. id
-  redis.call('ZADD', P .. 'times', ts, m)
-  redis.call('ZREM', P .. 'stimes:' .. old, m)
-  redis.call('ZADD', P .. 'stimes:' .. new, ts, m)
-  redis.call('ZADD', P .. 'ttimes:' .. task, ts, m)
+  redis.call('ZADD', P .. ${times}, ts, m)
+  redis.call('ZREM', P .. ${stimes} .. old, m)
+  redis.call('ZADD', P .. ${stimes} .. new, ts, m)
+  redis.call('ZADD', P .. ${ttimes} .. task, ts, m)
   return m
 end
 -- Registers one invocation unless known (status st at ts, owner or nil): the
 -- record, the task / call indexes and the time pages. Shared with the
 -- submit script of redis/redis_lifecycle_scripts.cc. Returns 1 if registered, 0 if known.
 local function orch_register(id, task, call, st, ts, owner)
-  local k = P .. 'inv:' .. id
+  local k = P .. ${inv} .. id
   if redis.call('EXISTS', k) == 1 then return 0 end
-  local seq = redis.call('INCR', P .. 'seq')
+  local seq = redis.call('INCR', P .. ${seq})
   if owner then
     redis.call('HSET', k, 'seq', seq, 'task', task, 'call', call, 'st', st, 'ts', ts, 'retries', 0,
                'own', owner)
   else
     redis.call('HSET', k, 'seq', seq, 'task', task, 'call', call, 'st', st, 'ts', ts, 'retries', 0)
   end
-  redis.call('ZADD', P .. 'task:' .. task, seq, id)
-  redis.call('ZADD', P .. 'call:' .. call, seq, id)
-  redis.call('ZADD', P .. 'times', ts, pad(seq) .. id)
-  redis.call('ZADD', P .. 'stimes:' .. st, ts, pad(seq) .. id)
-  redis.call('ZADD', P .. 'ttimes:' .. task, ts, pad(seq) .. id)
+  redis.call('ZADD', P .. ${task} .. task, seq, id)
+  redis.call('ZADD', P .. ${call} .. call, seq, id)
+  redis.call('ZADD', P .. ${times}, ts, pad(seq) .. id)
+  redis.call('ZADD', P .. ${stimes} .. st, ts, pad(seq) .. id)
+  redis.call('ZADD', P .. ${ttimes} .. task, ts, pad(seq) .. id)
   return 1
 end
 -- Final-status notification (WaitAnyFinal): each waiter token registered in
@@ -94,13 +94,13 @@ end
 -- registrations are consumed. `extra` (optional) is called only when someone
 -- waits: what the note carries after the id (ParseFinalNote, redis_orchestrator_impl.h).
 local function notify_final(id, extra)
-  local fk = P .. 'fw:' .. id
+  local fk = P .. ${fw} .. id
   local ws = redis.call('SMEMBERS', fk)
   if #ws == 0 then return end
   local note = #id .. ':' .. id
   if extra then note = note .. extra() end
   for _, w in ipairs(ws) do
-    local nk = P .. 'note:' .. w
+    local nk = P .. ${note} .. w
     redis.call('RPUSH', nk, note)
     redis.call('PEXPIRE', nk, 60000)
   end
@@ -149,7 +149,7 @@ return added
 const Script& TransitionScript() {
   static const Script s = Make(R"lua(
 local id = ARGV[2]
-local k = P .. 'inv:' .. id
+local k = P .. ${inv} .. id
 local f = redis.call('HMGET', k, 'seq', 'st', 'ts', 'own', 'task')
 if not f[1] then return -1 end
 local has_owner = f[4] and '1' or '0'
@@ -178,7 +178,7 @@ return 1
 const Script& GateScript() {
   static const Script s = Make(R"lua(
 local id = ARGV[2]
-local k = P .. 'inv:' .. id
+local k = P .. ${inv} .. id
 local f = redis.call('HMGET', k, 'seq', 'st', 'ts', 'own', 'task')
 if not f[1] then return -1 end
 local has_owner = f[4] and '1' or '0'
@@ -192,7 +192,7 @@ for i = 13, 12 + nb do want[ARGV[i]] = true end
 local ni = tonumber(ARGV[13 + nb])
 local first_index = 14 + nb
 local first_key = first_index + 2 * ni
-local ak = P .. 'args:' .. id
+local ak = P .. ${args} .. id
 for i = first_index, first_key - 1, 2 do
   local old = redis.call('HGET', ak, ARGV[i])
   if old then redis.call('ZREM', argkey(ARGV[i], old), id) end
@@ -201,16 +201,16 @@ for i = first_index, first_key - 1, 2 do
 end
 local function matches(other)
   if other == id then return false end
-  local g = redis.call('HMGET', P .. 'inv:' .. other, 'task', 'st')
+  local g = redis.call('HMGET', P .. ${inv} .. other, 'task', 'st')
   if g[1] ~= task or not want[g[2]] then return false end
   for i = first_key, #ARGV, 2 do
-    if redis.call('HGET', P .. 'args:' .. other, ARGV[i]) ~= ARGV[i + 1] then return false end
+    if redis.call('HGET', P .. ${args} .. other, ARGV[i]) ~= ARGV[i + 1] then return false end
   end
   return true
 end
 local active = 0
-for st in pairs(want) do active = active + redis.call('ZCARD', P .. 'stimes:' .. st) end
-local src = P .. 'task:' .. task
+for st in pairs(want) do active = active + redis.call('ZCARD', P .. ${stimes} .. st) end
+local src = P .. ${task} .. task
 local best = redis.call('ZCARD', src)
 for i = first_key, #ARGV, 2 do
   local key = argkey(ARGV[i], ARGV[i + 1])
@@ -221,7 +221,7 @@ local blocker = nil
 if active <= best then
   local first = nil
   for st in pairs(want) do
-    for _, m in ipairs(redis.call('ZRANGE', P .. 'stimes:' .. st, 0, -1)) do
+    for _, m in ipairs(redis.call('ZRANGE', P .. ${stimes} .. st, 0, -1)) do
       if (first == nil or m < first) and matches(string.sub(m, 21)) then first = m end
     end
   end
@@ -250,12 +250,12 @@ return 1
 const Script& WaitFinalScript() {
   static const Script s = Make(R"lua(
 for i = 4, #ARGV do
-  local st = redis.call('HGET', P .. 'inv:' .. ARGV[i], 'st')
+  local st = redis.call('HGET', P .. ${inv} .. ARGV[i], 'st')
   if st and FINAL[st] then return ARGV[i] end
 end
 local ttl = tonumber(ARGV[3])
 for i = 4, #ARGV do
-  local fk = P .. 'fw:' .. ARGV[i]
+  local fk = P .. ${fw} .. ARGV[i]
   redis.call('SADD', fk, ARGV[2])
   if redis.call('PTTL', fk) < ttl then redis.call('PEXPIRE', fk, ttl) end
 end
@@ -268,9 +268,9 @@ return false
 const Script& IndexArgumentsScript() {
   static const Script s = Make(R"lua(
 local id = ARGV[2]
-local seq = redis.call('HGET', P .. 'inv:' .. id, 'seq')
+local seq = redis.call('HGET', P .. ${inv} .. id, 'seq')
 if not seq then return 0 end
-local ak = P .. 'args:' .. id
+local ak = P .. ${args} .. id
 for i = 3, #ARGV, 2 do
   local old = redis.call('HGET', ak, ARGV[i])
   if old then redis.call('ZREM', argkey(ARGV[i], old), id) end
@@ -294,7 +294,7 @@ if ns > 0 then
   for i = 4, 3 + ns do want[ARGV[i]] = true end
 end
 local first_pair = 4 + ns
-local src = P .. 'task:' .. task
+local src = P .. ${task} .. task
 local best = redis.call('ZCARD', src)
 for i = first_pair, #ARGV, 2 do
   local ak = argkey(ARGV[i], ARGV[i + 1])
@@ -304,11 +304,11 @@ end
 local out = {}
 if best == 0 then return out end
 for _, id in ipairs(redis.call('ZRANGE', src, 0, -1)) do
-  local f = redis.call('HMGET', P .. 'inv:' .. id, 'task', 'st')
+  local f = redis.call('HMGET', P .. ${inv} .. id, 'task', 'st')
   local ok = f[1] == task and (want == nil or want[f[2]])
   local i = first_pair
   while ok and i <= #ARGV do
-    ok = redis.call('HGET', P .. 'args:' .. id, ARGV[i]) == ARGV[i + 1]
+    ok = redis.call('HGET', P .. ${args} .. id, ARGV[i]) == ARGV[i + 1]
     i = i + 2
   end
   if ok then out[#out + 1] = id end
@@ -330,7 +330,7 @@ local has_task, task = ARGV[4] == '1', ARGV[5]
 local out = {}
 if limit == 0 then return out end
 if #ARGV < 6 then
-  local key = has_task and (P .. 'ttimes:' .. task) or (P .. 'times')
+  local key = has_task and (P .. ${ttimes} .. task) or (P .. ${times})
   for i, m in ipairs(redis.call('ZREVRANGE', key, offset, offset + limit - 1)) do
     out[i] = string.sub(m, 21)
   end
@@ -339,7 +339,7 @@ end
 local batch = 256
 local streams = {}
 for i = 6, #ARGV do
-  streams[#streams + 1] = {key = P .. 'stimes:' .. ARGV[i], pos = 0, buf = {}, i = 1}
+  streams[#streams + 1] = {key = P .. ${stimes} .. ARGV[i], pos = 0, buf = {}, i = 1}
 end
 local function head(st)
   if st.done then return nil end
@@ -360,7 +360,7 @@ while true do
   if best == nil then return out end
   best.i = best.i + 2
   local id = string.sub(bm, 21)
-  if not has_task or redis.call('HGET', P .. 'inv:' .. id, 'task') == task then
+  if not has_task or redis.call('HGET', P .. ${inv} .. id, 'task') == task then
     if skipped < offset then
       skipped = skipped + 1
     else
@@ -380,13 +380,13 @@ const Script& CountScript() {
   static const Script s = Make(R"lua(
 local has_task = ARGV[2] == '1'
 if #ARGV < 4 then
-  if has_task then return redis.call('ZCARD', P .. 'task:' .. ARGV[3]) end
-  return redis.call('ZCARD', P .. 'times')
+  if has_task then return redis.call('ZCARD', P .. ${task} .. ARGV[3]) end
+  return redis.call('ZCARD', P .. ${times})
 end
-local tk = P .. 'ttimes:' .. ARGV[3]
+local tk = P .. ${ttimes} .. ARGV[3]
 local n = 0
 for i = 4, #ARGV do
-  local sk = P .. 'stimes:' .. ARGV[i]
+  local sk = P .. ${stimes} .. ARGV[i]
   if has_task then n = n + redis.call('ZINTERCARD', 2, tk, sk) else n = n + redis.call('ZCARD', sk) end
 end
 return n
@@ -397,7 +397,7 @@ return n
 // ARGV: P, id. Returns 0 for an unknown id.
 const Script& IncrementRetriesScript() {
   static const Script s = Make(R"lua(
-local k = P .. 'inv:' .. ARGV[2]
+local k = P .. ${inv} .. ARGV[2]
 if redis.call('EXISTS', k) == 0 then return 0 end
 redis.call('HINCRBY', k, 'retries', 1)
 return 1
@@ -408,9 +408,9 @@ return 1
 // ARGV: P, id, now. Returns 0 for an unknown id.
 const Script& ScheduleAutoPurgeScript() {
   static const Script s = Make(R"lua(
-local seq = redis.call('HGET', P .. 'inv:' .. ARGV[2], 'seq')
+local seq = redis.call('HGET', P .. ${inv} .. ARGV[2], 'seq')
 if not seq then return 0 end
-redis.call('ZADD', P .. 'purge', ARGV[3], pad(seq) .. ARGV[2])
+redis.call('ZADD', P .. ${purge}, ARGV[3], pad(seq) .. ARGV[2])
 return 1
 )lua");
   return s;
@@ -421,7 +421,7 @@ return 1
 const Script& AutoPurgeScript() {
   static const Script s = Make(R"lua(
 local out = {}
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', P .. 'purge', '-inf', ARGV[2])) do
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', P .. ${purge}, '-inf', ARGV[2])) do
   local id = string.sub(m, 21)
   out[#out + 1] = id
   forget(id)
@@ -436,9 +436,9 @@ const Script& WaitingScript() {
   static const Script s = Make(R"lua(
 local waiter = ARGV[2]
 for i = 3, #ARGV do
-  redis.call('SADD', P .. 'wf:' .. waiter, ARGV[i])
-  redis.call('SADD', P .. 'wb:' .. ARGV[i], waiter)
-  redis.call('SADD', P .. 'waited', ARGV[i])
+  redis.call('SADD', P .. ${wf} .. waiter, ARGV[i])
+  redis.call('SADD', P .. ${wb} .. ARGV[i], waiter)
+  redis.call('SADD', P .. ${waited}, ARGV[i])
 end
 return 1
 )lua");
@@ -460,9 +460,9 @@ const Script& BlockingScript() {
 local avail = {}
 for i = 3, #ARGV do avail[ARGV[i]] = true end
 local found = {}
-for _, id in ipairs(redis.call('SMEMBERS', P .. 'waited')) do
-  if redis.call('EXISTS', P .. 'wf:' .. id) == 0 then
-    local f = redis.call('HMGET', P .. 'inv:' .. id, 'seq', 'st')
+for _, id in ipairs(redis.call('SMEMBERS', P .. ${waited})) do
+  if redis.call('EXISTS', P .. ${wf} .. id) == 0 then
+    local f = redis.call('HMGET', P .. ${inv} .. id, 'seq', 'st')
     if f[1] and avail[f[2]] then found[#found + 1] = {tonumber(f[1]), id} end
   end
 end
@@ -479,8 +479,8 @@ return out
 // ARGV: P, every status name. Unlinks them; returns how many existed.
 const Script& DropRetiredIndexesScript() {
   static const Script s = Make(R"lua(
-local keys = {P .. 'all'}
-for i = 2, #ARGV do keys[#keys + 1] = P .. 'status:' .. ARGV[i] end
+local keys = {P .. ${all}}
+for i = 2, #ARGV do keys[#keys + 1] = P .. ${status} .. ARGV[i] end
 return redis.call('UNLINK', unpack(keys))
 )lua");
   return s;

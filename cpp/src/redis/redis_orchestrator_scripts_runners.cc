@@ -22,9 +22,9 @@ Script Make(const char* body) { return Script(LuaCommon() + std::string(body)); 
 const Script& HeartbeatScript() {
   static const Script s = Make(R"lua(
 for i = 6, #ARGV do
-  local k = P .. 'runner:' .. ARGV[i]
+  local k = P .. ${runner} .. ARGV[i]
   if redis.call('HSETNX', k, 'c', ARGV[2]) == 1 then
-    redis.call('ZADD', P .. 'runners', ARGV[2], ARGV[i])
+    redis.call('ZADD', P .. ${runners}, ARGV[2], ARGV[i])
     redis.call('HSET', k, 'q', '')
   end
   redis.call('HSET', k, 'hb', ARGV[2], 'a', ARGV[3])
@@ -39,8 +39,8 @@ return 1
 const Script& DeregisterScript() {
   static const Script s = Make(R"lua(
 for i = 2, #ARGV do
-  redis.call('DEL', P .. 'runner:' .. ARGV[i])
-  redis.call('ZREM', P .. 'runners', ARGV[i])
+  redis.call('DEL', P .. ${runner} .. ARGV[i])
+  redis.call('ZREM', P .. ${runners}, ARGV[i])
 end
 return 1
 )lua");
@@ -51,8 +51,8 @@ return 1
 const Script& RunnersScript() {
   static const Script s = Make(R"lua(
 local out = {}
-for _, id in ipairs(redis.call('ZRANGE', P .. 'runners', 0, -1)) do
-  local f = redis.call('HMGET', P .. 'runner:' .. id, 'c', 'hb', 'a', 'q')
+for _, id in ipairs(redis.call('ZRANGE', P .. ${runners}, 0, -1)) do
+  local f = redis.call('HMGET', P .. ${runner} .. id, 'c', 'hb', 'a', 'q')
   if f[1] then
     out[#out + 1] = id
     for j = 1, 4 do out[#out + 1] = f[j] or '' end
@@ -83,14 +83,14 @@ return out
 const Script& OwnerDeadScript() {
   static const Script s = Make(R"lua(
 local cutoff, missing_dead = tonumber(ARGV[2]), ARGV[4] == '1'
-local ms = redis.call('ZRANGE', P .. 'stimes:' .. ARGV[3], 0, -1)
+local ms = redis.call('ZRANGE', P .. ${stimes} .. ARGV[3], 0, -1)
 table.sort(ms)
 local out = {}
 for _, m in ipairs(ms) do
   local id = string.sub(m, 21)
-  local own = redis.call('HGET', P .. 'inv:' .. id, 'own')
+  local own = redis.call('HGET', P .. ${inv} .. id, 'own')
   if own and own ~= '' then
-    local hb = redis.call('HGET', P .. 'runner:' .. own, 'hb')
+    local hb = redis.call('HGET', P .. ${runner} .. own, 'hb')
     if (not hb and missing_dead) or (hb and tonumber(hb) < cutoff) then out[#out + 1] = id end
   end
 end
@@ -106,8 +106,8 @@ const Script& ExecutionStartScript() {
 local runner, run, start, st, reason = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 if st == 'running' then
   local best = nil
-  for _, r in ipairs(redis.call('SMEMBERS', P .. 'exec_running')) do
-    local f = redis.call('HMGET', P .. 'exec:' .. r, 'start', 'seq', 'runner')
+  for _, r in ipairs(redis.call('SMEMBERS', P .. ${exec_running})) do
+    local f = redis.call('HMGET', P .. ${exec} .. r, 'start', 'seq', 'runner')
     local s, q = tonumber(f[1]), tonumber(f[2])
     if best == nil or s > best.s or (s == best.s and q > best.q) then
       best = {s = s, q = q, run = r, runner = f[3], start = f[1]}
@@ -119,16 +119,16 @@ if st == 'running' then
     if reason == '' then reason = 'prior_running:' .. best.run .. ' runner:' .. best.runner end
   end
 end
-local k = P .. 'exec:' .. run
+local k = P .. ${exec} .. run
 redis.call('DEL', k)
-local seq = redis.call('INCR', P .. 'exec_seq')
+local seq = redis.call('INCR', P .. ${exec_seq})
 redis.call('HSET', k, 'runner', runner, 'start', start, 'st', st, 'reason', reason, 'seq', seq)
 if st == 'blocked' then redis.call('HSET', k, 'end', start) end
-redis.call('SADD', P .. 'execs', run)
+redis.call('SADD', P .. ${execs}, run)
 if st == 'running' then
-  redis.call('SADD', P .. 'exec_running', run)
+  redis.call('SADD', P .. ${exec_running}, run)
 else
-  redis.call('SREM', P .. 'exec_running', run)
+  redis.call('SREM', P .. ${exec_running}, run)
 end
 if st == 'blocked' then return {0, start} end
 return {1, start}
@@ -140,19 +140,19 @@ return {1, start}
 const Script& ExecutionFinalizeScript() {
   static const Script s = Make(R"lua(
 local runner, run, e, st, reason = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local k = P .. 'exec:' .. run
+local k = P .. ${exec} .. run
 local cur = redis.call('HGET', k, 'st')
 if not cur then
-  local seq = redis.call('INCR', P .. 'exec_seq')
+  local seq = redis.call('INCR', P .. ${exec_seq})
   redis.call('HSET', k, 'runner', runner, 'start', e, 'end', e, 'st', st, 'reason', reason,
              'seq', seq)
-  redis.call('SADD', P .. 'execs', run)
+  redis.call('SADD', P .. ${execs}, run)
   return 1
 end
 if cur ~= 'running' then return 0 end
 redis.call('HSET', k, 'end', e, 'st', st)
 if reason ~= '' then redis.call('HSET', k, 'reason', reason) end
-redis.call('SREM', P .. 'exec_running', run)
+redis.call('SREM', P .. ${exec_running}, run)
 return 1
 )lua");
   return s;
@@ -162,10 +162,10 @@ return 1
 // has_end, status, reason, seq), unordered.
 const Script& ExecutionsScript() {
   static const Script s = Make(R"lua(
-local set = ARGV[2] == '1' and 'exec_running' or 'execs'
+local set = ARGV[2] == '1' and ${exec_running} or ${execs}
 local out = {}
 for _, r in ipairs(redis.call('SMEMBERS', P .. set)) do
-  local f = redis.call('HMGET', P .. 'exec:' .. r, 'runner', 'start', 'end', 'st', 'reason', 'seq')
+  local f = redis.call('HMGET', P .. ${exec} .. r, 'runner', 'start', 'end', 'st', 'reason', 'seq')
   if f[2] then
     out[#out + 1] = f[1]
     out[#out + 1] = r
@@ -188,11 +188,11 @@ const Script& ExecutionDropScript() {
   static const Script s = Make(R"lua(
 local n = 0
 for i = 2, #ARGV, 2 do
-  local k = P .. 'exec:' .. ARGV[i]
+  local k = P .. ${exec} .. ARGV[i]
   local f = redis.call('HMGET', k, 'seq', 'st')
   if f[1] == ARGV[i + 1] and f[2] ~= 'running' then
     redis.call('DEL', k)
-    redis.call('SREM', P .. 'execs', ARGV[i])
+    redis.call('SREM', P .. ${execs}, ARGV[i])
     n = n + 1
   end
 end

@@ -61,7 +61,9 @@ std::vector<InvocationId> ToIds(const Value& v) {
 class RedisStateBackend final : public StateBackend {
  public:
   RedisStateBackend(std::shared_ptr<Client> client, const BackendConfig& config)
-      : client_(std::move(client)), app_id_(config.app_id), p_(KeyPrefix(config.app_id, "state")) {}
+      : client_(std::move(client)),
+        app_id_(config.app_id),
+        p_(KeyPrefix(config.app_id, keys::kState)) {}
 
   // --- invocations ---
   Status UpsertInvocations(const std::vector<InvocationRecord>& records) override {
@@ -76,7 +78,7 @@ class RedisStateBackend final : public StateBackend {
   }
 
   Result<InvocationRecord> GetInvocation(const InvocationId& id) override {
-    Result<Value> v = Checked(client_->Command({"HGET", p_ + "inv:" + id.str(), "rec"}));
+    Result<Value> v = Checked(client_->Command({"HGET", p_ + keys::kInv + id.str(), "rec"}));
     if (!v.ok()) return v.status();
     if (v.value().is_nil()) return Status::NotFound("invocation not found: " + id.str());
     std::optional<InvocationRecord> r = UnpackInvocation(v.value().str);
@@ -166,28 +168,29 @@ class RedisStateBackend final : public StateBackend {
 
   // --- results and exceptions ---
   Status SetResult(const InvocationId& id, const std::string& serialized) override {
-    return Checked(client_->Command({"HSET", p_ + "results", id.str(), serialized})).status();
+    return Checked(client_->Command({"HSET", p_ + keys::kResults, id.str(), serialized})).status();
   }
   Result<std::string> GetResult(const InvocationId& id) override {
-    return HashGet(p_ + "results", id.str(), "no result for invocation " + id.str());
+    return HashGet(p_ + keys::kResults, id.str(), "no result for invocation " + id.str());
   }
   Status SetException(const InvocationId& id, const std::string& serialized) override {
-    return Checked(client_->Command({"HSET", p_ + "exceptions", id.str(), serialized})).status();
+    return Checked(client_->Command({"HSET", p_ + keys::kExceptions, id.str(), serialized}))
+        .status();
   }
   Result<std::string> GetException(const InvocationId& id) override {
-    return HashGet(p_ + "exceptions", id.str(), "no exception for invocation " + id.str());
+    return HashGet(p_ + keys::kExceptions, id.str(), "no exception for invocation " + id.str());
   }
 
   // --- runner contexts ---
   Status StoreRunnerContext(const RunnerContextRecord& record) override {
     return Checked(client_->Command(
-                       {"HSET", p_ + "runners", record.runner_id.str(), PackRunner(record)}))
+                       {"HSET", p_ + keys::kRunners, record.runner_id.str(), PackRunner(record)}))
         .status();
   }
 
   Result<RunnerContextRecord> GetRunnerContext(const RunnerId& runner_id) override {
-    Result<std::string> packed =
-        HashGet(p_ + "runners", runner_id.str(), "runner context not found: " + runner_id.str());
+    Result<std::string> packed = HashGet(p_ + keys::kRunners, runner_id.str(),
+                                         "runner context not found: " + runner_id.str());
     if (!packed.ok()) return packed.status();
     std::optional<RunnerContextRecord> r = UnpackRunner(packed.value());
     if (!r) return Corrupt("runner context " + runner_id.str());
@@ -197,7 +200,7 @@ class RedisStateBackend final : public StateBackend {
   Result<std::vector<RunnerContextRecord>> GetRunnerContexts(
       const std::vector<RunnerId>& runner_ids) override {
     std::vector<RunnerContextRecord> out;
-    std::vector<std::string> argv = {"HMGET", p_ + "runners"};
+    std::vector<std::string> argv = {"HMGET", p_ + keys::kRunners};
     std::set<std::string> seen;
     for (const RunnerId& id : runner_ids) {
       if (seen.insert(id.str()).second) argv.push_back(id.str());
@@ -217,7 +220,7 @@ class RedisStateBackend final : public StateBackend {
   Result<std::vector<RunnerContextRecord>> MatchRunnerContexts(
       const std::string& partial_id) override {
     // Runner contexts are few (one per runner process/thread): read them all.
-    Result<Value> v = Checked(client_->Command({"HGETALL", p_ + "runners"}));
+    Result<Value> v = Checked(client_->Command({"HGETALL", p_ + keys::kRunners}));
     if (!v.ok()) return v.status();
     std::map<std::string, RunnerContextRecord> matched;
     const auto& e = v.value().elements;
@@ -252,7 +255,7 @@ class RedisStateBackend final : public StateBackend {
   }
 
   Result<std::vector<TaskId>> WorkflowTypes() override {
-    Result<Value> v = Checked(client_->Command({"SMEMBERS", p_ + "wftypes"}));
+    Result<Value> v = Checked(client_->Command({"SMEMBERS", p_ + keys::kWftypes}));
     if (!v.ok()) return v.status();
     std::vector<std::string> types;
     for (const Value& e : v.value().elements) types.push_back(e.str);
@@ -266,7 +269,7 @@ class RedisStateBackend final : public StateBackend {
       const std::optional<TaskId>& workflow_type) override {
     Result<Value> v = workflow_type
                           ? Checked(client_->Eval(RunsOfTypeScript(), {p_}, {workflow_type->str()}))
-                          : Checked(client_->Command({"HVALS", p_ + "wfruns"}));
+                          : Checked(client_->Command({"HVALS", p_ + keys::kWfruns}));
     if (!v.ok()) return v.status();
     std::vector<WorkflowRecord> out;
     for (const Value& e : v.value().elements) {
@@ -288,17 +291,17 @@ class RedisStateBackend final : public StateBackend {
   }
 
   Result<std::vector<InvocationId>> WorkflowSubInvocations(const WorkflowId& workflow) override {
-    return IdList({"ZRANGE", p_ + "wfsub:" + workflow.str(), "0", "-1"});
+    return IdList({"ZRANGE", p_ + keys::kWfsub + workflow.str(), "0", "-1"});
   }
 
   Status SetWorkflowData(const WorkflowId& workflow, const std::string& key,
                          const std::string& value) override {
-    return Checked(client_->Command({"HSET", p_ + "wfdata:" + workflow.str(), key, value}))
+    return Checked(client_->Command({"HSET", p_ + keys::kWfdata + workflow.str(), key, value}))
         .status();
   }
 
   Result<std::string> GetWorkflowData(const WorkflowId& workflow, const std::string& key) override {
-    return HashGet(p_ + "wfdata:" + workflow.str(), key,
+    return HashGet(p_ + keys::kWfdata + workflow.str(), key,
                    "no workflow data '" + key + "' for workflow " + workflow.str());
   }
 
@@ -307,13 +310,13 @@ class RedisStateBackend final : public StateBackend {
   // SCAN of the app's history keys, then marks the app's layout (P layout = 2)
   // so that later opens skip the scan.
   Status DropRetiredKeys() {
-    const std::string marker = p_ + "layout";
+    const std::string marker = p_ + keys::kLayout;
     Result<Value> seen = Checked(client_->Command({"GET", marker}));
     if (!seen.ok()) return seen.status();
     if (seen.value().type == Value::Type::kString && seen.value().str == kLayout) {
       return Status::Ok();
     }
-    Status dropped = UnlinkMatching(MatchPrefix(p_ + "hinv:"), {});
+    Status dropped = UnlinkMatching(MatchPrefix(p_ + keys::kHinv), {});
     if (!dropped.ok()) return dropped;
     return Checked(client_->Command({"SET", marker, kLayout})).status();
   }
@@ -323,7 +326,7 @@ class RedisStateBackend final : public StateBackend {
   // monotonic across purges.
   // Writes racing with a purge may survive it, as with any purge.
   Status Purge() override {
-    return UnlinkMatching(MatchPrefix(p_), {p_ + "seq", p_ + "hseq", p_ + "layout"});
+    return UnlinkMatching(MatchPrefix(p_), {p_ + keys::kSeq, p_ + keys::kHseq, p_ + keys::kLayout});
   }
 
  private:

@@ -17,7 +17,7 @@ local p = KEYS[1]
 -- A history entry as stored in P hkey:<id>: its position (32 hex digits), then
 -- its value; an entry of layout 1 is the position alone, its value in P hist.
 local function hist_value(e)
-  if #e == 32 then return redis.call('HGET', p .. 'hist', e) end
+  if #e == 32 then return redis.call('HGET', p .. ${hist}, e) end
   return string.sub(e, 33)
 end
 local function hmget_all(key, fields)
@@ -48,7 +48,7 @@ local state_ix = {parent = 'ix:parent:', event = 'ix:event:', wfid = 'ix:wf:', w
 local state_ix_names = {'parent', 'event', 'wfid', 'wftype'}
 local function state_upsert(sp, id, rec, parent, event, wfid, wftype)
   local raw = {parent, event, wfid, wftype}
-  local key = sp .. 'inv:' .. id
+  local key = sp .. ${inv} .. id
   local old = redis.call('HMGET', key, 'seq', 'parent', 'event', 'wfid', 'wftype')
   local seq = old[1]
   if seq then
@@ -58,7 +58,7 @@ local function state_upsert(sp, id, rec, parent, event, wfid, wftype)
     if old[4] then redis.call('ZREM', sp .. 'ix:wfany', id) end
     redis.call('DEL', key)
   else
-    seq = redis.call('INCR', sp .. 'seq')
+    seq = redis.call('INCR', sp .. ${seq})
   end
   local hset = {'seq', seq, 'rec', rec}
   for n = 1, 4 do
@@ -73,16 +73,16 @@ local function state_upsert(sp, id, rec, parent, event, wfid, wftype)
   redis.call('HSET', key, unpack(hset))
 end
 local function state_add_history(sp, id, tsenc, dk, val)
-  local dkey = sp .. 'hkey:' .. id
+  local dkey = sp .. ${hkey} .. id
   local pos = redis.call('HGET', dkey, dk)
   if pos then
     -- An entry of layout 1 is its position alone, its value in P hist: moved here.
-    if #pos == 32 then redis.call('HDEL', sp .. 'hist', pos) end
+    if #pos == 32 then redis.call('HDEL', sp .. ${hist}, pos) end
     pos = string.sub(pos, 1, 32)
   else
-    local hseq = redis.call('INCR', sp .. 'hseq')
+    local hseq = redis.call('INCR', sp .. ${hseq})
     pos = tsenc .. string.format('%016x', hseq)
-    redis.call('ZADD', sp .. 'htime', 0, pos .. id)
+    redis.call('ZADD', sp .. ${htime}, 0, pos .. id)
   end
   redis.call('HSET', dkey, dk, pos .. val)
 end
@@ -94,7 +94,7 @@ end
 local function state_add_new_histories(sp, rows)
   local n = #rows
   if n == 0 then return end
-  local first = redis.call('INCRBY', sp .. 'hseq', n) - n
+  local first = redis.call('INCRBY', sp .. ${hseq}, n) - n
   local htime, per_id, ids = {}, {}, {}
   for i, r in ipairs(rows) do
     local id = r[1]
@@ -119,9 +119,9 @@ local function state_add_new_histories(sp, rows)
     end
   end
   for _, id in ipairs(ids) do
-    redis.call('HSET', sp .. 'hkey:' .. id, unpack(per_id[id].fields))
+    redis.call('HSET', sp .. ${hkey} .. id, unpack(per_id[id].fields))
   end
-  state_call_chunked('ZADD', sp .. 'htime', htime)
+  state_call_chunked('ZADD', sp .. ${htime}, htime)
 end
 )LUA";
 
@@ -155,7 +155,7 @@ local ids = redis.call('ZRANGE', p .. 'ix:wf:' .. wfid, 0, -1)
 if wftype == '' then return ids end
 local out = {}
 for _, id in ipairs(ids) do
-  if redis.call('HGET', p .. 'inv:' .. id, 'wftype') == wftype then out[#out + 1] = id end
+  if redis.call('HGET', p .. ${inv} .. id, 'wftype') == wftype then out[#out + 1] = id end
 end
 return out
 )LUA"));
@@ -176,7 +176,7 @@ return 1
 // strcoll, which orders such fixed-length hex strings as their bytes).
 const Script& GetHistoryScript() {
   static const Script script(WithHelpers(R"LUA(
-local es = redis.call('HVALS', p .. 'hkey:' .. ARGV[1])
+local es = redis.call('HVALS', p .. ${hkey} .. ARGV[1])
 table.sort(es)
 local ps, vs = {}, {}
 for i, e in ipairs(es) do ps[i], vs[i] = string.sub(e, 1, 32), hist_value(e) end
@@ -196,7 +196,7 @@ local want = tonumber(ARGV[3])
 local by_id, ms, vs = {}, {}, {}
 local offset = 0
 while #ms < want do
-  local batch = redis.call('ZRANGEBYLEX', p .. 'htime', ARGV[1], ARGV[2], 'LIMIT', offset, want - #ms)
+  local batch = redis.call('ZRANGEBYLEX', p .. ${htime}, ARGV[1], ARGV[2], 'LIMIT', offset, want - #ms)
   if #batch == 0 then break end
   offset = offset + #batch
   for _, m in ipairs(batch) do
@@ -204,7 +204,7 @@ while #ms < want do
     local es = by_id[id]
     if not es then
       es = {}
-      for _, e in ipairs(redis.call('HVALS', p .. 'hkey:' .. id)) do es[string.sub(e, 1, 32)] = e end
+      for _, e in ipairs(redis.call('HVALS', p .. ${hkey} .. id)) do es[string.sub(e, 1, 32)] = e end
       by_id[id] = es
     end
     local v = es[pos] and hist_value(es[pos])
@@ -222,7 +222,7 @@ return {ms, vs}
 // ARGV: min, max. Distinct ids with an entry in range (unordered).
 const Script& IdsInRangeScript() {
   static const Script script(WithHelpers(R"LUA(
-local ms = redis.call('ZRANGEBYLEX', p .. 'htime', ARGV[1], ARGV[2])
+local ms = redis.call('ZRANGEBYLEX', p .. ${htime}, ARGV[1], ARGV[2])
 local seen, out = {}, {}
 for i = 1, #ms do
   local id = string.sub(ms[i], 33)
@@ -237,15 +237,15 @@ return out
 const Script& StoreRunScript() {
   static const Script script(WithHelpers(R"LUA(
 local id, t = ARGV[1], ARGV[2]
-local old = redis.call('HGET', p .. 'wftype_of', id)
+local old = redis.call('HGET', p .. ${wftype_of}, id)
 if old and old ~= t then
-  redis.call('SREM', p .. 'wfruns_t:' .. old, id)
-  if redis.call('SCARD', p .. 'wfruns_t:' .. old) == 0 then redis.call('SREM', p .. 'wftypes', old) end
+  redis.call('SREM', p .. ${wfruns_t} .. old, id)
+  if redis.call('SCARD', p .. ${wfruns_t} .. old) == 0 then redis.call('SREM', p .. ${wftypes}, old) end
 end
-redis.call('HSET', p .. 'wftype_of', id, t)
-redis.call('HSET', p .. 'wfruns', id, ARGV[3])
-redis.call('SADD', p .. 'wfruns_t:' .. t, id)
-redis.call('SADD', p .. 'wftypes', t)
+redis.call('HSET', p .. ${wftype_of}, id, t)
+redis.call('HSET', p .. ${wfruns}, id, ARGV[3])
+redis.call('SADD', p .. ${wfruns_t} .. t, id)
+redis.call('SADD', p .. ${wftypes}, t)
 return 1
 )LUA"));
   return script;
@@ -254,9 +254,9 @@ return 1
 // ARGV: type. Packed runs of that type.
 const Script& RunsOfTypeScript() {
   static const Script script(WithHelpers(R"LUA(
-local ids = redis.call('SMEMBERS', p .. 'wfruns_t:' .. ARGV[1])
+local ids = redis.call('SMEMBERS', p .. ${wfruns_t} .. ARGV[1])
 if #ids == 0 then return {} end
-return hmget_all(p .. 'wfruns', ids)
+return hmget_all(p .. ${wfruns}, ids)
 )LUA"));
   return script;
 }
@@ -264,9 +264,9 @@ return hmget_all(p .. 'wfruns', ids)
 // ARGV: workflow, sub-invocation.
 const Script& StoreSubScript() {
   static const Script script(WithHelpers(R"LUA(
-local key = p .. 'wfsub:' .. ARGV[1]
+local key = p .. ${wfsub} .. ARGV[1]
 if redis.call('ZSCORE', key, ARGV[2]) then return 0 end
-redis.call('ZADD', key, redis.call('INCR', p .. 'seq'), ARGV[2])
+redis.call('ZADD', key, redis.call('INCR', p .. ${seq}), ARGV[2])
 return 1
 )LUA"));
   return script;

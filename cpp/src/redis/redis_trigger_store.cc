@@ -206,7 +206,7 @@ Result<bool> RedisTriggerStore::Apply(const Change& change) {
     args.push_back(std::to_string(op.size()));
     args.insert(args.end(), op.begin(), op.end());
   }
-  Result<Value> r = client_->Eval(kApply, {K("seq")}, args);
+  Result<Value> r = client_->Eval(kApply, {K(redis::keys::kSeq)}, args);
   if (!r.ok()) return r.status();
   if (r.value().is_error()) {
     return Status::BackendFailure("redis trigger script failed on " + client_->Describe() + ": " +
@@ -263,25 +263,25 @@ Status RedisTriggerStore::RegisterCondition(const std::string& condition_id,
                                             const std::string& json,
                                             const std::string& context_type) {
   Change c;
-  c.Op({"HSET", K("cond"), condition_id, json});
-  c.Op({"HSET", K("cond_ctx"), condition_id, context_type});
-  c.Op({"ZADDSEQ", K("cond_order"), condition_id, K("seq")});
+  c.Op({"HSET", K(redis::keys::kCond), condition_id, json});
+  c.Op({"HSET", K(redis::keys::kCondCtx), condition_id, context_type});
+  c.Op({"ZADDSEQ", K(redis::keys::kCondOrder), condition_id, K(redis::keys::kSeq)});
   Result<bool> r = Apply(c);
   return r.ok() ? Status::Ok() : r.status();
 }
 
 Result<std::optional<std::string>> RedisTriggerStore::GetCondition(
     const std::string& condition_id) {
-  Result<Value> r = Cmd({"HGET", K("cond"), condition_id});
+  Result<Value> r = Cmd({"HGET", K(redis::keys::kCond), condition_id});
   if (!r.ok()) return r.status();
   if (r.value().is_nil()) return std::optional<std::string>();
   return std::optional<std::string>(r.value().str);
 }
 
 Result<std::vector<std::string>> RedisTriggerStore::AllConditions() {
-  Result<std::vector<std::string>> ids = ZMembers(K("cond_order"));
+  Result<std::vector<std::string>> ids = ZMembers(K(redis::keys::kCondOrder));
   if (!ids.ok()) return ids.status();
-  Result<std::vector<std::optional<std::string>>> jsons = HMGet(K("cond"), ids.value());
+  Result<std::vector<std::optional<std::string>>> jsons = HMGet(K(redis::keys::kCond), ids.value());
   if (!jsons.ok()) return jsons.status();
   std::vector<std::string> out;
   for (const auto& j : jsons.value()) {
@@ -293,18 +293,18 @@ Result<std::vector<std::string>> RedisTriggerStore::AllConditions() {
 Status RedisTriggerStore::RegisterSourceTaskCondition(const std::string& task_id_key,
                                                       const std::string& condition_id) {
   Change c;
-  c.Op({"ZADDSEQ", K("src:" + task_id_key), condition_id, K("seq")});
+  c.Op({"ZADDSEQ", K(redis::keys::kSrc + task_id_key), condition_id, K(redis::keys::kSeq)});
   Result<bool> r = Apply(c);
   return r.ok() ? Status::Ok() : r.status();
 }
 
 Result<std::vector<std::string>> RedisTriggerStore::ConditionsSourcedFromTask(
     const std::string& task_id_key, const std::optional<std::string>& context_type) {
-  Result<std::vector<std::string>> ids = ZMembers(K("src:" + task_id_key));
+  Result<std::vector<std::string>> ids = ZMembers(K(redis::keys::kSrc + task_id_key));
   if (!ids.ok()) return ids.status();
   std::vector<std::string> out;
   if (ids.value().empty()) return out;
-  std::vector<std::string> a{"HMGET", K("cond")}, b{"HMGET", K("cond_ctx")};
+  std::vector<std::string> a{"HMGET", K(redis::keys::kCond)}, b{"HMGET", K(redis::keys::kCondCtx)};
   a.insert(a.end(), ids.value().begin(), ids.value().end());
   b.insert(b.end(), ids.value().begin(), ids.value().end());
   Result<std::vector<Value>> replies = client_->Pipeline({a, b});
@@ -333,32 +333,32 @@ Status RedisTriggerStore::RegisterTrigger(const TriggerDefinitionRow& trigger) {
   }
   const std::string blob = EncodeTrigger(row);
   return ApplyWithRetry([&]() -> Result<Change> {
-    Result<Value> old = Cmd({"HGET", K("trig"), row.trigger_id});
+    Result<Value> old = Cmd({"HGET", K(redis::keys::kTrig), row.trigger_id});
     if (!old.ok()) return old.status();
     Change c;
     if (old.value().is_nil()) {
-      c.guards.push_back({K("trig"), row.trigger_id, std::nullopt});
+      c.guards.push_back({K(redis::keys::kTrig), row.trigger_id, std::nullopt});
     } else {
       TriggerDefinitionRow prev;
       if (!DecodeTrigger(row.trigger_id, old.value().str, &prev)) return Corrupt("trigger");
-      c.guards.push_back({K("trig"), row.trigger_id, old.value().str});
+      c.guards.push_back({K(redis::keys::kTrig), row.trigger_id, old.value().str});
       for (const std::string& cond : prev.condition_ids) {
-        c.Op({"ZREM", K("ctrig:" + cond), row.trigger_id});
+        c.Op({"ZREM", K(redis::keys::kCtrig + cond), row.trigger_id});
       }
-      c.Op({"SREM", K("ttask:" + prev.task_id_key), row.trigger_id});
+      c.Op({"SREM", K(redis::keys::kTtask + prev.task_id_key), row.trigger_id});
     }
     for (const std::string& cond : row.condition_ids) {
-      c.Op({"ZADDSEQ", K("ctrig:" + cond), row.trigger_id, K("seq")});
+      c.Op({"ZADDSEQ", K(redis::keys::kCtrig + cond), row.trigger_id, K(redis::keys::kSeq)});
     }
-    c.Op({"SADD", K("ttask:" + row.task_id_key), row.trigger_id});
-    c.Op({"HSET", K("trig"), row.trigger_id, blob});
+    c.Op({"SADD", K(redis::keys::kTtask + row.task_id_key), row.trigger_id});
+    c.Op({"HSET", K(redis::keys::kTrig), row.trigger_id, blob});
     return c;
   });
 }
 
 Result<std::optional<TriggerDefinitionRow>> RedisTriggerStore::GetTrigger(
     const std::string& trigger_id) {
-  Result<Value> r = Cmd({"HGET", K("trig"), trigger_id});
+  Result<Value> r = Cmd({"HGET", K(redis::keys::kTrig), trigger_id});
   if (!r.ok()) return r.status();
   if (r.value().is_nil()) return std::optional<TriggerDefinitionRow>();
   TriggerDefinitionRow row;
@@ -368,9 +368,9 @@ Result<std::optional<TriggerDefinitionRow>> RedisTriggerStore::GetTrigger(
 
 Result<std::vector<TriggerDefinitionRow>> RedisTriggerStore::TriggersForCondition(
     const std::string& condition_id) {
-  Result<std::vector<std::string>> ids = ZMembers(K("ctrig:" + condition_id));
+  Result<std::vector<std::string>> ids = ZMembers(K(redis::keys::kCtrig + condition_id));
   if (!ids.ok()) return ids.status();
-  Result<std::vector<std::optional<std::string>>> blobs = HMGet(K("trig"), ids.value());
+  Result<std::vector<std::optional<std::string>>> blobs = HMGet(K(redis::keys::kTrig), ids.value());
   if (!blobs.ok()) return blobs.status();
   std::vector<TriggerDefinitionRow> out;
   for (std::size_t i = 0; i < blobs.value().size(); ++i) {
@@ -385,21 +385,23 @@ Result<std::vector<TriggerDefinitionRow>> RedisTriggerStore::TriggersForConditio
 Result<std::int64_t> RedisTriggerStore::CleanTaskTriggers(const std::string& task_id_key) {
   std::int64_t removed = 0;
   Status s = ApplyWithRetry([&]() -> Result<Change> {
-    Result<std::vector<std::string>> ids = SMembers(K("ttask:" + task_id_key));
+    Result<std::vector<std::string>> ids = SMembers(K(redis::keys::kTtask + task_id_key));
     if (!ids.ok()) return ids.status();
-    Result<std::vector<std::optional<std::string>>> blobs = HMGet(K("trig"), ids.value());
+    Result<std::vector<std::optional<std::string>>> blobs =
+        HMGet(K(redis::keys::kTrig), ids.value());
     if (!blobs.ok()) return blobs.status();
     Change c;
     removed = 0;
     for (std::size_t i = 0; i < ids.value().size(); ++i) {
       const std::string& id = ids.value()[i];
-      c.Op({"SREM", K("ttask:" + task_id_key), id});
+      c.Op({"SREM", K(redis::keys::kTtask + task_id_key), id});
       if (!blobs.value()[i]) continue;
       TriggerDefinitionRow row;
       if (!DecodeTrigger(id, *blobs.value()[i], &row)) return Corrupt("trigger");
-      c.guards.push_back({K("trig"), id, *blobs.value()[i]});
-      for (const std::string& cond : row.condition_ids) c.Op({"ZREM", K("ctrig:" + cond), id});
-      c.Op({"HDEL", K("trig"), id});
+      c.guards.push_back({K(redis::keys::kTrig), id, *blobs.value()[i]});
+      for (const std::string& cond : row.condition_ids)
+        c.Op({"ZREM", K(redis::keys::kCtrig + cond), id});
+      c.Op({"HDEL", K(redis::keys::kTrig), id});
       ++removed;
     }
     return c;
@@ -435,9 +437,9 @@ const char* TriggerLuaWatched() {
   return R"lua(
 local function trigger_watched(Pt, task, ctx, ctx2)
   local w, w2 = 0, 0
-  for _, c in ipairs(redis.call('ZRANGE', Pt .. 'src:' .. task, 0, -1)) do
-    if redis.call('HEXISTS', Pt .. 'cond', c) == 1 then
-      local cc = redis.call('HGET', Pt .. 'cond_ctx', c)
+  for _, c in ipairs(redis.call('ZRANGE', Pt .. ${src} .. task, 0, -1)) do
+    if redis.call('HEXISTS', Pt .. ${cond}, c) == 1 then
+      local cc = redis.call('HGET', Pt .. ${cond_ctx}, c)
       if cc == ctx then w = 1 end
       if ctx2 and cc == ctx2 then w2 = 1 end
       if w == 1 and (not ctx2 or w2 == 1) then break end
@@ -453,7 +455,8 @@ end
 Result<std::unique_ptr<TriggerStore>> NewRedisTriggerStore(std::shared_ptr<redis::Client> client,
                                                            const BackendConfig& config) {
   return std::unique_ptr<TriggerStore>(std::make_unique<redis_trigger::RedisTriggerStore>(
-      std::move(client), ClockOrReal(config), redis::KeyPrefix(config.app_id, "trigger")));
+      std::move(client), ClockOrReal(config),
+      redis::KeyPrefix(config.app_id, redis::keys::kTrigger)));
 }
 
 }  // namespace pynenc_cpp

@@ -54,36 +54,36 @@ bool DecodeEvent(const std::string& id, const std::string& blob, EventRow* row) 
 
 void RedisTriggerStore::AddEventOps(const EventRow& row, const std::string& blob, Change* c) const {
   const std::string m = EventMember(row);
-  c->Op({"HSET", K("ev"), row.event_id, blob});
-  c->Op({"ZADD", K("ev_time"), "0", m});
-  c->Op({"ZADD", K("ev_code:" + row.event_code), "0", m});
+  c->Op({"HSET", K(redis::keys::kEv), row.event_id, blob});
+  c->Op({"ZADD", K(redis::keys::kEvTime), "0", m});
+  c->Op({"ZADD", K(redis::keys::kEvCode + row.event_code), "0", m});
   if (row.emitted_by_invocation_id) {
-    c->Op({"ZADD", K("ev_emit:" + *row.emitted_by_invocation_id), "0", m});
+    c->Op({"ZADD", K(redis::keys::kEvEmit + *row.emitted_by_invocation_id), "0", m});
   }
-  c->Op({"HINCRDEL", K("ev_codes"), row.event_code, "1"});
+  c->Op({"HINCRDEL", K(redis::keys::kEvCodes), row.event_code, "1"});
 }
 
 void RedisTriggerStore::RemoveEventOps(const EventRow& row, const std::string& blob,
                                        Change* c) const {
   const std::string m = EventMember(row);
-  c->guards.push_back({K("ev"), row.event_id, blob});
-  c->Op({"HDEL", K("ev"), row.event_id});
-  c->Op({"ZREM", K("ev_time"), m});
-  c->Op({"ZREM", K("ev_code:" + row.event_code), m});
+  c->guards.push_back({K(redis::keys::kEv), row.event_id, blob});
+  c->Op({"HDEL", K(redis::keys::kEv), row.event_id});
+  c->Op({"ZREM", K(redis::keys::kEvTime), m});
+  c->Op({"ZREM", K(redis::keys::kEvCode + row.event_code), m});
   if (row.emitted_by_invocation_id) {
-    c->Op({"ZREM", K("ev_emit:" + *row.emitted_by_invocation_id), m});
+    c->Op({"ZREM", K(redis::keys::kEvEmit + *row.emitted_by_invocation_id), m});
   }
-  c->Op({"HINCRDEL", K("ev_codes"), row.event_code, "-1"});
+  c->Op({"HINCRDEL", K(redis::keys::kEvCodes), row.event_code, "-1"});
 }
 
 Status RedisTriggerStore::StoreEvent(const EventRow& event) {
   const std::string blob = EncodeEvent(event);
   return ApplyWithRetry([&]() -> Result<Change> {
-    Result<Value> old = Cmd({"HGET", K("ev"), event.event_id});
+    Result<Value> old = Cmd({"HGET", K(redis::keys::kEv), event.event_id});
     if (!old.ok()) return old.status();
     Change c;
     if (old.value().is_nil()) {
-      c.guards.push_back({K("ev"), event.event_id, std::nullopt});
+      c.guards.push_back({K(redis::keys::kEv), event.event_id, std::nullopt});
     } else {
       EventRow prev;
       if (!DecodeEvent(event.event_id, old.value().str, &prev)) {
@@ -93,7 +93,7 @@ Status RedisTriggerStore::StoreEvent(const EventRow& event) {
     }
     AddEventOps(event, blob, &c);
     for (const std::string& inv : event.triggered_invocation_ids) {
-      c.Op({"ZADDSEQ", K("links:" + event.event_id), inv, K("seq")});
+      c.Op({"ZADDSEQ", K(redis::keys::kLinks + event.event_id), inv, K(redis::keys::kSeq)});
     }
     return c;
   });
@@ -104,7 +104,8 @@ Result<std::vector<std::vector<std::string>>> RedisTriggerStore::LinksOf(
   std::vector<std::vector<std::string>> out;
   if (event_ids.empty()) return out;
   std::vector<std::vector<std::string>> cmds;
-  for (const std::string& id : event_ids) cmds.push_back({"ZRANGE", K("links:" + id), "0", "-1"});
+  for (const std::string& id : event_ids)
+    cmds.push_back({"ZRANGE", K(redis::keys::kLinks + id), "0", "-1"});
   Result<std::vector<Value>> replies = client_->Pipeline(cmds);
   if (!replies.ok()) return replies.status();
   for (const Value& v : replies.value()) {
@@ -117,8 +118,9 @@ Result<std::vector<std::vector<std::string>>> RedisTriggerStore::LinksOf(
 }
 
 Result<std::optional<StoredEvent>> RedisTriggerStore::GetEvent(const std::string& event_id) {
-  Result<std::vector<Value>> replies = client_->Pipeline(
-      {{"HGET", K("ev"), event_id}, {"ZRANGE", K("links:" + event_id), "0", "-1"}});
+  Result<std::vector<Value>> replies =
+      client_->Pipeline({{"HGET", K(redis::keys::kEv), event_id},
+                         {"ZRANGE", K(redis::keys::kLinks + event_id), "0", "-1"}});
   if (!replies.ok()) return replies.status();
   const Value& row = replies.value()[0];
   const Value& links = replies.value()[1];
@@ -137,18 +139,19 @@ Result<std::optional<StoredEvent>> RedisTriggerStore::GetEvent(const std::string
 
 Result<std::vector<RedisTriggerStore::WindowEvent>> RedisTriggerStore::EventWindow(
     const EventFilter& f) {
-  std::string index = K("ev_time");
+  std::string index = K(redis::keys::kEvTime);
   if (f.emitted_by_invocation_id) {
-    index = K("ev_emit:" + *f.emitted_by_invocation_id);
+    index = K(redis::keys::kEvEmit + *f.emitted_by_invocation_id);
   } else if (f.event_code) {
-    index = K("ev_code:" + *f.event_code);
+    index = K(redis::keys::kEvCode + *f.event_code);
   }
   const std::string min = f.start_us ? "[" + OrderKey(*f.start_us) : "-";
   std::string max = "+";
   if (f.end_us && *f.end_us < std::numeric_limits<TimestampUs>::max()) {
     max = "(" + OrderKey(*f.end_us + 1);
   }
-  Result<Value> r = client_->Eval(kEventWindow, {index, K("ev")}, {min, max, K("links:")});
+  Result<Value> r =
+      client_->Eval(kEventWindow, {index, K(redis::keys::kEv)}, {min, max, K(redis::keys::kLinks)});
   if (!r.ok()) return r.status();
   if (r.value().is_error()) {
     return Status::BackendFailure("redis event window script failed: " + r.value().str);
@@ -230,7 +233,7 @@ Result<EventMarkerPage> RedisTriggerStore::EventMarkers(
 }
 
 Result<std::vector<std::string>> RedisTriggerStore::EventCodes() {
-  Result<Value> r = Cmd({"HKEYS", K("ev_codes")});
+  Result<Value> r = Cmd({"HKEYS", K(redis::keys::kEvCodes)});
   if (!r.ok()) return r.status();
   std::vector<std::string> out;
   for (const Value& v : r.value().elements) out.push_back(v.str);
@@ -245,7 +248,7 @@ Status RedisTriggerStore::LinkTriggerRunToEvents(const std::vector<std::string>&
   if (event_ids.empty()) return Status::Ok();
   Change c;
   for (const std::string& id : event_ids) {
-    c.Op({"ZADDSEQ", K("links:" + id), invocation_id, K("seq")});
+    c.Op({"ZADDSEQ", K(redis::keys::kLinks + id), invocation_id, K(redis::keys::kSeq)});
   }
   Result<bool> r = Apply(c);
   return r.ok() ? Status::Ok() : r.status();
@@ -253,7 +256,7 @@ Status RedisTriggerStore::LinkTriggerRunToEvents(const std::vector<std::string>&
 
 Result<std::vector<std::string>> RedisTriggerStore::InvocationsTriggeredByEvent(
     const std::string& event_id) {
-  return ZMembers(K("links:" + event_id));
+  return ZMembers(K(redis::keys::kLinks + event_id));
 }
 
 // ---- Event retention -------------------------------------------------------
@@ -261,7 +264,7 @@ Result<std::vector<std::string>> RedisTriggerStore::InvocationsTriggeredByEvent(
 Status RedisTriggerStore::DeleteEvents(const std::vector<std::string>& ids) {
   if (ids.empty()) return Status::Ok();
   return ApplyWithRetry([&]() -> Result<Change> {
-    Result<std::vector<std::optional<std::string>>> blobs = HMGet(K("ev"), ids);
+    Result<std::vector<std::optional<std::string>>> blobs = HMGet(K(redis::keys::kEv), ids);
     if (!blobs.ok()) return blobs.status();
     Change c;
     for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -272,14 +275,15 @@ Status RedisTriggerStore::DeleteEvents(const std::vector<std::string>& ids) {
         }
         RemoveEventOps(row, *blobs.value()[i], &c);
       }
-      c.Op({"DEL", K("links:" + ids[i])});
+      c.Op({"DEL", K(redis::keys::kLinks + ids[i])});
     }
     return c;
   });
 }
 
 Result<std::vector<std::string>> RedisTriggerStore::AgePurgeEvents(TimestampUs threshold_us) {
-  Result<Value> r = Cmd({"ZRANGEBYLEX", K("ev_time"), "-", "(" + OrderKey(threshold_us)});
+  Result<Value> r =
+      Cmd({"ZRANGEBYLEX", K(redis::keys::kEvTime), "-", "(" + OrderKey(threshold_us)});
   if (!r.ok()) return r.status();
   std::vector<std::string> ids;
   for (const Value& v : r.value().elements) ids.push_back(v.str.substr(kOrderKeyLen));
@@ -290,11 +294,11 @@ Result<std::vector<std::string>> RedisTriggerStore::AgePurgeEvents(TimestampUs t
 Result<std::vector<std::string>> RedisTriggerStore::CapPurgeEvents(std::int64_t max_records) {
   std::vector<std::string> ids;
   if (max_records <= 0) return ids;
-  Result<Value> n = Cmd({"ZCARD", K("ev_time")});
+  Result<Value> n = Cmd({"ZCARD", K(redis::keys::kEvTime)});
   if (!n.ok()) return n.status();
   if (n.value().integer <= max_records) return ids;
-  Result<Value> r =
-      Cmd({"ZRANGE", K("ev_time"), "0", std::to_string(n.value().integer - max_records - 1)});
+  Result<Value> r = Cmd({"ZRANGE", K(redis::keys::kEvTime), "0",
+                         std::to_string(n.value().integer - max_records - 1)});
   if (!r.ok()) return r.status();
   for (const Value& v : r.value().elements) ids.push_back(v.str.substr(kOrderKeyLen));
   if (Status s = DeleteEvents(ids); !s.ok()) return s;

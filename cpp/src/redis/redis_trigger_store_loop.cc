@@ -45,10 +45,10 @@ Status RedisTriggerStore::RecordValidConditions(const std::vector<IdJson>& valid
   if (valid_conditions.empty()) return Status::Ok();
   Change c;
   for (const IdJson& vc : valid_conditions) {
-    c.Op({"ZADDSEQ", K("vc_order"), vc.id, K("seq")});
-    c.Op({"HSET", K("vc"), vc.id, vc.json});
+    c.Op({"ZADDSEQ", K(redis::keys::kVcOrder), vc.id, K(redis::keys::kSeq)});
+    c.Op({"HSET", K(redis::keys::kVc), vc.id, vc.json});
   }
-  c.Op({"WAKE", K("vc_waiters"), K("vc_note:")});  // wakes WaitValidConditions
+  c.Op({"WAKE", K(redis::keys::kVcWaiters), K(redis::keys::kVcNote)});  // wakes WaitValidConditions
   Result<bool> r = Apply(c);
   return r.ok() ? Status::Ok() : r.status();
 }
@@ -63,15 +63,15 @@ Result<bool> RedisTriggerStore::WaitValidConditions(std::string* cursor, Timesta
   if (first) *cursor = redis_orchestrator::NewWaitToken();
   const std::int64_t block_ms =
       first ? 0 : std::clamp<std::int64_t>(timeout_us / 1000, 0, kMaxBlockMs);
-  Result<Value> watched =
-      client_->Eval(kWatch, {K("vc_waiters")}, {*cursor, std::to_string(block_ms + kWatchSlackMs)});
+  Result<Value> watched = client_->Eval(kWatch, {K(redis::keys::kVcWaiters)},
+                                        {*cursor, std::to_string(block_ms + kWatchSlackMs)});
   if (!watched.ok()) return watched.status();
   if (watched.value().is_error()) {
     return Status::BackendFailure("redis at " + client_->Describe() +
                                   ": watch for valid conditions failed: " + watched.value().str);
   }
   if (first) return true;
-  const std::string note = K("vc_note:" + *cursor);
+  const std::string note = K(redis::keys::kVcNote + *cursor);
   if (block_ms <= 0) {
     Result<Value> got = client_->Command({"LPOP", note});
     if (!got.ok()) return got.status();
@@ -91,16 +91,16 @@ Result<bool> RedisTriggerStore::WaitValidConditions(std::string* cursor, Timesta
 
 Status RedisTriggerStore::NudgeValidConditionsWaiter(const std::string& cursor) {
   if (cursor.empty()) return Status::Ok();
-  const std::string note = K("vc_note:" + cursor);
+  const std::string note = K(redis::keys::kVcNote + cursor);
   Result<std::vector<Value>> r = client_->Pipeline(
       {{"LPUSH", note, "1"}, {"LTRIM", note, "0", "0"}, {"PEXPIRE", note, "60000"}});
   return r.ok() ? Status::Ok() : r.status();
 }
 
 Result<std::vector<IdJson>> RedisTriggerStore::ValidConditions() {
-  Result<std::vector<std::string>> ids = ZMembers(K("vc_order"));
+  Result<std::vector<std::string>> ids = ZMembers(K(redis::keys::kVcOrder));
   if (!ids.ok()) return ids.status();
-  Result<std::vector<std::optional<std::string>>> jsons = HMGet(K("vc"), ids.value());
+  Result<std::vector<std::optional<std::string>>> jsons = HMGet(K(redis::keys::kVc), ids.value());
   if (!jsons.ok()) return jsons.status();
   std::vector<IdJson> out;
   for (std::size_t i = 0; i < jsons.value().size(); ++i) {
@@ -114,8 +114,8 @@ Status RedisTriggerStore::ClearValidConditions(
   if (valid_condition_ids.empty()) return Status::Ok();
   Change c;
   for (const std::string& id : valid_condition_ids) {
-    c.Op({"HDEL", K("vc"), id});
-    c.Op({"ZREM", K("vc_order"), id});
+    c.Op({"HDEL", K(redis::keys::kVc), id});
+    c.Op({"ZREM", K(redis::keys::kVcOrder), id});
   }
   Result<bool> r = Apply(c);
   return r.ok() ? Status::Ok() : r.status();
@@ -126,13 +126,14 @@ Status RedisTriggerStore::ClearValidConditions(
 Status RedisTriggerStore::NotePendingReports(const std::vector<IdJson>& notes) {
   if (notes.empty()) return Status::Ok();
   Change c;
-  for (const IdJson& note : notes) c.Op({"HSET", K("pending_reports"), note.id, note.json});
+  for (const IdJson& note : notes)
+    c.Op({"HSET", K(redis::keys::kPendingReports), note.id, note.json});
   Result<bool> r = Apply(c);
   return r.ok() ? Status::Ok() : r.status();
 }
 
 Result<std::vector<IdJson>> RedisTriggerStore::PendingReports() {
-  Result<Value> r = Cmd({"HGETALL", K("pending_reports")});
+  Result<Value> r = Cmd({"HGETALL", K(redis::keys::kPendingReports)});
   if (!r.ok()) return r.status();
   const std::vector<Value>& flat = r.value().elements;
   if (flat.size() % 2 != 0) return Status::BackendFailure("redis HGETALL: odd reply");
@@ -147,7 +148,7 @@ Result<std::vector<IdJson>> RedisTriggerStore::PendingReports() {
 Status RedisTriggerStore::ClearPendingReports(const std::vector<std::string>& note_ids) {
   if (note_ids.empty()) return Status::Ok();
   Change c;
-  for (const std::string& id : note_ids) c.Op({"HDEL", K("pending_reports"), id});
+  for (const std::string& id : note_ids) c.Op({"HDEL", K(redis::keys::kPendingReports), id});
   Result<bool> r = Apply(c);
   return r.ok() ? Status::Ok() : r.status();
 }
@@ -156,7 +157,7 @@ Status RedisTriggerStore::ClearPendingReports(const std::vector<std::string>& no
 
 Result<std::optional<TimestampUs>> RedisTriggerStore::LastCronExecution(
     const std::string& condition_id) {
-  Result<Value> r = Cmd({"HGET", K("cron"), condition_id});
+  Result<Value> r = Cmd({"HGET", K(redis::keys::kCron), condition_id});
   if (!r.ok()) return r.status();
   if (r.value().is_nil()) return std::optional<TimestampUs>();
   try {
@@ -174,13 +175,13 @@ Result<bool> RedisTriggerStore::StoreLastCronExecution(const std::string& condit
     case CronExpectation::Kind::kAny:
       break;
     case CronExpectation::Kind::kAbsent:
-      c.guards.push_back({K("cron"), condition_id, std::nullopt});
+      c.guards.push_back({K(redis::keys::kCron), condition_id, std::nullopt});
       break;
     case CronExpectation::Kind::kValue:
-      c.guards.push_back({K("cron"), condition_id, std::to_string(expected.value)});
+      c.guards.push_back({K(redis::keys::kCron), condition_id, std::to_string(expected.value)});
       break;
   }
-  c.Op({"HSET", K("cron"), condition_id, std::to_string(execution_us)});
+  c.Op({"HSET", K(redis::keys::kCron), condition_id, std::to_string(execution_us)});
   return Apply(c);
 }
 
@@ -193,7 +194,7 @@ Result<bool> RedisTriggerStore::ClaimTriggerRun(const std::string& trigger_run_i
   const TimestampUs now = clock_->NowMicros();
   const TimestampUs expiry = now + expiration_seconds * kMicrosPerSecond;
   const std::int64_t ttl_ms = expiration_seconds * 1000 + kClaimSlackMs;
-  Result<Value> r = client_->Eval(kClaim, {K("claim:" + trigger_run_id)},
+  Result<Value> r = client_->Eval(kClaim, {K(redis::keys::kClaim + trigger_run_id)},
                                   {OrderKey(now), OrderKey(expiry), std::to_string(ttl_ms)});
   if (!r.ok()) return r.status();
   if (r.value().is_error()) {

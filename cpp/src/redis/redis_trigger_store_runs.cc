@@ -55,44 +55,48 @@ bool DecodeRun(const std::string& blob, TriggerRunRow* row) {
 void RedisTriggerStore::AddRunOps(const TriggerRunRow& row, const std::string& blob,
                                   Change* c) const {
   const std::string& id = row.trigger_run_id;
-  c->Op({"HSET", K("run"), id, blob});
-  c->Op({"ZADD", K("run_time"), "0", OrderKey(RunTime(row)) + id});
-  for (const std::string& e : row.event_ids) c->Op({"SADD", K("run_ev:" + e), id});
+  c->Op({"HSET", K(redis::keys::kRun), id, blob});
+  c->Op({"ZADD", K(redis::keys::kRunTime), "0", OrderKey(RunTime(row)) + id});
+  for (const std::string& e : row.event_ids) c->Op({"SADD", K(redis::keys::kRunEv + e), id});
   if (row.triggered_invocation_id) {
-    c->Op({"SADD", K("run_inv:" + *row.triggered_invocation_id), id});
+    c->Op({"SADD", K(redis::keys::kRunInv + *row.triggered_invocation_id), id});
   }
-  for (const std::string& s : row.source_invocation_ids) c->Op({"SADD", K("run_src:" + s), id});
-  for (const std::string& v : row.valid_condition_ids) c->Op({"SADD", K("run_vc:" + v), id});
+  for (const std::string& s : row.source_invocation_ids)
+    c->Op({"SADD", K(redis::keys::kRunSrc + s), id});
+  for (const std::string& v : row.valid_condition_ids)
+    c->Op({"SADD", K(redis::keys::kRunVc + v), id});
   if (row.atomic_service_run_id && !row.atomic_service_run_id->empty()) {
-    c->Op({"HINCRDEL", K("asr"), *row.atomic_service_run_id, "1"});
+    c->Op({"HINCRDEL", K(redis::keys::kAsr), *row.atomic_service_run_id, "1"});
   }
 }
 
 void RedisTriggerStore::RemoveRunOps(const TriggerRunRow& row, const std::string& blob,
                                      Change* c) const {
   const std::string& id = row.trigger_run_id;
-  c->guards.push_back({K("run"), id, blob});
-  c->Op({"HDEL", K("run"), id});
-  c->Op({"ZREM", K("run_time"), OrderKey(RunTime(row)) + id});
-  for (const std::string& e : row.event_ids) c->Op({"SREM", K("run_ev:" + e), id});
+  c->guards.push_back({K(redis::keys::kRun), id, blob});
+  c->Op({"HDEL", K(redis::keys::kRun), id});
+  c->Op({"ZREM", K(redis::keys::kRunTime), OrderKey(RunTime(row)) + id});
+  for (const std::string& e : row.event_ids) c->Op({"SREM", K(redis::keys::kRunEv + e), id});
   if (row.triggered_invocation_id) {
-    c->Op({"SREM", K("run_inv:" + *row.triggered_invocation_id), id});
+    c->Op({"SREM", K(redis::keys::kRunInv + *row.triggered_invocation_id), id});
   }
-  for (const std::string& s : row.source_invocation_ids) c->Op({"SREM", K("run_src:" + s), id});
-  for (const std::string& v : row.valid_condition_ids) c->Op({"SREM", K("run_vc:" + v), id});
+  for (const std::string& s : row.source_invocation_ids)
+    c->Op({"SREM", K(redis::keys::kRunSrc + s), id});
+  for (const std::string& v : row.valid_condition_ids)
+    c->Op({"SREM", K(redis::keys::kRunVc + v), id});
   if (row.atomic_service_run_id && !row.atomic_service_run_id->empty()) {
-    c->Op({"HINCRDEL", K("asr"), *row.atomic_service_run_id, "-1"});
+    c->Op({"HINCRDEL", K(redis::keys::kAsr), *row.atomic_service_run_id, "-1"});
   }
 }
 
 Status RedisTriggerStore::StoreTriggerRun(const TriggerRunRow& run) {
   const std::string blob = EncodeRun(run);
   return ApplyWithRetry([&]() -> Result<Change> {
-    Result<Value> old = Cmd({"HGET", K("run"), run.trigger_run_id});
+    Result<Value> old = Cmd({"HGET", K(redis::keys::kRun), run.trigger_run_id});
     if (!old.ok()) return old.status();
     Change c;
     if (old.value().is_nil()) {
-      c.guards.push_back({K("run"), run.trigger_run_id, std::nullopt});
+      c.guards.push_back({K(redis::keys::kRun), run.trigger_run_id, std::nullopt});
     } else {
       TriggerRunRow prev;
       if (!DecodeRun(old.value().str, &prev)) return CorruptRun(run.trigger_run_id);
@@ -105,7 +109,7 @@ Status RedisTriggerStore::StoreTriggerRun(const TriggerRunRow& run) {
 
 Result<std::optional<std::string>> RedisTriggerStore::GetTriggerRun(
     const std::string& trigger_run_id) {
-  Result<Value> r = Cmd({"HGET", K("run"), trigger_run_id});
+  Result<Value> r = Cmd({"HGET", K(redis::keys::kRun), trigger_run_id});
   if (!r.ok()) return r.status();
   if (r.value().is_nil()) return std::optional<std::string>();
   TriggerRunRow row;
@@ -116,7 +120,7 @@ Result<std::optional<std::string>> RedisTriggerStore::GetTriggerRun(
 Result<std::vector<std::string>> RedisTriggerStore::RunsFromSet(const std::string& key) {
   Result<std::vector<std::string>> ids = SMembers(key);
   if (!ids.ok()) return ids.status();
-  Result<std::vector<std::optional<std::string>>> blobs = HMGet(K("run"), ids.value());
+  Result<std::vector<std::optional<std::string>>> blobs = HMGet(K(redis::keys::kRun), ids.value());
   if (!blobs.ok()) return blobs.status();
   std::vector<TriggerRunRow> rows;
   for (std::size_t i = 0; i < blobs.value().size(); ++i) {
@@ -135,22 +139,22 @@ Result<std::vector<std::string>> RedisTriggerStore::RunsFromSet(const std::strin
 }
 
 Result<std::vector<std::string>> RedisTriggerStore::RunsForEvent(const std::string& event_id) {
-  return RunsFromSet(K("run_ev:" + event_id));
+  return RunsFromSet(K(redis::keys::kRunEv + event_id));
 }
 
 Result<std::vector<std::string>> RedisTriggerStore::RunsForInvocation(
     const std::string& invocation_id) {
-  return RunsFromSet(K("run_inv:" + invocation_id));
+  return RunsFromSet(K(redis::keys::kRunInv + invocation_id));
 }
 
 Result<std::vector<std::string>> RedisTriggerStore::RunsSourcedByInvocation(
     const std::string& invocation_id) {
-  return RunsFromSet(K("run_src:" + invocation_id));
+  return RunsFromSet(K(redis::keys::kRunSrc + invocation_id));
 }
 
 Result<std::vector<std::string>> RedisTriggerStore::RunsForValidCondition(
     const std::string& valid_condition_id) {
-  return RunsFromSet(K("run_vc:" + valid_condition_id));
+  return RunsFromSet(K(redis::keys::kRunVc + valid_condition_id));
 }
 
 Result<std::vector<std::string>> RedisTriggerStore::RunsInTimeRange(
@@ -165,11 +169,11 @@ Result<std::vector<std::string>> RedisTriggerStore::RunsInTimeRange(
   const std::string max = filter.end_us == std::numeric_limits<TimestampUs>::max()
                               ? "+"
                               : "(" + OrderKey(filter.end_us + 1);
-  Result<Value> r = Cmd({"ZRANGEBYLEX", K("run_time"), "[" + OrderKey(start), max});
+  Result<Value> r = Cmd({"ZRANGEBYLEX", K(redis::keys::kRunTime), "[" + OrderKey(start), max});
   if (!r.ok()) return r.status();
   std::vector<std::string> ids;
   for (const Value& v : r.value().elements) ids.push_back(v.str.substr(kOrderKeyLen));
-  Result<std::vector<std::optional<std::string>>> blobs = HMGet(K("run"), ids);
+  Result<std::vector<std::optional<std::string>>> blobs = HMGet(K(redis::keys::kRun), ids);
   if (!blobs.ok()) return blobs.status();
   std::vector<TriggerRunRow> rows;
   std::set<std::string> event_ids;
@@ -184,7 +188,7 @@ Result<std::vector<std::string>> RedisTriggerStore::RunsInTimeRange(
   std::unordered_map<std::string, std::string> code_of;
   if (filter.event_code && !event_ids.empty()) {
     std::vector<std::string> eids(event_ids.begin(), event_ids.end());
-    Result<std::vector<std::optional<std::string>>> evs = HMGet(K("ev"), eids);
+    Result<std::vector<std::optional<std::string>>> evs = HMGet(K(redis::keys::kEv), eids);
     if (!evs.ok()) return evs.status();
     for (std::size_t i = 0; i < eids.size(); ++i) {
       EventRow ev;
@@ -208,7 +212,7 @@ Result<std::vector<std::string>> RedisTriggerStore::RunsInTimeRange(
 }
 
 Result<std::vector<std::string>> RedisTriggerStore::ReferencedAtomicServiceRunIds() {
-  Result<Value> r = Cmd({"HKEYS", K("asr")});
+  Result<Value> r = Cmd({"HKEYS", K(redis::keys::kAsr)});
   if (!r.ok()) return r.status();
   std::vector<std::string> out;
   for (const Value& v : r.value().elements) out.push_back(v.str);
@@ -222,7 +226,7 @@ Result<std::int64_t> RedisTriggerStore::DeleteRuns(const std::vector<std::string
   std::int64_t removed = 0;
   if (ids.empty()) return removed;
   Status s = ApplyWithRetry([&]() -> Result<Change> {
-    Result<std::vector<std::optional<std::string>>> blobs = HMGet(K("run"), ids);
+    Result<std::vector<std::optional<std::string>>> blobs = HMGet(K(redis::keys::kRun), ids);
     if (!blobs.ok()) return blobs.status();
     Change c;
     removed = 0;
@@ -241,8 +245,8 @@ Result<std::int64_t> RedisTriggerStore::DeleteRuns(const std::vector<std::string
 
 Result<std::int64_t> RedisTriggerStore::AgePurgeTriggerRuns(TimestampUs threshold_us) {
   if (threshold_us <= kNoTime + 1) return std::int64_t{0};
-  Result<Value> r = Cmd(
-      {"ZRANGEBYLEX", K("run_time"), "[" + OrderKey(kNoTime + 1), "(" + OrderKey(threshold_us)});
+  Result<Value> r = Cmd({"ZRANGEBYLEX", K(redis::keys::kRunTime), "[" + OrderKey(kNoTime + 1),
+                         "(" + OrderKey(threshold_us)});
   if (!r.ok()) return r.status();
   std::vector<std::string> ids;
   for (const Value& v : r.value().elements) ids.push_back(v.str.substr(kOrderKeyLen));
@@ -251,11 +255,11 @@ Result<std::int64_t> RedisTriggerStore::AgePurgeTriggerRuns(TimestampUs threshol
 
 Result<std::int64_t> RedisTriggerStore::CapPurgeTriggerRuns(std::int64_t max_records) {
   if (max_records <= 0) return std::int64_t{0};
-  Result<Value> n = Cmd({"ZCARD", K("run_time")});
+  Result<Value> n = Cmd({"ZCARD", K(redis::keys::kRunTime)});
   if (!n.ok()) return n.status();
   if (n.value().integer <= max_records) return std::int64_t{0};
-  Result<Value> r =
-      Cmd({"ZRANGE", K("run_time"), "0", std::to_string(n.value().integer - max_records - 1)});
+  Result<Value> r = Cmd({"ZRANGE", K(redis::keys::kRunTime), "0",
+                         std::to_string(n.value().integer - max_records - 1)});
   if (!r.ok()) return r.status();
   std::vector<std::string> ids;
   for (const Value& v : r.value().elements) ids.push_back(v.str.substr(kOrderKeyLen));
@@ -266,7 +270,7 @@ Result<std::int64_t> RedisTriggerStore::CascadeDeleteRunsForEvents(
     const std::vector<std::string>& event_ids) {
   if (event_ids.empty()) return std::int64_t{0};
   std::vector<std::vector<std::string>> cmds;
-  for (const std::string& e : event_ids) cmds.push_back({"SMEMBERS", K("run_ev:" + e)});
+  for (const std::string& e : event_ids) cmds.push_back({"SMEMBERS", K(redis::keys::kRunEv + e)});
   Result<std::vector<Value>> replies = client_->Pipeline(cmds);
   if (!replies.ok()) return replies.status();
   std::set<std::string> doomed;
