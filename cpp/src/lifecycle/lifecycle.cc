@@ -187,11 +187,18 @@ Result<GatedChangeOutcome> PortLifecycle::GatedChange(
     const std::vector<InvocationStatus>& blocking,
     const std::map<std::string, std::string>& index_args, const std::optional<Deferral>& deferral) {
   if (IsFinal(to)) return Status::InvalidArgument("GatedChange: a final status is not gated");
+  // Built once: a retried transaction runs the lambda again with the same request.
+  const Orchestrator::GateRequest request{.id = id,
+                                          .task_id = task,
+                                          .key_args = key_args,
+                                          .blocking = blocking,
+                                          .index_args = index_args,
+                                          .to = to,
+                                          .runner_id = actor.runner_id};
   GatedChangeOutcome out;
   Status s = Atomically([&]() -> Status {
     out = GatedChangeOutcome{};
-    Result<Orchestrator::GateOutcome> gate = parts_.orchestrator->GatedTransition(
-        {id, task, key_args, blocking, index_args, to, actor.runner_id});
+    Result<Orchestrator::GateOutcome> gate = parts_.orchestrator->GatedTransition(request);
     if (!gate.ok()) return gate.status();
     out.record = gate.value().record;
     if (gate.value().blocker) {
