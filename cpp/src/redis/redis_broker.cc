@@ -260,8 +260,7 @@ class RedisBroker final : public Broker {
     std::size_t n = 0;
     const auto [end, ec] = std::from_chars(v.data() + 17, v.data() + 25, n);
     if (ec != std::errc() || end != v.data() + 25 || v.size() < 25 + n) {
-      return Status::BackendFailure("redis at " + client_->Describe() +
-                                    ": malformed record of a retrieve");
+      return client_->Corrupt("malformed record of a retrieve");
     }
     Remember({v.substr(25 + n)});
     PoppedThen out{InvocationId(v.substr(25, n)), std::nullopt, v[16]};
@@ -377,8 +376,7 @@ class RedisBroker final : public Broker {
     if (v.is_nil()) return std::optional<PoppedThen>();
     const std::size_t want = then != nullptr ? 4 : 2;
     if (v.type != Value::Type::kArray || v.elements.size() != want) {
-      return Status::BackendFailure("redis at " + client_->Describe() +
-                                    ": unexpected reply to a retrieve");
+      return client_->Unexpected("a retrieve");
     }
     Remember({v.elements[1].str});
     PoppedThen out{InvocationId(v.elements[0].str), std::nullopt, 0};

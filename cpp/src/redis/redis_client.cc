@@ -296,6 +296,10 @@ Status Client::Unexpected(const std::string& what) const {
   return Status::BackendFailure("redis at " + Describe() + ": unexpected reply to " + what);
 }
 
+Status Client::Corrupt(const std::string& detail) const {
+  return Status::BackendFailure("redis at " + Describe() + ": " + detail);
+}
+
 Status Client::Refused(const std::string& command, const std::string& reply) const {
   // The server's reply never holds the password; the URL's is never shown.
   const std::string head = "redis at " + Describe() + " refused " + command + ": " + reply;

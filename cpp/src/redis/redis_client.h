@@ -125,6 +125,9 @@ class Client {
   Status Failure(const std::string& what, const std::string& error) const;
   // kBackendFailure "redis at <Describe()>: unexpected reply to <what>".
   Status Unexpected(const std::string& what) const;
+  // kBackendFailure "redis at <Describe()>: <detail>", for data a port cannot read
+  // back ("corrupt generation for fenced key 'k'").
+  Status Corrupt(const std::string& detail) const;
 
  private:
   explicit Client(RedisOptions options);

@@ -62,8 +62,7 @@ class RedisFencedStore final : public FencedStore {
     if (v.elements[0].is_nil()) return std::optional<FencedValue>();  // absent or tombstone
     Generation g;
     if (!ParseU32(v.elements[1].str, &g.term) || !ParseU32(v.elements[2].str, &g.seq)) {
-      return Status::BackendFailure("redis at " + client_->Describe() +
-                                    ": corrupt generation for fenced key '" + key + "'");
+      return client_->Corrupt("corrupt generation for fenced key '" + key + "'");
     }
     return std::optional<FencedValue>(FencedValue{v.elements[0].str, g.Packed()});
   }

@@ -197,8 +197,7 @@ class RedisGenerationSource final : public GenerationSource {
   }
 
   Status Corrupt(const std::string& record) const {
-    return Status::BackendFailure("redis at " + client_->Describe() + ": corrupt ownership '" +
-                                  record + "' in " + owners_);
+    return client_->Corrupt("corrupt ownership '" + record + "' in " + owners_);
   }
 
   const std::shared_ptr<Client> client_;

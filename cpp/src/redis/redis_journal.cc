@@ -240,8 +240,7 @@ class RedisJournal final : public Journal {
   }
 
   Status Corrupt(const std::string& what, const std::string& entity) const {
-    return Status::BackendFailure("redis at " + client_->Describe() + ": corrupt " + what +
-                                  " for journal entity '" + entity + "'");
+    return client_->Corrupt("corrupt " + what + " for journal entity '" + entity + "'");
   }
 
   const std::shared_ptr<Client> client_;

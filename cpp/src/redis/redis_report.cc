@@ -48,8 +48,7 @@ Result<BackendReport> Describe(const BackendConfig& config) {
   Result<Value> info = client.Command({"INFO"});
   if (!info.ok()) return info.status();
   if (info.value().is_error()) {
-    return Status::BackendFailure("redis at " + client.Describe() +
-                                  " refused INFO: " + info.value().str);
+    return client.Failure("INFO", info.value().str);
   }
   const auto fields = InfoFields(info.value().str);
   fact("redis_version", Get(fields, "redis_version"));

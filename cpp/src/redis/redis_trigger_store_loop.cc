@@ -67,8 +67,7 @@ Result<bool> RedisTriggerStore::WaitValidConditions(std::string* cursor, Timesta
                                         {*cursor, std::to_string(block_ms + kWatchSlackMs)});
   if (!watched.ok()) return watched.status();
   if (watched.value().is_error()) {
-    return Status::BackendFailure("redis at " + client_->Describe() +
-                                  ": watch for valid conditions failed: " + watched.value().str);
+    return client_->Failure("watch for valid conditions", watched.value().str);
   }
   if (first) return true;
   const std::string note = K(redis::keys::kVcNote + *cursor);
@@ -83,8 +82,7 @@ Result<bool> RedisTriggerStore::WaitValidConditions(std::string* cursor, Timesta
   Result<Value> got = client_->BlockingCommand({"BLPOP", note, secs}, block_ms);
   if (!got.ok()) return got.status();
   if (got.value().is_error()) {
-    return Status::BackendFailure("redis at " + client_->Describe() +
-                                  ": wait for valid conditions failed: " + got.value().str);
+    return client_->Failure("wait for valid conditions", got.value().str);
   }
   return got.value().type == Value::Type::kArray;
 }
