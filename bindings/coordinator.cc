@@ -123,7 +123,23 @@ void InitSpecs(py::module_& m) {
           [](ActorSpec& a, std::uint64_t v) { a.strategy.seed = v; }, "Random's seed.")
       .def_property(
           "strategy_node", [](const ActorSpec& a) { return a.strategy.node; },
-          [](ActorSpec& a, std::string v) { a.strategy.node = v; }, "Pinned's preferred node.");
+          [](ActorSpec& a, std::string v) { a.strategy.node = v; }, "Pinned's preferred node.")
+      .def(
+          "check", [](const ActorSpec& a) { ThrowIfError(cluster::ValidateActorSpec(a)); },
+          "Raises InvalidArgument (a ValueError) with the first of the spec's rules it breaks.")
+      .def(
+          "check_crash_strategy",
+          [](const ActorSpec& a) {
+            ThrowIfError(cluster::ValidateCrashStrategy(a.crash_strategy));
+          },
+          "Raises InvalidArgument if the crash strategy's rule is broken (nothing else is read).")
+      .def(
+          "check_constraints",
+          [](const ActorSpec& a) {
+            ThrowIfError(cluster::ValidatePlacementConstraints(a.constraints));
+          },
+          "Raises InvalidArgument if a placement constraint's rule is broken (nothing else is "
+          "read).");
 
   py::class_<SingletonSpec>(m, "SingletonSpec",
                             "A singleton spec (built by pynenc_cpp.cluster.SingletonSpec).")
@@ -145,7 +161,14 @@ void InitSpecs(py::module_& m) {
           [](SingletonSpec& s, std::string v) { s.anchor.value = v; },
           "The class or node id of a class/node anchor.")
       .def_readwrite("drain_timeout_ms", &SingletonSpec::drain_timeout_ms,
-                     "How long a graceful move waits for the old owner to stop, ms.");
+                     "How long a graceful move waits for the old owner to stop, ms.")
+      .def(
+          "check", [](const SingletonSpec& s) { ThrowIfError(cluster::ValidateSingletonSpec(s)); },
+          "Raises InvalidArgument (a ValueError) with the first of the spec's rules it breaks.")
+      .def(
+          "check_anchor",
+          [](const SingletonSpec& s) { ThrowIfError(cluster::ValidateSingletonAnchor(s.anchor)); },
+          "Raises InvalidArgument if the anchor's rule is broken (nothing else is read).");
 
   py::class_<AgentFamily>(m, "AgentFamily", "An agent family as this node declares it.")
       .def(py::init<>(), "An empty family; set the fields, then declare it.")
@@ -162,7 +185,10 @@ void InitSpecs(py::module_& m) {
           },
           "'evenly' or 'evenly_by_capability'.")
       .def_readwrite("drain_timeout_ms", &AgentFamily::drain_timeout_ms,
-                     "How long a rebalancing move waits for the old owner, ms.");
+                     "How long a rebalancing move waits for the old owner, ms.")
+      .def(
+          "check", [](const AgentFamily& f) { ThrowIfError(cluster::ValidateAgentFamily(f)); },
+          "Raises InvalidArgument (a ValueError) with the first of the family's rules it breaks.");
 }
 
 void InitResults(py::module_& m) {

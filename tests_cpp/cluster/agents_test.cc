@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "pynenc_cpp/cluster/specs.h"  // kMaxActorTypeBytes
+
 namespace pynenc_cpp::cluster {
 namespace {
 
@@ -51,7 +53,9 @@ TEST(AgentFamilyValidate, AcceptsWellFormedFamilies) {
 TEST(AgentFamilyValidate, RejectsBadSchemes) {
   auto f = Family();
   f.scheme = "";
-  ExpectInvalid(f, "scheme");
+  ExpectInvalid(f, "scheme must be a non-empty str, got ''");
+  f.scheme = std::string(kMaxActorTypeBytes + 1, 'q');
+  ExpectInvalid(f, "scheme must be at most 256 bytes, got 257");
   f.scheme = "a/b";
   ExpectInvalid(f, "scheme");
   f.scheme = "a:/b";
@@ -87,11 +91,11 @@ TEST(AgentFamilyValidate, RejectsBadSupported) {
 TEST(AgentFamilyValidate, RejectsADrainOutOfRange) {
   auto f = Family();
   f.drain_timeout_ms = 0;
-  ExpectInvalid(f, "drain_timeout_ms");
+  ExpectInvalid(f, "drain_timeout_s must be > 0 and <= 86400 (a day), got 0");
   f.drain_timeout_ms = -5;
-  ExpectInvalid(f, "-5");
+  ExpectInvalid(f, "got -0.005");
   f.drain_timeout_ms = kMaxDrainTimeoutMs + 1;
-  ExpectInvalid(f, "<= 86400000");
+  ExpectInvalid(f, "got 86400.001");
 }
 
 // ---- DistributeEvenly ----

@@ -71,6 +71,18 @@ class ActorSpec:
         """
         An empty spec; set the fields, then submit it.
         """
+    def check(self) -> None:
+        """
+        Raises InvalidArgument (a ValueError) with the first of the spec's rules it breaks.
+        """
+    def check_constraints(self) -> None:
+        """
+        Raises InvalidArgument if a placement constraint's rule is broken (nothing else is read).
+        """
+    def check_crash_strategy(self) -> None:
+        """
+        Raises InvalidArgument if the crash strategy's rule is broken (nothing else is read).
+        """
     @property
     def actor_type(self) -> str:
         """
@@ -171,6 +183,14 @@ class SingletonSpec:
         """
         An empty spec; set the fields, then submit it.
         """
+    def check(self) -> None:
+        """
+        Raises InvalidArgument (a ValueError) with the first of the spec's rules it breaks.
+        """
+    def check_anchor(self) -> None:
+        """
+        Raises InvalidArgument if the anchor's rule is broken (nothing else is read).
+        """
     @property
     def actor_type(self) -> str:
         """
@@ -221,6 +241,10 @@ class AgentFamily:
     def __init__(self) -> None:
         """
         An empty family; set the fields, then declare it.
+        """
+    def check(self) -> None:
+        """
+        Raises InvalidArgument (a ValueError) with the first of the family's rules it breaks.
         """
     @property
     def agents(self) -> list[str]:

@@ -1,7 +1,10 @@
 """What the cluster's Coordinator manages, and what it reports.
 
 Specs are frozen dataclasses validated at construction (``ValueError`` naming the
-field); times are in seconds. See docs/cluster/coordinator.md and
+field); times are in seconds. Here the fields are converted (types, names of
+kinds, seconds to milliseconds); the rules on their values are the engine's
+(``cpp/src/cluster/coordinator/specs.cc``), the ones the leader applies to every
+spec it is sent, raised as ``InvalidArgument`` (a ``ValueError``). See docs/cluster/coordinator.md and
 docs/cluster/singletons.md for the semantics.
 
 * ``ActorSpec``: an actor placed by ``PlacementConstraints`` and a placement
@@ -34,34 +37,28 @@ CrashKind = Literal["redistribute", "wait_for_return", "abandon"]
 AnchorKind = Literal["leader", "class", "node"]
 DistributionKind = Literal["evenly", "evenly_by_capability"]
 
-_MAX_LABEL = 1024
-_MAX_TYPE = 256
-_MAX_STATE = 128 * 1024
-_MAX_DRAIN_MS = 86_400_000  # kMaxDrainTimeoutMs (cluster/types.h)
+_INT64_MAX = 2**63 - 1
 
 
 def _ms(seconds: float, what: str) -> int:
+    """``seconds`` in whole milliseconds (clamped to what the engine's int64 holds)."""
     if (
         isinstance(seconds, bool)
         or not isinstance(seconds, int | float)
         or not math.isfinite(seconds)
     ):
         raise ValueError(f"{what} must be a number of seconds, got {seconds!r}")
-    return int(round(seconds * 1000))
+    return max(-_INT64_MAX, min(_INT64_MAX, int(round(seconds * 1000))))
 
 
-def _name(value: object, what: str, limit: int) -> None:
-    if not isinstance(value, str) or not value:
+def _name(value: object, what: str) -> None:
+    if not isinstance(value, str):
         raise ValueError(f"{what} must be a non-empty str, got {value!r}")
-    if len(value.encode()) > limit:
-        raise ValueError(f"{what} must be at most {limit} bytes, got {len(value.encode())}")
 
 
 def _bytes(value: object, what: str) -> None:
     if not isinstance(value, bytes):
         raise ValueError(f"{what} must be bytes, got {type(value).__name__}")
-    if len(value) > _MAX_STATE:
-        raise ValueError(f"{what} must be at most {_MAX_STATE} bytes, got {len(value)}")
 
 
 def _strings(value: object, what: str) -> tuple[str, ...]:
@@ -69,7 +66,7 @@ def _strings(value: object, what: str) -> tuple[str, ...]:
         raise ValueError(f"{what} must be a sequence of str, got {value!r}")
     out = tuple(value)
     for v in out:
-        if not isinstance(v, str) or not v:
+        if not isinstance(v, str):
             raise ValueError(f"{what} must contain non-empty str, got {v!r}")
     return out
 
@@ -87,8 +84,10 @@ class CrashStrategy:
             raise ValueError(
                 f"crash strategy kind must be redistribute, wait_for_return or abandon, got {self.kind!r}"
             )
-        if self.kind == "wait_for_return" and _ms(self.wait_s, "wait_s") <= 0:
-            raise ValueError(f"wait_for_return needs wait_s > 0, got {self.wait_s!r}")
+        if self.kind == "wait_for_return":
+            core = _core.ActorSpec()
+            core.crash_strategy, core.wait_ms = self.kind, _ms(self.wait_s, "wait_s")
+            core.check_crash_strategy()
 
     @classmethod
     def redistribute(cls) -> CrashStrategy:
@@ -129,15 +128,25 @@ class PlacementConstraints:
         )
         meta = dict(self.required_metadata)
         for k, v in meta.items():
-            if not isinstance(k, str) or not k or not isinstance(v, str):
+            if not isinstance(k, str) or not isinstance(v, str):
                 raise ValueError(
                     f"required_metadata must map non-empty str to str, got {k!r}: {v!r}"
                 )
         object.__setattr__(self, "required_metadata", meta)
         for name in ("colocate_with", "required_node_id"):
             v = getattr(self, name)
-            if v is not None and (not isinstance(v, str) or not v):
+            if v is not None and not isinstance(v, str):
                 raise ValueError(f"{name} must be None or a non-empty str, got {v!r}")
+        core = _core.ActorSpec()
+        self._into(core)
+        core.check_constraints()
+
+    def _into(self, o: _core.ActorSpec) -> None:
+        o.required_classes = list(self.required_classes)
+        o.required_metadata = dict(self.required_metadata)
+        o.anti_affinity_labels = list(self.anti_affinity_labels)
+        o.colocate_with = self.colocate_with
+        o.required_node_id = self.required_node_id
 
 
 @dataclass(frozen=True)
@@ -150,6 +159,14 @@ class RandomPlacement:
     """A seeded, reproducible random choice among eligible nodes."""
 
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.seed, bool)
+            or not isinstance(self.seed, int)
+            or not 0 <= self.seed < 2**64
+        ):
+            raise ValueError(f"seed must be an int in [0, 2**64), got {self.seed!r}")
 
 
 @dataclass(frozen=True)
@@ -175,8 +192,8 @@ class ActorSpec:
     """None: the cluster's default (``ClusterConfig.placement``)."""
 
     def __post_init__(self) -> None:
-        _name(self.label, "label", _MAX_LABEL)
-        _name(self.actor_type, "actor_type", _MAX_TYPE)
+        _name(self.label, "label")
+        _name(self.actor_type, "actor_type")
         _bytes(self.initial_state, "initial_state")
         if not isinstance(self.crash_strategy, CrashStrategy):
             raise ValueError(f"crash_strategy must be a CrashStrategy, got {self.crash_strategy!r}")
@@ -188,21 +205,16 @@ class ActorSpec:
             raise ValueError(
                 f"strategy must be LeastLoaded, RandomPlacement, Pinned or None, got {self.strategy!r}"
             )
-        c = self.constraints
-        if self.label == c.colocate_with or self.label in c.anti_affinity_labels:
-            raise ValueError(f"constraints name the spec's own label {self.label!r}")
+        if isinstance(self.strategy, Pinned) and not isinstance(self.strategy.node_id, str):
+            raise ValueError(f"Pinned's node_id must be a str, got {self.strategy.node_id!r}")
+        self._to_core().check()
 
     def _to_core(self) -> _core.ActorSpec:
         o = _core.ActorSpec()
         o.label, o.actor_type, o.initial_state = self.label, self.actor_type, self.initial_state
         o.crash_strategy = self.crash_strategy.kind
         o.wait_ms = _ms(self.crash_strategy.wait_s, "wait_s")
-        c = self.constraints
-        o.required_classes = list(c.required_classes)
-        o.required_metadata = dict(c.required_metadata)
-        o.anti_affinity_labels = list(c.anti_affinity_labels)
-        o.colocate_with = c.colocate_with
-        o.required_node_id = c.required_node_id
+        self.constraints._into(o)
         match self.strategy:
             case None:
                 o.strategy = "default"
@@ -225,8 +237,13 @@ class SingletonAnchor:
     def __post_init__(self) -> None:
         if self.kind not in ("leader", "class", "node"):
             raise ValueError(f"anchor kind must be leader, class or node, got {self.kind!r}")
-        if self.kind != "leader" and (not isinstance(self.value, str) or not self.value):
+        if not isinstance(self.value, str):
+            if self.kind == "leader":
+                raise ValueError(f"anchor value must be a str, got {self.value!r}")
             raise ValueError(f"a {self.kind} anchor needs a non-empty value")
+        core = _core.SingletonSpec()
+        core.anchor, core.anchor_value = self.kind, self.value
+        core.check_anchor()
 
     @classmethod
     def leader(cls) -> SingletonAnchor:
@@ -253,15 +270,12 @@ class SingletonSpec:
     """A graceful move waits this long for the old owner to stop before starting the new one."""
 
     def __post_init__(self) -> None:
-        _name(self.label, "label", _MAX_LABEL)
-        _name(self.actor_type, "actor_type", _MAX_TYPE)
+        _name(self.label, "label")
+        _name(self.actor_type, "actor_type")
         _bytes(self.state, "state")
         if not isinstance(self.anchor, SingletonAnchor):
             raise ValueError(f"anchor must be a SingletonAnchor, got {self.anchor!r}")
-        if not 0 < _ms(self.drain_timeout_s, "drain_timeout_s") <= _MAX_DRAIN_MS:
-            raise ValueError(
-                f"drain_timeout_s must be > 0 and <= 86400 (a day), got {self.drain_timeout_s!r}"
-            )
+        self._to_core().check()
 
     def _to_core(self) -> _core.SingletonSpec:
         o = _core.SingletonSpec()
@@ -287,7 +301,7 @@ class AgentFamily:
     drain_timeout_s: float = 5.0
 
     def __post_init__(self) -> None:
-        _name(self.scheme, "scheme", _MAX_TYPE)
+        _name(self.scheme, "scheme")
         object.__setattr__(self, "agents", _strings(self.agents, "agents"))
         if self.supported is not None:
             object.__setattr__(self, "supported", _strings(self.supported, "supported"))
@@ -295,10 +309,7 @@ class AgentFamily:
             raise ValueError(
                 f"distribution must be evenly or evenly_by_capability, got {self.distribution!r}"
             )
-        if not 0 < _ms(self.drain_timeout_s, "drain_timeout_s") <= _MAX_DRAIN_MS:
-            raise ValueError(
-                f"drain_timeout_s must be > 0 and <= 86400 (a day), got {self.drain_timeout_s!r}"
-            )
+        self._to_core().check()
 
     def _to_core(self) -> _core.AgentFamily:
         o = _core.AgentFamily()

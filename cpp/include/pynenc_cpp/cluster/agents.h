@@ -37,9 +37,11 @@ struct AgentFamily {
   bool operator==(const AgentFamily&) const = default;
 };
 
-// kInvalidArgument naming the problem: empty scheme or one with ":/" in it, an
-// agent URI not starting with "<scheme>://", a supported URI not among agents,
-// duplicates, drain_timeout_ms <= 0.
+// kInvalidArgument naming the problem: an empty or oversized scheme (at most
+// kMaxActorTypeBytes) or one with ":/" in it, an agent URI not starting with
+// "<scheme>://", a supported URI not among agents, duplicates, drain_timeout_ms
+// <= 0 or above kMaxDrainTimeoutMs. Like the spec checks (specs.h), the rules
+// pynenc_cpp.cluster.AgentFamily applies when it is made.
 Status ValidateAgentFamily(const AgentFamily& family);
 
 // One node of the grid: its id and the agents it may run (nullopt: any agent of

@@ -162,13 +162,25 @@ struct LabelPlacement {
   bool operator==(const LabelPlacement&) const = default;
 };
 
-// kInvalidArgument naming the field: empty or oversized label / actor type,
-// oversized state, WaitForReturn without a positive wait, kPinned without a
-// node, a constraint naming the spec's own label.
+// The rules of a spec, kept here only: pynenc_cpp.cluster's dataclasses call
+// them when they are made (after converting their fields), and the leader calls
+// them on every spec it is sent. Each returns kInvalidArgument with the message
+// the Python user sees, naming the field by its Python name ("wait_s",
+// "drain_timeout_s": times shown in seconds).
+//
+// WaitForReturn without a positive wait.
+Status ValidateCrashStrategy(const CrashStrategy& strategy);
+// An empty class, anti-affinity label or metadata key; an empty (not absent)
+// colocate_with or required_node_id.
+Status ValidatePlacementConstraints(const PlacementConstraints& constraints);
+// A Class/Node anchor without a value.
+Status ValidateSingletonAnchor(const SingletonAnchor& anchor);
+// Empty or oversized label / actor type, oversized state, the crash strategy's
+// and constraints' rules, kPinned without a node, a constraint naming the
+// spec's own label.
 Status ValidateActorSpec(const ActorSpec& spec);
-// kInvalidArgument naming the field: empty or oversized label / actor type,
-// oversized state, a Class/Node anchor without a value, drain_timeout_ms <= 0 or above
-// kMaxDrainTimeoutMs.
+// Empty or oversized label / actor type, oversized state, the anchor's rule,
+// drain_timeout_ms <= 0 or above kMaxDrainTimeoutMs.
 Status ValidateSingletonSpec(const SingletonSpec& spec);
 
 }  // namespace pynenc_cpp::cluster

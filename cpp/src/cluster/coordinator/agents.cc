@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "cluster/coordinator/spec_checks.h"
+#include "pynenc_cpp/cluster/specs.h"  // kMaxActorTypeBytes
+
 namespace pynenc_cpp::cluster {
 
 std::string_view DistributionName(Distribution d) {
@@ -15,7 +18,7 @@ std::string_view DistributionName(Distribution d) {
 }
 
 Status ValidateAgentFamily(const AgentFamily& f) {
-  if (f.scheme.empty()) return Status::InvalidArgument("scheme: must not be empty");
+  if (Status s = spec_checks::Name("scheme", f.scheme, kMaxActorTypeBytes); !s.ok()) return s;
   if (f.scheme.find(":/") != std::string::npos || f.scheme.find('/') != std::string::npos) {
     return Status::InvalidArgument("scheme: '" + f.scheme + "' must not contain '/' or ':/'");
   }
@@ -37,12 +40,7 @@ Status ValidateAgentFamily(const AgentFamily& f) {
       if (!sup.insert(a).second) return Status::InvalidArgument("supported: duplicate '" + a + "'");
     }
   }
-  if (f.drain_timeout_ms <= 0 || f.drain_timeout_ms > kMaxDrainTimeoutMs) {
-    return Status::InvalidArgument("drain_timeout_ms: must be > 0 and <= " +
-                                   std::to_string(kMaxDrainTimeoutMs) + " (got " +
-                                   std::to_string(f.drain_timeout_ms) + ")");
-  }
-  return Status::Ok();
+  return spec_checks::DrainTimeout("drain_timeout_s", f.drain_timeout_ms);
 }
 
 std::map<std::string, NodeId> DistributeEvenly(const std::vector<std::string>& agents_in,

@@ -1,6 +1,11 @@
 #include "pynenc_cpp/cluster/specs.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/coordinator/spec_checks.h"
 
 namespace pynenc_cpp::cluster {
 
@@ -68,71 +73,122 @@ std::string_view SpecStateName(SpecState s) {
   return "unknown";
 }
 
-namespace {
+namespace spec_checks {
 
-Status CheckName(std::string_view field, const std::string& value, std::size_t max) {
-  if (value.empty()) return Status::InvalidArgument(std::string(field) + ": must not be empty");
+std::string Seconds(std::int64_t ms) {
+  const bool negative = ms < 0;
+  // Magnitude as unsigned: -INT64_MIN does not fit in int64.
+  const std::uint64_t a =
+      negative ? 0 - static_cast<std::uint64_t>(ms) : static_cast<std::uint64_t>(ms);
+  std::string out = (negative ? "-" : "") + std::to_string(a / 1000);
+  if (const std::uint64_t frac = a % 1000; frac != 0) {
+    std::string digits = std::to_string(frac);
+    digits.insert(0, 3 - digits.size(), '0');
+    while (digits.back() == '0') digits.pop_back();
+    out += "." + digits;
+  }
+  return out;
+}
+
+Status Name(std::string_view field, const std::string& value, std::size_t max) {
+  if (value.empty()) {
+    return Status::InvalidArgument(std::string(field) + " must be a non-empty str, got ''");
+  }
   if (value.size() > max) {
-    return Status::InvalidArgument(std::string(field) + ": " + std::to_string(value.size()) +
-                                   " bytes, at most " + std::to_string(max));
+    return Status::InvalidArgument(std::string(field) + " must be at most " + std::to_string(max) +
+                                   " bytes, got " + std::to_string(value.size()));
   }
   return Status::Ok();
 }
 
-Status CheckCommon(const std::string& label, const std::string& actor_type,
-                   const std::string& state, std::string_view state_field) {
-  if (auto s = CheckName("label", label, kMaxLabelBytes); !s.ok()) return s;
-  if (auto s = CheckName("actor_type", actor_type, kMaxActorTypeBytes); !s.ok()) return s;
-  if (state.size() > kMaxStateBytes) {
-    return Status::InvalidArgument(std::string(state_field) + ": " + std::to_string(state.size()) +
-                                   " bytes, at most " + std::to_string(kMaxStateBytes));
+Status DrainTimeout(std::string_view field, std::int64_t ms) {
+  if (ms > 0 && ms <= kMaxDrainTimeoutMs) return Status::Ok();
+  return Status::InvalidArgument(std::string(field) + " must be > 0 and <= " +
+                                 Seconds(kMaxDrainTimeoutMs) + " (a day), got " + Seconds(ms));
+}
+
+}  // namespace spec_checks
+
+namespace {
+
+Status State(std::string_view field, const std::string& state) {
+  if (state.size() <= kMaxStateBytes) return Status::Ok();
+  return Status::InvalidArgument(std::string(field) + " must be at most " +
+                                 std::to_string(kMaxStateBytes) + " bytes, got " +
+                                 std::to_string(state.size()));
+}
+
+Status NonEmptyItems(std::string_view field, const std::vector<std::string>& items) {
+  for (const std::string& item : items) {
+    if (item.empty()) {
+      return Status::InvalidArgument(std::string(field) + " must contain non-empty str, got ''");
+    }
   }
   return Status::Ok();
+}
+
+Status NoneOrNonEmpty(std::string_view field, const std::optional<std::string>& value) {
+  if (!value || !value->empty()) return Status::Ok();
+  return Status::InvalidArgument(std::string(field) + " must be None or a non-empty str, got ''");
 }
 
 }  // namespace
 
+Status ValidateCrashStrategy(const CrashStrategy& strategy) {
+  if (strategy.kind == CrashStrategy::Kind::kWaitForReturn && strategy.wait_ms <= 0) {
+    return Status::InvalidArgument("wait_for_return needs wait_s > 0, got " +
+                                   spec_checks::Seconds(strategy.wait_ms));
+  }
+  return Status::Ok();
+}
+
+Status ValidatePlacementConstraints(const PlacementConstraints& c) {
+  if (Status s = NonEmptyItems("required_classes", c.required_classes); !s.ok()) return s;
+  if (Status s = NonEmptyItems("anti_affinity_labels", c.anti_affinity_labels); !s.ok()) return s;
+  for (const auto& [key, value] : c.required_metadata) {
+    if (key.empty()) {
+      return Status::InvalidArgument("required_metadata must map non-empty str to str, got '': '" +
+                                     value + "'");
+    }
+  }
+  if (Status s = NoneOrNonEmpty("colocate_with", c.colocate_with); !s.ok()) return s;
+  return NoneOrNonEmpty("required_node_id", c.required_node_id);
+}
+
+Status ValidateSingletonAnchor(const SingletonAnchor& anchor) {
+  if (anchor.kind == SingletonAnchor::Kind::kLeader || !anchor.value.empty()) return Status::Ok();
+  return Status::InvalidArgument("a " + std::string(AnchorName(anchor.kind)) +
+                                 " anchor needs a non-empty value");
+}
+
 Status ValidateActorSpec(const ActorSpec& spec) {
-  if (auto s = CheckCommon(spec.label, spec.actor_type, spec.initial_state, "initial_state");
-      !s.ok()) {
+  if (Status s = spec_checks::Name("label", spec.label, kMaxLabelBytes); !s.ok()) return s;
+  if (Status s = spec_checks::Name("actor_type", spec.actor_type, kMaxActorTypeBytes); !s.ok()) {
     return s;
   }
-  if (spec.crash_strategy.kind == CrashStrategy::Kind::kWaitForReturn &&
-      spec.crash_strategy.wait_ms <= 0) {
-    return Status::InvalidArgument("crash_strategy: WaitForReturn needs a duration > 0 (got " +
-                                   std::to_string(spec.crash_strategy.wait_ms) + " ms)");
-  }
+  if (Status s = State("initial_state", spec.initial_state); !s.ok()) return s;
+  if (Status s = ValidateCrashStrategy(spec.crash_strategy); !s.ok()) return s;
+  if (Status s = ValidatePlacementConstraints(spec.constraints); !s.ok()) return s;
   if (spec.strategy.kind == StrategyChoice::Kind::kPinned && spec.strategy.node.empty()) {
-    return Status::InvalidArgument("strategy: Pinned needs a node id");
+    return Status::InvalidArgument("a Pinned strategy needs a non-empty node_id");
   }
   const auto& c = spec.constraints;
-  if (c.colocate_with && *c.colocate_with == spec.label) {
-    return Status::InvalidArgument("constraints.colocate_with: names the spec's own label '" +
-                                   spec.label + "'");
-  }
-  if (std::find(c.anti_affinity_labels.begin(), c.anti_affinity_labels.end(), spec.label) !=
-      c.anti_affinity_labels.end()) {
-    return Status::InvalidArgument("constraints.anti_affinity_labels: names the spec's own label '" +
-                                   spec.label + "'");
-  }
-  if (c.required_node_id && c.required_node_id->empty()) {
-    return Status::InvalidArgument("constraints.required_node_id: must not be empty");
+  if ((c.colocate_with && *c.colocate_with == spec.label) ||
+      std::find(c.anti_affinity_labels.begin(), c.anti_affinity_labels.end(), spec.label) !=
+          c.anti_affinity_labels.end()) {
+    return Status::InvalidArgument("constraints name the spec's own label '" + spec.label + "'");
   }
   return Status::Ok();
 }
 
 Status ValidateSingletonSpec(const SingletonSpec& spec) {
-  if (auto s = CheckCommon(spec.label, spec.actor_type, spec.state, "state"); !s.ok()) return s;
-  if (spec.anchor.kind != SingletonAnchor::Kind::kLeader && spec.anchor.value.empty()) {
-    return Status::InvalidArgument("anchor: " + std::string(AnchorName(spec.anchor.kind)) +
-                                   " anchor needs a value");
+  if (Status s = spec_checks::Name("label", spec.label, kMaxLabelBytes); !s.ok()) return s;
+  if (Status s = spec_checks::Name("actor_type", spec.actor_type, kMaxActorTypeBytes); !s.ok()) {
+    return s;
   }
-  if (spec.drain_timeout_ms <= 0 || spec.drain_timeout_ms > kMaxDrainTimeoutMs) {
-    return Status::InvalidArgument("drain_timeout_ms: must be > 0 and <= " +
-                                   std::to_string(kMaxDrainTimeoutMs) + " (got " +
-                                   std::to_string(spec.drain_timeout_ms) + ")");
-  }
-  return Status::Ok();
+  if (Status s = State("state", spec.state); !s.ok()) return s;
+  if (Status s = ValidateSingletonAnchor(spec.anchor); !s.ok()) return s;
+  return spec_checks::DrainTimeout("drain_timeout_s", spec.drain_timeout_ms);
 }
 
 }  // namespace pynenc_cpp::cluster
