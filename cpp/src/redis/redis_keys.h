@@ -7,7 +7,7 @@
 // script that runs is plain Lua and costs nothing more. A script gets the prefix
 // of each component it touches (ARGV or KEYS) and appends the names to it.
 // What each key holds is told beside the component's code (redis_broker.h,
-// redis_orchestrator_impl.h, redis_state_backend_impl.h, redis_trigger_store_impl.h,
+// redis_orchestrator_impl.h, redis_state_backend.h, redis_trigger_store_impl.h,
 // redis_generation_source.h, redis_fenced_store.h, redis_journal.h).
 #pragma once
 
@@ -58,6 +58,11 @@ namespace pynenc_cpp::redis {
   X(kWfsub, wfsub, "wfsub:")                                                    \
   X(kWfdata, wfdata, "wfdata:")                                                 \
   X(kLayout, layout, "layout") /* the layout marker */                          \
+  X(kIxParent, ix_parent, "ix:parent:")                                         \
+  X(kIxEvent, ix_event, "ix:event:")                                            \
+  X(kIxWf, ix_wf, "ix:wf:")                                                     \
+  X(kIxWftype, ix_wftype, "ix:wftype:")                                         \
+  X(kIxWfany, ix_wfany, "ix:wfany")                                             \
   /* broker: queues and deliveries */                                           \
   X(kQ, q, "q:")                                                                \
   X(kW, w, "w:")                                                                \
@@ -108,6 +113,10 @@ namespace pynenc_cpp::redis {
   X(kData, data, "data")
 
 namespace keys {
+
+// The one key outside every app's prefix: the server-wide hash of app infos
+// (app id -> JSON) that discovery reads.
+inline constexpr char kAppInfos[] = "pynenc:app_infos";
 
 // The components, each with its own prefix.
 inline constexpr char kOrchestrator[] = "orchestrator";

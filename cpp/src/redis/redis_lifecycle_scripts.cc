@@ -136,7 +136,7 @@ for i = kfirst, kfirst + 2 * nk - 1, 2 do
   local c = redis.call('ZCARD', key)
   if c < best then best, src = c, key end
 end
-local regs = P .. 'stimes:registered'
+local regs = P .. ${stimes} .. 'registered'
 if redis.call('ZCARD', regs) < best then
   for _, m in ipairs(redis.call('ZRANGE', regs, 0, -1)) do
     if registered_match(string.sub(m, 21)) then return {0, 0, string.sub(m, 21)} end

@@ -67,7 +67,7 @@ return out
 // order: a range of the pending time index, sorted by its seq-prefixed members.
 const Script& PendingRecoveryScript() {
   static const Script s = Make(R"lua(
-local ms = redis.call('ZRANGEBYSCORE', P .. 'stimes:pending', '-inf', ARGV[2])
+local ms = redis.call('ZRANGEBYSCORE', P .. ${stimes} .. 'pending', '-inf', ARGV[2])
 table.sort(ms)
 local out = {}
 for i, m in ipairs(ms) do out[i] = string.sub(m, 21) end

@@ -87,11 +87,11 @@ class RedisStateBackend final : public StateBackend {
   }
 
   Result<std::vector<InvocationId>> ChildInvocations(const InvocationId& parent) override {
-    return IdList({"ZRANGE", p_ + "ix:parent:" + parent.str(), "0", "-1"});
+    return IdList({"ZRANGE", p_ + keys::kIxParent + parent.str(), "0", "-1"});
   }
 
   Result<std::vector<InvocationId>> InvocationsByParentEvent(const std::string& event_id) override {
-    return IdList({"ZRANGE", p_ + "ix:event:" + event_id, "0", "-1"});
+    return IdList({"ZRANGE", p_ + keys::kIxEvent + event_id, "0", "-1"});
   }
 
   Result<std::vector<InvocationId>> InvocationIdsByWorkflow(
@@ -239,11 +239,11 @@ class RedisStateBackend final : public StateBackend {
   // --- app info ---
   Status StoreAppInfo(const std::string& app_id, const std::string& app_info_json) override {
     if (app_id.empty()) return Status::InvalidArgument("app info needs a non-empty app_id");
-    return Checked(client_->Command({"HSET", kAppInfosKey, app_id, app_info_json})).status();
+    return Checked(client_->Command({"HSET", keys::kAppInfos, app_id, app_info_json})).status();
   }
 
   Result<std::string> GetAppInfo() override {
-    return HashGet(kAppInfosKey, app_id_, "no app info for app_id " + app_id_);
+    return HashGet(keys::kAppInfos, app_id_, "no app info for app_id " + app_id_);
   }
 
   // --- workflows ---
@@ -420,7 +420,7 @@ Result<std::unique_ptr<StateBackend>> NewRedisStateBackend(std::shared_ptr<Clien
 
 Result<std::vector<std::pair<std::string, std::string>>> RedisDiscoverAppInfos(
     const std::shared_ptr<Client>& client) {
-  Result<Value> v = client->Command({"HGETALL", kAppInfosKey});
+  Result<Value> v = client->Command({"HGETALL", keys::kAppInfos});
   if (!v.ok()) return v.status();
   if (v.value().is_error()) {
     return Status::BackendFailure("redis app-info discovery at " + client->Describe() + ": " +

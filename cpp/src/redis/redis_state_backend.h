@@ -43,9 +43,6 @@
 
 namespace pynenc_cpp::redis {
 
-// The server-wide hash of app infos read by discovery.
-inline constexpr const char* kAppInfosKey = "pynenc:app_infos";
-
 // Returns a state backend for `config.app_id` on `client`'s server.
 // Thread-safe and process-safe: every write is one Lua script or one command, so
 // it is atomic against every other caller; every batch (UpsertInvocations,

@@ -44,7 +44,7 @@ end
 //     that step): state_add_history without its lookup, each key written once
 //     for all the rows (3 commands for one invocation's rows instead of 4 a row).
 const char* kStateFragments = R"LUA(
-local state_ix = {parent = 'ix:parent:', event = 'ix:event:', wfid = 'ix:wf:', wftype = 'ix:wftype:'}
+local state_ix = {parent = ${ix_parent}, event = ${ix_event}, wfid = ${ix_wf}, wftype = ${ix_wftype}}
 local state_ix_names = {'parent', 'event', 'wfid', 'wftype'}
 local function state_upsert(sp, id, rec, parent, event, wfid, wftype)
   local raw = {parent, event, wfid, wftype}
@@ -55,7 +55,7 @@ local function state_upsert(sp, id, rec, parent, event, wfid, wftype)
     for n = 1, 4 do
       if old[n + 1] then redis.call('ZREM', sp .. state_ix[state_ix_names[n]] .. old[n + 1], id) end
     end
-    if old[4] then redis.call('ZREM', sp .. 'ix:wfany', id) end
+    if old[4] then redis.call('ZREM', sp .. ${ix_wfany}, id) end
     redis.call('DEL', key)
   else
     seq = redis.call('INCR', sp .. ${seq})
@@ -69,7 +69,7 @@ local function state_upsert(sp, id, rec, parent, event, wfid, wftype)
       redis.call('ZADD', sp .. state_ix[state_ix_names[n]] .. v, seq, id)
     end
   end
-  if wfid ~= '' then redis.call('ZADD', sp .. 'ix:wfany', seq, id) end
+  if wfid ~= '' then redis.call('ZADD', sp .. ${ix_wfany}, seq, id) end
   redis.call('HSET', key, unpack(hset))
 end
 local function state_add_history(sp, id, tsenc, dk, val)
@@ -148,8 +148,8 @@ const Script& ByWorkflowScript() {
   static const Script script(WithHelpers(R"LUA(
 local wfid, wftype = ARGV[1], ARGV[2]
 if wfid == '' then
-  if wftype == '' then return redis.call('ZRANGE', p .. 'ix:wfany', 0, -1) end
-  return redis.call('ZRANGE', p .. 'ix:wftype:' .. wftype, 0, -1)
+  if wftype == '' then return redis.call('ZRANGE', p .. ${ix_wfany}, 0, -1) end
+  return redis.call('ZRANGE', p .. ${ix_wftype} .. wftype, 0, -1)
 end
 local ids = redis.call('ZRANGE', p .. 'ix:wf:' .. wfid, 0, -1)
 if wftype == '' then return ids end
