@@ -64,15 +64,16 @@ Result<ClaimOutcome> RedisLifecycle::Claim(const InvocationId& id, const Actor& 
   return ClaimScripted(id, actor, false);
 }
 
+// The claim script moves PENDING on to RUNNING, as pynenc's status machine allows
+// (core/status.cc; tests_cpp/status_machine_test.cc pins every transition).
 Result<ClaimOutcome> RedisLifecycle::ClaimAndStart(const InvocationId& id, const Actor& actor) {
-  if (!pending_runs_) return PortLifecycle::ClaimAndStart(id, actor);
   return ClaimScripted(id, actor, true);
 }
 
 Result<std::optional<TakenClaim>> RedisLifecycle::TakeAndStart(const std::string& queue,
                                                                std::int64_t timeout_ms,
                                                                const Actor& actor) {
-  if (!pending_runs_ || !actor.runner_id || actor.runner_id->empty()) {
+  if (!actor.runner_id || actor.runner_id->empty()) {
     return PortLifecycle::TakeAndStart(queue, timeout_ms, actor);
   }
   StatusRecord next, running;  // of the last attempt: the one that took an id
@@ -90,7 +91,7 @@ Result<std::optional<TakenClaim>> RedisLifecycle::TakeAndStart(const std::string
 // claim) for an actor without a runner id.
 Result<std::vector<TakenClaim>> RedisLifecycle::TakeAndClaim(const std::string& queue, int max,
                                                              const Actor& actor) {
-  if (!pending_runs_ || !actor.runner_id || actor.runner_id->empty()) {
+  if (!actor.runner_id || actor.runner_id->empty()) {
     return PortLifecycle::TakeAndClaim(queue, max, actor);
   }
   std::vector<TakenClaim> out;

@@ -81,7 +81,7 @@ class RedisLifecycle final : public PortLifecycle {
                                   const Actor& actor, const TaskId& task, bool release_waiters,
                                   const std::string& queue, const Actor& taker) override;
 
-  bool TakesWithFinish() const override { return pending_runs_; }
+  bool TakesWithFinish() const override { return true; }
 
  private:
   // A thread's last ReadFinalArmed that found its id not final: the token it
@@ -139,9 +139,6 @@ class RedisLifecycle final : public PortLifecycle {
   const std::int64_t wake_token_bound_ = redis::RedisBrokerOptions{}.wake_token_bound;
   std::vector<std::string> available_;  // statuses available for run
   std::vector<std::string> claimable_;  // of those, the ones that may move to PENDING freely
-  // The claim's owner may move PENDING on to RUNNING (ClaimAndStart's script).
-  const bool pending_runs_ =
-      Definition(InvocationStatus::kPending).Allows(InvocationStatus::kRunning);
   Mutex armed_mu_;
   std::unordered_map<std::thread::id, Armed> armed_ PYNENC_GUARDED_BY(armed_mu_);
 };

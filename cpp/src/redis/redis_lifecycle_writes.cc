@@ -199,7 +199,7 @@ FinishedAndTaken RedisLifecycle::FinishThenTake(const InvocationId& id, const st
   StatusRecord finished;
   std::optional<redis::Client::EvalCall> finish =
       FinishCall(id, to, payload, actor, release_waiters, &finished);
-  if (!finish || !pending_runs_ || !taker.runner_id || taker.runner_id->empty()) {
+  if (!finish || !taker.runner_id || taker.runner_id->empty()) {
     return PortLifecycle::FinishThenTake(id, payload, success, actor, task, release_waiters,
                                          queue, taker);
   }
