@@ -78,6 +78,11 @@ TEST(AgentFamilyValidate, RejectsBadAgents) {
   ExpectInvalid(f, "agents");
   f.agents = {"queue://a", "queue://b", "queue://a"};
   ExpectInvalid(f, "duplicate 'queue://a'");
+  f.agents = {"queue://a", ""};
+  ExpectInvalid(f, "agents must contain non-empty str, got ''");
+  f = Family();
+  f.supported = std::vector<std::string>{""};
+  ExpectInvalid(f, "supported must contain non-empty str, got ''");
 }
 
 TEST(AgentFamilyValidate, RejectsBadSupported) {

@@ -97,6 +97,23 @@ def test_a_broken_rule_raises_the_engines_message(make, message: str) -> None:
         (lambda: SingletonAnchor("leader", 7), "anchor value must be a str, got 7"),  # type: ignore[arg-type]
         (lambda: RandomPlacement(-1), "seed must be an int in [0, 2**64), got -1"),
         (lambda: ActorSpec("a", "t", strategy=Pinned(3)), "Pinned's node_id must be a str"),  # type: ignore[arg-type]
+        # Text the engine cannot take (a lone surrogate) is refused here, not by pybind11.
+        (lambda: ActorSpec("\ud800", "t"), "label must be a non-empty str, got '\\ud800'"),
+        (
+            lambda: PlacementConstraints(colocate_with="\udfff"),
+            "colocate_with must be None or a non-empty str",
+        ),
+        (lambda: SingletonAnchor("node", "\ud800"), "a node anchor needs a non-empty value"),
+        # Times the engine's int64 milliseconds cannot hold.
+        (
+            lambda: SingletonSpec("s", "t", drain_timeout_s=1e300),
+            "drain_timeout_s must be at most 9223372036854775 seconds, got 1e+300",
+        ),
+        (
+            lambda: CrashStrategy.wait_for_return(10**400),
+            "wait_s must be at most 9223372036854775 seconds",
+        ),
+        (lambda: CrashStrategy.wait_for_return(float("inf")), "wait_s must be a number of seconds"),
     ],
 )
 def test_a_field_of_the_wrong_type_is_a_value_error(make, message: str) -> None:
@@ -116,9 +133,8 @@ def test_rules_once_in_the_engine_reach_every_dataclass() -> None:
         AgentFamily("proj", ("proj://a",), supported=("proj://z",))
     with pytest.raises(InvalidArgument, match="must not contain"):
         AgentFamily("a/b", ())
-    # A time too large for the engine is clamped, then refused by the range rule.
-    with pytest.raises(InvalidArgument, match="drain_timeout_s must be > 0 and <= 86400"):
-        SingletonSpec("s", "t", drain_timeout_s=1e300)
+    with pytest.raises(InvalidArgument, match="^agents must contain non-empty str, got ''"):
+        AgentFamily("proj", ("proj://a", ""))
 
 
 def test_specs_within_the_rules_are_made() -> None:
@@ -135,3 +151,11 @@ def test_specs_within_the_rules_are_made() -> None:
         "proj://b",
     )
     assert RandomPlacement(2**64 - 1).seed == 2**64 - 1
+
+    class Index:  # an integer type of another library (numpy's, say)
+        def __index__(self) -> int:
+            return 7
+
+    seeded = RandomPlacement(Index())  # type: ignore[arg-type]
+    assert seeded.seed == 7 and type(seeded.seed) is int
+    assert ActorSpec("a", "t", strategy=seeded)._to_core().strategy_seed == 7

@@ -21,6 +21,7 @@ docs/cluster/singletons.md for the semantics.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
@@ -38,21 +39,33 @@ AnchorKind = Literal["leader", "class", "node"]
 DistributionKind = Literal["evenly", "evenly_by_capability"]
 
 _INT64_MAX = 2**63 - 1
+_MAX_SECONDS = _INT64_MAX // 1000  # what the engine's int64 milliseconds hold
 
 
 def _ms(seconds: float, what: str) -> int:
-    """``seconds`` in whole milliseconds (clamped to what the engine's int64 holds)."""
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, int | float)
-        or not math.isfinite(seconds)
-    ):
+    """``seconds`` in whole milliseconds, as the engine holds them."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
         raise ValueError(f"{what} must be a number of seconds, got {seconds!r}")
-    return max(-_INT64_MAX, min(_INT64_MAX, int(round(seconds * 1000))))
+    if isinstance(seconds, float) and not math.isfinite(seconds):
+        raise ValueError(f"{what} must be a number of seconds, got {seconds!r}")
+    if abs(seconds) > _MAX_SECONDS:
+        raise ValueError(f"{what} must be at most {_MAX_SECONDS} seconds, got {seconds!r}")
+    return int(round(seconds * 1000))
+
+
+def _is_text(value: object) -> bool:
+    """A str the engine can take: one that encodes as UTF-8 (no lone surrogates)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _name(value: object, what: str) -> None:
-    if not isinstance(value, str):
+    if not _is_text(value):
         raise ValueError(f"{what} must be a non-empty str, got {value!r}")
 
 
@@ -66,7 +79,7 @@ def _strings(value: object, what: str) -> tuple[str, ...]:
         raise ValueError(f"{what} must be a sequence of str, got {value!r}")
     out = tuple(value)
     for v in out:
-        if not isinstance(v, str):
+        if not _is_text(v):
             raise ValueError(f"{what} must contain non-empty str, got {v!r}")
     return out
 
@@ -128,14 +141,14 @@ class PlacementConstraints:
         )
         meta = dict(self.required_metadata)
         for k, v in meta.items():
-            if not isinstance(k, str) or not isinstance(v, str):
+            if not _is_text(k) or not _is_text(v):
                 raise ValueError(
                     f"required_metadata must map non-empty str to str, got {k!r}: {v!r}"
                 )
         object.__setattr__(self, "required_metadata", meta)
         for name in ("colocate_with", "required_node_id"):
             v = getattr(self, name)
-            if v is not None and not isinstance(v, str):
+            if v is not None and not _is_text(v):
                 raise ValueError(f"{name} must be None or a non-empty str, got {v!r}")
         core = _core.ActorSpec()
         self._into(core)
@@ -161,12 +174,13 @@ class RandomPlacement:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if (
-            isinstance(self.seed, bool)
-            or not isinstance(self.seed, int)
-            or not 0 <= self.seed < 2**64
-        ):
+        try:  # any integer type (numpy's too), as the engine's uint64 takes it
+            seed = operator.index(self.seed) if not isinstance(self.seed, bool) else None
+        except TypeError:
+            seed = None
+        if seed is None or not 0 <= seed < 2**64:
             raise ValueError(f"seed must be an int in [0, 2**64), got {self.seed!r}")
+        object.__setattr__(self, "seed", seed)
 
 
 @dataclass(frozen=True)
@@ -205,7 +219,7 @@ class ActorSpec:
             raise ValueError(
                 f"strategy must be LeastLoaded, RandomPlacement, Pinned or None, got {self.strategy!r}"
             )
-        if isinstance(self.strategy, Pinned) and not isinstance(self.strategy.node_id, str):
+        if isinstance(self.strategy, Pinned) and not _is_text(self.strategy.node_id):
             raise ValueError(f"Pinned's node_id must be a str, got {self.strategy.node_id!r}")
         self._to_core().check()
 
@@ -237,7 +251,7 @@ class SingletonAnchor:
     def __post_init__(self) -> None:
         if self.kind not in ("leader", "class", "node"):
             raise ValueError(f"anchor kind must be leader, class or node, got {self.kind!r}")
-        if not isinstance(self.value, str):
+        if not _is_text(self.value):
             if self.kind == "leader":
                 raise ValueError(f"anchor value must be a str, got {self.value!r}")
             raise ValueError(f"a {self.kind} anchor needs a non-empty value")

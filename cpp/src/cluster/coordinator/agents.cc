@@ -22,6 +22,10 @@ Status ValidateAgentFamily(const AgentFamily& f) {
   if (f.scheme.find(":/") != std::string::npos || f.scheme.find('/') != std::string::npos) {
     return Status::InvalidArgument("scheme: '" + f.scheme + "' must not contain '/' or ':/'");
   }
+  if (Status s = spec_checks::NonEmptyItems("agents", f.agents); !s.ok()) return s;
+  if (f.supported) {
+    if (Status s = spec_checks::NonEmptyItems("supported", *f.supported); !s.ok()) return s;
+  }
   const std::string prefix = f.scheme + "://";
   std::set<std::string> seen;
   for (const auto& a : f.agents) {

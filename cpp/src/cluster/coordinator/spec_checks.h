@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pynenc_cpp/core/error.h"
 
@@ -16,6 +17,9 @@ std::string Seconds(std::int64_t ms);
 // kInvalidArgument "<field> must be a non-empty str, got ''" or "<field> must be
 // at most <max> bytes, got <n>".
 Status Name(std::string_view field, const std::string& value, std::size_t max);
+
+// kInvalidArgument "<field> must contain non-empty str, got ''" for an empty item.
+Status NonEmptyItems(std::string_view field, const std::vector<std::string>& items);
 
 // kInvalidArgument "<field> must be > 0 and <= 86400 (a day), got <seconds>"
 // unless 0 < ms <= kMaxDrainTimeoutMs. `field` is the seconds field's name.

@@ -101,6 +101,15 @@ Status Name(std::string_view field, const std::string& value, std::size_t max) {
   return Status::Ok();
 }
 
+Status NonEmptyItems(std::string_view field, const std::vector<std::string>& items) {
+  for (const std::string& item : items) {
+    if (item.empty()) {
+      return Status::InvalidArgument(std::string(field) + " must contain non-empty str, got ''");
+    }
+  }
+  return Status::Ok();
+}
+
 Status DrainTimeout(std::string_view field, std::int64_t ms) {
   if (ms > 0 && ms <= kMaxDrainTimeoutMs) return Status::Ok();
   return Status::InvalidArgument(std::string(field) + " must be > 0 and <= " +
@@ -116,15 +125,6 @@ Status State(std::string_view field, const std::string& state) {
   return Status::InvalidArgument(std::string(field) + " must be at most " +
                                  std::to_string(kMaxStateBytes) + " bytes, got " +
                                  std::to_string(state.size()));
-}
-
-Status NonEmptyItems(std::string_view field, const std::vector<std::string>& items) {
-  for (const std::string& item : items) {
-    if (item.empty()) {
-      return Status::InvalidArgument(std::string(field) + " must contain non-empty str, got ''");
-    }
-  }
-  return Status::Ok();
 }
 
 Status NoneOrNonEmpty(std::string_view field, const std::optional<std::string>& value) {
@@ -143,8 +143,11 @@ Status ValidateCrashStrategy(const CrashStrategy& strategy) {
 }
 
 Status ValidatePlacementConstraints(const PlacementConstraints& c) {
-  if (Status s = NonEmptyItems("required_classes", c.required_classes); !s.ok()) return s;
-  if (Status s = NonEmptyItems("anti_affinity_labels", c.anti_affinity_labels); !s.ok()) return s;
+  if (Status s = spec_checks::NonEmptyItems("required_classes", c.required_classes); !s.ok())
+    return s;
+  if (Status s = spec_checks::NonEmptyItems("anti_affinity_labels", c.anti_affinity_labels);
+      !s.ok())
+    return s;
   for (const auto& [key, value] : c.required_metadata) {
     if (key.empty()) {
       return Status::InvalidArgument("required_metadata must map non-empty str to str, got '': '" +
