@@ -4,8 +4,8 @@ Specs are frozen dataclasses validated at construction (``ValueError`` naming th
 field); times are in seconds. Here the fields are converted (types, names of
 kinds, seconds to milliseconds); the rules on their values are the engine's
 (``cpp/src/cluster/coordinator/specs.cc``), the ones the leader applies to every
-spec it is sent, raised as ``InvalidArgument`` (a ``ValueError``). See docs/cluster/coordinator.md and
-docs/cluster/singletons.md for the semantics.
+spec it is sent, raised as ``InvalidArgument`` (a ``ValueError``). See
+docs/cluster/coordinator.md and docs/cluster/singletons.md for the semantics.
 
 * ``ActorSpec``: an actor placed by ``PlacementConstraints`` and a placement
   strategy (``LeastLoaded``, ``RandomPlacement``, ``Pinned``), recovered after a
