@@ -132,6 +132,16 @@ Status NoneOrNonEmpty(std::string_view field, const std::optional<std::string>& 
   return Status::InvalidArgument(std::string(field) + " must be None or a non-empty str, got ''");
 }
 
+// What actor and singleton specs share: their label, actor type and state.
+Status Common(const std::string& label, const std::string& actor_type, std::string_view state_field,
+              const std::string& state) {
+  if (Status s = spec_checks::Name("label", label, kMaxLabelBytes); !s.ok()) return s;
+  if (Status s = spec_checks::Name("actor_type", actor_type, kMaxActorTypeBytes); !s.ok()) {
+    return s;
+  }
+  return State(state_field, state);
+}
+
 }  // namespace
 
 Status ValidateCrashStrategy(const CrashStrategy& strategy) {
@@ -165,11 +175,10 @@ Status ValidateSingletonAnchor(const SingletonAnchor& anchor) {
 }
 
 Status ValidateActorSpec(const ActorSpec& spec) {
-  if (Status s = spec_checks::Name("label", spec.label, kMaxLabelBytes); !s.ok()) return s;
-  if (Status s = spec_checks::Name("actor_type", spec.actor_type, kMaxActorTypeBytes); !s.ok()) {
+  if (Status s = Common(spec.label, spec.actor_type, "initial_state", spec.initial_state);
+      !s.ok()) {
     return s;
   }
-  if (Status s = State("initial_state", spec.initial_state); !s.ok()) return s;
   if (Status s = ValidateCrashStrategy(spec.crash_strategy); !s.ok()) return s;
   if (Status s = ValidatePlacementConstraints(spec.constraints); !s.ok()) return s;
   if (spec.strategy.kind == StrategyChoice::Kind::kPinned && spec.strategy.node.empty()) {
@@ -185,11 +194,7 @@ Status ValidateActorSpec(const ActorSpec& spec) {
 }
 
 Status ValidateSingletonSpec(const SingletonSpec& spec) {
-  if (Status s = spec_checks::Name("label", spec.label, kMaxLabelBytes); !s.ok()) return s;
-  if (Status s = spec_checks::Name("actor_type", spec.actor_type, kMaxActorTypeBytes); !s.ok()) {
-    return s;
-  }
-  if (Status s = State("state", spec.state); !s.ok()) return s;
+  if (Status s = Common(spec.label, spec.actor_type, "state", spec.state); !s.ok()) return s;
   if (Status s = ValidateSingletonAnchor(spec.anchor); !s.ok()) return s;
   return spec_checks::DrainTimeout("drain_timeout_s", spec.drain_timeout_ms);
 }
