@@ -3,7 +3,7 @@
 // (CheckExpiry before and AfterEvent after every event). The "leader" is a
 // second SimEnv whose receiver collects the acks and reports; the start/stop
 // hooks record their calls and the test answers Started/Stopped.
-#include "cluster/coordinator/host.h"
+#include "cluster/singletons/host.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cluster/coordinator/messages.h"
-#include "cluster/coordinator/owner_leases.h"
+#include "cluster/singletons/owner_leases.h"
 #include "sim/sim.h"
 
 namespace pynenc_cpp::cluster {

@@ -3,7 +3,7 @@
 // and dispatching the lease messages. Covers the restart guard, renewal, the
 // generation fence, stopping holders, release, the grantor's view checks,
 // quorum under cut links and the exact lease expiry.
-#include "cluster/coordinator/owner_leases.h"
+#include "cluster/singletons/owner_leases.h"
 
 #include <gtest/gtest.h>
 

@@ -35,7 +35,7 @@
 
 #include "cluster/actors/inbox.h"
 #include "pynenc_cpp/core/thread_annotations.h"
-#include "cluster/coordinator/host.h"
+#include "cluster/singletons/host.h"
 #include "cluster/coordinator/messages.h"
 #include "cluster/coordinator/router.h"
 #include "pynenc_cpp/cluster/actors.h"

@@ -15,8 +15,8 @@
 
 #include "cluster/actors/mailer.h"
 #include "cluster/coordinator/coordinator.h"
-#include "cluster/coordinator/host.h"
-#include "cluster/coordinator/owner_leases.h"
+#include "cluster/singletons/host.h"
+#include "cluster/singletons/owner_leases.h"
 #include "cluster/coordinator/router.h"
 #include "pynenc_cpp/ports/generation_source.h"
 

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "cluster/coordinator/messages.h"
-#include "cluster/coordinator/owner_leases.h"
+#include "cluster/singletons/owner_leases.h"
 #include "pynenc_cpp/cluster/agents.h"
 #include "pynenc_cpp/cluster/env.h"
 #include "pynenc_cpp/cluster/instance.h"

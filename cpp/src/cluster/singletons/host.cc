@@ -1,4 +1,4 @@
-#include "cluster/coordinator/host.h"
+#include "cluster/singletons/host.h"
 
 #include <algorithm>
 #include <utility>

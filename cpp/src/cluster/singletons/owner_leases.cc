@@ -1,4 +1,4 @@
-#include "cluster/coordinator/owner_leases.h"
+#include "cluster/singletons/owner_leases.h"
 
 #include <algorithm>
 #include <utility>
