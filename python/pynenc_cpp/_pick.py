@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from pynenc.conf.config_task import ConcurrencyControlType
 from pynenc.invocation.status import InvocationStatus
 
-from pynenc_cpp._claim import claim_one, defer_or_pend
+from pynenc_cpp._claim import defer_or_pend
+from pynenc_cpp._native_step import native_step
 from pynenc_cpp._run import RunsInvocations
 from pynenc_cpp.errors import (
     BackendConnectionError,
@@ -40,6 +41,10 @@ class PicksInvocations(RunsInvocations):
 
     _started: threading.local
     storage: _core.Storage  # CppComponentMixin's
+
+    @abstractmethod
+    def _lifecycle(self) -> _core.Lifecycle | None:
+        """The app's composite operations, or None (mixed mode: ``native_step``)."""
 
     @abstractmethod
     def _actor(self, runner_ctx: RunnerContext) -> tuple[str, str]:
@@ -138,8 +143,10 @@ class PicksInvocations(RunsInvocations):
             self._task_runs_freely(task.task_id.key)
         return defer_or_pend(self, invocation, runner_ctx, invocations_to_reroute)
 
+    @native_step
     def get_additional_invocations_to_run(
         self,
+        lifecycle: _core.Lifecycle,
         missing_invocations: int,
         blocking_invocation_ids: set[InvocationId],
         invocations_to_reroute: set[InvocationId],
@@ -147,17 +154,6 @@ class PicksInvocations(RunsInvocations):
         queue_provider: Callable[[], Sequence[str]],
         on_queue_retrieved: Callable[[str], None],
     ) -> Iterator[DistributedInvocation]:
-        lifecycle = self._lifecycle()
-        if lifecycle is None:
-            yield from super().get_additional_invocations_to_run(
-                missing_invocations,
-                blocking_invocation_ids,
-                invocations_to_reroute,
-                runner_ctx,
-                queue_provider,
-                on_queue_retrieved,
-            )
-            return
         broker = self.app.broker
         while missing_invocations > 0:
             retrieved_invocation = False
@@ -178,15 +174,15 @@ class PicksInvocations(RunsInvocations):
             if not retrieved_invocation:
                 break
 
+    @native_step
     def take_for_runner(
-        self, runner_ctx: RunnerContext
+        self, lifecycle: _core.Lifecycle, runner_ctx: RunnerContext
     ) -> tuple[_core.Lifecycle, _core.Broker, str, str] | None:
         """What a runner's engine needs to take and claim in one step
         (``Lifecycle.take_and_start``): (lifecycle, its broker, owner id, runner-context
         id), the context stored; None in mixed mode. The runner then hands each
         outcome to ``claimed_for_run``."""
-        lifecycle = self._lifecycle()
-        if lifecycle is None or not self._claims_may_start():
+        if not self._claims_may_start():
             return None
         runner_id, ctx_id = self._actor(runner_ctx)
         return lifecycle, self.storage.broker(), runner_id, ctx_id
@@ -214,8 +210,13 @@ class PicksInvocations(RunsInvocations):
             self.reroute_invocations(to_reroute, runner_ctx)
         return invocation
 
+    @native_step
     def claim_for_run(
-        self, invocation_id: InvocationId, runner_ctx: RunnerContext, start: bool = False
+        self,
+        lifecycle: _core.Lifecycle,
+        invocation_id: InvocationId,
+        runner_ctx: RunnerContext,
+        start: bool = False,
     ) -> DistributedInvocation | None:
         """Claim one id already taken from the broker for ``runner_ctx``.
 
@@ -232,21 +233,8 @@ class PicksInvocations(RunsInvocations):
         and reports to the trigger, so the storage sees one operation fewer.
         """
         to_reroute: set[InvocationId] = set()
-        lifecycle = self._lifecycle()
-        if lifecycle is None:
-            invocation = self._claim_mixed(invocation_id, runner_ctx, to_reroute)
-        else:
-            start = start and self._claims_may_start()
-            invocation = self._claim(lifecycle, invocation_id, runner_ctx, to_reroute, start)
+        start = start and self._claims_may_start()
+        invocation = self._claim(lifecycle, invocation_id, runner_ctx, to_reroute, start)
         if to_reroute:
             self.reroute_invocations(to_reroute, runner_ctx)
         return invocation
-
-    def _claim_mixed(
-        self,
-        invocation_id: InvocationId,
-        runner_ctx: RunnerContext,
-        invocations_to_reroute: set[InvocationId],
-    ) -> DistributedInvocation | None:
-        """``claim_for_run`` in mixed mode: pynenc's per-id body verbatim."""
-        return claim_one(self, invocation_id, runner_ctx, invocations_to_reroute)

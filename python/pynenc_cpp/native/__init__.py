@@ -37,12 +37,16 @@ skipped only when none does (pynenc's report would then evaluate nothing).
 The native path is taken when the app's state backend and broker (and, for the
 cheap trigger check, its trigger) are pynenc-cpp components of the same backend;
 otherwise, or with ``cpp_native=False`` in the config, every method falls back
-to ``BaseOrchestrator``'s own code (mixed mode).
+to ``BaseOrchestrator``'s own code (mixed mode). That choice is made in one place,
+``pynenc_cpp._native_step.native_step``: each step is written for the native case
+and gets the lifecycle as an argument; without one, the method of the same name
+further down the MRO runs, pynenc's own or, where pynenc has none, ``MixedSteps``'
+(``mixed``).
 
 The package, one module per step: ``base`` (the plumbing every step shares),
-``submit``, ``reads``, ``changes``, ``recover``, and ``orchestrator`` (the class
-made of them, and its backends). The claim and run steps are ``pynenc_cpp._pick``
-and ``pynenc_cpp._run``.
+``submit``, ``reads``, ``changes``, ``recover``, ``mixed`` (the fallbacks pynenc has
+no method for), and ``orchestrator`` (the class made of them, and its backends). The
+claim and run steps are ``pynenc_cpp._pick`` and ``pynenc_cpp._run``.
 """
 
 from pynenc_cpp.native.orchestrator import (

@@ -36,10 +36,8 @@ from pynenc_cpp.errors import (
     OwnershipViolation,
     to_pynenc_status_error,
 )
-from pynenc_cpp.orchestrator import (
-    CppOrchestrator,
-    UnregisteredInvocationTransitionError,
-)
+from pynenc_cpp.native.mixed import MixedSteps
+from pynenc_cpp.orchestrator import UnregisteredInvocationTransitionError
 from pynenc_cpp.state_backend import (
     _PREFETCH_TTL_SEC,
     CppStateBackend,
@@ -70,8 +68,11 @@ def _us(seconds: float) -> int:
     return max(micros, 1) if seconds > 0 else micros
 
 
-class NativeBase(PicksInvocations, CppOrchestrator):
-    """What every step of native mode shares (see the package's docs)."""
+class NativeBase(PicksInvocations, MixedSteps):
+    """What every step of native mode shares (see the package's docs).
+
+    Each step takes the app's lifecycle as its first argument (``native_step``); without
+    one it is mixed mode's: pynenc's own (``CppOrchestrator``) or ``MixedSteps``'."""
 
     #: Whether status reads read this thread's submitted invocations ahead
     #: (``pynenc_cpp._read_ahead``): where a read is a round trip of its own.

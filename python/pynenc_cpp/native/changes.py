@@ -9,14 +9,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pynenc.identifiers.invocation_id import InvocationId
-from pynenc.invocation.dist_invocation import (
-    DistributedInvocation,
-)
+from pynenc.invocation.dist_invocation import DistributedInvocation
 from pynenc.invocation.status import InvocationStatus
 from pynenc.runner.runner_context import RunnerContext
 
 from pynenc_cpp import _core
 from pynenc_cpp._concurrency import Gated, GateStep
+from pynenc_cpp._native_step import native_step
 from pynenc_cpp._outage import Settled
 from pynenc_cpp._pending_reports import notes_reports
 from pynenc_cpp.errors import (
@@ -25,12 +24,12 @@ from pynenc_cpp.errors import (
     InvocationNotFound,
     OwnershipViolation,
 )
+from pynenc_cpp.native.base import NativeBase
 
 if TYPE_CHECKING:
     from pynenc.types import Params, Result
 
     from pynenc_cpp._run import FinishState
-from pynenc_cpp.native.base import NativeBase
 
 #: ``_finish``'s ``made`` when the composite is still to be made.
 _NOT_YET: Any = object()
@@ -51,6 +50,7 @@ class ChangesStatus(NativeBase):
         # First: a note exists only if this thread's claim ran natively.
         if status == InvocationStatus.RUNNING and self._started_already(invocation_id, runner_ctx):
             return
+        # Not a native step (``native_step``): the note above comes first in both modes.
         lifecycle = self._lifecycle()
         # A fenced change (a recovery, fenced_on_owner) takes pynenc's own steps over
         # the fenced transition: recoveries are rare, the fence is not.
@@ -76,12 +76,10 @@ class ChangesStatus(NativeBase):
         watched = True if isinstance(outcome, Settled) else outcome[1]
         self._after_change(invocation_id, InvocationStatus(status), watched)
 
-    def _gated_step(self, step: GateStep) -> Gated:
+    @native_step
+    def _gated_step(self, lifecycle: _core.Lifecycle, step: GateStep) -> Gated:
         """``Lifecycle.gated_change`` (gate and history row in one step; with ``defer``,
-        pynenc's deferral and reroute too); mixed mode's step without a lifecycle."""
-        lifecycle = self._lifecycle()
-        if lifecycle is None:
-            return super()._gated_step(step)
+        pynenc's deferral and reroute too)."""
         invocation, status, runner_ctx, key_args, blocking, index_args, defer = step
         invocation_id = invocation.invocation_id
         runner_id, ctx_id = self._actor(runner_ctx)
@@ -202,13 +200,14 @@ class ChangesStatus(NativeBase):
         return True
 
     @notes_reports("result")
+    @native_step
     def set_invocation_result(
-        self, invocation: DistributedInvocation, result: Any, runner_ctx: RunnerContext
+        self,
+        lifecycle: _core.Lifecycle,
+        invocation: DistributedInvocation,
+        result: Any,
+        runner_ctx: RunnerContext,
     ) -> None:
-        lifecycle = self._lifecycle()
-        if lifecycle is None:
-            super().set_invocation_result(invocation, result, runner_ctx)
-            return
         serialized = self.app.client_data_store.serialize(result)
         self._result_stored((invocation, runner_ctx, lifecycle, result, serialized, None), _NOT_YET)
 
@@ -232,13 +231,14 @@ class ChangesStatus(NativeBase):
             self.app.trigger.report_invocation_result(invocation, result)
 
     @notes_reports("exception")
+    @native_step
     def set_invocation_exception(
-        self, invocation: DistributedInvocation, exception: Exception, runner_ctx: RunnerContext
+        self,
+        lifecycle: _core.Lifecycle,
+        invocation: DistributedInvocation,
+        exception: Exception,
+        runner_ctx: RunnerContext,
     ) -> None:
-        lifecycle = self._lifecycle()
-        if lifecycle is None:
-            super().set_invocation_exception(invocation, exception, runner_ctx)
-            return
         serialized = self.app.state_backend.serialize_exception(exception)
         if self._finish(
             lifecycle.finish_failure, InvocationStatus.FAILED, invocation, serialized, runner_ctx
@@ -290,16 +290,14 @@ class ChangesStatus(NativeBase):
         self._after_change(inv_id, status, status_watched)
         return bool(outcome_watched)
 
+    @native_step
     def set_invocation_retry(
         self,
+        lifecycle: _core.Lifecycle,
         invocation: DistributedInvocation[Params, Result],
         exception: Exception,
         runner_ctx: RunnerContext,
     ) -> None:
-        lifecycle = self._lifecycle()
-        if lifecycle is None:
-            super().set_invocation_retry(invocation, exception, runner_ctx)
-            return
         queue, priority = invocation.task.broker_queue, invocation.task.broker_priority
         self._validate_route(queue, priority)
         runner_id, ctx_id = self._actor(runner_ctx)
@@ -347,13 +345,13 @@ class ChangesStatus(NativeBase):
             self.app.broker.route_invocation(invocation_id, queue, priority)
         return True
 
+    @native_step
     def reroute_invocations(
-        self, invocations_to_reroute: set[InvocationId], runner_ctx: RunnerContext
+        self,
+        lifecycle: _core.Lifecycle,
+        invocations_to_reroute: set[InvocationId],
+        runner_ctx: RunnerContext,
     ) -> None:
-        lifecycle = self._lifecycle()
-        if lifecycle is None:
-            super().reroute_invocations(invocations_to_reroute, runner_ctx)
-            return
         for invocation_id in invocations_to_reroute:
             self._reroute_one(lifecycle, invocation_id, runner_ctx)
 

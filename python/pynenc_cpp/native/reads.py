@@ -6,24 +6,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pynenc.identifiers.invocation_id import InvocationId
 from pynenc.invocation.status import InvocationStatusRecord
 
-from pynenc_cpp.errors import (
-    names_invocation,
-)
-from pynenc_cpp.orchestrator import (
-    _record,
-)
-from pynenc_cpp.state_backend import (
-    _PREFETCH_TTL_SEC,
-)
-
-if TYPE_CHECKING:
-    pass
+from pynenc_cpp import _core
+from pynenc_cpp._native_step import native_step
+from pynenc_cpp.errors import names_invocation
 from pynenc_cpp.native.base import NativeBase
+from pynenc_cpp.orchestrator import _record
+from pynenc_cpp.state_backend import _PREFETCH_TTL_SEC
 
 #: The largest result read together with its SUCCESS status (a larger one is read
 #: on its own when asked for).
@@ -35,7 +28,10 @@ class ReadsStatus(NativeBase):
 
     # ---- status reads ------------------------------------------------------
 
-    def wait_any_final(self, invocation_ids: Sequence[str], timeout_sec: float) -> str | None:
+    @native_step
+    def wait_any_final(
+        self, lifecycle: _core.Lifecycle, invocation_ids: Sequence[str], timeout_sec: float
+    ) -> str | None:
         """Blocks (GIL released) until one of ``invocation_ids`` is final, at most
         ``timeout_sec``; returns that id, or None when the time ran out.
 
@@ -47,22 +43,22 @@ class ReadsStatus(NativeBase):
         changes; any other status read on this thread drops what was kept, and so do
         a purge and ``_PREFETCH_TTL_SEC``.
         """
-        lifecycle = self._lifecycle()
-        if lifecycle is None:
-            final_id: str | None = self._engine.wait_any_final(list(invocation_ids), timeout_sec)
-            return final_id
         self._final_seen.note = None  # what an earlier wait read is not served after this one
         generation = self.app.state_backend.prefetch_generation()  # before the read
         got = lifecycle.wait_any_final(list(invocation_ids), timeout_sec, _PREFETCH_RESULT_BYTES)
         if got is None:
             return None
+        final_id: str
         final_id, raw, result = got
         if raw is not None:
             self._final_seen.note = (final_id, raw, result, generation, time.monotonic())
         return final_id
 
     @names_invocation
-    def get_invocation_status_record(self, invocation_id: InvocationId) -> InvocationStatusRecord:
+    @native_step
+    def get_invocation_status_record(
+        self, lifecycle: _core.Lifecycle, invocation_id: InvocationId
+    ) -> InvocationStatusRecord:
         """The status record, read in one engine call with the result when the status
         is SUCCESS (results up to ``_PREFETCH_RESULT_BYTES``; one Redis script).
 
@@ -78,9 +74,6 @@ class ReadsStatus(NativeBase):
         same script (``Lifecycle.read_final(arm=True)``): pynenc's ``result`` waits
         next, and that wait then makes no registration round trip of its own.
         """
-        lifecycle = self._lifecycle()
-        if lifecycle is None:
-            return super().get_invocation_status_record(invocation_id)
         state_backend = self.app.state_backend
         seen = getattr(self._final_seen, "note", None)
         if seen is not None:

@@ -3,14 +3,12 @@ PENDING invocations) in two engine calls, then the reroutes."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pynenc.identifiers.invocation_id import InvocationId
 from pynenc.invocation.status import InvocationStatus
 from pynenc.runner.runner_context import RunnerContext
 
-if TYPE_CHECKING:
-    pass
+from pynenc_cpp import _core
+from pynenc_cpp._native_step import native_step
 from pynenc_cpp.native.base import NativeBase, _us
 
 
@@ -19,7 +17,10 @@ class Recovers(NativeBase):
 
     # ---- recovery ----------------------------------------------------------
 
-    def recover_stale_invocations(self, runner_ctx: RunnerContext) -> list[InvocationId]:
+    @native_step
+    def recover_stale_invocations(
+        self, lifecycle: _core.Lifecycle, runner_ctx: RunnerContext
+    ) -> list[InvocationId]:
         """pynenc's two recovery core tasks in two engine calls (plus the reroutes).
 
         PENDING invocations older than ``max_pending_seconds`` go to
@@ -29,12 +30,9 @@ class Recovers(NativeBase):
         rerouted. Returns the recovered ids. For runners that run recovery
         themselves (the C++ runner); pynenc's core tasks keep working unchanged.
         """
-        lifecycle = self._lifecycle()
         conf = self.app.conf
         pending_us = _us(conf.max_pending_seconds)
         running_us = _us(conf.runner_considered_dead_after_minutes * 60)
-        if lifecycle is None:
-            return self._recover_mixed(runner_ctx)
         runner_id, ctx_id = self._actor(runner_ctx)
         recovered: list[InvocationId] = []
         for kind, limit_us, status, message in (
@@ -48,16 +46,5 @@ class Recovers(NativeBase):
                 self.app.logger.info(f"Recovering {message} invocation:{invocation_id}{suffix}")
                 self._after_change(invocation_id, status, watched)
                 recovered.append(invocation_id)
-        self.reroute_invocations(set(recovered), runner_ctx)
-        return recovered
-
-    def _recover_mixed(self, runner_ctx: RunnerContext) -> list[InvocationId]:
-        recovered: list[InvocationId] = []
-        for invocation_id in list(self.get_pending_invocations_for_recovery()):
-            self.set_invocation_status(invocation_id, InvocationStatus.PENDING_RECOVERY, runner_ctx)
-            recovered.append(invocation_id)
-        for invocation_id in list(self.get_running_invocations_for_recovery()):
-            self.set_invocation_status(invocation_id, InvocationStatus.RUNNING_RECOVERY, runner_ctx)
-            recovered.append(invocation_id)
         self.reroute_invocations(set(recovered), runner_ctx)
         return recovered

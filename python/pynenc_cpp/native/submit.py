@@ -16,15 +16,14 @@ from pynenc.invocation.dist_invocation import DistributedInvocation, ReusedInvoc
 from pynenc.orchestrator.base_orchestrator import BaseOrchestrator
 
 from pynenc_cpp import _core, _shortcuts, _submit
+from pynenc_cpp._native_step import native_step
 from pynenc_cpp._submit import compute_args_id, keep_signature, record_of
-from pynenc_cpp.orchestrator import (
-    _record,
-)
+from pynenc_cpp.native.base import NativeBase
+from pynenc_cpp.orchestrator import _record
 
 if TYPE_CHECKING:
     from pynenc.call import Call, PreSerializedCall
     from pynenc.types import Params, Result
-from pynenc_cpp.native.base import NativeBase
 
 #: pynenc's own ``route_call`` (a patched one is called by ``route_call`` below).
 _PYNENC_ROUTE_CALL = BaseOrchestrator.route_call
@@ -35,13 +34,10 @@ class Submits(NativeBase):
 
     # ---- registration ------------------------------------------------------
 
+    @native_step
     def register_new_invocations(
-        self, invocations: list[DistributedInvocation[Params, Result]]
+        self, lifecycle: _core.Lifecycle, invocations: list[DistributedInvocation[Params, Result]]
     ) -> None:
-        lifecycle = self._lifecycle()
-        if lifecycle is None:
-            super().register_new_invocations(invocations)
-            return
         runner_id, ctx_id = self._actor(self._submit_runner_context())
         items = []
         validated: set[tuple[str, float]] = set()
@@ -74,12 +70,14 @@ class Submits(NativeBase):
                     f"invocation:{invocation.invocation_id} REGISTERED and ROUTED"
                 )
 
-    def route_call(self, call: Call[Params, Result]) -> DistributedInvocation[Params, Result]:
+    @native_step
+    def route_call(
+        self, lifecycle: _core.Lifecycle, call: Call[Params, Result]
+    ) -> DistributedInvocation[Params, Result]:
         """pynenc's ``route_call``; for a task with no registration concurrency control,
         its debug line is formatted only when it is logged, and the task function's
         signature is kept for pynenc's next ``Arguments.from_call`` (``_submit.py``)."""
-        lifecycle = self._lifecycle()
-        if lifecycle is None or BaseOrchestrator.route_call is not _PYNENC_ROUTE_CALL:
+        if BaseOrchestrator.route_call is not _PYNENC_ROUTE_CALL:
             return super().route_call(call)
         if call.task.conf.registration_concurrency != ConcurrencyControlType.DISABLED:
             return self._route_guarded(lifecycle, call)
@@ -137,8 +135,9 @@ class Submits(NativeBase):
             )
         return ReusedInvocation(invocation, call.arguments)
 
+    @native_step
     def _route_new_call_invocation(
-        self, call: Call[Params, Result], runner_id: str | None = None
+        self, lifecycle: _core.Lifecycle, call: Call[Params, Result], runner_id: str | None = None
     ) -> DistributedInvocation[Params, Result]:
         """pynenc's ``_route_new_call_invocation`` with one engine call, not two.
 
@@ -149,17 +148,15 @@ class Submits(NativeBase):
         lines as ``from_parent``) and the register composite's upsert is its
         only write. Everything else is pynenc's code.
         """
-        if self._lifecycle() is None:
-            return super()._route_new_call_invocation(call, runner_id)
         return self._route_built(call, stored=True)
 
+    @native_step
     def route_calls(
-        self, calls: list[PreSerializedCall[Params, Result]]
+        self, lifecycle: _core.Lifecycle, calls: list[PreSerializedCall[Params, Result]]
     ) -> list[DistributedInvocation[Params, Result]]:
         """pynenc's ``route_calls`` with the invocations upserted only by the register composite."""
         if (
             not calls
-            or self._lifecycle() is None
             or calls[0].task.conf.registration_concurrency != ConcurrencyControlType.DISABLED
         ):
             routed: list[DistributedInvocation[Params, Result]] = super().route_calls(calls)
