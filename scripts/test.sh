@@ -57,20 +57,26 @@ mkdir -p build
 # full debug info at -O2 (a compliance suite's TU: 44 s -> 26 s; the build: 395 -> 282 s).
 run_ctest "ctest" build/tests -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
+# The sanitizer builds (Debug, -O0) keep line tables only (-g1): a report's stack still
+# names file and line, and the compile is shorter than with full debug info.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  run_ctest "ctest-asan-ubsan" build/asan -DCMAKE_BUILD_TYPE=Debug -DPYNENC_CPP_SANITIZE_ADDRESS=ON
+  run_ctest "ctest-asan-ubsan" build/asan -DCMAKE_BUILD_TYPE=Debug -DPYNENC_CPP_SANITIZE_ADDRESS=ON \
+  "-DCMAKE_CXX_FLAGS_DEBUG=-g1" "-DCMAKE_C_FLAGS_DEBUG=-g1"
 # The deterministic simulator (Sim*) runs every node on one thread: ThreadSanitizer has
 # nothing to find there, and it is the slowest part of a TSan run. Everything with
 # threads (brokers, stores, runner, transport, real-socket cluster nodes) runs.
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 CTEST_EXCLUDE='^Sim' \
-  run_ctest "ctest-tsan" build/tsan -DCMAKE_BUILD_TYPE=Debug -DPYNENC_CPP_SANITIZE_THREAD=ON
+  run_ctest "ctest-tsan" build/tsan -DCMAKE_BUILD_TYPE=Debug -DPYNENC_CPP_SANITIZE_THREAD=ON \
+  "-DCMAKE_CXX_FLAGS_DEBUG=-g1" "-DCMAKE_C_FLAGS_DEBUG=-g1"
 
 # Clang's thread-safety analysis over the engine and the cluster core (the classes
-# annotated with core/thread_annotations.h): a compile-only pass, -Werror.
+# annotated with core/thread_annotations.h): a compile-only pass, -Werror, without
+# debug information (nothing runs).
 echo "==> thread-safety analysis"
 rm -f build/tsa.log
 if CXX=clang++ CC=clang cmake -S . -B build/tsa -G Ninja -DPYNENC_CPP_BUILD_TESTS=OFF \
-      -DCMAKE_BUILD_TYPE=Debug -DPYNENC_CPP_THREAD_SAFETY_ANALYSIS=ON >build/tsa.configure.log 2>&1 &&
+      -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=" "-DCMAKE_C_FLAGS_DEBUG=" \
+      -DPYNENC_CPP_THREAD_SAFETY_ANALYSIS=ON >build/tsa.configure.log 2>&1 &&
    cmake --build build/tsa -j"$JOBS" 2>&1 | tee build/tsa.log | tail -n 3; then  # pipefail
   record "thread-safety" 1 0
 else
