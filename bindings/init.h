@@ -5,6 +5,7 @@
 
 namespace pynenc_cpp::bindings {
 void InitCore(pybind11::module_& m);
+void InitStructs(pybind11::module_& m);
 void InitBroker(pybind11::module_& m);
 void InitClientDataStore(pybind11::module_& m);
 void InitOrchestrator(pybind11::module_& m);

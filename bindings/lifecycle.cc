@@ -2,7 +2,8 @@
 // pynenc_cpp/native/lifecycle.h). Registrations and conversions only; every
 // operation is one engine call with the GIL released, except the quick ones of an
 // in-process lifecycle (Quick below). Values cross as:
-//   status record   (status, runner_id | None, timestamp_us)
+//   status record   _core.StatusRecord(status, runner_id | None, timestamp_us)
+//   outcomes        _core.Claim, _core.Change, _core.Finish (bindings/structs.h)
 //   invocation      the state backend's record dict (bindings/records.h)
 #include "pynenc_cpp/native/lifecycle.h"
 
@@ -14,13 +15,10 @@
 #include "init.h"
 #include "pynenc_cpp/runner/claiming_take.h"
 #include "records.h"
+#include "structs.h"
 
 namespace pynenc_cpp::bindings {
 namespace {
-
-py::tuple RecordTuple(const StatusRecord& r) {
-  return py::make_tuple(r.status, r.runner_id, r.timestamp_us);
-}
 
 // A serialized result read with its status, as str; None when there is none, or
 // it is not UTF-8 (a damaged store: get_result reads it again and reports it).
@@ -38,7 +36,7 @@ py::object ResultText(const std::optional<std::string>& result) {
 // (invocation_id, status record | None, serialized result | None)
 py::tuple FinalWaitTuple(const FinalWait& w) {
   if (!w.read) return py::make_tuple(w.id.str(), py::none(), py::none());
-  return py::make_tuple(w.id.str(), RecordTuple(w.read->record), ResultText(w.read->result));
+  return py::make_tuple(w.id.str(), StatusRecordOf(w.read->record).obj, ResultText(w.read->result));
 }
 
 Actor MakeActor(std::optional<std::string> runner_id, std::string runner_context_id) {
@@ -48,20 +46,6 @@ Actor MakeActor(std::optional<std::string> runner_id, std::string runner_context
 std::optional<TaskId> OptTask(const std::optional<std::string>& key) {
   if (!key) return std::nullopt;
   return TaskId(*key);
-}
-
-const char* ClaimKindName(ClaimKind kind) {
-  switch (kind) {
-    case ClaimKind::kClaimed:
-      return "claimed";
-    case ClaimKind::kNotAvailable:
-      return "not_available";
-    case ClaimKind::kNeedsCheck:
-      return "needs_check";
-    case ClaimKind::kStarted:
-      return "started";
-  }
-  return "not_available";
 }
 
 RecoveryKind ParseRecoveryKind(const std::string& kind) {
@@ -103,16 +87,6 @@ FinishOutcome FinishTakingNext(Lifecycle& l, const InvocationId& id, const std::
 
 }  // namespace
 
-std::tuple<py::tuple, bool, bool> FinishTuple(const FinishOutcome& out) {
-  return {RecordTuple(out.change.record), out.change.status_watched, out.payload_watched};
-}
-
-py::tuple ClaimTuple(const ClaimOutcome& out) {
-  py::object inv =
-      out.invocation ? py::object(InvocationToDict(*out.invocation)) : py::object(py::none());
-  return py::make_tuple(ClaimKindName(out.kind), RecordTuple(out.record), inv, out.status_watched);
-}
-
 void InitLifecycle(py::module_& m) {
   py::class_<Lifecycle>(
       m, "Lifecycle",
@@ -153,12 +127,12 @@ void InitLifecycle(py::module_& m) {
             }
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
             ChangeOutcome out = Quick(l, [&] { return l.RegisterAndRoute(batch, actor); });
-            return py::make_tuple(RecordTuple(out.record), out.status_watched);
+            return ChangeOf(out);
           },
           py::arg("items"), py::arg("runner_id"), py::arg("runner_context_id"),
           "pynenc's register_new_invocations in one call: upsert the (record, queue, priority)\n"
           "items, register them, one REGISTERED history row each, route them. Returns\n"
-          "(status record, status_watched).")
+          "a Change (record, status_watched).")
       .def(
           "register_guarded",
           [](Lifecycle& l, const py::dict& record, std::string queue, double priority,
@@ -170,7 +144,7 @@ void InitLifecycle(py::module_& m) {
             Lifecycle::GuardedRegistration out = Quick(
                 l, [&] { return l.RegisterGuarded(item, key_args, index_args, actor); });
             if (out.existing) return py::make_tuple(py::str(out.existing->str()), py::none(), false);
-            return py::make_tuple(py::none(), RecordTuple(out.registered.record),
+            return py::make_tuple(py::none(), StatusRecordOf(out.registered.record).obj,
                                   out.registered.status_watched);
           },
           py::arg("record"), py::arg("queue"), py::arg("priority"), py::arg("key_arguments"),
@@ -189,13 +163,14 @@ void InitLifecycle(py::module_& m) {
             ChangeOutcome out = Quick(l, [&] {
               return l.ChangeStatus(id, to, actor, OptTask(task_key), release_waiters);
             });
-            return py::make_tuple(RecordTuple(out.record), out.status_watched);
+            return ChangeOf(out);
           },
           py::arg("invocation_id"), py::arg("status"), py::arg("runner_id"),
           py::arg("runner_context_id"), py::arg("task_key") = py::none(),
           py::arg("release_waiters") = true,
           "pynenc's set_invocation_status in one call: transition, waiter release and\n"
-          "auto-purge mark for a final status, history row. Returns (record, status_watched).\n"
+          "auto-purge mark for a final status, history row. Returns a Change (record,\n"
+          "status_watched).\n"
           "Raises InvocationNotFound, IllegalTransition or OwnershipViolation.")
       .def(
           "gated_change",
@@ -221,9 +196,9 @@ void InitLifecycle(py::module_& m) {
             const bool watched = out.change && out.change->status_watched;
             py::list deferred;
             for (const ChangeOutcome& c : out.deferred) {
-              deferred.append(py::make_tuple(RecordTuple(c.record), c.status_watched));
+              deferred.append(ChangeOf(c).obj);
             }
-            return py::make_tuple(RecordTuple(out.record), watched, blocker, deferred);
+            return py::make_tuple(StatusRecordOf(out.record).obj, watched, blocker, deferred);
           },
           py::arg("invocation_id"), py::arg("status"), py::arg("runner_id"),
           py::arg("runner_context_id"), py::arg("task_key"), py::arg("key_arguments"),
@@ -236,8 +211,7 @@ void InitLifecycle(py::module_& m) {
           "RUNNING) as one step, with the history row (one transaction on SQLite). Blocked,\n"
           "the invocation goes through `defer_path` (each status with its history row) and,\n"
           "with `defer_queue`, is routed there, in the same operation. Returns (record,\n"
-          "status_watched, blocker id | None, [(record, status_watched) of each deferral\n"
-          "step]). Raises InvocationNotFound, IllegalTransition or OwnershipViolation.")
+          "status_watched, blocker id | None, [a Change of each deferral step]). Raises InvocationNotFound, IllegalTransition or OwnershipViolation.")
       .def(
           "claim",
           [](Lifecycle& l, InvocationId id, std::optional<std::string> runner_id,
@@ -245,12 +219,12 @@ void InitLifecycle(py::module_& m) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
             ClaimOutcome out =
                 Quick(l, [&] { return start ? l.ClaimAndStart(id, actor) : l.Claim(id, actor); });
-            return ClaimTuple(out);
+            return ClaimOf(out);
           },
           py::arg("invocation_id"), py::arg("runner_id"), py::arg("runner_context_id"),
           py::arg("start") = false,
-          "Claims one id taken from the broker: returns (kind, record, invocation dict | None,\n"
-          "status_watched); kind is 'claimed' (now PENDING), 'not_available' or 'needs_check'\n"
+          "Claims one id taken from the broker: returns a Claim (kind, record, invocation dict |\n"
+          "None, status_watched); kind is 'claimed' (now PENDING), 'not_available' or 'needs_check'\n"
           "(its task may have running concurrency control: nothing changed). With start=True\n"
           "a claimed invocation moves on to RUNNING in the same operation (both history\n"
           "rows; one script on Redis, one transaction on SQLite): kind 'started' instead.")
@@ -266,7 +240,7 @@ void InitLifecycle(py::module_& m) {
               return l.TakeAndStart(queue, static_cast<std::int64_t>(timeout_sec * 1000.0), actor);
             });
             if (!taken) return py::none();
-            py::object claim = taken->claim_status.ok() ? py::object(ClaimTuple(taken->claim))
+            py::object claim = taken->claim_status.ok() ? ClaimOf(taken->claim).obj
                                                         : StatusError(taken->claim_status);
             return py::make_tuple(taken->id.str(), claim);
           },
@@ -287,7 +261,7 @@ void InitLifecycle(py::module_& m) {
                 WithoutGil([&] { return l.TakeAndClaim(queue, max, actor); });
             py::list out;
             for (const TakenClaim& t : taken) {
-              py::object claim = t.claim_status.ok() ? py::object(ClaimTuple(t.claim))
+              py::object claim = t.claim_status.ok() ? ClaimOf(t.claim).obj
                                                      : StatusError(t.claim_status);
               out.append(py::make_tuple(t.id.str(), claim));
             }
@@ -309,7 +283,7 @@ void InitLifecycle(py::module_& m) {
               if (!armed.ok()) return armed.status();
               return std::move(armed).value().first;
             });
-            return py::make_tuple(RecordTuple(out.record), ResultText(out.result));
+            return py::make_tuple(StatusRecordOf(out.record).obj, ResultText(out.result));
           },
           py::arg("invocation_id"), py::arg("max_result_bytes"), py::arg("arm") = false,
           "(status record, serialized result | None): the result is there when the status\n"
@@ -327,10 +301,10 @@ void InitLifecycle(py::module_& m) {
             });
             py::list more;
             for (const auto& [ahead_id, read] : out.ahead) {
-              more.append(py::make_tuple(ahead_id.str(), RecordTuple(read.record),
+              more.append(py::make_tuple(ahead_id.str(), StatusRecordOf(read.record).obj,
                                          ResultText(read.result)));
             }
-            return py::make_tuple(RecordTuple(out.first.record), ResultText(out.first.result),
+            return py::make_tuple(StatusRecordOf(out.first.record).obj, ResultText(out.first.result),
                                   more);
           },
           py::arg("invocation_id"), py::arg("ahead"), py::arg("max_result_bytes"),
@@ -367,26 +341,27 @@ void InitLifecycle(py::module_& m) {
              std::optional<std::string> runner_id, std::string runner_context_id,
              std::string task_key, bool release_waiters) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
-            return FinishTuple(
+            return FinishOf(
                 FinishTakingNext(l, id, result, true, actor, TaskId(task_key), release_waiters));
           },
           py::arg("invocation_id"), py::arg("serialized_result"), py::arg("runner_id"),
           py::arg("runner_context_id"), py::arg("task_key"), py::arg("release_waiters") = true,
           "pynenc's set_invocation_result in one call: store the result, then SUCCESS as\n"
-          "change_status. Returns (record, status_watched, result_watched).")
+          "change_status. Returns a Finish (record, status_watched, outcome_watched: the result).")
       .def(
           "finish_failure",
           [](Lifecycle& l, InvocationId id, std::string exception,
              std::optional<std::string> runner_id, std::string runner_context_id,
              std::string task_key, bool release_waiters) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
-            return FinishTuple(FinishTakingNext(l, id, exception, false, actor, TaskId(task_key),
+            return FinishOf(FinishTakingNext(l, id, exception, false, actor, TaskId(task_key),
                                                 release_waiters));
           },
           py::arg("invocation_id"), py::arg("serialized_exception"), py::arg("runner_id"),
           py::arg("runner_context_id"), py::arg("task_key"), py::arg("release_waiters") = true,
           "pynenc's set_invocation_exception in one call: store the exception, then FAILED as\n"
-          "change_status. Returns (record, status_watched, exception_watched).")
+          "change_status. Returns a Finish (record, status_watched, outcome_watched: the\n"
+          "exception).")
       .def(
           "retry",
           [](Lifecycle& l, InvocationId id, std::string queue, double priority,
@@ -395,12 +370,12 @@ void InitLifecycle(py::module_& m) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
             ChangeOutcome out =
                 WithoutGil([&] { return l.Retry(id, queue, priority, actor, TaskId(task_key)); });
-            return py::make_tuple(RecordTuple(out.record), out.status_watched);
+            return ChangeOf(out);
           },
           py::arg("invocation_id"), py::arg("queue"), py::arg("priority"), py::arg("runner_id"),
           py::arg("runner_context_id"), py::arg("task_key"),
           "pynenc's set_invocation_retry in one call: RETRY (history), retries + 1, route to\n"
-          "`queue` at `priority`. Returns (record, status_watched).")
+          "`queue` at `priority`. Returns a Change (record, status_watched).")
       .def(
           "reroute",
           [](Lifecycle& l, InvocationId id, std::string queue, double priority,
@@ -409,12 +384,12 @@ void InitLifecycle(py::module_& m) {
             Actor actor = MakeActor(std::move(runner_id), std::move(runner_context_id));
             ChangeOutcome out =
                 WithoutGil([&] { return l.Reroute(id, queue, priority, actor, TaskId(task_key)); });
-            return py::make_tuple(RecordTuple(out.record), out.status_watched);
+            return ChangeOf(out);
           },
           py::arg("invocation_id"), py::arg("queue"), py::arg("priority"), py::arg("runner_id"),
           py::arg("runner_context_id"), py::arg("task_key"),
           "One invocation of pynenc's reroute_invocations in one call: REROUTED (history),\n"
-          "route to `queue` at `priority`. Returns (record, status_watched).")
+          "route to `queue` at `priority`. Returns a Change (record, status_watched).")
       .def(
           "recover_stale",
           [](Lifecycle& l, const std::string& kind, std::int64_t limit_us,
@@ -426,7 +401,7 @@ void InitLifecycle(py::module_& m) {
             py::list out;
             for (const Recovered& r : found) {
               out.append(
-                  py::make_tuple(r.id, RecordTuple(r.change.record), r.change.status_watched));
+                  py::make_tuple(r.id, StatusRecordOf(r.change.record).obj, r.change.status_watched));
             }
             return out;
           },

@@ -41,6 +41,7 @@ PYBIND11_MODULE(_core, m) {
   // The exceptions and the shared core types stay in the root module.
   b::InitErrors(m);
   b::InitCore(m);
+  b::InitStructs(m);
   Submodule(m, "broker", "Brokers and their retrieval.", b::InitBroker);
   Submodule(m, "client_data_store", "Client data stores.", b::InitClientDataStore);
   Submodule(m, "orchestrator", "Orchestrators: statuses, ownership, waits.", b::InitOrchestrator);

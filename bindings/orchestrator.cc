@@ -13,13 +13,10 @@
 
 #include "conversions.h"
 #include "init.h"
+#include "structs.h"
 
 namespace pynenc_cpp::bindings {
 namespace {
-
-py::tuple RecordTuple(const StatusRecord& r) {
-  return py::make_tuple(r.status, r.runner_id, r.timestamp_us);
-}
 
 py::tuple ExecutionTuple(const AtomicServiceExecution& e) {
   return py::make_tuple(e.runner_id, e.run_id, e.start_us, e.end_us,
@@ -60,7 +57,7 @@ void InitOrchestrator(py::module_& m) {
             std::vector<NewInvocation> rows;
             rows.reserve(invs.size());
             for (const auto& [id, task, call] : invs) rows.push_back(NewInvocation{id, task, call});
-            return RecordTuple(WithoutGil([&] { return o.RegisterInvocations(rows, runner_id); }));
+            return StatusRecordOf(WithoutGil([&] { return o.RegisterInvocations(rows, runner_id); }));
           },
           py::arg("invocations"), py::arg("runner_id") = py::none(),
           "Registers (invocation_id, task_key, call_key) triples not yet known as REGISTERED\n"
@@ -69,7 +66,7 @@ void InitOrchestrator(py::module_& m) {
           "transition",
           [](Orchestrator& o, InvocationId id, InvocationStatus to,
              std::optional<std::string> runner_id) {
-            return RecordTuple(WithoutGil([&] { return o.TransitionStatus(id, to, runner_id); }));
+            return StatusRecordOf(WithoutGil([&] { return o.TransitionStatus(id, to, runner_id); }));
           },
           py::arg("invocation_id"), py::arg("status"), py::arg("runner_id") = py::none(),
           "Atomically validates and applies a status transition; returns the new record.\n"
@@ -78,7 +75,7 @@ void InitOrchestrator(py::module_& m) {
           "transition_from_owner",
           [](Orchestrator& o, InvocationId id, InvocationStatus to,
              std::optional<std::string> runner_id, std::optional<std::string> expected_owner) {
-            return RecordTuple(WithoutGil(
+            return StatusRecordOf(WithoutGil(
                 [&] { return o.TransitionStatusFromOwner(id, to, runner_id, expected_owner); }));
           },
           py::arg("invocation_id"), py::arg("status"), py::arg("runner_id"),
@@ -90,7 +87,7 @@ void InitOrchestrator(py::module_& m) {
       .def(
           "status_record",
           [](Orchestrator& o, InvocationId id) {
-            return RecordTuple(WithoutGil([&] { return o.GetStatusRecord(id); }));
+            return StatusRecordOf(WithoutGil([&] { return o.GetStatusRecord(id); }));
           },
           py::arg("invocation_id"),
           "The current status record. Raises InvocationNotFound for an unknown id.")
@@ -145,7 +142,7 @@ void InitOrchestrator(py::module_& m) {
             });
             py::object blocker = py::none();
             if (out.blocker) blocker = py::str(out.blocker->str());
-            return py::make_tuple(RecordTuple(out.record), blocker);
+            return py::make_tuple(StatusRecordOf(out.record).obj, blocker);
           },
           py::arg("invocation_id"), py::arg("task_key"), py::arg("key_arguments"),
           py::arg("blocking"), py::arg("index_arguments"), py::arg("status"),

@@ -1,8 +1,6 @@
 // Record conversions shared by more than one binding file (GIL held).
 #pragma once
 
-#include <tuple>
-
 #include "conversions.h"
 #include "pynenc_cpp/native/lifecycle.h"
 #include "pynenc_cpp/ports/state_backend.h"
@@ -15,13 +13,5 @@ namespace pynenc_cpp::bindings {
 // parent_workflow_id). KeyError / TypeError for a missing or mistyped field.
 InvocationRecord InvocationFromDict(const py::dict& d);
 py::dict InvocationToDict(const InvocationRecord& r);
-
-// A claim's outcome as Lifecycle.claim returns it: (kind, (status, runner_id |
-// None, timestamp_us), invocation dict | None, status_watched).
-py::tuple ClaimTuple(const ClaimOutcome& out);
-
-// A finish's outcome as Lifecycle.finish_success returns it: ((status, runner_id |
-// None, timestamp_us), status_watched, payload_watched).
-std::tuple<py::tuple, bool, bool> FinishTuple(const FinishOutcome& out);
 
 }  // namespace pynenc_cpp::bindings

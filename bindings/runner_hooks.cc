@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "records.h"
+#include "structs.h"
 
 namespace pynenc_cpp::bindings {
 namespace runner_hooks __attribute__((visibility("hidden"))) {
@@ -82,7 +83,7 @@ bool FinishPending(PyCallbacks& cb, PendingFinish& p) {
   const bool ok = WithGil("CppRunner worker", [&] {
     py::object state = std::move(p.state);
     cb.finished_taken(state,
-                      out.ok() ? py::cast(FinishTuple(out.value())) : StatusError(out.status()));
+                      out.ok() ? FinishOf(out.value()).obj : StatusError(out.status()));
   });
   if (p.state) p.state.release();  // Python was not entered: the process is exiting
   return ok;
@@ -134,7 +135,7 @@ RunnerHooks MakeHooks(const std::shared_ptr<PyCallbacks>& cb, const void* engine
         cb->execute(py::str(id), claimed);
         return;
       }
-      py::object claim = taken->claim_status.ok() ? py::object(ClaimTuple(taken->claim))
+      py::object claim = taken->claim_status.ok() ? ClaimOf(taken->claim).obj
                                                   : StatusError(taken->claim_status);
       pending = ReadPending(cb->execute_taken(py::str(id), claim));
     });
