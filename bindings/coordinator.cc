@@ -10,6 +10,7 @@
 #include "pynenc_cpp/ports/fenced_store.h"
 #include "pynenc_cpp/ports/generation_source.h"
 #include "pynenc_cpp/ports/journal.h"
+#include "pynenc_cpp/ports/storage.h"
 
 #include "conversions.h"
 #include "init.h"
@@ -245,12 +246,23 @@ void InitResults(py::module_& m) {
       .def_readonly("reason", &LabelPlacement::reason);
 }
 
+// A constructor of a cluster port over a given _core.Storage: its pool or database
+// is shared with that storage's other ports; its app id is the port's namespace.
+template <typename Port>
+auto OverStorage(Result<std::unique_ptr<Port>> (Storage::*make)() const) {
+  return py::init([make](const Storage& storage) {
+    return std::shared_ptr<Port>(Unwrap((storage.*make)()));
+  });
+}
+
 void InitStores(py::module_& m) {
   py::class_<GenerationSource, std::shared_ptr<GenerationSource>>(
       m, "GenerationSource", "Mints generations and keeps specs (thread-safe; may block on I/O).")
       .def(OpenFromUri(&OpenGenerationSource), py::arg("uri") = "memory://",
            py::arg("namespace") = "pynenc-cpp",
            "Opens the source named by `uri`; `namespace` (a cluster's name) separates data.")
+      .def(OverStorage(&Storage::NewGenerationSource), py::arg("storage"),
+           "A source over `storage` (its pool or database; its app id is the namespace).")
       .def(
           "claim_term",
           [](GenerationSource& s, std::string label, std::string owner, std::uint32_t min_term) {
@@ -297,6 +309,8 @@ void InitStores(py::module_& m) {
       "stored one (thread-safe).")
       .def(OpenFromUri(&OpenFencedStore), py::arg("uri") = "memory://",
            py::arg("namespace") = "pynenc-cpp", "Opens the store named by `uri`.")
+      .def(OverStorage(&Storage::NewFencedStore), py::arg("storage"),
+           "A store over `storage` (its pool or database; its app id is the namespace).")
       .def(
           "write",
           [](FencedStore& s, std::string key, const py::bytes& value, std::uint64_t generation) {
@@ -331,6 +345,8 @@ void InitJournal(py::module_& m) {
       "(thread-safe; may block on I/O).")
       .def(OpenFromUri(&OpenJournal), py::arg("uri") = "memory://",
            py::arg("namespace") = "pynenc-cpp", "Opens the journal named by `uri`.")
+      .def(OverStorage(&Storage::NewJournal), py::arg("storage"),
+           "A journal over `storage` (its pool or database; its app id is the namespace).")
       .def(
           "append",
           [](Journal& j, std::string entity, std::uint64_t expected_seq, std::uint64_t generation,

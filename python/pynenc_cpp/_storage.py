@@ -7,6 +7,9 @@ its app and URI name (``storage_for``), so the five components of one app and th
 native Lifecycle work on the same objects, and nothing is shared between apps but
 what the server or the file holds. The storage lives as long as its app object (and
 the ports taken from it): apps are held weakly here.
+
+The cluster's ports (``FencedStore``, ``Journal``), which belong to no app, share one
+storage per URI and cluster namespace in the process (``cluster_storage``).
 """
 
 from __future__ import annotations
@@ -101,6 +104,27 @@ def _of_app[T](
         if entry is None:
             entry = per_app[key] = make()
     return entry
+
+
+_cluster_storages: weakref.WeakValueDictionary[tuple[str, str], _core.Storage] = (
+    weakref.WeakValueDictionary()
+)
+
+
+def cluster_storage(uri: str, namespace: str) -> _core.Storage:
+    """The storage the cluster's ports of this process share on ``uri`` for the cluster
+    ``namespace`` (the storage's app id): a journal and the fenced stores of one
+    cluster take one Redis pool or SQLite database, not one each (on ``memory://``
+    each port is still a world of its own). Held weakly: it lives as long as an object
+    that keeps it (each port's Python wrapper does). Raises what ``_core.Storage``
+    raises (``BadConfig``, ``BackendConnectionError``)."""
+    key = (uri, namespace)
+    with _lock:
+        storage = _cluster_storages.get(key)
+        if storage is None:
+            storage = _core.Storage(uri, namespace)
+            _cluster_storages[key] = storage
+    return storage
 
 
 def _after_fork_in_child() -> None:

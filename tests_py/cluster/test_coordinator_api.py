@@ -32,6 +32,7 @@ from pynenc_cpp.cluster import (
     Unavailable,
     run_cluster,
 )
+from pynenc_cpp.cluster.actors.journal import Journal
 from tests_py.cluster.harness import wait_for
 
 FAST = {"heartbeat_ms": 100, "suspect_timeout_ms": 300, "stabilize_ms": 100}
@@ -129,6 +130,30 @@ def test_fenced_store_and_generation_source_from_python(tmp_path: Path) -> None:
         src.claim_seq("s", "b", Generation(1, 1))
     assert src.current("s") == ("a", Generation(1, 1))
     assert src.claim_term("s", "b") == Generation(2, 0)
+
+
+def test_the_cluster_ports_of_one_uri_and_namespace_share_one_storage(tmp_path: Path) -> None:
+    uri = f"sqlite://{tmp_path}/shared.db"
+    store, journal = FencedStore(uri, "ns"), Journal(uri, "ns")
+    assert store._storage is journal._storage  # one SQLite database, not one each
+    assert store._storage.app_id == "ns"
+    other = FencedStore(uri, "other")
+    assert other._storage is not store._storage
+    store.write("k", b"mine", Generation(1, 0))
+    assert other.read("k") is None  # namespaces separate the data of one file
+    assert FencedStore(uri, "ns").read("k") is not None
+    # Over a storage directly, as the engine's constructors take it.
+    over = _core.FencedStore(_core.Storage(uri, "ns"))
+    got = over.read("k")
+    assert got is not None and got[0] == b"mine"
+    assert GenerationSource(_core.Storage(uri, "ns")).claim_term("s", "a") == Generation(1, 0)
+
+
+def test_memory_ports_stay_worlds_of_their_own() -> None:
+    first, second = FencedStore("memory://", "ns"), FencedStore("memory://", "ns")
+    first.write("k", b"v", Generation(1, 0))
+    assert first.read("k") is not None
+    assert second.read("k") is None
 
 
 # -- three nodes ------------------------------------------------------------------------------

@@ -2,6 +2,9 @@
 
 #include "mem/mem_broker.h"
 #include "mem/mem_client_data_store.h"
+#include "mem/mem_fenced_store.h"
+#include "mem/mem_generation_source.h"
+#include "mem/mem_journal.h"
 #include "mem/mem_orchestrator.h"
 #include "mem/mem_state_backend.h"
 #include "mem/mem_trigger_store.h"
@@ -9,12 +12,18 @@
 #include "redis/redis_broker.h"
 #include "redis/redis_client.h"
 #include "redis/redis_client_data_store.h"
+#include "redis/redis_fenced_store.h"
+#include "redis/redis_generation_source.h"
+#include "redis/redis_journal.h"
 #include "redis/redis_orchestrator.h"
 #include "redis/redis_state_backend.h"
 #include "redis/redis_trigger_store.h"
 #include "sqlite/sqlite_broker.h"
 #include "sqlite/sqlite_client_data_store.h"
 #include "sqlite/sqlite_db.h"
+#include "sqlite/sqlite_fenced_store.h"
+#include "sqlite/sqlite_generation_source.h"
+#include "sqlite/sqlite_journal.h"
 #include "sqlite/sqlite_orchestrator.h"
 #include "sqlite/sqlite_state_backend.h"
 #include "sqlite/sqlite_trigger_store.h"
@@ -78,6 +87,20 @@ Result<std::unique_ptr<TriggerStore>> Storage::NewTriggerStore() const {
 Result<std::unique_ptr<ClientDataStore>> Storage::NewClientDataStore() const {
   return Make<ClientDataStore>(NewMemClientDataStore, redis::NewRedisClientDataStore,
                                sqlite::NewSqliteClientDataStore);
+}
+
+Result<std::unique_ptr<GenerationSource>> Storage::NewGenerationSource() const {
+  return Make<GenerationSource>(NewMemGenerationSource, redis::NewRedisGenerationSource,
+                                sqlite::NewSqliteGenerationSource);
+}
+
+Result<std::unique_ptr<FencedStore>> Storage::NewFencedStore() const {
+  return Make<FencedStore>(NewMemFencedStore, redis::NewRedisFencedStore,
+                           sqlite::NewSqliteFencedStore);
+}
+
+Result<std::unique_ptr<Journal>> Storage::NewJournal() const {
+  return Make<Journal>(NewMemJournal, redis::NewRedisJournal, sqlite::NewSqliteJournal);
 }
 
 Result<std::shared_ptr<Broker>> Storage::broker() {
@@ -175,6 +198,18 @@ Result<std::unique_ptr<TriggerStore>> OpenTriggerStore(const BackendConfig& conf
 
 Result<std::unique_ptr<ClientDataStore>> OpenClientDataStore(const BackendConfig& config) {
   return OnOwnStorage(config, &Storage::NewClientDataStore);
+}
+
+Result<std::unique_ptr<GenerationSource>> OpenGenerationSource(const BackendConfig& config) {
+  return OnOwnStorage(config, &Storage::NewGenerationSource);
+}
+
+Result<std::unique_ptr<FencedStore>> OpenFencedStore(const BackendConfig& config) {
+  return OnOwnStorage(config, &Storage::NewFencedStore);
+}
+
+Result<std::unique_ptr<Journal>> OpenJournal(const BackendConfig& config) {
+  return OnOwnStorage(config, &Storage::NewJournal);
 }
 
 }  // namespace pynenc_cpp

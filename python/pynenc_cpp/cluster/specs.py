@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 from pynenc_cpp import _core
+from pynenc_cpp._storage import cluster_storage
 
 Generation = _core.Generation
 """``Generation(term, seq)``: ordered term-major; ``.packed`` is ``term << 32 | seq``."""
@@ -438,7 +439,9 @@ class FencedStore:
     """
 
     def __init__(self, uri: str, namespace: str = "pynenc-cpp") -> None:
-        self._store = _core.FencedStore(uri, namespace)
+        # The process's storage of this URI and namespace, shared with the journal.
+        self._storage = cluster_storage(uri, namespace)
+        self._store = _core.FencedStore(self._storage)
 
     @staticmethod
     def _packed(generation: Generation | int) -> int:

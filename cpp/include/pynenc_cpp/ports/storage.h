@@ -13,7 +13,9 @@
 // the Storage or a port made from it.
 //
 // The Open<Port>(config) functions of the port headers open a Storage of their
-// own and make one port over it (C++ callers and tests that want one port).
+// own and make one port over it (C++ callers and tests that want one port); the
+// cluster's ports (generation source, fenced store, journal) come from a Storage
+// the same way, New<Port>() on one shared by the caller's ports, or Open<Port>.
 #pragma once
 
 #include <memory>
@@ -25,6 +27,9 @@
 #include "pynenc_cpp/ports/backend_config.h"
 #include "pynenc_cpp/ports/broker.h"
 #include "pynenc_cpp/ports/client_data_store.h"
+#include "pynenc_cpp/ports/fenced_store.h"
+#include "pynenc_cpp/ports/generation_source.h"
+#include "pynenc_cpp/ports/journal.h"
 #include "pynenc_cpp/ports/orchestrator.h"
 #include "pynenc_cpp/ports/state_backend.h"
 #include "pynenc_cpp/ports/trigger_store.h"
@@ -71,6 +76,14 @@ class Storage {
   Result<std::unique_ptr<TriggerStore>> NewTriggerStore() const;
   Result<std::unique_ptr<ClientDataStore>> NewClientDataStore() const;
 
+  // The cluster's ports over this Storage (its pool or database; on memory:// each a
+  // new world of its own, as Open<Port> gives): no Storage keeps one, so each call
+  // makes a new port. Their data is separated by the config's app id, which for
+  // them is a cluster's name (its namespace).
+  Result<std::unique_ptr<GenerationSource>> NewGenerationSource() const;
+  Result<std::unique_ptr<FencedStore>> NewFencedStore() const;
+  Result<std::unique_ptr<Journal>> NewJournal() const;
+
   // A new Lifecycle over this Storage's orchestrator, state backend, broker and,
   // if `with_trigger`, trigger store (without it, every "watched" flag is true).
   Result<std::unique_ptr<Lifecycle>> NewLifecycle(bool with_trigger, TriggerContextNames names);
@@ -115,16 +128,5 @@ class Storage {
   std::shared_ptr<TriggerStore> trigger_store_ PYNENC_GUARDED_BY(mu_);
   std::shared_ptr<ClientDataStore> client_data_store_ PYNENC_GUARDED_BY(mu_);
 };
-
-// One port of type `Port` over a Storage of its own opened with `config` (the
-// body of the cluster's Open<Port> functions: the ports no Storage keeps).
-template <typename Port, typename Mem, typename Redis, typename Sqlite>
-Result<std::unique_ptr<Port>> OpenPort(const BackendConfig& config, Mem&& mem, Redis&& redis,
-                                       Sqlite&& sqlite) {
-  Result<std::shared_ptr<Storage>> storage = Storage::Open(config);
-  if (!storage.ok()) return storage.status();
-  return storage.value()->Make<Port>(std::forward<Mem>(mem), std::forward<Redis>(redis),
-                                     std::forward<Sqlite>(sqlite));
-}
 
 }  // namespace pynenc_cpp

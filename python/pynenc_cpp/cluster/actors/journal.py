@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pynenc_cpp import _core
+from pynenc_cpp._storage import cluster_storage
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,9 @@ class Journal:
 
     def __init__(self, uri: str, namespace: str = "pynenc-cpp") -> None:
         self.uri = uri
-        self._j = _core.Journal(uri, namespace)
+        # The process's storage of this URI and namespace, shared with fenced stores.
+        self._storage = cluster_storage(uri, namespace)
+        self._j = _core.Journal(self._storage)
 
     def append(self, entity: str, expected_seq: int, generation: int, events: list[bytes]) -> int:
         """Appends ``events`` after ``expected_seq``; returns the new last sequence number."""
