@@ -29,6 +29,30 @@ for cls, attrs in fields.items():
     i = text.index("\n", i) + 1
     j = text.index('    """\n', text.index('    """\n', i) + 1) + len('    """\n')
     text = text[:j] + "".join(f"    {a}\n" for a in attrs) + text[j:]
+# The struct sequences (bindings/structs.h): stubgen sees bare tuple subclasses; each
+# becomes a typed tuple with one property per field (names and docs from the type).
+import re
+
+from pynenc_cpp import _core
+struct_types = {
+    "StatusRecord": ["str", "str | None", "int"],
+    "Claim": ["str", "StatusRecord", "dict[str, typing.Any] | None", "bool"],
+    "Change": ["StatusRecord", "bool"],
+    "Finish": ["StatusRecord", "bool", "bool"],
+}
+for cls, types in struct_types.items():
+    kind = getattr(_core, cls)
+    names = kind.__match_args__
+    assert len(names) == len(types), (cls, names)
+    i = text.index(f"class {cls}(tuple):\n")
+    # The class ends at the next top-level line (or the end of the file).
+    m = re.compile(r"^\S", re.M).search(text, text.index("\n", i) + 1)
+    j = m.start() if m else len(text)
+    lines = [f"class {cls}(tuple[{', '.join(types)}]):", '    """', f"    {kind.__doc__}", '    """', ""]
+    for name, typ in zip(names, types):
+        doc = getattr(kind, name).__doc__
+        lines += ["    @property", f"    def {name}(self) -> {typ}:", f'        """{doc}"""']
+    text = text[:i] + "\n".join(lines) + "\n\n" + text[j:]
 open(path, "w").write(text)
 PY
 # The repository's formatting.

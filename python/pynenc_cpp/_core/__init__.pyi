@@ -67,6 +67,8 @@ __all__: list[str] = [
     "BadConfig",
     "Broker",
     "BufferFull",
+    "Change",
+    "Claim",
     "ClientDataStore",
     "ClusterActivation",
     "ClusterHostedInstance",
@@ -80,6 +82,7 @@ __all__: list[str] = [
     "CoordinatorNodeView",
     "EngineError",
     "FencedStore",
+    "Finish",
     "Generation",
     "GenerationSource",
     "IllegalTransition",
@@ -100,6 +103,7 @@ __all__: list[str] = [
     "SpecStatus",
     "StaleGeneration",
     "StateBackend",
+    "StatusRecord",
     "Storage",
     "Timeout",
     "TriggerStore",
@@ -206,6 +210,66 @@ class BufferFull(EngineError):
     """
     A bounded buffer is full: the message was not queued.
     """
+
+class StatusRecord(tuple[str, str | None, int]):
+    """
+    An invocation's status record as the storage holds it.
+    """
+
+    @property
+    def status(self) -> str:
+        """pynenc's status value"""
+    @property
+    def runner_id(self) -> str | None:
+        """the owner's runner id, or None"""
+    @property
+    def timestamp_us(self) -> int:
+        """when the storage made the change, in microseconds since the epoch"""
+
+class Claim(tuple[str, StatusRecord, dict[str, typing.Any] | None, bool]):
+    """
+    The outcome of a claim (Lifecycle.claim, the runner's takes).
+    """
+
+    @property
+    def kind(self) -> str:
+        """'claimed' (now PENDING), 'started' (now RUNNING), 'not_available' or 'needs_check' (its task may have running concurrency control: nothing changed)"""
+    @property
+    def record(self) -> StatusRecord:
+        """the StatusRecord after the claim"""
+    @property
+    def invocation(self) -> dict[str, typing.Any] | None:
+        """the invocation's record dict, or None when not available"""
+    @property
+    def status_watched(self) -> bool:
+        """whether a trigger condition watches the new status"""
+
+class Change(tuple[StatusRecord, bool]):
+    """
+    The outcome of a status change (Lifecycle.change_status, retry, ...).
+    """
+
+    @property
+    def record(self) -> StatusRecord:
+        """the StatusRecord after the change"""
+    @property
+    def status_watched(self) -> bool:
+        """whether a trigger condition watches the new status"""
+
+class Finish(tuple[StatusRecord, bool, bool]):
+    """
+    The outcome of a finish (Lifecycle.finish_success / finish_failure).
+    """
+
+    @property
+    def record(self) -> StatusRecord:
+        """the StatusRecord after the change"""
+    @property
+    def status_watched(self) -> bool:
+        """whether a trigger condition watches the final status"""
+    @property
+    def outcome_watched(self) -> bool:
+        """whether a trigger condition watches the result or the exception"""
 
 def _close_python_gate() -> None:
     """

@@ -7,6 +7,8 @@ from __future__ import annotations
 import collections.abc
 import typing
 
+import pynenc_cpp._core.storage
+
 __all__: list[str] = [
     "ActorSpec",
     "AgentFamily",
@@ -405,9 +407,15 @@ class GenerationSource:
     """
     Mints generations and keeps specs (thread-safe; may block on I/O).
     """
+    @typing.overload
     def __init__(self, uri: str = "memory://", namespace: str = "pynenc-cpp") -> None:
         """
         Opens the source named by `uri`; `namespace` (a cluster's name) separates data.
+        """
+    @typing.overload
+    def __init__(self, storage: pynenc_cpp._core.storage.Storage) -> None:
+        """
+        A source over `storage` (its pool or database; its app id is the namespace).
         """
     def claim_seq(self, label: str, owner: str, expected: Generation) -> Generation:
         """
@@ -437,9 +445,15 @@ class FencedStore:
     """
     Key -> value store that rejects writes stamped with a generation lower than the stored one (thread-safe).
     """
+    @typing.overload
     def __init__(self, uri: str = "memory://", namespace: str = "pynenc-cpp") -> None:
         """
         Opens the store named by `uri`.
+        """
+    @typing.overload
+    def __init__(self, storage: pynenc_cpp._core.storage.Storage) -> None:
+        """
+        A store over `storage` (its pool or database; its app id is the namespace).
         """
     def delete(self, key: str, generation: typing.SupportsInt | typing.SupportsIndex) -> None:
         """
@@ -460,9 +474,15 @@ class Journal:
     """
     Event log of event-sourced actors, per entity, fenced by generations like FencedStore (thread-safe; may block on I/O).
     """
+    @typing.overload
     def __init__(self, uri: str = "memory://", namespace: str = "pynenc-cpp") -> None:
         """
         Opens the journal named by `uri`.
+        """
+    @typing.overload
+    def __init__(self, storage: pynenc_cpp._core.storage.Storage) -> None:
+        """
+        A journal over `storage` (its pool or database; its app id is the namespace).
         """
     def append(
         self,

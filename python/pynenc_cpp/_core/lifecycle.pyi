@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections.abc
 import typing
 
+import pynenc_cpp._core
 import pynenc_cpp._core.broker
 import pynenc_cpp._core.orchestrator
 import pynenc_cpp._core.state_backend
@@ -47,18 +48,19 @@ class Lifecycle:
         runner_context_id: str,
         task_key: str | None = None,
         release_waiters: bool = True,
-    ) -> tuple[tuple, bool]:
+    ) -> pynenc_cpp._core.Change:
         """
         pynenc's set_invocation_status in one call: transition, waiter release and
-        auto-purge mark for a final status, history row. Returns (record, status_watched).
+        auto-purge mark for a final status, history row. Returns a Change (record,
+        status_watched).
         Raises InvocationNotFound, IllegalTransition or OwnershipViolation.
         """
     def claim(
         self, invocation_id: str, runner_id: str | None, runner_context_id: str, start: bool = False
-    ) -> tuple:
+    ) -> pynenc_cpp._core.Claim:
         """
-        Claims one id taken from the broker: returns (kind, record, invocation dict | None,
-        status_watched); kind is 'claimed' (now PENDING), 'not_available' or 'needs_check'
+        Claims one id taken from the broker: returns a Claim (kind, record, invocation dict |
+        None, status_watched); kind is 'claimed' (now PENDING), 'not_available' or 'needs_check'
         (its task may have running concurrency control: nothing changed). With start=True
         a claimed invocation moves on to RUNNING in the same operation (both history
         rows; one script on Redis, one transaction on SQLite): kind 'started' instead.
@@ -71,10 +73,11 @@ class Lifecycle:
         runner_context_id: str,
         task_key: str,
         release_waiters: bool = True,
-    ) -> tuple[tuple, bool, bool]:
+    ) -> pynenc_cpp._core.Finish:
         """
         pynenc's set_invocation_exception in one call: store the exception, then FAILED as
-        change_status. Returns (record, status_watched, exception_watched).
+        change_status. Returns a Finish (record, status_watched, outcome_watched: the
+        exception).
         """
     def finish_success(
         self,
@@ -84,10 +87,10 @@ class Lifecycle:
         runner_context_id: str,
         task_key: str,
         release_waiters: bool = True,
-    ) -> tuple[tuple, bool, bool]:
+    ) -> pynenc_cpp._core.Finish:
         """
         pynenc's set_invocation_result in one call: store the result, then SUCCESS as
-        change_status. Returns (record, status_watched, result_watched).
+        change_status. Returns a Finish (record, status_watched, outcome_watched: the result).
         """
     def gated_change(
         self,
@@ -103,22 +106,21 @@ class Lifecycle:
         defer_queue: str | None = None,
         defer_priority: typing.SupportsFloat | typing.SupportsIndex = 0.0,
         release_waiters: bool = True,
-    ) -> tuple[tuple, bool, typing.Any, list]:
+    ) -> tuple[typing.Any, bool, typing.Any, list]:
         """
         pynenc's running concurrency control and the status change it guards (a claim:
         PENDING unless another is PENDING or RUNNING; a start: RUNNING unless another is
         RUNNING) as one step, with the history row (one transaction on SQLite). Blocked,
         the invocation goes through `defer_path` (each status with its history row) and,
         with `defer_queue`, is routed there, in the same operation. Returns (record,
-        status_watched, blocker id | None, [(record, status_watched) of each deferral
-        step]). Raises InvocationNotFound, IllegalTransition or OwnershipViolation.
+        status_watched, blocker id | None, [a Change of each deferral step]). Raises InvocationNotFound, IllegalTransition or OwnershipViolation.
         """
     def read_final(
         self,
         invocation_id: str,
         max_result_bytes: typing.SupportsInt | typing.SupportsIndex,
         arm: bool = False,
-    ) -> tuple[tuple, typing.Any]:
+    ) -> tuple[typing.Any, typing.Any]:
         """
         (status record, serialized result | None): the result is there when the status
         is SUCCESS and the stored result is at most max_result_bytes long (one script on
@@ -132,7 +134,7 @@ class Lifecycle:
         ahead: collections.abc.Sequence[str],
         max_result_bytes: typing.SupportsInt | typing.SupportsIndex,
         arm: bool = False,
-    ) -> tuple[tuple, typing.Any, list]:
+    ) -> tuple[typing.Any, typing.Any, list]:
         """
         read_final(invocation_id, arm=arm) and, when that status is final, read_final of
         each id of `ahead` whose status is final too, in one call (one script on Redis):
@@ -155,11 +157,11 @@ class Lifecycle:
         """
     def register_and_route(
         self, items: list, runner_id: str | None, runner_context_id: str
-    ) -> tuple[tuple, bool]:
+    ) -> pynenc_cpp._core.Change:
         """
         pynenc's register_new_invocations in one call: upsert the (record, queue, priority)
         items, register them, one REGISTERED history row each, route them. Returns
-        (status record, status_watched).
+        a Change (record, status_watched).
         """
     def register_guarded(
         self,
@@ -186,10 +188,10 @@ class Lifecycle:
         runner_id: str | None,
         runner_context_id: str,
         task_key: str,
-    ) -> tuple[tuple, bool]:
+    ) -> pynenc_cpp._core.Change:
         """
         One invocation of pynenc's reroute_invocations in one call: REROUTED (history),
-        route to `queue` at `priority`. Returns (record, status_watched).
+        route to `queue` at `priority`. Returns a Change (record, status_watched).
         """
     def retry(
         self,
@@ -199,10 +201,10 @@ class Lifecycle:
         runner_id: str | None,
         runner_context_id: str,
         task_key: str,
-    ) -> tuple[tuple, bool]:
+    ) -> pynenc_cpp._core.Change:
         """
         pynenc's set_invocation_retry in one call: RETRY (history), retries + 1, route to
-        `queue` at `priority`. Returns (record, status_watched).
+        `queue` at `priority`. Returns a Change (record, status_watched).
         """
     def set_task_runs_freely(self, task_key: str) -> None:
         """

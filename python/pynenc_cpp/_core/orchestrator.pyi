@@ -7,6 +7,8 @@ from __future__ import annotations
 import collections.abc
 import typing
 
+import pynenc_cpp._core
+
 __all__: list[str] = ["Orchestrator"]
 
 class Orchestrator:
@@ -101,7 +103,7 @@ class Orchestrator:
         index_arguments: collections.abc.Mapping[str, str],
         status: str,
         runner_id: str | None = None,
-    ) -> tuple[tuple, typing.Any]:
+    ) -> tuple[typing.Any, typing.Any]:
         """
         pynenc's running concurrency control and the transition it guards, in one atomic
         step: indexes `index_arguments`, then, unless another invocation of the task whose
@@ -173,7 +175,7 @@ class Orchestrator:
         self,
         invocations: collections.abc.Sequence[tuple[str, str, str]],
         runner_id: str | None = None,
-    ) -> tuple:
+    ) -> pynenc_cpp._core.StatusRecord:
         """
         Registers (invocation_id, task_key, call_key) triples not yet known as REGISTERED
         owned by `runner_id`; known ids are untouched. Returns the REGISTERED record.
@@ -205,7 +207,7 @@ class Orchestrator:
         """
         Marks an invocation for auto_purge, stamped now. Raises InvocationNotFound.
         """
-    def status_record(self, invocation_id: str) -> tuple:
+    def status_record(self, invocation_id: str) -> pynenc_cpp._core.StatusRecord:
         """
         The current status record. Raises InvocationNotFound for an unknown id.
         """
@@ -213,14 +215,16 @@ class Orchestrator:
         """
         Every invocation of a task, in registration order.
         """
-    def transition(self, invocation_id: str, status: str, runner_id: str | None = None) -> tuple:
+    def transition(
+        self, invocation_id: str, status: str, runner_id: str | None = None
+    ) -> pynenc_cpp._core.StatusRecord:
         """
         Atomically validates and applies a status transition; returns the new record.
         Raises InvocationNotFound, IllegalTransition or OwnershipViolation.
         """
     def transition_from_owner(
         self, invocation_id: str, status: str, runner_id: str | None, expected_owner: str | None
-    ) -> tuple:
+    ) -> pynenc_cpp._core.StatusRecord:
         """
         transition(), applied only while the invocation is owned by `expected_owner`
         (None: by no runner), in the same compare-and-set: the fence of a recovery that
