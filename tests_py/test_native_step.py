@@ -7,6 +7,7 @@ by the adapter and conformance suites."""
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -113,6 +114,16 @@ def test_a_generator_step_falls_back_to_a_generator() -> None:
 def test_the_step_keeps_its_name_and_docs() -> None:
     assert Native.pick.__name__ == "pick"
     assert Native.change.__qualname__ == "Native.change"
+
+
+def test_its_signature_is_what_callers_pass() -> None:
+    assert list(inspect.signature(Native.pick).parameters) == ["self", "count"]
+    assert list(inspect.signature(Native.change).parameters) == [
+        "self",
+        "invocation_id",
+        "status",
+        "note",
+    ]
 
 
 def test_a_step_called_on_an_object_whose_mro_lacks_it_is_a_clear_error() -> None:

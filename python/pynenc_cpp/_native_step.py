@@ -13,6 +13,7 @@ method for. That choice is made here and nowhere else.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, Protocol
 
@@ -48,6 +49,10 @@ def native_step[S: HasLifecycle, **P, R](
         mixed: Callable[P, R] = getattr(super(owner, self), name)
         return mixed(*args, **kwargs)
 
+    # What callers pass: the step's signature without its lifecycle.
+    signature = inspect.signature(step)
+    first, _lifecycle, *rest = signature.parameters.values()
+    setattr(dispatch, "__signature__", signature.replace(parameters=[first, *rest]))  # noqa: B010
     return dispatch
 
 
