@@ -448,6 +448,9 @@ void InitOptions(py::module_& m) {
                      "JSON-lines activation log path ('': none).")
       .def_readwrite("generation_source", &ClusterOptions::generation_source,
                      "memory://, sqlite:///path or redis://host:port/db.")
+      .def_readwrite("storage", &ClusterOptions::storage,
+                     "The Storage (on generation_source, app id cluster_name) the "
+                     "generation source is taken from; None: the node opens its own.")
       .def_property(
           "placement",
           [](const ClusterOptions& o) -> std::string {

@@ -149,6 +149,25 @@ def test_the_cluster_ports_of_one_uri_and_namespace_share_one_storage(tmp_path: 
     assert GenerationSource(_core.Storage(uri, "ns")).claim_term("s", "a") == Generation(1, 0)
 
 
+def test_a_node_takes_its_generations_from_the_shared_storage(tmp_path: Path) -> None:
+    from pynenc_cpp import _storage
+
+    uri = f"sqlite://{tmp_path}/gen.db"
+    key = (uri, "shared-node")
+    handle = run_cluster(
+        config=ClusterConfig(
+            host="127.0.0.1", cluster_name="shared-node", generation_source=uri, **FAST
+        )
+    )
+    try:
+        # Nothing else holds it: the node keeps the process's storage of its cluster alive,
+        # and the fenced stores and journals made now share it.
+        assert _storage._cluster_storages.get(key) is not None
+        assert FencedStore(uri, "shared-node")._storage is _storage._cluster_storages[key]
+    finally:
+        handle.stop()
+
+
 def test_memory_ports_stay_worlds_of_their_own() -> None:
     first, second = FencedStore("memory://", "ns"), FencedStore("memory://", "ns")
     first.write("k", b"v", Generation(1, 0))

@@ -8,6 +8,7 @@ import collections.abc
 import typing
 
 import pynenc_cpp._core.coordinator
+import pynenc_cpp._core.storage
 
 __all__: list[str] = [
     "ClusterActivation",
@@ -375,6 +376,13 @@ class ClusterOptions:
         """
     @state_dir.setter
     def state_dir(self, arg0: str) -> None: ...
+    @property
+    def storage(self) -> pynenc_cpp._core.storage.Storage:
+        """
+        The Storage (on generation_source, app id cluster_name) the generation source is taken from; None: the node opens its own.
+        """
+    @storage.setter
+    def storage(self, arg0: pynenc_cpp._core.storage.Storage) -> None: ...
     @property
     def suspect_timeout_ms(self) -> int:
         """

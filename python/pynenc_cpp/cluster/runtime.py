@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pynenc_cpp import _core
+from pynenc_cpp._storage import cluster_storage
 from pynenc_cpp.cluster.config import MAX_TIMEOUT_MS, ClusterConfig
 from pynenc_cpp.cluster.specs import (
     ActorSpec,
@@ -53,6 +54,17 @@ _LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
 
 def _engine_log(level: int, line: str) -> None:
     logger.log(_LOG_LEVELS[level] if 0 <= level < len(_LOG_LEVELS) else logging.ERROR, "%s", line)
+
+
+def _shared_storage(config: ClusterConfig) -> _core.Storage:
+    """The storage the node takes its generation source from: the one this process's
+    fenced stores and journals of the same cluster share (``cluster_storage``). Its
+    errors read as the node's own would: "generation_source: ..." (``BadConfig`` for a
+    bad URI or an unusable SQLite path)."""
+    try:
+        return cluster_storage(config.generation_source, config.cluster_name)
+    except _core.EngineError as exc:
+        raise type(exc)(f"generation_source: {exc}") from exc
 
 
 class ClusterAddressInUse(BackendError, OSError):
@@ -237,6 +249,7 @@ class ClusterHandle:
     def __init__(self, config: ClusterConfig) -> None:
         self.config = config
         self._node: _core.ClusterNode | None = None
+        self._storage: _core.Storage | None = None  # the generation source's (run_cluster)
         self._subs: dict[int, Callable[[MemberEvent], None]] = {}
         self._subs_lock = threading.Lock()
         self._next_sub = 0
@@ -496,9 +509,14 @@ def run_cluster(
         except Exception:
             logger.exception("cluster stop callback failed (%s)", reason)
 
+    options = config.to_options()
+    if not config.standalone:
+        # The handle keeps the Python object: ``cluster_storage`` holds storages weakly,
+        # and the node's C++ reference alone would not keep it found.
+        handle._storage = options.storage = _shared_storage(config)
     try:
         handle._node = _core.ClusterNode.start(
-            config.to_options(), on_start, on_stop, handle._dispatch, _engine_log
+            options, on_start, on_stop, handle._dispatch, _engine_log
         )
     except BackendError as exc:
         if "in use" in str(exc).lower():

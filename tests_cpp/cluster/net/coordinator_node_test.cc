@@ -21,6 +21,7 @@
 
 #include "pynenc_cpp/cluster/node.h"
 #include "pynenc_cpp/ports/journal.h"
+#include "pynenc_cpp/ports/storage.h"
 
 namespace pynenc_cpp::cluster {
 namespace {
@@ -379,6 +380,54 @@ TEST(CoordinatorNodeErrors, BadGenerationSourceIsBadConfigNamingTheOption) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kBadConfig);
   EXPECT_EQ(r.status().message().rfind("generation_source:", 0), 0u) << r.status().message();
+}
+
+// A node given the process's Storage claims its generations there: what the
+// process's other cluster ports read from that storage is the node's own.
+TEST_F(CoordinatorNodes, AGivenStorageHoldsTheNodesGenerations) {
+  ClusterOptions o = Options("w1", {});
+  o.quorum = 1;
+  auto storage = Storage::Open({o.generation_source, o.cluster_name, nullptr});
+  ASSERT_TRUE(storage.ok()) << storage.status().ToString();
+  o.storage = storage.value();
+  auto r = ClusterNode::Start(o, {}, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  nodes_["w1"] = std::move(r).value();
+  ASSERT_TRUE(nodes_["w1"]->RegisterActorType("echo", [this](const InstanceContext& ctx) {
+                            return std::make_unique<Echo>(reg_, "w1", ctx);
+                          }).ok());
+  ActorSpec a;
+  a.label = "storage/a";
+  a.actor_type = "echo";
+  ASSERT_TRUE(WaitFor([&] { return nodes_["w1"]->SubmitActor(a, 2'000).get().ok(); }, kDeadline));
+  ASSERT_TRUE(WaitFor([&] { return reg_.Where("storage/a").size() == 1; }, kDeadline));
+  auto source = storage.value()->NewGenerationSource();
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  auto current = source.value()->Current("storage/a");
+  ASSERT_TRUE(current.ok()) << current.status().ToString();
+  ASSERT_TRUE(current.value().has_value());
+  EXPECT_EQ(current.value()->owner, nodes_["w1"]->Status().id);
+}
+
+TEST(CoordinatorNodeErrors, AGivenStorageMustBeOnTheSourceAndNamespacedByTheCluster) {
+  TempDir dir;
+  ClusterOptions o;
+  o.host = "127.0.0.1";
+  o.secret = "s";
+  o.cluster_name = "c1";
+  o.generation_source = "sqlite://" + dir.path() + "/g.db";
+  for (const BackendConfig& config :
+       {BackendConfig{"sqlite://" + dir.path() + "/other.db", "c1", nullptr},
+        BackendConfig{o.generation_source, "c2", nullptr}}) {
+    auto storage = Storage::Open(config);
+    ASSERT_TRUE(storage.ok()) << storage.status().ToString();
+    o.storage = storage.value();
+    auto r = ClusterNode::Start(o, {}, {});
+    ASSERT_FALSE(r.ok()) << config.uri << " " << config.app_id;
+    EXPECT_EQ(r.status().code(), ErrorCode::kBadConfig);
+    EXPECT_EQ(r.status().message().rfind("generation_source: the storage given", 0), 0u)
+        << r.status().message();
+  }
 }
 
 TEST(CoordinatorNodeErrors, StandaloneNodeRefusesCoordinatorCalls) {

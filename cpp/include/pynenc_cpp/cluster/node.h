@@ -34,6 +34,7 @@
 #include "pynenc_cpp/cluster/transport.h"
 #include "pynenc_cpp/cluster/types.h"
 #include "pynenc_cpp/core/error.h"
+#include "pynenc_cpp/ports/storage.h"
 
 namespace pynenc_cpp::cluster {
 
@@ -70,6 +71,11 @@ struct ClusterOptions {
   // another process rebuilds from the nodes' directory copies), sqlite:///path
   // (processes of one machine), redis://host:port/db. Namespaced by cluster_name.
   std::string generation_source = "memory://";
+  // The storage the generation source is taken from, shared with the process's
+  // other cluster ports (fenced stores, journals); it must be opened on
+  // generation_source with cluster_name as its app id (else the start fails with
+  // kBadConfig). Null: the node opens a storage of its own on generation_source.
+  std::shared_ptr<Storage> storage;
   StrategyChoice placement{StrategyChoice::Kind::kLeastLoaded, 0, {}};  // the default strategy
   std::int64_t request_timeout_ms = 5'000;  // default deadline of Submit/Query/Ask
   std::int64_t spawn_timeout_ms = 0;        // 0: max(5000, 3 * lease); then the spawn is re-sent

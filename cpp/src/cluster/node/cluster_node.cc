@@ -76,6 +76,32 @@ void ClusterNodeImpl::Log(LogLevel level, std::string_view msg) {
   });
 }
 
+Result<std::unique_ptr<GenerationSource>> ClusterNodeImpl::NewGenerationSource() const {
+  const auto named = [](const pynenc_cpp::Status& s) {
+    return pynenc_cpp::Status::FromCode(s.code(), "generation_source: " + s.message());
+  };
+  if (options_.storage == nullptr) {
+    auto source = OpenGenerationSource(
+        BackendConfig{options_.generation_source, options_.cluster_name, nullptr});
+    if (!source.ok()) return named(source.status());
+    return source;
+  }
+  const BackendConfig& config = options_.storage->config();
+  if (config.uri != options_.generation_source) {
+    return pynenc_cpp::Status::BadConfig("generation_source: the storage given is on '" +
+                                         RedactUri(config.uri) + "', not on '" +
+                                         RedactUri(options_.generation_source) + "'");
+  }
+  if (config.app_id != options_.cluster_name) {
+    return pynenc_cpp::Status::BadConfig("generation_source: the storage given is namespaced '" +
+                                         config.app_id + "', not the cluster name '" +
+                                         options_.cluster_name + "'");
+  }
+  auto source = options_.storage->NewGenerationSource();
+  if (!source.ok()) return named(source.status());
+  return source;
+}
+
 pynenc_cpp::Status ClusterNodeImpl::LoadIdentity() {
   if (!options_.node_id.empty()) {
     id_ = options_.node_id;
@@ -133,12 +159,8 @@ pynenc_cpp::Status ClusterNodeImpl::Init() {
     return pynenc_cpp::Status::Ok();
   }
 
-  auto source =
-      OpenGenerationSource(BackendConfig{options_.generation_source, options_.cluster_name, nullptr});
-  if (!source.ok()) {
-    return pynenc_cpp::Status::FromCode(source.status().code(),
-                                        "generation_source: " + source.status().message());
-  }
+  auto source = NewGenerationSource();
+  if (!source.ok()) return source.status();
   source_ = std::shared_ptr<GenerationSource>(std::move(source).value());
 
   TransportOptions t;

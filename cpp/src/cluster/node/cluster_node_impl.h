@@ -95,6 +95,9 @@ class ClusterNodeImpl final : public ClusterNode {
   void PushRegistry();  // loop thread
   void SnapshotServices(NodeStatus& status);  // loop thread
   pynenc_cpp::Status LoadIdentity();
+  // The generation source: from options_.storage if given, else from a storage
+  // opened on options_.generation_source. Errors start with "generation_source: ".
+  Result<std::unique_ptr<GenerationSource>> NewGenerationSource() const;
   void StartCore(const Address& self, std::uint64_t incarnation, std::vector<Address> seeds,
                  int quorum);
   // The node's log sink, safe from any thread. REQUIRES: callbacks_ exists when
