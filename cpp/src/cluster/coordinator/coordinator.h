@@ -153,6 +153,7 @@ class Coordinator {
   void ReconcileEntry(const std::string& label, Entry& e);
   void SyncAgents();
   Target Choose(const std::string& label, const Entry& e);
+  // Ownership: the generation claims (ownership.cc).
   void ClaimTerm(const std::string& label, const NodeId& node);
   void ClaimSeq(const std::string& label);
   void SendSpawn(const std::string& label, Entry& e);
