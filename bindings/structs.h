@@ -16,16 +16,19 @@
 
 namespace pynenc_cpp::bindings {
 
-struct StatusRecordObj {
+// Hidden, as pybind11's own types are: a struct holding a py::object may not be
+// more visible than its field (GCC's -Wattributes, in builds without
+// -fvisibility=hidden such as the chaos suite's ASan build).
+struct __attribute__((visibility("hidden"))) StatusRecordObj {
   py::object obj;
 };
-struct ClaimObj {
+struct __attribute__((visibility("hidden"))) ClaimObj {
   py::object obj;
 };
-struct ChangeObj {
+struct __attribute__((visibility("hidden"))) ChangeObj {
   py::object obj;
 };
-struct FinishObj {
+struct __attribute__((visibility("hidden"))) FinishObj {
   py::object obj;
 };
 
