@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -64,10 +65,20 @@ class SqliteBackend {
 // happens to be running.
 class RedisServer {
  public:
-  explicit RedisServer(bool appendonly = false) : appendonly_(appendonly) {
+  explicit RedisServer(bool appendonly = false) : RedisServer(appendonly, {}, "") {}
+  // `extra` are more "--option value" arguments (e.g. {"--replicaof", "127.0.0.1",
+  // "6379"}). A non-empty `sentinel_conf` starts a sentinel (redis-server --sentinel)
+  // with that config file's text instead of a data server.
+  RedisServer(bool appendonly, std::vector<std::string> extra, std::string sentinel_conf)
+      : appendonly_(appendonly),
+        extra_(std::move(extra)),
+        sentinel_conf_(std::move(sentinel_conf)) {
     std::string pattern = (std::filesystem::temp_directory_path() / "pynenc-redis-XXXXXX").string();
     dir_ = mkdtemp(pattern.data());
     port_ = FreePort();
+    if (!sentinel_conf_.empty()) {
+      std::ofstream(dir_ + "/sentinel.conf") << sentinel_conf_;
+    }
     Start();
   }
   ~RedisServer() {
@@ -125,7 +136,12 @@ class RedisServer {
     pid_ = fork();
     if (pid_ == 0) {
       const std::string port = std::to_string(port_);
-      std::vector<std::string> args = {"redis-server",
+      std::vector<std::string> args = {"redis-server"};
+      if (!sentinel_conf_.empty()) {
+        args = {"redis-server", dir_ + "/sentinel.conf", "--sentinel", "--port", port, "--bind",
+                "127.0.0.1", "--dir", dir_, "--logfile", dir_ + "/redis.log", "--daemonize", "no"};
+      } else {
+        args = {"redis-server",
                                        "--port",
                                        port,
                                        "--bind",
@@ -140,6 +156,8 @@ class RedisServer {
                                        dir_ + "/redis.log",
                                        "--daemonize",
                                        "no"};
+      }
+      args.insert(args.end(), extra_.begin(), extra_.end());
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -202,6 +220,8 @@ class RedisServer {
   bool started_once_ = false;
 
   bool appendonly_;
+  std::vector<std::string> extra_;
+  std::string sentinel_conf_;
   std::string dir_;
   int port_ = 0;
   pid_t pid_ = -1;

@@ -28,8 +28,17 @@ def free_port() -> int:
 
 class RedisServer:
     def __init__(
-        self, data_dir: Path, *, appendonly: bool = False, appendfsync: str = "everysec"
+        self,
+        data_dir: Path,
+        *,
+        appendonly: bool = False,
+        appendfsync: str = "everysec",
+        extra_args: tuple[str, ...] = (),
+        sentinel_conf: str | None = None,
     ) -> None:
+        """``extra_args``: more ``--option value`` arguments (``--replicaof host
+        port``). ``sentinel_conf``: start a sentinel (``redis-server --sentinel``) with
+        this config file text instead of a data server."""
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed (scripts/setup.sh installs it)")
@@ -38,6 +47,8 @@ class RedisServer:
         self.appendonly = appendonly
         self.appendfsync = appendfsync
         self.port = free_port()
+        self.extra_args = extra_args
+        self.sentinel_conf = sentinel_conf
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -46,25 +57,38 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        head = [self.binary]
+        if self.sentinel_conf is not None:
+            conf = self.data_dir / "sentinel.conf"
+            if not conf.exists():  # the sentinel rewrites it with what it learns
+                conf.write_text(self.sentinel_conf)
+            head = [self.binary, str(conf), "--sentinel"]
         self.proc = subprocess.Popen(
             [
-                self.binary,
+                *head,
                 "--port",
                 str(self.port),
                 "--bind",
                 "127.0.0.1",
                 "--dir",
                 str(self.data_dir),
-                "--save",
-                "",
-                "--appendonly",
-                "yes" if self.appendonly else "no",
-                "--appendfsync",
-                self.appendfsync,
+                *(
+                    ()
+                    if self.sentinel_conf is not None
+                    else (
+                        "--save",
+                        "",
+                        "--appendonly",
+                        "yes" if self.appendonly else "no",
+                        "--appendfsync",
+                        self.appendfsync,
+                    )
+                ),
                 "--logfile",
                 str(self.data_dir / "redis.log"),
                 "--daemonize",
                 "no",
+                *self.extra_args,
             ],
             # Not the sanitizer runtime a chaos run preloads into its Python processes.
             env={k: v for k, v in os.environ.items() if k not in _SANITIZER_ENV},

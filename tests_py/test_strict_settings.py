@@ -63,6 +63,8 @@ BAD: list[tuple[str, object, str]] = [
     ("cpp_runner_metrics_addr", "", "expected an address"),
     ("cpp_runner_take_ahead", "maybe", "expected true or false"),
     ("cpp_runner_prefetch", 0, "expected a whole number from 1 to 1000"),
+    ("cpp_redis_min_replicas", -1, "expected a whole number from 0 to 1000"),
+    ("cpp_redis_min_replicas", "two", "expected a whole number from 0 to 1000"),
     ("cpp_runner_trigger_wake", "sometimes", "expected true or false"),
 ]
 SOURCES = ["builder", "pyproject", "yaml", "env"]

@@ -12,6 +12,7 @@ from pynenc_cpp import _core
 from pynenc_cpp._outage import Settled, ride_out
 from pynenc_cpp._settings import check_setting
 from pynenc_cpp._storage import storage_for
+from pynenc_cpp._urls import url_option
 from pynenc_cpp.config import ConfigCpp
 from pynenc_cpp.errors import BadConfig
 
@@ -114,8 +115,25 @@ def spin_wait_us(conf: ConfigCpp) -> int:
 
 
 def redis_uri(conf: ConfigCpp) -> str:
-    """The engine URI for the Redis settings of ``conf``; BadConfig if unusable."""
-    return str(check_setting("cpp_redis_url", conf.cpp_redis_url, _SET_ON_CONF))
+    """The engine URI for the Redis settings of ``conf`` (``cpp_redis_url``, with
+    ``cpp_redis_min_replicas`` as its ``min_replicas`` option); BadConfig if unusable."""
+    url = str(check_setting("cpp_redis_url", conf.cpp_redis_url, _SET_ON_CONF))
+    replicas = int(
+        check_setting("cpp_redis_min_replicas", conf.cpp_redis_min_replicas, _SET_ON_CONF)
+    )
+    if replicas == 0:
+        return url
+    given = url_option(url, "min_replicas")
+    if given is not None:
+        if int(given) != replicas:
+            raise BadConfig(
+                f"cpp_redis_min_replicas={replicas} and the URL's min_replicas={given} "
+                "disagree: set one of them"
+            )
+        return url
+    base, hash_, fragment = url.partition("#")
+    joiner = "&" if "?" in base else "?"
+    return f"{base}{joiner}min_replicas={replicas}{hash_}{fragment}"
 
 
 def sqlite_uri(conf: ConfigCpp) -> str:

@@ -222,6 +222,7 @@ RULES: dict[str, Rule] = {
     "cpp_sqlite_busy_timeout_ms": whole(0, 3_600_000),
     "cpp_sqlite_wal_buffer": flag(as_text=True),
     "cpp_redis_url": _problem_rule(redis_url_problem, _shown_url, _url_prefixes),
+    "cpp_redis_min_replicas": whole(0, 1_000),
     "cpp_native": flag(as_text=True),
     "cpp_outage_budget_sec": number(0.0, MAX_OUTAGE_BUDGET_SEC),
     "cpp_spin_wait_us": Rule(_spin_wait),

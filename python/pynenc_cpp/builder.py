@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from pynenc_cpp._settings import check_setting, strict_settings
+from pynenc_cpp.errors import BadConfig
 
 if TYPE_CHECKING:
     from pynenc.builder import PynencBuilder
@@ -67,6 +70,7 @@ _ARG_TYPES: dict[str, tuple[type, ...]] = {
     "prefetch": (int,),
     "task_timeout_sec": (int, float),
     "synchronous": (str,),
+    "min_replicas": (int,),
 }
 
 
@@ -172,24 +176,92 @@ def cpp_sqlite(
 
 
 def cpp_redis(
-    builder: PynencBuilder, url: str = "redis://127.0.0.1:6379/0", *, native: bool = True
+    builder: PynencBuilder,
+    url: str | None = None,
+    *,
+    sentinels: Sequence[tuple[str, int] | str] | None = None,
+    master_name: str | None = None,
+    password: str | None = None,
+    db: int = 0,
+    sentinel_password: str | None = None,
+    min_replicas: int = 0,
+    native: bool = True,
 ) -> PynencBuilder:
     """Use the native Redis components: every component of the app on one server.
 
     :param url: ``redis://[[user]:password@]host[:port][/db]`` (an ACL user and
         its password, or only a password; percent-encoded; the host may be an IPv6
         literal such as ``[::1]``) or ``unix:///path/to.sock`` (a unix socket),
-        optionally with ``?db=N&connect_timeout_ms=N&io_timeout_ms=N&password=P``.
+        optionally with ``?db=N&connect_timeout_ms=N&io_timeout_ms=N&password=P``;
+        or a master behind Sentinel:
+        ``redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master_name[/db]``
+        (``sentinel://`` too; the hosts are the sentinels, port 26379 by default;
+        ``?sentinel_password=P&sentinel_username=U`` for the sentinels).
         ``rediss://`` is a clear error (no TLS in this build). Errors never show
         the password. Keys are namespaced by app id, so several apps share one
-        database.
+        database. Default: ``redis://127.0.0.1:6379/0``.
+    :param sentinels: Instead of ``url``: the Sentinel deployment's sentinels, as
+        ``(host, port)`` pairs or ``"host:port"`` strings, with ``master_name`` (and
+        ``password``, ``db``, ``sentinel_password`` for it). The master is the one
+        the sentinels name, asked again on every new connection, so the app follows
+        a failover; a server that reports itself a replica is never written to.
+    :param master_name: The name the sentinels monitor the master by.
+    :param password: The master's password (with ``sentinels``).
+    :param db: The master's database (with ``sentinels``).
+    :param sentinel_password: The sentinels' password (with ``sentinels``).
+    :param min_replicas: ``cpp_redis_min_replicas``: how many replicas must
+        acknowledge every write (``WAIT``) before it returns; 0 (default): none.
     :param native: Native mode (default): each orchestration step is one engine
         call. ``False``: mixed mode.
     """
-    url = _arg("cpp_redis_url", url, "cpp_redis", "url")
+    if sentinels is not None:
+        if url is not None:
+            raise BadConfig("cpp_redis(): give url= or sentinels=, not both")
+        url = sentinel_url(sentinels, master_name, password, db, sentinel_password)
+    elif master_name is not None or password is not None or sentinel_password is not None or db:
+        raise BadConfig(
+            "cpp_redis(): master_name=, password=, db= and sentinel_password= go with "
+            "sentinels=; with url= they are part of the URL"
+        )
+    url = _arg("cpp_redis_url", url or "redis://127.0.0.1:6379/0", "cpp_redis", "url")
+    replicas = _arg("cpp_redis_min_replicas", min_replicas, "cpp_redis", "min_replicas")
     _use(builder, "Redis", native, in_memory=False)
     builder._config["cpp_redis_url"] = url
+    builder._config["cpp_redis_min_replicas"] = replicas
     return builder
+
+
+def sentinel_url(
+    sentinels: Sequence[tuple[str, int] | str],
+    master_name: str | None,
+    password: str | None = None,
+    db: int = 0,
+    sentinel_password: str | None = None,
+) -> str:
+    """The ``redis+sentinel://`` URL of a Sentinel deployment (what ``cpp_redis``
+    builds from ``sentinels=``; passwords percent-encoded)."""
+    if isinstance(sentinels, str) or not sentinels:
+        raise BadConfig(
+            "cpp_redis(sentinels=...): expected a non-empty list of (host, port) or 'host:port'"
+        )
+    if not master_name or not isinstance(master_name, str):
+        raise BadConfig("cpp_redis(sentinels=...) needs master_name=, the name Sentinel monitors")
+    if isinstance(db, bool) or not isinstance(db, int) or not 0 <= db <= 1_000_000:
+        raise BadConfig(f"cpp_redis(db={db!r}): expected a database number from 0 to 1000000")
+    hosts = []
+    for entry in sentinels:
+        if isinstance(entry, str):
+            hosts.append(entry)
+            continue
+        if not (isinstance(entry, tuple | list) and len(entry) == 2):
+            raise BadConfig(f"cpp_redis(sentinels=...): {entry!r} is not (host, port)")
+        host, port = entry
+        if not isinstance(host, str) or isinstance(port, bool) or not isinstance(port, int):
+            raise BadConfig(f"cpp_redis(sentinels=...): {entry!r} is not (host, port)")
+        hosts.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+    auth = f":{quote(password, safe='')}@" if password else ""
+    query = f"?sentinel_password={quote(sentinel_password, safe='')}" if sentinel_password else ""
+    return f"redis+sentinel://{auth}{','.join(hosts)}/{quote(master_name, safe='')}/{db}{query}"
 
 
 def cpp_runner(

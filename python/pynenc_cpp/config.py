@@ -39,8 +39,18 @@ class ConfigCpp(StrictCppSettings, ConfigPynencBase):
     :cvar ConfigField[str] cpp_redis_url:
         The Redis server of the ``cpp_redis`` components, as redis-py reads URLs:
         ``redis://[[user]:password@]host[:port][/db]`` (IPv6 as ``[::1]``) or
-        ``unix:///path/to.sock``, with ``?db=N&connect_timeout_ms=N&io_timeout_ms=N&password=P``
-        (docs/backends/redis.md).
+        ``unix:///path/to.sock``, with ``?db=N&connect_timeout_ms=N&io_timeout_ms=N&password=P``;
+        or a master behind Sentinel,
+        ``redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master_name[/db]``
+        (``sentinel://`` too; ``?sentinel_password=P&sentinel_username=U`` for the
+        sentinels) (docs/backends/redis.md).
+    :cvar ConfigField[int] cpp_redis_min_replicas:
+        How many replicas must acknowledge every write of the Redis components (0,
+        the default: none). Above 0, each write is followed by ``WAIT`` in the same
+        round trip, and a write fewer replicas acknowledged within 1 s (URL option
+        ``min_replicas_timeout_ms``) raises an error instead of returning: an
+        acknowledged submit, status change or result survives the master's loss
+        (docs/backends/redis.md says what ``WAIT`` does not promise).
     :cvar ConfigField[str] cpp_native:
         Native mode (default ``"true"``; true or false, also yes/no, on/off, 1/0,
         stored as ``"true"``/``"false"``; anything else is refused; read it through
@@ -73,6 +83,7 @@ class ConfigCpp(StrictCppSettings, ConfigPynencBase):
     cpp_sqlite_busy_timeout_ms = ConfigField(5000)
     cpp_sqlite_wal_buffer = ConfigField("true")  # a str, as cpp_native below
     cpp_redis_url = ConfigField("redis://127.0.0.1:6379/0")
+    cpp_redis_min_replicas = ConfigField(0)
     # A str, not a bool: cistell casts env values with the default's type, and
     # bool("False") is True.
     cpp_native = ConfigField("true")

@@ -12,7 +12,9 @@ std::string RedactUri(const std::string& uri) {
       std::size_t end = out.find('&', pos);
       if (end == std::string::npos) end = out.size();
       const auto eq = out.find('=', pos);
-      if (eq != std::string::npos && eq < end && out.compare(pos, eq - pos, "password") == 0) {
+      // password=, sentinel_password=: every key that ends in "password".
+      if (eq != std::string::npos && eq < end && eq - pos >= 8 &&
+          out.compare(eq - 8, 8, "password") == 0) {
         out.replace(eq + 1, end - eq - 1, "***");
         end = eq + 4;
       }
@@ -71,6 +73,15 @@ Result<ParsedBackendUri> ParseBackendUri(const std::string& raw_uri) {
     }
     return ParsedBackendUri{BackendKind::kRedis, rest};
   }
+  if (scheme == "redis+sentinel" || scheme == "sentinel") {
+    // Redis behind Sentinel: redis+sentinel://[[user]:pw@]h1:26379[,h2:26379...]/master[/db]
+    if (rest.empty() || rest.find_first_not_of("/?#") == std::string::npos) {
+      return Status::BadConfig("backend URI '" + uri + "': " + scheme +
+                               ":// needs the sentinels and the master's name, as "
+                               "redis+sentinel://host:26379[,host:26379...]/MASTER_NAME[/db]");
+    }
+    return ParsedBackendUri{BackendKind::kRedis, "sentinel://" + rest};
+  }
   if (scheme == "unix") {  // a Redis unix socket, as redis-py: unix://[[user]:pw@]/path?db=N
     if (rest.empty()) {
       return Status::BadConfig("backend URI '" + uri + "': unix:// needs a socket path");
@@ -85,7 +96,7 @@ Result<ParsedBackendUri> ParseBackendUri(const std::string& raw_uri) {
         "spiped) with a redis:// or unix:// URI");
   }
   return Status::BadConfig("backend URI '" + uri + "' has unknown scheme '" + scheme +
-                           "'; expected memory, sqlite, redis or unix");
+                           "'; expected memory, sqlite, redis, unix or redis+sentinel");
 }
 
 Result<ParsedBackendUri> CheckBackendConfig(const BackendConfig& config) {

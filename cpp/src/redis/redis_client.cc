@@ -5,9 +5,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <strings.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <thread>
 #include <unordered_map>
 
@@ -77,7 +81,9 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
 
   redisContext* ctx() { return ctx_; }
-  bool broken() const { return ctx_ == nullptr || ctx_->err != 0; }
+  bool broken() const { return discarded_ || ctx_ == nullptr || ctx_->err != 0; }
+  // Not to be pooled again (it answered READONLY: no longer the master's).
+  void Discard() { discarded_ = true; }
   // Whether the server closed this idle connection (or wrote to it unasked):
   // peeks at the socket without blocking. Nothing pending (EAGAIN) means it is
   // still open, as far as the kernel knows.
@@ -117,6 +123,7 @@ class Connection {
 
  private:
   redisContext* ctx_;
+  bool discarded_ = false;
 };
 
 namespace {
@@ -145,6 +152,39 @@ std::string PercentDecode(const std::string& s, bool plus_is_space = false) {
   return out;
 }
 
+using Shown = std::function<std::string(const std::string&)>;
+
+// "host[:port]" or "[v6]" / "[v6]:port" into host and port (port kept when absent).
+Status ParseHostPort(const std::string& text, const Shown& shown, std::string* host, int* port) {
+  std::string hostport = text;
+  std::string bracketed;
+  if (!hostport.empty() && hostport[0] == '[') {
+    const auto close = hostport.find(']');
+    if (close == std::string::npos || close == 1) {
+      return Status::BadConfig("redis URI host " + shown(hostport) +
+                               " is not an IPv6 literal like [::1]");
+    }
+    bracketed = hostport.substr(1, close - 1);
+    hostport = hostport.substr(close + 1);  // "" or ":port"
+    if (!hostport.empty() && hostport[0] != ':') {
+      return Status::BadConfig("redis URI: expected ':port' after the IPv6 literal");
+    }
+  }
+  const auto colon = hostport.rfind(':');
+  if (colon == std::string::npos) {
+    *host = bracketed.empty() ? hostport : bracketed;
+    return Status::Ok();
+  }
+  *host = bracketed.empty() ? hostport.substr(0, colon) : bracketed;
+  long v = 0;
+  if (!ParseInt(hostport.substr(colon + 1), 1, 65535, &v)) {
+    return Status::BadConfig("redis URI port " + shown(hostport.substr(colon + 1)) +
+                             " is not a port number (1-65535)");
+  }
+  *port = static_cast<int>(v);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<RedisOptions> ParseRedisLocation(const std::string& location) {
@@ -152,12 +192,14 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
   // Parts of a location with user info are never echoed in errors: a password
   // with an unencoded '/' or '?' would land in them.
   const bool secretive = location.find('@') != std::string::npos;
-  auto shown = [secretive](const std::string& part) {
+  const Shown shown = [secretive](const std::string& part) {
     return secretive ? std::string("(not shown: the URI has user info)") : "'" + part + "'";
   };
   std::string rest = location;
   const bool unix_socket = rest.rfind("unix://", 0) == 0;
+  const bool sentinel = rest.rfind("sentinel://", 0) == 0;
   if (unix_socket) rest = rest.substr(7);
+  if (sentinel) rest = rest.substr(11);
   // [[user]:password@] before the host: up to the last '@' before the first
   // '/', '?' or '#' (a password with those must be percent-encoded, as for
   // redis-py); user and password are percent-decoded.
@@ -175,6 +217,7 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
     rest = rest.substr(0, q);
   }
   std::string hostport = rest;
+  std::string db_text;
   if (unix_socket) {
     // The whole path is the socket; the database comes from ?db=N.
     if (rest.empty() || rest[0] != '/') {
@@ -188,48 +231,57 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
     o.host.clear();
     o.port = 0;
     hostport.clear();
+  } else if (sentinel) {
+    // sentinel://h1[:p1][,h2[:p2]...]/master_name[/db]
+    const auto slash = rest.find('/');
+    hostport = rest.substr(0, slash);
+    std::string path = slash == std::string::npos ? "" : rest.substr(slash + 1);
+    const auto next = path.find('/');
+    o.master_name = PercentDecode(path.substr(0, next));
+    if (next != std::string::npos) db_text = path.substr(next + 1);
+    if (o.master_name.empty()) {
+      return Status::BadConfig(
+          "redis Sentinel URI needs the master's name after the sentinels: "
+          "redis+sentinel://host:26379[,host:26379...]/MASTER_NAME[/db]");
+    }
+    std::size_t from = 0;
+    while (from <= hostport.size()) {
+      std::size_t comma = hostport.find(',', from);
+      if (comma == std::string::npos) comma = hostport.size();
+      RedisOptions::HostPort hp;
+      Status parsed = ParseHostPort(hostport.substr(from, comma - from), shown, &hp.host, &hp.port);
+      if (!parsed.ok()) return parsed;
+      if (hp.host.empty()) {
+        return Status::BadConfig("redis Sentinel URI '" + RedactUri(location) +
+                                 "' has an empty sentinel host");
+      }
+      o.sentinels.push_back(std::move(hp));
+      from = comma + 1;
+    }
+    o.host.clear();
+    o.port = 0;
+    hostport.clear();
   } else if (auto slash = rest.find('/'); slash != std::string::npos) {
     hostport = rest.substr(0, slash);
-    const std::string db = rest.substr(slash + 1);
+    db_text = rest.substr(slash + 1);
+  }
+  if (!db_text.empty()) {
     long v = 0;
-    if (!db.empty()) {
-      if (!ParseInt(db, 0, 1'000'000, &v)) {
-        return Status::BadConfig("redis URI database " + shown(db) + " is not a number");
-      }
-      o.db = static_cast<int>(v);
+    if (!ParseInt(db_text, 0, 1'000'000, &v)) {
+      return Status::BadConfig("redis URI database " + shown(db_text) + " is not a number");
+    }
+    o.db = static_cast<int>(v);
+  }
+  if (!unix_socket && !sentinel) {
+    Status parsed = ParseHostPort(hostport, shown, &o.host, &o.port);
+    if (!parsed.ok()) return parsed;
+    if (o.host.empty()) {
+      return Status::BadConfig("redis URI '" + RedactUri(location) + "' has no host");
     }
   }
-  // An IPv6 literal: "[::1]" or "[::1]:6379".
-  std::string bracketed;
-  if (!hostport.empty() && hostport[0] == '[') {
-    const auto close = hostport.find(']');
-    if (close == std::string::npos || close == 1) {
-      return Status::BadConfig("redis URI host " + shown(hostport) +
-                               " is not an IPv6 literal like [::1]");
-    }
-    bracketed = hostport.substr(1, close - 1);
-    hostport = hostport.substr(close + 1);  // "" or ":port"
-    if (!hostport.empty() && hostport[0] != ':') {
-      return Status::BadConfig("redis URI: expected ':port' after the IPv6 literal");
-    }
-  }
-  const auto colon = hostport.rfind(':');
-  if (unix_socket) {
-    // no host, no port
-  } else if (colon == std::string::npos) {
-    o.host = bracketed.empty() ? hostport : bracketed;
-  } else {
-    o.host = bracketed.empty() ? hostport.substr(0, colon) : bracketed;
-    long port = 0;
-    if (!ParseInt(hostport.substr(colon + 1), 1, 65535, &port)) {
-      return Status::BadConfig("redis URI port " + shown(hostport.substr(colon + 1)) +
-                               " is not a port number (1-65535)");
-    }
-    o.port = static_cast<int>(port);
-  }
-  if (o.host.empty() && !unix_socket) {
-    return Status::BadConfig("redis URI '" + RedactUri(location) + "' has no host");
-  }
+  static const char* kKnown =
+      "; known: db, connect_timeout_ms, io_timeout_ms, password, min_replicas, "
+      "min_replicas_timeout_ms, and with Sentinel sentinel_username, sentinel_password";
   std::size_t start = 0;
   while (start < query.size()) {
     std::size_t end = query.find('&', start);
@@ -241,22 +293,34 @@ Result<RedisOptions> ParseRedisLocation(const std::string& location) {
     const std::string key = pair.substr(0, eq);
     const std::string value = eq == std::string::npos ? "" : pair.substr(eq + 1);
     long v = 0;
-    if (key == "connect_timeout_ms" || key == "io_timeout_ms") {
+    if (key == "connect_timeout_ms" || key == "io_timeout_ms" ||
+        key == "min_replicas_timeout_ms") {
       if (!ParseInt(value, 1, 3'600'000, &v)) {
         return Status::BadConfig("redis option " + key + "=" + shown(value) +
                                  ": expected milliseconds between 1 and 3600000");
       }
-      (key == "connect_timeout_ms" ? o.connect_timeout_ms : o.io_timeout_ms) = static_cast<int>(v);
+      (key == "connect_timeout_ms" ? o.connect_timeout_ms
+       : key == "io_timeout_ms"    ? o.io_timeout_ms
+                                   : o.min_replicas_timeout_ms) = static_cast<int>(v);
+    } else if (key == "min_replicas") {
+      if (!ParseInt(value, 0, 1'000, &v)) {
+        return Status::BadConfig("redis option min_replicas=" + shown(value) +
+                                 ": expected a number of replicas from 0 to 1000");
+      }
+      o.min_replicas = static_cast<int>(v);
     } else if (key == "password") {
       o.password = PercentDecode(value, true);
+    } else if (sentinel && key == "sentinel_password") {
+      o.sentinel_password = PercentDecode(value, true);
+    } else if (sentinel && key == "sentinel_username") {
+      o.sentinel_username = PercentDecode(value, true);
     } else if (key == "db") {
       if (!ParseInt(value, 0, 1'000'000, &v)) {
         return Status::BadConfig("redis option db=" + shown(value) + " is not a number");
       }
       o.db = static_cast<int>(v);
     } else {
-      return Status::BadConfig("unknown redis option " + shown(key) +
-                               "; known: db, connect_timeout_ms, io_timeout_ms, password");
+      return Status::BadConfig("unknown redis option " + shown(key) + kKnown);
     }
   }
   return o;
@@ -270,7 +334,11 @@ Script::Script(std::string_view source) : source_(ExpandKeyNames(source)) {
   sha1_.assign(hex, 2 * SHA_DIGEST_LENGTH);
 }
 
-Client::Client(RedisOptions options) : options_(std::move(options)), pid_(getpid()) {}
+Client::Client(RedisOptions options)
+    : options_(std::move(options)),
+      io_ms_(options_.io_timeout_ms +
+             (options_.min_replicas > 0 ? options_.min_replicas_timeout_ms : 0)),
+      pid_(getpid()) {}
 
 Client::~Client() {
   MutexLock lock(mu_);
@@ -282,6 +350,11 @@ Client::~Client() {
 
 std::string Client::Endpoint() const {
   if (!options_.unix_path.empty()) return "unix:" + options_.unix_path;
+  if (!options_.sentinels.empty()) {
+    MutexLock lock(master_mu_);
+    return "sentinel master '" + options_.master_name + "'" +
+           (master_.empty() ? "" : " (" + master_ + ")");
+  }
   const bool v6 = options_.host.find(':') != std::string::npos;
   return (v6 ? "[" + options_.host + "]" : options_.host) + ":" + std::to_string(options_.port);
 }
@@ -331,22 +404,106 @@ Result<std::shared_ptr<Client>> Client::Open(const RedisOptions& options) {
   return client;
 }
 
+namespace {
+
+std::string HostPortText(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+// One command on a fresh connection and its reply; false on an I/O error.
+bool Ask(Connection& conn, const std::vector<std::string>& argv, Value* reply) {
+  conn.Append(argv);
+  return conn.Read(reply);
+}
+
+}  // namespace
+
+Result<RedisOptions::HostPort> Client::AskSentinels(std::int64_t budget_ms) {
+  std::string causes;
+  const std::size_t n = options_.sentinels.size();
+  std::size_t first = 0;
+  {
+    MutexLock lock(master_mu_);
+    first = sentinel_first_;
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t i = (first + k) % n;
+    const RedisOptions::HostPort& s = options_.sentinels[i];
+    const std::string where = "sentinel " + HostPortText(s.host, s.port);
+    const timeval tv = ToTimeval(std::max<std::int64_t>(
+        1, std::min<std::int64_t>(budget_ms, options_.io_timeout_ms)));
+    Connection conn(redisConnectWithTimeout(s.host.c_str(), s.port, tv));
+    if (conn.broken()) {
+      causes += (causes.empty() ? "" : "; ") + where + ": " + conn.error();
+      continue;
+    }
+    redisSetTimeout(conn.ctx(), tv);
+    Value v;
+    if (!options_.sentinel_password.empty()) {
+      std::vector<std::string> auth{"AUTH"};
+      if (!options_.sentinel_username.empty()) auth.push_back(options_.sentinel_username);
+      auth.push_back(options_.sentinel_password);
+      if (!Ask(conn, auth, &v) || v.is_error()) {
+        // The reply names no password; ours is never shown.
+        causes += (causes.empty() ? "" : "; ") + where + " refused AUTH: " +
+                  (v.is_error() ? v.str : conn.error()) +
+                  " (check sentinel_password/sentinel_username)";
+        continue;
+      }
+    }
+    if (!Ask(conn, {"SENTINEL", "get-master-addr-by-name", options_.master_name}, &v)) {
+      causes += (causes.empty() ? "" : "; ") + where + ": " + conn.error();
+      continue;
+    }
+    long port = 0;
+    if (v.type == Value::Type::kArray && v.elements.size() == 2 &&
+        ParseInt(v.elements[1].str, 1, 65535, &port) && !v.elements[0].str.empty()) {
+      MutexLock lock(master_mu_);
+      sentinel_first_ = i;  // asked first next time
+      return RedisOptions::HostPort{v.elements[0].str, static_cast<int>(port)};
+    }
+    causes += (causes.empty() ? "" : "; ") + where +
+              (v.is_nil()       ? " knows no master named '" + options_.master_name + "'"
+               : v.is_error()   ? ": " + v.str
+                                : ": unexpected reply to SENTINEL get-master-addr-by-name");
+  }
+  return Status::ConnectionLost("no sentinel named the master: " + causes, /*maybe_applied=*/false);
+}
+
 Result<std::unique_ptr<Connection>> Client::Connect() {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
   auto backoff = std::chrono::milliseconds(50);
+  const bool sentinel = !options_.sentinels.empty();
   std::string cause;
   while (true) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                           deadline - std::chrono::steady_clock::now())
                           .count();
     const timeval budget = ToTimeval(std::max<long>(left, 1));
-    redisContext* ctx = options_.unix_path.empty()
-                            ? redisConnectWithTimeout(options_.host.c_str(), options_.port, budget)
-                            : redisConnectUnixWithTimeout(options_.unix_path.c_str(), budget);
+    std::string host = options_.host;
+    int port = options_.port;
+    bool located = true;
+    if (sentinel) {
+      Result<RedisOptions::HostPort> master = AskSentinels(std::max<long>(left, 1));
+      if (master.ok()) {
+        host = master.value().host;
+        port = master.value().port;
+      } else {
+        cause = master.status().message();
+        located = false;
+      }
+    }
+    redisContext* ctx = nullptr;
+    if (located) {
+      ctx = options_.unix_path.empty()
+                ? redisConnectWithTimeout(host.c_str(), port, budget)
+                : redisConnectUnixWithTimeout(options_.unix_path.c_str(), budget);
+    }
     auto conn = std::make_unique<Connection>(ctx);
     if (ctx != nullptr && ctx->err == 0) {
-      redisSetTimeout(ctx, ToTimeval(options_.io_timeout_ms));
+      redisSetTimeout(ctx, ToTimeval(io_ms_));
       if (options_.unix_path.empty()) redisEnableKeepAlive(ctx);  // TCP only
       std::vector<std::vector<std::string>> setup;
       if (!options_.username.empty()) {
@@ -355,6 +512,9 @@ Result<std::unique_ptr<Connection>> Client::Connect() {
         setup.push_back({"AUTH", options_.password});
       }
       if (options_.db != 0) setup.push_back({"SELECT", std::to_string(options_.db)});
+      // With Sentinel: the server must say it is the master (a sentinel may still
+      // name a demoted one, or one not yet promoted, during a failover).
+      if (sentinel) setup.push_back({"ROLE"});
       bool ok = true;
       for (const auto& cmd : setup) {
         conn->Append(cmd);
@@ -365,17 +525,31 @@ Result<std::unique_ptr<Connection>> Client::Connect() {
           if (v.is_error()) return Refused(cmd[0], cause);
           break;
         }
+        const bool master =
+            v.type == Value::Type::kArray && !v.elements.empty() && v.elements[0].str == "master";
+        if (cmd[0] == "ROLE" && !master) {
+          cause = HostPortText(host, port) + ", which the sentinels name, reports the role '" +
+                  (v.elements.empty() ? std::string("?") : v.elements[0].str) +
+                  "', not master (a failover under way?)";
+          ok = false;
+          break;
+        }
       }
       if (ok) {
+        if (sentinel) {
+          MutexLock lock(master_mu_);
+          master_ = HostPortText(host, port);
+        }
         metrics::OnRedisConnectionOpened();
         return conn;
       }
-    } else {
+    } else if (located) {
       cause = ctx == nullptr ? "cannot allocate a connection" : ctx->errstr;
+      if (sentinel) cause = HostPortText(host, port) + ", which the sentinels name: " + cause;
     }
     if (std::chrono::steady_clock::now() + backoff >= deadline) break;
     std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(sentinel ? 250 : 1000));
   }
   return Status::ConnectionLost("cannot reach redis at " + Endpoint() + ": " + cause +
                                     " (gave up after " +
@@ -440,69 +614,121 @@ namespace {
 // A server that is loading its dataset (just restarted) refuses every command
 // with LOADING; nothing was applied, so waiting and sending again is safe.
 bool IsLoading(const Value& v) { return v.is_error() && v.str.rfind("LOADING", 0) == 0; }
+// A replica refuses a write (a command, or a script at its first write) with
+// READONLY; nothing was applied (a replica applies no client write).
+bool IsReadOnly(const Value& v) { return v.is_error() && v.str.rfind("READONLY", 0) == 0; }
+
+// Commands that never write: no WAIT for replicas after a call of only these.
+bool NeverWrites(const std::string& name) {
+  static const char* const kReads[] = {
+      "PING", "GET", "MGET", "HGET", "HMGET", "HGETALL", "HKEYS", "HLEN", "HEXISTS", "HSCAN",
+      "EXISTS", "TYPE", "TTL", "PTTL", "STRLEN", "SCAN", "KEYS", "ZRANGE", "ZRANGEBYSCORE",
+      "ZREVRANGE", "ZREVRANGEBYSCORE", "ZSCORE", "ZCARD", "ZCOUNT", "ZRANK", "ZSCAN", "LRANGE",
+      "LLEN", "LINDEX", "SMEMBERS", "SISMEMBER", "SCARD", "SSCAN", "XRANGE", "XREVRANGE", "XLEN",
+      "INFO", "TIME", "ROLE", "DBSIZE", "OBJECT", "MEMORY", "CLIENT", "SCRIPT", "WAIT",
+      "CONFIG"};
+  for (const char* r : kReads) {
+    if (strcasecmp(name.c_str(), r) == 0) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
-template <typename T, typename Fn>
-Result<T> Client::WhileLoading(Fn&& attempt, bool (*loading)(const T&)) {
+Result<std::vector<Value>> Client::Send(const std::vector<std::string>* one,
+                                        const std::vector<std::vector<std::string>>* many,
+                                        std::int64_t block_ms) {
+  const std::size_t count = one != nullptr ? 1 : many->size();
+  auto command = [&](std::size_t i) -> const std::vector<std::string>& {
+    return one != nullptr ? *one : (*many)[i];
+  };
+  const bool sentinel = !options_.sentinels.empty();
+  bool wait = false;
+  for (std::size_t i = 0; options_.min_replicas > 0 && i < count && !wait; ++i) {
+    wait = !command(i).empty() && !NeverWrites(command(i)[0]);
+  }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
   while (true) {
-    Result<T> r = attempt();
-    if (!r.ok() || !loading(r.value())) return r;
+    Value acked;
+    Result<std::vector<Value>> r = WithConnection<std::vector<Value>>(
+        [&](Connection& c) -> std::optional<std::vector<Value>> {
+          if (block_ms > 0) redisSetTimeout(c.ctx(), ToTimeval(io_ms_ + block_ms));
+          for (std::size_t i = 0; i < count; ++i) c.Append(command(i));
+          // WAIT in the same round trip: it answers once the replicas have what
+          // this connection wrote (or its timeout passed), never before the writes.
+          if (wait) {
+            c.Append({"WAIT", std::to_string(options_.min_replicas),
+                      std::to_string(options_.min_replicas_timeout_ms)});
+          }
+          std::vector<Value> out(count);
+          for (Value& v : out) {
+            if (!c.Read(&v)) return std::nullopt;
+          }
+          if (wait && !c.Read(&acked)) return std::nullopt;
+          // Too few replicas so far (one resyncing after a failover, say): the
+          // write is on the master, so WAIT again on this connection, for the
+          // same writes, until the connect timeout is spent.
+          while (wait && acked.type == Value::Type::kInt && acked.integer < options_.min_replicas &&
+                 std::chrono::steady_clock::now() < deadline) {
+            c.Append({"WAIT", std::to_string(options_.min_replicas),
+                      std::to_string(options_.min_replicas_timeout_ms)});
+            if (!c.Read(&acked)) return std::nullopt;
+          }
+          if (block_ms > 0) redisSetTimeout(c.ctx(), ToTimeval(io_ms_));
+          if (std::any_of(out.begin(), out.end(), IsReadOnly)) c.Discard();
+          return out;
+        });
+    if (!r.ok()) return r;
+    const std::vector<Value>& vs = r.value();
+    const bool loading = !vs.empty() && IsLoading(vs.front());
+    // With Sentinel a replica's READONLY is a failover under way: a new
+    // connection asks the sentinels again. Without, it is the reply.
+    const bool readonly = sentinel && std::any_of(vs.begin(), vs.end(), IsReadOnly);
+    if (!loading && !readonly) {
+      if (!wait) return r;
+      if (acked.type != Value::Type::kInt) {
+        return Failure("WAIT", acked.is_error() ? acked.str : "unexpected reply");
+      }
+      if (acked.integer < options_.min_replicas) {
+        return Status::BackendFailure(
+            "redis at " + Describe() + ": the write was applied on the master, but " +
+            std::to_string(acked.integer) + " of the " + std::to_string(options_.min_replicas) +
+            " replicas it must reach (min_replicas) acknowledged it within " +
+            std::to_string(
+                std::max(options_.min_replicas_timeout_ms, options_.connect_timeout_ms)) +
+            " ms: it is not safe from the master's loss");
+      }
+      return r;
+    }
     if (std::chrono::steady_clock::now() >= deadline) {
       // Nothing was applied: a lost connection the caller may ride out.
-      return Status::ConnectionLost("redis at " + Describe() + " is still loading its data after " +
-                                        std::to_string(options_.connect_timeout_ms) + " ms",
-                                    /*maybe_applied=*/false);
+      return Status::ConnectionLost(
+          "redis at " + Describe() +
+              (loading ? " is still loading its data after "
+                       : " answers as a replica (READONLY) and the sentinels name no other "
+                         "master after ") +
+              std::to_string(options_.connect_timeout_ms) + " ms",
+          /*maybe_applied=*/false);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 
 Result<Value> Client::Command(const std::vector<std::string>& argv) {
-  return WhileLoading<Value>(
-      [&] {
-        return WithConnection<Value>([&](Connection& c) -> std::optional<Value> {
-          c.Append(argv);
-          Value v;
-          if (!c.Read(&v)) return std::nullopt;
-          return v;
-        });
-      },
-      +[](const Value& v) { return IsLoading(v); });
+  Result<std::vector<Value>> r = Send(&argv, nullptr, 0);
+  if (!r.ok()) return r.status();
+  return std::move(r.value().front());
 }
 
 Result<std::vector<Value>> Client::Pipeline(const std::vector<std::vector<std::string>>& commands) {
-  return WhileLoading<std::vector<Value>>(
-      [&] {
-        return WithConnection<std::vector<Value>>(
-            [&](Connection& c) -> std::optional<std::vector<Value>> {
-              for (const auto& cmd : commands) c.Append(cmd);
-              std::vector<Value> out(commands.size());
-              for (Value& v : out) {
-                if (!c.Read(&v)) return std::nullopt;
-              }
-              return out;
-            });
-      },
-      +[](const std::vector<Value>& vs) { return !vs.empty() && IsLoading(vs.front()); });
+  return Send(nullptr, &commands, 0);
 }
 
 Result<Value> Client::BlockingCommand(const std::vector<std::string>& argv, std::int64_t block_ms) {
-  return WhileLoading<Value>(
-      [&] {
-        return WithConnection<Value>([&](Connection& c) -> std::optional<Value> {
-          redisSetTimeout(c.ctx(), ToTimeval(options_.io_timeout_ms + block_ms));
-          c.Append(argv);
-          Value v;
-          const bool ok = c.Read(&v);
-          if (ok) redisSetTimeout(c.ctx(), ToTimeval(options_.io_timeout_ms));
-          if (!ok) return std::nullopt;
-          return v;
-        });
-      },
-      +[](const Value& v) { return IsLoading(v); });
+  Result<std::vector<Value>> r = Send(&argv, nullptr, std::max<std::int64_t>(block_ms, 1));
+  if (!r.ok()) return r.status();
+  return std::move(r.value().front());
 }
 
 namespace {

@@ -12,6 +12,9 @@
 // decides), except LOADING (a server reading its data after a restart), which
 // is waited out up to the connect timeout; failures to reach or talk to the
 // server come back as kBackendFailure naming host, port and cause.
+// Sentinel: with RedisOptions::sentinels, every new connection asks the
+// sentinels for the master and checks its ROLE; READONLY (a demoted master) is
+// waited out like LOADING. min_replicas: WAIT after every call that may write.
 #pragma once
 
 #include <cstdint>
@@ -38,10 +41,31 @@ struct RedisOptions {
   int io_timeout_ms = 5000;       // per command (blocking commands add their block time)
   std::string username;           // Redis 6 ACL user ("": the default user)
   std::string password;
+  // Sentinel (non-empty `sentinels`): the master is whichever server the
+  // sentinels name for `master_name`, asked again on every new connection, and a
+  // server that does not report itself a master (ROLE) is not used. host/port
+  // then hold nothing.
+  struct HostPort {
+    std::string host;
+    int port = 26379;
+  };
+  std::vector<HostPort> sentinels;
+  std::string master_name;
+  std::string sentinel_username;  // AUTH to the sentinels ("" and no password: none)
+  std::string sentinel_password;
+  // WAIT after every command or script: the call succeeds only once this many
+  // replicas acknowledged the connection's writes, within min_replicas_timeout_ms.
+  int min_replicas = 0;
+  int min_replicas_timeout_ms = 1000;
 };
 
-// Parses the location part of "redis://<location>":
-// "[[user]:password@]host[:port][/db][?db=N&connect_timeout_ms=N&io_timeout_ms=N&password=P]"
+// Parses the location part of "redis://<location>" (or of a Sentinel URI,
+// "sentinel://<location>" as ParseBackendUri hands it over:
+// "[[user]:password@]host[:port][,host[:port]...]/master_name[/db][?options]",
+// the hosts being the sentinels (port 26379 by default), user and password the
+// master's; options also sentinel_username, sentinel_password):
+// "[[user]:password@]host[:port][/db][?db=N&connect_timeout_ms=N&io_timeout_ms=N&password=P
+//  &min_replicas=N&min_replicas_timeout_ms=N]"
 // where host may be an IPv6 literal in brackets ("[::1]:6379"); or a unix
 // socket location "unix://[[user]:password@]/path/to.sock[?db=N&...]" (as
 // ParseBackendUri hands over a unix:// URI).
@@ -146,12 +170,24 @@ class Client {
   // run twice is not the same as once.
   template <typename T, typename Fn>
   Result<T> WithConnection(Fn&& send);
-  // Repeats `attempt` while the server answers LOADING (it is reading its data
-  // after a restart), up to the connect timeout.
-  template <typename T, typename Fn>
-  Result<T> WhileLoading(Fn&& attempt, bool (*loading)(const T&));
+  // Sends `one` command, or else every one of `many`, in one round trip (a
+  // blocking one when block_ms > 0: the socket waits that much longer), then
+  // WAIT for the replicas when the options ask for them and a command may write.
+  // Sent again while the server answers LOADING (reading its data after a
+  // restart) or, with Sentinel, READONLY (a demoted master), up to the connect
+  // timeout: neither applied anything.
+  Result<std::vector<Value>> Send(const std::vector<std::string>* one,
+                                  const std::vector<std::vector<std::string>>* many,
+                                  std::int64_t block_ms);
+  // The master the sentinels name now (the sentinel that answered is asked
+  // first next time); kConnectionLost with every sentinel's cause if none did.
+  Result<RedisOptions::HostPort> AskSentinels(std::int64_t budget_ms);
 
   const RedisOptions options_;
+  const int io_ms_;  // a command's socket timeout: io_timeout_ms, + the WAIT's
+  mutable Mutex master_mu_;
+  std::string master_ PYNENC_GUARDED_BY(master_mu_);  // "host:port" last connected (Sentinel)
+  std::size_t sentinel_first_ PYNENC_GUARDED_BY(master_mu_) = 0;
   Mutex mu_;
   std::vector<std::unique_ptr<Connection>> idle_ PYNENC_GUARDED_BY(mu_);
   long pid_ PYNENC_GUARDED_BY(mu_);

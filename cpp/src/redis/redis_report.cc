@@ -1,7 +1,9 @@
 // redis::Describe: what `pynenc-cpp doctor` shows of a Redis server: version,
-// persistence and eviction settings, with a warning for each that can lose
-// acknowledged work (docs/backends/redis.md#durability-advice).
+// persistence, eviction and replication settings, with a warning for each that
+// can lose acknowledged work (docs/backends/redis.md#durability-advice).
 #include <map>
+#include <stdexcept>
+#include <string>
 
 #include "pynenc_cpp/ports/backend_report.h"
 #include "redis/redis_client.h"
@@ -105,6 +107,40 @@ Result<BackendReport> Describe(const BackendConfig& config) {
     report.errors.push_back("maxmemory-policy " + Get(conf, "maxmemory-policy") +
                               " with a memory limit: the server may evict queue entries, "
                               "status records or results; use noeviction");
+  }
+  // Replication: who acknowledges a write besides this server.
+  const RedisOptions& options = client.options();
+  const std::string role = Get(fields, "role");
+  long replicas = 0;
+  try {
+    replicas = std::stol(Get(fields, "connected_slaves"));
+  } catch (const std::exception&) {
+    replicas = 0;
+  }
+  fact("role", role);
+  fact("connected_replicas", std::to_string(replicas));
+  const std::string waits =
+      options.min_replicas > 0
+          ? " (WAIT up to " + std::to_string(options.min_replicas_timeout_ms) +
+                " ms after every write)"
+          : " (writes do not wait for replicas)";
+  fact("min_replicas", std::to_string(options.min_replicas) + waits);
+  if (!options.sentinels.empty()) {
+    std::string sentinels;
+    for (const auto& s : options.sentinels) {
+      sentinels += (sentinels.empty() ? "" : ", ") + s.host + ":" + std::to_string(s.port);
+    }
+    fact("sentinel", "master '" + options.master_name + "' named by " + sentinels);
+  }
+  if (options.min_replicas > replicas) {
+    report.errors.push_back("min_replicas is " + std::to_string(options.min_replicas) + " but " +
+                            std::to_string(replicas) +
+                            " replica(s) are connected: every write fails until enough are");
+  } else if (options.min_replicas == 0 && (replicas > 0 || !options.sentinels.empty())) {
+    report.warnings.push_back(
+        "writes do not wait for the replicas (cpp_redis_min_replicas=0): a failover to a "
+        "replica loses the acknowledged work it had not yet received; set "
+        "cpp_redis_min_replicas=1 or more");
   }
   for (const char* key : {"rdb_last_bgsave_status", "aof_last_write_status"}) {
     const std::string v = Get(fields, key);

@@ -2,6 +2,7 @@
 //   memory://               process-local, in this component's own memory
 //   sqlite:///abs/path.db   an SQLite file (issue 3)
 //   redis://host:port/db    a Redis server (issue 3)
+//   redis+sentinel://h1:26379[,h2:26379...]/master[/db]   the master that Sentinel names
 // Each component of an app is opened with the same config; `app_id` namespaces
 // the data so that several apps can share one file or server.
 #pragma once
