@@ -175,7 +175,10 @@ class Chaos:
         mode: str,
         tmp_path: Path,
         redis: RedisServer | None = None,
+        redis_url: str | None = None,
     ) -> None:
+        """``redis``: the server ``kill_redis`` kills (with Sentinel: the master);
+        ``redis_url``: the app's URL when it is not ``redis.url`` (a Sentinel URL)."""
         self.scenario, self.backend, self.mode, self.tmp_path = scenario, backend, mode, tmp_path
         self.redis = redis
         builder = PynencBuilder().app_id(f"chaos-{uuid.uuid4().hex[:10]}")
@@ -183,7 +186,7 @@ class Chaos:
             builder = builder.cpp_sqlite(path=tmp_path / "chaos.db", native=mode == "native")
         else:
             assert redis is not None
-            builder = builder.cpp_redis(redis.url, native=mode == "native")
+            builder = builder.cpp_redis(redis_url or redis.url, native=mode == "native")
         self.app: Pynenc = (
             builder.cpp_runner(workers=WORKERS)
             .custom_config(

@@ -10,12 +10,16 @@ take over its work, and killing that process kills the storage with it.
 
 from __future__ import annotations
 
+import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -57,10 +61,109 @@ def aof_server(tmp_path: Path) -> Iterator[RedisServer]:
 def chaos(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Chaos]:
     params = request.node.callspec.params
     backend, mode = params["backend"], params["mode"]
-    redis = request.getfixturevalue("aof_server") if backend == "redis" else None
-    run = Chaos(request.node.originalname.removeprefix("test_"), backend, mode, tmp_path, redis)
+    url = None
+    if "sentinels" in request.fixturenames:
+        deployment: SentinelDeployment = request.getfixturevalue("sentinels")
+        redis: RedisServer | None = deployment.master
+        # connect_timeout_ms: a call waits through the failover (down-after 1 s +
+        # the promotion) and a replica's resync (WAIT again) before it gives up.
+        url = deployment.url(f"?connect_timeout_ms=15000&min_replicas={params['min_replicas']}")
+    else:
+        redis = request.getfixturevalue("aof_server") if backend == "redis" else None
+    run = Chaos(
+        request.node.originalname.removeprefix("test_"), backend, mode, tmp_path, redis, url
+    )
     yield run
     run.close()
+
+
+@dataclass
+class SentinelDeployment:
+    master: RedisServer
+    replicas: list[RedisServer]
+    sentinels: list[RedisServer]
+
+    def url(self, query: str) -> str:
+        hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
+        return f"redis+sentinel://{hosts}/chaos/0{query}"
+
+
+def _replies(port: int, *command: str) -> str:
+    """One inline command to a local server and its raw reply (test plumbing)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+        s.sendall((" ".join(command) + "\r\n").encode())
+        time.sleep(0.05)
+        return s.recv(65536).decode(errors="replace")
+
+
+def _await(what: str, pred: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if pred():
+                return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def sentinels(tmp_path: Path) -> Iterator[SentinelDeployment]:
+    """A master (AOF, fsync always), two replicas and three sentinels (quorum 2,
+    down after 1 s) on loopback; every server stopped afterwards, also on failure."""
+    started: list[RedisServer] = []
+    try:
+        master = RedisServer(
+            tmp_path / "master",
+            appendonly=True,
+            appendfsync="always",
+            # No 5 s wait for more replicas before a diskless sync (Redis 7's default).
+            extra_args=("--repl-diskless-sync-delay", "0"),
+        ).start()
+        started.append(master)
+        replicas = []
+        for i in range(2):
+            replica = RedisServer(
+                tmp_path / f"replica{i}",
+                appendonly=True,
+                appendfsync="always",
+                extra_args=("--replicaof", "127.0.0.1", str(master.port)),
+            ).start()
+            started.append(replica)
+            replicas.append(replica)
+        _await(
+            "both replicas online",
+            lambda: _replies(master.port, "INFO", "replication").count("state=online") == 2,
+        )
+        conf = (
+            f"sentinel monitor chaos 127.0.0.1 {master.port} 2\n"
+            "sentinel down-after-milliseconds chaos 1000\n"
+            "sentinel failover-timeout chaos 10000\n"
+        )
+        watchers = []
+        for i in range(3):
+            sentinel = RedisServer(tmp_path / f"sentinel{i}", sentinel_conf=conf).start()
+            started.append(sentinel)
+            watchers.append(sentinel)
+        for sentinel in watchers:  # each knows both replicas and the other sentinels
+            _await(
+                "the sentinels to know the deployment",
+                lambda s=sentinel: (
+                    _replies(s.port, "SENTINEL", "master", "chaos").count(
+                        "num-other-sentinels\r\n$1\r\n2\r\n"
+                    )
+                    == 1
+                    and all(
+                        str(r.port) in _replies(s.port, "SENTINEL", "replicas", "chaos")
+                        for r in replicas
+                    )
+                ),
+            )
+        yield SentinelDeployment(master, replicas, watchers)
+    finally:
+        for server in reversed(started):
+            server.stop(signal.SIGKILL)
 
 
 def collect_results(chaos: Chaos, acknowledged: dict[str, int]) -> threading.Thread:
@@ -173,6 +276,77 @@ def test_redis_sigkilled_and_restarted_on_its_aof(
     check_client(chaos, client, acknowledged)
     assert "TaskAbortedError" not in chaos.full_logs()
     outcome.recovery_sec = [done - restarted]
+    outcome.emit()
+
+
+_LOGGED_SUCCESS = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d) .*status:success"
+)
+
+
+def first_success_logged_after(chaos: Chaos, after: float) -> float | None:
+    """The wall-clock time of the first ``status:success`` line a runner logged
+    after `after` (each is written once the SUCCESS is stored), or None. Once the
+    master is killed no write succeeds until Sentinel promotes a replica, so the
+    first one after the kill is the first invocation finished on the new master."""
+    found: list[float] = []
+    for runner in chaos.runners:
+        for line in runner.log.read_text(errors="replace").splitlines():
+            match = _LOGGED_SUCCESS.match(line)
+            if match:
+                at = datetime.fromisoformat(match.group(1).replace(" ", "T")).timestamp()
+                if at > after:
+                    found.append(at)
+                    break
+    return min(found, default=None)
+
+
+#: A burst of the failover scenario (the issue's figure; more than N).
+FAILOVER_N = max(N, 2000)
+
+
+@ROUND
+@pytest.mark.parametrize("mode", ["native"])
+@pytest.mark.parametrize("min_replicas", [1])
+@pytest.mark.parametrize("backend", ["redis"])
+def test_redis_master_sigkilled_under_sentinel(
+    chaos: Chaos,
+    sentinels: SentinelDeployment,
+    backend: str,
+    mode: str,
+    min_replicas: int,
+    round_: int,
+) -> None:
+    """The app reaches Redis through three sentinels; its master is SIGKILLed a
+    quarter into the burst and a replica is promoted. Every write waits for one
+    replica (``min_replicas=1``), so nothing acknowledged is lost: every
+    invocation ends SUCCESS with its result, and a waiting client gets them.
+    Submits sent during the failover either return (and then run) or raise.
+    Reported: the time from the kill to the first invocation finished on the new
+    master."""
+    chaos.start()
+    chaos.start()
+    acknowledged = chaos.submit(FAILOVER_N)
+    client = collect_results(chaos, acknowledged)
+    chaos.wait_started(FAILOVER_N // 4)
+    killed = chaos.kill_redis()
+    # Submits during the failover: each returns acknowledged or raises.
+    during: dict[str, int] = {}
+    refused = 0
+    for x in range(FAILOVER_N, FAILOVER_N + 20):
+        try:
+            during.update(chaos.submit(1, first=x))
+        except Exception:  # noqa: BLE001 - counted: a clear error, not a silent loss
+            refused += 1
+    chaos.wait_final(list(acknowledged | during), timeout=300)
+    first_finished = first_success_logged_after(chaos, killed.at + 0.1)
+    assert first_finished is not None, "no invocation finished after the kill\n" + chaos.logs()
+    promoted = [r for r in sentinels.replicas if "master" in _replies(r.port, "ROLE")[:20]]
+    assert len(promoted) == 1, "Sentinel promoted no replica"
+    outcome = chaos.check(acknowledged | during, outage_reruns=chaos.slots)
+    check_client(chaos, client, acknowledged)
+    outcome.recovery_sec = [first_finished - killed.at]
+    outcome.extra["submits_refused_in_failover"] = refused
     outcome.emit()
 
 
