@@ -11,6 +11,8 @@
 #     (bench/requirements-casty.txt);
 #   * psutil in .venv (S3 measures CPU time of process trees).
 # Idempotent: reinstalls only when bench/requirements-peers.txt changes.
+# BENCH_VENVS (default "peers,pynenc03,casty"): which of the three to make (the
+# smoke test of bench/peers.py needs only "peers").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { printf '[bench-setup] %s\n' "$*"; }
@@ -37,11 +39,18 @@ make_venv() { # make_venv DIR REQUIREMENTS
     echo "$want" >"$stamp"
   fi
 }
-make_venv .venv-bench bench/requirements-peers.txt
-make_venv .venv-bench-pynenc03 bench/requirements-pynenc03.txt
-make_venv .venv-bench-casty bench/requirements-casty.txt
+wanted() { [[ ",${BENCH_VENVS:-peers,pynenc03,casty}," == *",$1,"* ]]; }
 versions() { "$1/bin/python" -c 'import importlib.metadata as m, sys
 print(", ".join(f"{p} {m.version(p)}" for p in sys.argv[1:]))' "${@:2}"; }
-log "ready: .venv-bench: $(versions .venv-bench pynenc pynenc-rustvello rustvello celery rq huey dramatiq taskiq taskiq-redis)"
-log "ready: .venv-bench-pynenc03: $(versions .venv-bench-pynenc03 pynenc pynenc-redis)"
-log "ready: .venv-bench-casty: $(versions .venv-bench-casty casty)"
+if wanted peers; then
+  make_venv .venv-bench bench/requirements-peers.txt
+  log "ready: .venv-bench: $(versions .venv-bench pynenc pynenc-rustvello rustvello celery rq huey dramatiq taskiq taskiq-redis)"
+fi
+if wanted pynenc03; then
+  make_venv .venv-bench-pynenc03 bench/requirements-pynenc03.txt
+  log "ready: .venv-bench-pynenc03: $(versions .venv-bench-pynenc03 pynenc pynenc-redis)"
+fi
+if wanted casty; then
+  make_venv .venv-bench-casty bench/requirements-casty.txt
+  log "ready: .venv-bench-casty: $(versions .venv-bench-casty casty)"
+fi

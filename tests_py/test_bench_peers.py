@@ -7,6 +7,7 @@ JSON has its documented shape), never speed: figures belong to the benchmark.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,12 +23,14 @@ N, M = 40, 10
 
 @pytest.fixture(scope="module")
 def bench_venvs() -> None:
-    """The peers' virtualenvs, made the way `make bench-peers` makes them."""
+    """The peers' virtualenv these systems need (.venv-bench), made the way `make
+    bench-peers` makes it."""
     proc = subprocess.run(
         ["bash", str(ROOT / "scripts" / "bench_setup.sh")],
         capture_output=True,
         text=True,
         timeout=600,
+        env={**os.environ, "BENCH_VENVS": "peers"},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

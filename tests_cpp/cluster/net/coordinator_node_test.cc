@@ -158,7 +158,8 @@ TEST_F(CoordinatorNodes, SingletonAndActorsRunOnceAndAnswerFromEveryNode) {
   const std::string owner = *reg_.Where("catalog").begin();
   EXPECT_TRUE(owner == "w1" || owner == "w2");
   // Asked from every node, the one instance answers.
-  for (auto& [name, node] : nodes_) {
+  for (auto& [name, asked] : nodes_) {
+    auto* node = asked.get();  // clang 14 cannot capture a structured binding
     ASSERT_TRUE(WaitFor(
         [&] {
           auto r = node->Ask("catalog", "ping", 2'000).get();
