@@ -505,7 +505,17 @@ def test_a_status_trigger_fires_once_per_event_and_promptly(
     )
 
 
-@pytest.mark.parametrize("backend,mode", PAIRS)
+#: The next two scenarios kill a runner that may hold a trigger run's claim: in
+#: mixed mode (pynenc's own trigger code) its receipt then waits for the claim to
+#: expire, 60 s, and the scenario takes a minute. CI runs them on native mode on
+#: both backends (6-7 s each); mixed mode's wait is the record scenario's below, and
+#: ``make guarantees`` runs every pair.
+DEATH_PAIRS = (
+    PAIRS if FULL else [pytest.param(b, "native", id=f"{b}-native") for b in ("sqlite", "redis")]
+)
+
+
+@pytest.mark.parametrize("backend,mode", DEATH_PAIRS)
 def test_a_status_trigger_fires_once_when_a_runner_is_sigkilled(
     tguard: TriggerGuarantees, backend: str, mode: str
 ) -> None:
@@ -549,7 +559,7 @@ def orders_past_a_self_kill(tguard: TriggerGuarantees, env_name: str, tag: str) 
     return acks
 
 
-@pytest.mark.parametrize("backend,mode", PAIRS)
+@pytest.mark.parametrize("backend,mode", DEATH_PAIRS)
 def test_a_status_trigger_fires_once_when_its_runner_dies_between_the_status_and_its_report(
     tguard: TriggerGuarantees, backend: str, mode: str
 ) -> None:
