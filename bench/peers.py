@@ -159,6 +159,13 @@ SYSTEMS: list[System] = [
         "RedisHuey, 2 threads, notify_result",
     ),
     System("huey-redis", "huey", "bench", {"notify": False}, "RedisHuey, 2 threads, result polled"),
+    System(
+        "huey-sqlite",
+        "huey",
+        "bench",
+        {"storage": "sqlite"},
+        "SqliteHuey (one file), 2 threads, consumer polls every 10 ms",
+    ),
     System("dramatiq-redis", "dramatiq", "bench", {}, "1 process x 2 threads, Redis results"),
     System(
         "taskiq-redis-stream", "taskiq", "bench", {"poll": 0.01}, "2 workers, result poll 10 ms"
@@ -285,14 +292,21 @@ class HueyAdapter(_QueueWorkers):
     def __init__(self, spec: dict[str, Any]) -> None:
         super().__init__(spec)
         os.environ["PEERS_HUEY_NOTIFY"] = "1" if spec["cfg"].get("notify") else "0"
+        self.sqlite = spec["cfg"].get("storage") == "sqlite"
+        os.environ["PEERS_HUEY_SQLITE"] = (
+            str(Path(spec["workdir"]) / f"{spec['app_id']}-huey.db") if self.sqlite else ""
+        )
 
     def setup(self) -> None:
         from peer_systems.huey_app import noop
 
         self.noop = noop
+        # SQLite has no blocking pop: the consumer polls, here every 10 ms (-d),
+        # its backoff capped there too (-m), Huey's fastest documented setting.
+        polling = ["-d", "0.01", "-m", "0.01", "-b", "1.0"] if self.sqlite else []
         self.start_workers(
             [sys.executable, "-m", "huey.bin.huey_consumer", "peer_systems.huey_app.huey",
-             "-w", "2", "-k", "thread"]
+             "-w", "2", "-k", "thread", *polling]
         )  # fmt: skip
 
     def submit(self, i: int) -> Any:
