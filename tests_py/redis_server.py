@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tests_py.procs import orphan_guard
@@ -116,3 +117,26 @@ class RedisServer:
         self.proc.wait(timeout=30)
         FIXTURE_PIDS.discard(self.proc.pid)
         self.proc = None
+
+
+def raw_reply(port: int, *command: str) -> str:
+    """One inline command to a local server and its raw RESP reply (test plumbing:
+    a replication or Sentinel state read while the deployment comes up)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+        s.sendall((" ".join(command) + "\r\n").encode())
+        time.sleep(0.05)
+        return s.recv(65536).decode(errors="replace")
+
+
+def await_state(what: str, pred: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Until ``pred()`` (a server not answering yet counts as not yet); an
+    AssertionError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if pred():
+                return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)

@@ -6,10 +6,9 @@ is SIGKILLed. The engine's side of it: tests_cpp/redis_sentinel_test.cc."""
 from __future__ import annotations
 
 import signal
-import socket
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from pynenc_cpp._urls import redis_url_problem
 from pynenc_cpp.builder import sentinel_url
 from pynenc_cpp.config import ConfigCpp
 from tests_py import runner_tasks as rt
-from tests_py.redis_server import RedisServer
+from tests_py.redis_server import RedisServer, await_state, raw_reply
 from tests_py.test_cpp_runner import FAST, running
 
 
@@ -103,26 +102,6 @@ class Deployment:
         return f"redis+sentinel://127.0.0.1:{self.sentinel.port}/pm/0{query}"
 
 
-def _ask(port: int, *command: str) -> str:
-    """One inline command to a local server; its raw reply (tests only)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
-        s.sendall((" ".join(command) + "\r\n").encode())
-        time.sleep(0.05)
-        return s.recv(65536).decode(errors="replace")
-
-
-def _wait(pred: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if pred():
-                return
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.05)
-
-
 @pytest.fixture
 def deployment(tmp_path: Path) -> Iterator[Deployment]:
     """A master, its replica and one sentinel (quorum 1, down after 500 ms); all
@@ -138,7 +117,9 @@ def deployment(tmp_path: Path) -> Iterator[Deployment]:
             tmp_path / "replica", extra_args=("--replicaof", "127.0.0.1", str(master.port))
         ).start()
         servers.append(replica)
-        _wait(lambda: "state=online" in _ask(master.port, "INFO", "replication"), "the replica")
+        await_state(
+            "the replica", lambda: "state=online" in raw_reply(master.port, "INFO", "replication")
+        )
         conf = (
             f"sentinel monitor pm 127.0.0.1 {master.port} 1\n"
             "sentinel down-after-milliseconds pm 500\n"
@@ -146,9 +127,9 @@ def deployment(tmp_path: Path) -> Iterator[Deployment]:
         )
         sentinel = RedisServer(tmp_path / "sentinel", sentinel_conf=conf).start()
         servers.append(sentinel)
-        _wait(
-            lambda: str(replica.port) in _ask(sentinel.port, "SENTINEL", "replicas", "pm"),
+        await_state(
             "the sentinel to see the replica",
+            lambda: str(replica.port) in raw_reply(sentinel.port, "SENTINEL", "replicas", "pm"),
         )
         yield Deployment(master, replica, sentinel)
     finally:
@@ -175,7 +156,7 @@ def test_an_app_on_sentinel_runs_tasks_before_and_after_its_master_is_killed(
         # Submitted and run on the promoted replica, through the sentinel.
         assert rt.add(2, 3).result == 5
         after_kill = time.monotonic() - killed
-    role = _ask(deployment.replica.port, "ROLE")
+    role = raw_reply(deployment.replica.port, "ROLE")
     assert "master" in role, role
     # Within the failover (500 ms to notice, then the promotion) and the 20 s
     # connect budget: no timing claim beyond that (benchmarks measure, not tests).

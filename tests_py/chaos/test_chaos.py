@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -34,7 +33,7 @@ from tests_py.chaos.harness import (
     parse_ledger,
 )
 from tests_py.procs import orphan_guard
-from tests_py.redis_server import RedisServer
+from tests_py.redis_server import RedisServer, await_state, raw_reply
 from tests_py.sqlite_locks import sqlite_write_locked
 from tests_py.test_cpp_runner import ROOT
 
@@ -88,26 +87,6 @@ class SentinelDeployment:
         return f"redis+sentinel://{hosts}/chaos/0{query}"
 
 
-def _replies(port: int, *command: str) -> str:
-    """One inline command to a local server and its raw reply (test plumbing)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
-        s.sendall((" ".join(command) + "\r\n").encode())
-        time.sleep(0.05)
-        return s.recv(65536).decode(errors="replace")
-
-
-def _await(what: str, pred: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if pred():
-                return
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.05)
-
-
 @pytest.fixture
 def sentinels(tmp_path: Path) -> Iterator[SentinelDeployment]:
     """A master (AOF, fsync always), two replicas and three sentinels (quorum 2,
@@ -132,9 +111,9 @@ def sentinels(tmp_path: Path) -> Iterator[SentinelDeployment]:
             ).start()
             started.append(replica)
             replicas.append(replica)
-        _await(
+        await_state(
             "both replicas online",
-            lambda: _replies(master.port, "INFO", "replication").count("state=online") == 2,
+            lambda: raw_reply(master.port, "INFO", "replication").count("state=online") == 2,
         )
         conf = (
             f"sentinel monitor chaos 127.0.0.1 {master.port} 2\n"
@@ -147,15 +126,15 @@ def sentinels(tmp_path: Path) -> Iterator[SentinelDeployment]:
             started.append(sentinel)
             watchers.append(sentinel)
         for sentinel in watchers:  # each knows both replicas and the other sentinels
-            _await(
+            await_state(
                 "the sentinels to know the deployment",
                 lambda s=sentinel: (
-                    _replies(s.port, "SENTINEL", "master", "chaos").count(
+                    raw_reply(s.port, "SENTINEL", "master", "chaos").count(
                         "num-other-sentinels\r\n$1\r\n2\r\n"
                     )
                     == 1
                     and all(
-                        str(r.port) in _replies(s.port, "SENTINEL", "replicas", "chaos")
+                        str(r.port) in raw_reply(s.port, "SENTINEL", "replicas", "chaos")
                         for r in replicas
                     )
                 ),
@@ -341,7 +320,7 @@ def test_redis_master_sigkilled_under_sentinel(
     chaos.wait_final(list(acknowledged | during), timeout=300)
     first_finished = first_success_logged_after(chaos, killed.at + 0.1)
     assert first_finished is not None, "no invocation finished after the kill\n" + chaos.logs()
-    promoted = [r for r in sentinels.replicas if "master" in _replies(r.port, "ROLE")[:20]]
+    promoted = [r for r in sentinels.replicas if "master" in raw_reply(r.port, "ROLE")[:20]]
     assert len(promoted) == 1, "Sentinel promoted no replica"
     outcome = chaos.check(acknowledged | during, outage_reruns=chaos.slots)
     check_client(chaos, client, acknowledged)

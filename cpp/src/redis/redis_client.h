@@ -59,7 +59,7 @@ struct RedisOptions {
   int min_replicas_timeout_ms = 1000;
 };
 
-// Parses the location part of "redis://<location>" (or of a Sentinel URI,
+// Parses (redis_options.cc) the location part of "redis://<location>" (or of a Sentinel URI,
 // "sentinel://<location>" as ParseBackendUri hands it over:
 // "[[user]:password@]host[:port][,host[:port]...]/master_name[/db][?options]",
 // the hosts being the sentinels (port 26379 by default), user and password the
@@ -74,6 +74,9 @@ struct RedisOptions {
 // percent-decoded, so a password with '/', '?', '#' or '@' is percent-encoded).
 // kBadConfig on error; no message ever contains the password.
 Result<RedisOptions> ParseRedisLocation(const std::string& location);
+
+// `text` as a whole decimal number within [lo, hi] into *out; false otherwise.
+bool ParseInt(const std::string& text, long lo, long hi, long* out);
 
 // One reply, converted from hiredis' redisReply.
 struct Value {
