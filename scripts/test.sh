@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test suite and prints pass/fail counts for each runner:
-#   1. tests_cpp under ctest (RelWithDebInfo)
+#   1. tests_cpp under ctest (the engine as the extension is built: Release)
 #   2. tests_cpp again under AddressSanitizer + UndefinedBehaviorSanitizer, built
 #      with clang and its -Wthread-safety analysis as errors (the engine, the
 #      cluster core and the tests: one build for both checks)
@@ -53,10 +53,22 @@ run_ctest() {  # name build-dir cmake-args...
 }
 
 mkdir -p build
-# -g1 (line tables): enough for a failure's stack trace, at less compile time than
-# full debug info at -O2 (a compliance suite's TU: 44 s -> 26 s; the build: 395 -> 282 s).
-run_ctest "ctest" build/tests -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
+# The plain run tests the engine exactly as the extension ships it: in the build
+# directory scikit-build-core made for `pip install -e .` (pyproject.toml's
+# build-dir = "build/{wheel_tag}"; Release, the portable static links) with the tests
+# switched on, so the engine and cluster libraries setup.sh compiled are not compiled
+# again (the stage took 524 s with its own -O2 build, 190 s this way). The test code
+# itself is -O0 in every build (tests_cpp/CMakeLists.txt).
+ext_build=build/$(.venv/bin/python -c 'import platform, sys
+v = "%d%d" % sys.version_info[:2]
+print(f"cp{v}-cp{v}-linux_{platform.machine()}")')
+if [ -f "$ext_build/CMakeCache.txt" ]; then
+  run_ctest "ctest" "$ext_build"
+else  # an extension built some other way: a build of its own, as a developer's would be
+  echo "(no extension build directory at $ext_build: the plain ctest run builds its own)"
+  run_ctest "ctest" build/tests -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
+fi
 # The sanitizer builds (Debug, -O0) keep line tables only (-g1): a report's stack still
 # names file and line, and the compile is shorter than with full debug info.
 # The ASan build is clang's, with Clang's thread-safety analysis over the classes
@@ -102,8 +114,14 @@ record_pytest() {  # name log rc: the counts of pytest's last summary line in lo
   if [ "$3" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi  # collection error, no tests run, ...
   record "$1" "${p:-0}" "$f"
 }
+# Two pytest workers (pytest-xdist): most tests wait on runner processes, servers and
+# sockets, so one worker left the machine's two cores 70% idle; with two the slice
+# took 854 s instead of 1,679 s, at 144% CPU. Every test starts its own servers on
+# free ports in its own temp dir, so the workers share nothing. PYTEST_WORKERS=0 runs
+# them in this process, one after another.
+PYTEST_WORKERS=${PYTEST_WORKERS:-2}
 log=build/pytest.log
-.venv/bin/python -m pytest -p no:cacheprovider -q -rs ${PYTEST_ARGS:-} 2>&1 | tee "$log"
+.venv/bin/python -m pytest -p no:cacheprovider -q -rs -n "$PYTEST_WORKERS" ${PYTEST_ARGS:-} 2>&1 | tee "$log"
 record_pytest "pytest" "$log" "${PIPESTATUS[0]}"
 
 echo "==> pytest, shortcuts off"
@@ -115,7 +133,7 @@ echo "==> pytest, shortcuts off"
 # with the shortcuts off too.
 log=build/pytest-shortcuts-off.log
 PYNENC_CPP_SHORTCUTS=off PYNENC_CPP_CONFORMANCE=slice PYNENC_CPP_BACKENDS=sqlite,redis \
-  .venv/bin/python -m pytest -p no:cacheprovider -q -rs tests_py/conformance \
+  .venv/bin/python -m pytest -p no:cacheprovider -q -rs -n "$PYTEST_WORKERS" tests_py/conformance \
   -k "not combinations or (not Thread and not Process and not Pickle)" 2>&1 | tee "$log"
 record_pytest "pytest-no-shortcut" "$log" "${PIPESTATUS[0]}"
 
