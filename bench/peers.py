@@ -50,12 +50,18 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 VENV_PY = ROOT / ".venv" / "bin" / "python"
-#: Virtualenvs by role (scripts/bench_setup.sh makes the last two).
+#: Virtualenvs by role (scripts/bench_setup.sh makes all but "main").
 VENVS = {
     "main": ROOT / ".venv",  # pynenc-cpp on the pinned pynenc 0.4.0
     "bench": ROOT / ".venv-bench",  # peers that run on pynenc 0.4.0: pure pynenc, Celery, RQ
     "bench03": ROOT / ".venv-bench-pynenc03",  # plugins that need pynenc 0.3.1
+    # One venv per peer that needs nothing of pynenc's (bench/requirements-<name>.txt).
+    "ardiq": ROOT / ".venv-bench-ardiq",
+    "streaq": ROOT / ".venv-bench-streaq",
+    "rustvello": ROOT / ".venv-bench-rustvello",  # rustvello standalone, no pynenc
 }
+#: Where scripts/bench_setup.sh leaves pip's error when a peer's venv cannot be made.
+INSTALL_ERROR = ".peers-install-error"
 
 
 # --------------------------------------------------------------------------- systems
@@ -66,7 +72,7 @@ class System:
     """One peer: how to build it (``cfg``) and in which virtualenv it runs."""
 
     name: str
-    kind: str  # a key of ADAPTERS: "pynenc" | "celery" | "rq" | "huey" | "dramatiq" | "taskiq"
+    kind: str  # a key of ADAPTERS: "pynenc" | "celery" | "rq" | "huey" | "taskiq" | "ardiq" ...
     venv: str  # a key of VENVS
     cfg: dict[str, Any] = field(default_factory=dict)
     note: str = ""
@@ -170,6 +176,37 @@ SYSTEMS: list[System] = [
     System(
         "taskiq-redis-stream", "taskiq", "bench", {"poll": 0.01}, "2 workers, result poll 10 ms"
     ),
+    # The Rust-cored and streams-based queues (issue 51), each in a venv of its own.
+    System(
+        "ardiq-redis",
+        "ardiq",
+        "ardiq",
+        {},
+        "1 worker, concurrency 2; result: SUBSCRIBE + GET",
+    ),
+    System(
+        "streaq-redis",
+        "streaq",
+        "streaq",
+        {},
+        "1 worker, concurrency 2; result: pub/sub, coredis waits 0.1 s to unsubscribe",
+    ),
+    # rustvello standalone polls on both sides (50 ms by default): set to 10 ms, as the
+    # pynenc-based rows (--pynenc-sleep) and taskiq; SQLite at cpp_sqlite's durability.
+    System(
+        "rustvello-redis",
+        "rustvello",
+        "rustvello",
+        {"backend": "redis", "idle_ms": 10, "poll": 0.01},
+        "1 worker, 2 slots; runner idle sleep and result poll 10 ms",
+    ),
+    System(
+        "rustvello-sqlite",
+        "rustvello",
+        "rustvello",
+        {"backend": "sqlite", "idle_ms": 10, "poll": 0.01, "synchronous": "NORMAL"},
+        "1 worker, 2 slots; idle sleep and result poll 10 ms; synchronous=NORMAL",
+    ),
 ]
 BY_NAME = {s.name: s for s in SYSTEMS}
 #: Default ratio references: the issue's targets compare against these two.
@@ -269,8 +306,8 @@ class _QueueWorkers(Adapter):
     def unavailable(self) -> str | None:
         try:
             __import__(self.module)
-        except ImportError as exc:
-            return f"{self.module.split('.')[0]} not installed: {exc}"
+        except Exception as exc:  # not installed, or a native module that does not load
+            return f"{self.module.split('.')[0]} does not import: {type(exc).__name__}: {exc}"
         return None
 
     def start_workers(self, *cmds: list[str]) -> None:
@@ -364,6 +401,122 @@ class TaskiqAdapter(_QueueWorkers):
     def teardown(self) -> None:
         super().teardown()
         self.loop.run_until_complete(self.broker.shutdown())
+
+
+class ArdiqAdapter(_QueueWorkers):
+    """ArdiQ: its Rust core's awaitables run on one event loop of the driver (as taskiq)."""
+
+    module = "ardiq"
+
+    def setup(self) -> None:
+        import asyncio
+
+        from peer_systems.ardiq_app import noop
+
+        self.noop = noop
+        self.loop = asyncio.new_event_loop()  # the driver's calls run on it, no thread hop
+        self.start_workers(
+            [sys.executable, "-m", "ardiq", "run", "peer_systems.ardiq_app:app", "--quiet"]
+        )
+
+    def submit(self, i: int) -> Any:
+        return self.loop.run_until_complete(self.noop.enqueue(i))
+
+    def wait(self, handle: Any) -> Any:
+        result = self.loop.run_until_complete(handle.result(timeout=300))
+        if not result.success:
+            raise RuntimeError(f"ardiq task {handle.id} failed: {result.value}")
+        return result.value
+
+
+class StreaqAdapter(_QueueWorkers):
+    """streaq: the client is the worker object, opened with ``async with worker:``.
+
+    That context (coredis's connection, anyio task groups) must be left by the task
+    that entered it, so one task of the driver's event loop holds it open from setup
+    to teardown, while submit and wait run their own coroutines on the same loop."""
+
+    module = "streaq"
+
+    def setup(self) -> None:
+        import asyncio
+
+        from peer_systems.streaq_app import noop, worker
+
+        self.noop = noop
+        self.loop = asyncio.new_event_loop()
+        self.closing = asyncio.Event()
+        opened = asyncio.Event()
+
+        async def hold() -> None:
+            async with worker:
+                opened.set()
+                await self.closing.wait()
+
+        async def open_client() -> None:
+            waiter = asyncio.ensure_future(opened.wait())
+            await asyncio.wait({self.client, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if self.client.done():  # it could not connect: its error, at once
+                waiter.cancel()
+                self.client.result()
+
+        self.client = self.loop.create_task(hold())
+        self.loop.run_until_complete(open_client())
+        self.start_workers(
+            [sys.executable, "-m", "streaq", "run", "peer_systems.streaq_app:worker"]
+        )
+
+    async def _enqueue(self, i: int) -> Any:
+        return await self.noop.enqueue(i)
+
+    def submit(self, i: int) -> Any:
+        return self.loop.run_until_complete(self._enqueue(i))
+
+    def wait(self, handle: Any) -> Any:
+        result = self.loop.run_until_complete(handle.result(timeout=300))
+        if not result.success:
+            raise RuntimeError(f"streaq task {handle.id} failed: {result.exception!r}")
+        return result.result
+
+    def teardown(self) -> None:
+        super().teardown()
+        if hasattr(self, "client"):
+            self.closing.set()
+            self.loop.run_until_complete(self.client)
+
+
+class RustvelloAdapter(_QueueWorkers):
+    """rustvello standalone: its own ``App`` and worker (no pynenc), Redis or SQLite."""
+
+    module = "rustvello.rustvello"  # the native engine, not only the package
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        super().__init__(spec)
+        cfg = spec["cfg"]
+        sqlite = cfg.get("backend") == "sqlite"
+        os.environ["PEERS_RUSTVELLO_SQLITE"] = (
+            str(Path(spec["workdir"]) / f"{spec['app_id']}-rustvello.db") if sqlite else ""
+        )
+        os.environ["PEERS_RUSTVELLO_SYNCHRONOUS"] = str(cfg.get("synchronous", "FULL"))
+        self.idle_ms = int(cfg.get("idle_ms", 50))  # rustvello's defaults: 50 ms, 0.05 s
+        self.poll = float(cfg.get("poll", 0.05))
+
+    def setup(self) -> None:
+        from peer_systems.rustvello_app import noop
+
+        self.noop = noop
+        # --loglevel warning: the runner logs every invocation at its default level
+        # (as Celery's --loglevel WARNING; the pynenc-based rows log errors only).
+        self.start_workers(
+            [sys.executable, "-m", "rustvello.worker", "peer_systems.rustvello_app:app",
+             "--workers", "2", "--idle-sleep-ms", str(self.idle_ms), "--loglevel", "warning"]
+        )  # fmt: skip
+
+    def submit(self, i: int) -> Any:
+        return self.noop(i)
+
+    def wait(self, handle: Any) -> Any:
+        return handle.result(timeout=300, poll_interval=self.poll)
 
 
 class PynencAdapter(Adapter):
@@ -522,6 +675,9 @@ ADAPTERS: dict[str, type[Adapter]] = {
     "huey": HueyAdapter,
     "dramatiq": DramatiqAdapter,
     "taskiq": TaskiqAdapter,
+    "ardiq": ArdiqAdapter,
+    "streaq": StreaqAdapter,
+    "rustvello": RustvelloAdapter,
 }
 
 
@@ -652,6 +808,10 @@ def run_one(
     system: System, rnd: int, args: argparse.Namespace, redis: Any, workdir: Path
 ) -> dict[str, Any]:
     py = python_for(system)
+    failed = VENVS[system.venv] / INSTALL_ERROR
+    if failed.exists():  # scripts/bench_setup.sh could not install this peer here
+        reason = failed.read_text(errors="replace").strip()
+        return {"status": "skipped", "reason": f"{failed.relative_to(ROOT)}: {reason}"}
     if not py.exists():
         return {
             "status": "skipped",
@@ -1005,7 +1165,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.list:
         for s in SYSTEMS:
-            print(f"{s.name:<34} {s.venv:<6} {s.note}")
+            print(f"{s.name:<42} {s.venv:<9} {s.note}")
         return 0
     quick = args.quick
     args.n = args.n or (100 if quick else 300)
