@@ -214,11 +214,21 @@ TEST(RedisMinReplicas, AWriteReturnsOnceTheReplicaHasItAndFailsWithoutOne) {
   RedisServer replica(false, {"--replicaof", "127.0.0.1", std::to_string(master.port())}, "");
   SentinelDeployment::WaitUntil(
       [&] { return SentinelDeployment::ConnectedReplicas(master.port()) == 1; }, "the replica");
+  // The replica acknowledges writes already (a loaded machine may hold up its first
+  // acknowledgement past the client's timeouts below, CI saw it once under ASan).
+  auto plain = SentinelDeployment::Plain(master.port());
+  ASSERT_TRUE(plain);
+  ASSERT_TRUE(plain->Command({"SET", "warm", "1"}).ok());
+  auto warm = plain->Command({"WAIT", "1", "10000"});
+  ASSERT_TRUE(warm.ok() && warm.value().integer == 1) << "the replica acknowledged nothing";
+  // connect_timeout_ms bounds how long WAIT is sent again: a slow acknowledgement
+  // is waited for, a missing replica is an error after it.
   auto opened = OpenUri("redis://127.0.0.1:" + std::to_string(master.port()) +
-                        "/0?min_replicas=1&min_replicas_timeout_ms=300&connect_timeout_ms=600");
+                        "/0?min_replicas=1&min_replicas_timeout_ms=300&connect_timeout_ms=2000");
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   auto client = opened.value();
-  ASSERT_TRUE(client->Command({"SET", "k", "v"}).ok());
+  const Result<Value> set = client->Command({"SET", "k", "v"});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
   // Acknowledged: the replica has it already.
   EXPECT_EQ(SentinelDeployment::Plain(replica.port())->Command({"GET", "k"}).value().str, "v");
   Script incr("return redis.call('INCR', KEYS[1])");
