@@ -115,8 +115,8 @@ record_pytest() {  # name log rc: the counts of pytest's last summary line in lo
   record "$1" "${p:-0}" "$f"
 }
 # Two pytest workers (pytest-xdist): most tests wait on runner processes, servers and
-# sockets, so one worker left the machine's two cores 70% idle; with two the slice
-# took 854 s instead of 1,679 s, at 144% CPU. Every test starts its own servers on
+# sockets, so a second worker finds a core free; with two the slice took 799-854 s
+# (144% CPU) where one took 1,679 s on the last CI machine. Every test starts its own servers on
 # free ports in its own temp dir, so the workers share nothing. PYTEST_WORKERS=0 runs
 # them in this process, one after another.
 PYTEST_WORKERS=${PYTEST_WORKERS:-2}
