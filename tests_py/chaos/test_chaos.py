@@ -388,6 +388,7 @@ def report_failover_loss(
     status change or queue entry), and bodies that ran more than once."""
     ids = acknowledged | during
     statuses = settle_after_failover(chaos, list(ids))
+    assert not chaos.sanitizer_reports(), "\n".join(chaos.sanitizer_reports())
     promoted = [r for r in sentinels.replicas if "master" in raw_reply(r.port, "ROLE")[:20]]
     assert len(promoted) == 1, "Sentinel promoted no replica"
     first_finished = first_success_logged_after(chaos, killed_at + 0.1)
