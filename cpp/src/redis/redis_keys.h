@@ -23,12 +23,12 @@ namespace pynenc_cpp::redis {
   X(kSeq, seq, "seq")  /* INCR counter; each component has its own */           \
   X(kInv, inv, "inv:") /* an invocation (the state backend's: its record) */    \
   X(kTask, task, "task:")                                                       \
-  X(kCall, call, "call:")                                                       \
+  X(kCall, call, "call:")   /* an earlier layout's; unlinked when opened */     \
   X(kArg, arg, "arg:")                                                          \
   X(kArgs, args, "args:")                                                       \
-  X(kTimes, times, "times")                                                     \
+  X(kTimes, times, "times") /* an earlier layout's; unlinked when opened */     \
   X(kStimes, stimes, "stimes:")                                                 \
-  X(kTtimes, ttimes, "ttimes:")                                                 \
+  X(kTtimes, ttimes, "ttimes:") /* an earlier layout's; unlinked */           \
   X(kAll, all, "all")           /* an earlier layout's; unlinked when opened */ \
   X(kStatus, status, "status:") /* an earlier layout's; unlinked */             \
   X(kPurge, purge, "purge")                                                     \

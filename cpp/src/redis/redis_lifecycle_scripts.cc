@@ -30,7 +30,7 @@ local function record()
 end
 -- f as record() reads it: the orchestrator's status change.
 local function set_status(k, f, new, ts, owner)
-  return orch_set_status(k, id, f[1], f[4], f[2], new, ts, owner)
+  return orch_set_status(k, id, f[1], f[2], new, ts, owner)
 end
 -- This step's history rows of id: (tsenc, dk, val) triples, new by construction.
 local function add_history(...)

@@ -417,14 +417,11 @@ Result<std::vector<InvocationId>> RedisOrchestrator::GetTaskInvocations(const Ta
 }
 
 Result<std::vector<InvocationId>> RedisOrchestrator::GetCallInvocations(const CallId& call_id) {
-  Result<Value> r =
-      client_->Command({"ZRANGE", prefix_ + redis::keys::kCall + call_id.str(), "0", "-1"});
-  if (!r.ok()) return r.status();
-  Result<std::vector<std::string>> s = Strings(r.value(), "call invocations");
-  if (!s.ok()) return s.status();
-  std::vector<InvocationId> out;
-  for (std::string& id : s.value()) out.emplace_back(std::move(id));
-  return out;
+  // pynenc's call key is "<task key>:<args id>" (an args id has no ':').
+  const std::string& call = call_id.str();
+  const std::size_t colon = call.rfind(':');
+  if (colon == std::string::npos) return std::vector<InvocationId>();
+  return RunIds(CallInvocationsScript(), {call.substr(0, colon), call}, "call invocations");
 }
 
 Result<std::vector<InvocationId>> RedisOrchestrator::ListInvocations(
@@ -436,20 +433,23 @@ Result<std::vector<InvocationId>> RedisOrchestrator::ListInvocations(
   if (limit == 0) return std::vector<InvocationId>();
   std::vector<std::string> args{std::to_string(limit), std::to_string(offset), task_id ? "1" : "0",
                                 task_id ? task_id->str() : ""};
-  for (InvocationStatus s : statuses) args.emplace_back(StatusName(s));
+  // Each status once (a status's page must be merged once); no filter: all.
+  for (InvocationStatus s : AllStatuses()) {
+    if (statuses.empty() || std::find(statuses.begin(), statuses.end(), s) != statuses.end()) {
+      args.emplace_back(StatusName(s));
+    }
+  }
   return RunIds(ListScript(), std::move(args), "list invocations");
 }
 
 Result<std::int64_t> RedisOrchestrator::CountInvocations(
     const std::optional<TaskId>& task_id, const std::vector<InvocationStatus>& statuses) {
-  std::vector<std::string> args{task_id ? "1" : "0", task_id ? task_id->str() : ""};
-  // Each status once: the per-status counts are summed.
+  std::vector<std::string> args{task_id ? "1" : "0", task_id ? task_id->str() : "",
+                                statuses.empty() ? "1" : "0"};
+  // Each status once: the per-status counts are summed; no filter: all.
   for (InvocationStatus s : AllStatuses()) {
-    for (InvocationStatus want : statuses) {
-      if (want == s) {
-        args.emplace_back(StatusName(s));
-        break;
-      }
+    if (statuses.empty() || std::find(statuses.begin(), statuses.end(), s) != statuses.end()) {
+      args.emplace_back(StatusName(s));
     }
   }
   Result<Value> r = Run(CountScript(), std::move(args), "count invocations");
@@ -508,26 +508,28 @@ Result<std::vector<InvocationId>> RedisOrchestrator::GetBlockingInvocations(
 }
 
 Status RedisOrchestrator::Purge() {
-  // SCAN (never KEYS) over this app's orchestrator keys, deleted batch by batch.
-  const std::string match = MatchPrefix(prefix_);
+  return UnlinkMatching(MatchPrefix(prefix_), "purge");
+}
+
+Status RedisOrchestrator::UnlinkMatching(const std::string& match, const std::string& what) {
   std::string cursor = "0";
   do {
     Result<Value> r = client_->Command({"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
     if (!r.ok()) return r.status();
     const Value& v = r.value();
-    if (v.is_error()) return ReplyError(v, "purge (scan)");
+    if (v.is_error()) return ReplyError(v, what + " (scan)");
     if (v.type != Value::Type::kArray || v.elements.size() != 2) {
-      return Status::BackendFailure("redis orchestrator: purge (scan): bad reply");
+      return Status::BackendFailure("redis orchestrator: " + what + " (scan): bad reply");
     }
     cursor = v.elements[0].str;
-    Result<std::vector<std::string>> keys = Strings(v.elements[1], "purge (scan)");
+    Result<std::vector<std::string>> keys = Strings(v.elements[1], what + " (scan)");
     if (!keys.ok()) return keys.status();
     if (keys.value().empty()) continue;
     std::vector<std::string> del{"UNLINK"};
     for (std::string& k : keys.value()) del.push_back(std::move(k));
     Result<Value> d = client_->Command(del);
     if (!d.ok()) return d.status();
-    if (d.value().is_error()) return ReplyError(d.value(), "purge (unlink)");
+    if (d.value().is_error()) return ReplyError(d.value(), what + " (unlink)");
   } while (cursor != "0");
   return Status::Ok();
 }
@@ -535,7 +537,17 @@ Status RedisOrchestrator::Purge() {
 Status RedisOrchestrator::DropRetiredIndexes() {
   std::vector<std::string> args;
   for (InvocationStatus st : AllStatuses()) args.emplace_back(StatusName(st));
-  return Run(DropRetiredIndexesScript(), std::move(args), "drop retired indexes").status();
+  Result<Value> r = Run(DropRetiredIndexesScript(), std::move(args), "drop retired indexes");
+  if (!r.ok()) return r.status();
+  if (r.value().integer == 0) return Status::Ok();
+  for (const char* kind : {redis::keys::kTtimes, redis::keys::kCall}) {
+    Status dropped = UnlinkMatching(MatchPrefix(prefix_ + kind), "drop retired indexes");
+    if (!dropped.ok()) return dropped;
+  }
+  Result<Value> d = client_->Command({"UNLINK", prefix_ + redis::keys::kTimes});
+  if (!d.ok()) return d.status();
+  if (d.value().is_error()) return ReplyError(d.value(), "drop retired indexes (unlink)");
+  return Status::Ok();
 }
 
 }  // namespace redis_orchestrator

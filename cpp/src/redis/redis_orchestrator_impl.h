@@ -9,15 +9,19 @@
 //   P seq                 INCR counter: registration sequence numbers
 //   P inv:<id>            hash: seq, task, call, st (status name), ts (status us),
 //                         own (owner; absent = no owner), retries
-//   P task:<t> / call:<c> sorted sets of ids scored by seq (registration order)
+//   P task:<t>            sorted set of ids scored by seq (registration order);
+//                         a call's ids are those of its task with that call
+//                         (pynenc's call key is "<task key>:<args id>")
 //   P arg:<len(k)>:<k>=<v> sorted set of ids scored by seq; P args:<id> hash k -> v
-//   P times               sorted set scored by status time, members
-//                         "<seq, 20 digits><id>": newest-first pages, ties newest seq
-//   P stimes:<s> / ttimes:<t>  the same, per status / per task (filtered pages,
-//                         counts, recovery scans; registration order is the
-//                         members' order). An earlier layout also kept P all
-//                         and P status:<s> (ids by seq), duplicates of times
-//                         and stimes:<s>; opening an orchestrator unlinks them.
+//   P stimes:<s>          sorted set of the invocations in status s, scored by
+//                         status time, members "<seq, 20 digits><id>": newest
+//                         first pages (ties newest seq), counts, recovery scans;
+//                         every invocation is in exactly one of them.
+//                         Earlier layouts also kept P all and P status:<s> (ids
+//                         by seq), P times (every status's page in one), P
+//                         ttimes:<t> (per task) and P call:<c> (per call), all
+//                         derivable from the above: opening an orchestrator
+//                         unlinks them.
 //   P purge               auto-purge marks, scored by mark time, same members
 //   P wf:<id> / wb:<id>   sets: what <id> waits for / who waits for <id>;
 //   P waited              set of ids someone waits for
@@ -55,6 +59,7 @@ const redis::Script& IndexArgumentsScript();
 const redis::Script& ExistingScript();
 const redis::Script& ListScript();
 const redis::Script& CountScript();
+const redis::Script& CallInvocationsScript();
 const redis::Script& IncrementRetriesScript();
 const redis::Script& ScheduleAutoPurgeScript();
 const redis::Script& AutoPurgeScript();
@@ -197,8 +202,9 @@ class RedisOrchestrator final : public Orchestrator {
       const std::optional<std::string>& runner_id, TimestampUs min_duration_us) override;
   Result<std::int64_t> PurgeAtomicServiceExecutions(const ExecutionPurgePolicy& policy) override;
 
-  // Unlinks the indexes an earlier key layout kept (P all, P status:<s>),
-  // which nothing reads or updates now; done when the orchestrator is opened.
+  // Unlinks the indexes an earlier key layout kept (P all, P status:<s>, P
+  // times, P ttimes:<t>, P call:<c>), which nothing reads or updates now; done
+  // when the orchestrator is opened.
   Status DropRetiredIndexes();
 
  private:
@@ -209,6 +215,9 @@ class RedisOrchestrator final : public Orchestrator {
   // Runs a script whose reply is an array of invocation ids.
   Result<std::vector<InvocationId>> RunIds(const redis::Script& script,
                                            std::vector<std::string> args, const std::string& what);
+  // Unlinks every key matching the SCAN pattern `match`, one SCAN batch at a
+  // time (never KEYS); `what` names the step in errors.
+  Status UnlinkMatching(const std::string& match, const std::string& what);
   // The stored record of `id`; nullopt for an unknown id.
   Result<std::optional<StatusRecord>> ReadRecord(const InvocationId& id);
   // Every execution row (only running ones if `running_only`), newest start

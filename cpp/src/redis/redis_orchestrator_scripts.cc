@@ -36,25 +36,23 @@ local function release(id)
 end
 local function forget(id)
   local k = P .. ${inv} .. id
-  local f = redis.call('HMGET', k, 'seq', 'task', 'call', 'st')
+  local f = redis.call('HMGET', k, 'seq', 'task', 'st')
   if not f[1] then return end
   redis.call('ZREM', P .. ${task} .. f[2], id)
-  redis.call('ZREM', P .. ${call} .. f[3], id)
   local m = pad(f[1]) .. id
-  redis.call('ZREM', P .. ${times}, m)
-  redis.call('ZREM', P .. ${stimes} .. f[4], m)
-  redis.call('ZREM', P .. ${ttimes} .. f[2], m)
+  redis.call('ZREM', P .. ${stimes} .. f[3], m)
   redis.call('ZREM', P .. ${purge}, m)
   local args = redis.call('HGETALL', P .. ${args} .. id)
   for i = 1, #args, 2 do redis.call('ZREM', argkey(args[i], args[i + 1]), id) end
   redis.call('DEL', P .. ${args} .. id, k)
   release(id)
 end
--- Moves id (record key k, sequence seq, task, current status old) to status new
--- at ts, owned by owner (nil: nobody): the record and the time pages (stimes:<s>
--- is also the status index). Every status change of a script goes through here (TransitionScript and
--- redis/redis_lifecycle_scripts.cc's). Returns id's time-page member.
-local function orch_set_status(k, id, seq, task, old, new, ts, owner)
+-- Moves id (record key k, sequence seq, current status old) to status new at
+-- ts, owned by owner (nil: nobody): the record and its status's time page
+-- (stimes:<s>, also the status index). Every status change of a script goes
+-- through here (TransitionScript and redis/redis_lifecycle_scripts.cc's).
+-- Returns id's time-page member.
+local function orch_set_status(k, id, seq, old, new, ts, owner)
   if owner then
     redis.call('HSET', k, 'st', new, 'ts', ts, 'own', owner)
   else
@@ -62,14 +60,12 @@ local function orch_set_status(k, id, seq, task, old, new, ts, owner)
     redis.call('HDEL', k, 'own')
   end
   local m = pad(seq) .. id
-  redis.call('ZADD', P .. ${times}, ts, m)
   redis.call('ZREM', P .. ${stimes} .. old, m)
   redis.call('ZADD', P .. ${stimes} .. new, ts, m)
-  redis.call('ZADD', P .. ${ttimes} .. task, ts, m)
   return m
 end
 -- Registers one invocation unless known (status st at ts, owner or nil): the
--- record, the task / call indexes and the time pages. Shared with the
+-- record, the task index and the status's time page. Shared with the
 -- submit script of redis/redis_lifecycle_scripts.cc. Returns 1 if registered, 0 if known.
 local function orch_register(id, task, call, st, ts, owner)
   local k = P .. ${inv} .. id
@@ -82,10 +78,7 @@ local function orch_register(id, task, call, st, ts, owner)
     redis.call('HSET', k, 'seq', seq, 'task', task, 'call', call, 'st', st, 'ts', ts, 'retries', 0)
   end
   redis.call('ZADD', P .. ${task} .. task, seq, id)
-  redis.call('ZADD', P .. ${call} .. call, seq, id)
-  redis.call('ZADD', P .. ${times}, ts, pad(seq) .. id)
   redis.call('ZADD', P .. ${stimes} .. st, ts, pad(seq) .. id)
-  redis.call('ZADD', P .. ${ttimes} .. task, ts, pad(seq) .. id)
   return 1
 end
 -- Final-status notification (WaitAnyFinal): each waiter token registered in
@@ -150,7 +143,7 @@ const Script& TransitionScript() {
   static const Script s = Make(R"lua(
 local id = ARGV[2]
 local k = P .. ${inv} .. id
-local f = redis.call('HMGET', k, 'seq', 'st', 'ts', 'own', 'task')
+local f = redis.call('HMGET', k, 'seq', 'st', 'ts', 'own')
 if not f[1] then return -1 end
 local has_owner = f[4] and '1' or '0'
 if f[2] ~= ARGV[3] or f[3] ~= ARGV[4] or has_owner ~= ARGV[5] or (f[4] and f[4] ~= ARGV[6]) then
@@ -158,7 +151,7 @@ if f[2] ~= ARGV[3] or f[3] ~= ARGV[4] or has_owner ~= ARGV[5] or (f[4] and f[4] 
 end
 local owner = nil
 if ARGV[9] == '1' then owner = ARGV[10] end
-orch_set_status(k, id, f[1], f[5], f[2], ARGV[7], ARGV[8], owner)
+orch_set_status(k, id, f[1], f[2], ARGV[7], ARGV[8], owner)
 if FINAL[ARGV[7]] then notify_final(id) end
 return 1
 )lua");
@@ -179,7 +172,7 @@ const Script& GateScript() {
   static const Script s = Make(R"lua(
 local id = ARGV[2]
 local k = P .. ${inv} .. id
-local f = redis.call('HMGET', k, 'seq', 'st', 'ts', 'own', 'task')
+local f = redis.call('HMGET', k, 'seq', 'st', 'ts', 'own')
 if not f[1] then return -1 end
 local has_owner = f[4] and '1' or '0'
 if f[2] ~= ARGV[3] or f[3] ~= ARGV[4] or has_owner ~= ARGV[5] or (f[4] and f[4] ~= ARGV[6]) then
@@ -237,7 +230,7 @@ end
 if blocker then return blocker end
 local owner = nil
 if ARGV[9] == '1' then owner = ARGV[10] end
-orch_set_status(k, id, f[1], f[5], f[2], ARGV[7], ARGV[8], owner)
+orch_set_status(k, id, f[1], f[2], ARGV[7], ARGV[8], owner)
 if FINAL[ARGV[7]] then notify_final(id) end
 return 1
 )lua");
@@ -318,25 +311,43 @@ return out
   return s;
 }
 
-// ARGV: P, limit, offset, has_task, task, statuses... Newest status time first,
-// ties newest registration first (members are "<seq, 20 digits><id>"). With a
-// task filter only, it reads that task's time index; with a status filter it
-// merges the per-status time indexes newest first, so a page reads only
-// offset + limit matching entries (plus, with a task too, other tasks' entries).
+// ARGV: P, limit, offset, has_task, task, then the statuses to list (every
+// status when the caller filters none). Newest status time first, ties newest
+// registration first (members are "<seq, 20 digits><id>"). It merges the
+// statuses' time pages newest first, so a page reads only offset + limit
+// matching entries (plus, with a task filter, other tasks' entries); with a
+// task filter it walks the task's index instead when that reads fewer entries
+// (n^2 <= (offset + limit) * entries of the statuses: the merge reads about
+// (offset + limit) * entries / n of them).
 const Script& ListScript() {
   static const Script s = Make(R"lua(
 local limit, offset = tonumber(ARGV[2]), tonumber(ARGV[3])
 local has_task, task = ARGV[4] == '1', ARGV[5]
 local out = {}
 if limit == 0 then return out end
-if #ARGV < 6 then
-  local key = has_task and (P .. ${ttimes} .. task) or (P .. ${times})
-  for i, m in ipairs(redis.call('ZREVRANGE', key, offset, offset + limit - 1)) do
-    out[i] = string.sub(m, 21)
+local want = limit + offset
+if has_task then
+  local total = 0
+  for i = 6, #ARGV do total = total + redis.call('ZCARD', P .. ${stimes} .. ARGV[i]) end
+  local tk = P .. ${task} .. task
+  local n = redis.call('ZCARD', tk)
+  if n * n <= want * total then
+    local wanted = {}
+    for i = 6, #ARGV do wanted[ARGV[i]] = true end
+    local rows = {}
+    for _, id in ipairs(redis.call('ZRANGE', tk, 0, -1)) do
+      local f = redis.call('HMGET', P .. ${inv} .. id, 'seq', 'st', 'ts')
+      if f[1] and wanted[f[2]] then rows[#rows + 1] = {tonumber(f[3]), tonumber(f[1]), id} end
+    end
+    table.sort(rows, function(x, y)
+      if x[1] ~= y[1] then return x[1] > y[1] end
+      return x[2] > y[2]
+    end)
+    for i = offset + 1, math.min(#rows, want) do out[#out + 1] = rows[i][3] end
+    return out
   end
-  return out
 end
-local batch = 256
+local batch = math.min(256, want)
 local streams = {}
 for i = 6, #ARGV do
   streams[#streams + 1] = {key = P .. ${stimes} .. ARGV[i], pos = 0, buf = {}, i = 1}
@@ -373,23 +384,50 @@ end
   return s;
 }
 
-// ARGV: P, has_task, task, statuses... The time pages hold every invocation
-// once (times), per status (stimes:<s>) and per task (ttimes:<t>), all with the
-// same members, so a count is a cardinality or an intersection's.
+// ARGV: P, has_task, task, all ('1': no status filter), then the statuses to
+// count (every status when all). Every invocation is in exactly one status's
+// time page, so a count without a task is a sum of cardinalities; with a task
+// and statuses it walks the smaller of the task's index and those pages.
 const Script& CountScript() {
   static const Script s = Make(R"lua(
-local has_task = ARGV[2] == '1'
-if #ARGV < 4 then
-  if has_task then return redis.call('ZCARD', P .. ${task} .. ARGV[3]) end
-  return redis.call('ZCARD', P .. ${times})
-end
-local tk = P .. ${ttimes} .. ARGV[3]
+local has_task, task, all = ARGV[2] == '1', ARGV[3], ARGV[4] == '1'
+local tk = P .. ${task} .. task
+if has_task and all then return redis.call('ZCARD', tk) end
 local n = 0
-for i = 4, #ARGV do
-  local sk = P .. ${stimes} .. ARGV[i]
-  if has_task then n = n + redis.call('ZINTERCARD', 2, tk, sk) else n = n + redis.call('ZCARD', sk) end
+for i = 5, #ARGV do n = n + redis.call('ZCARD', P .. ${stimes} .. ARGV[i]) end
+if not has_task then return n end
+local count = 0
+if redis.call('ZCARD', tk) <= n then
+  local wanted = {}
+  for i = 5, #ARGV do wanted[ARGV[i]] = true end
+  for _, id in ipairs(redis.call('ZRANGE', tk, 0, -1)) do
+    local st = redis.call('HGET', P .. ${inv} .. id, 'st')
+    if st and wanted[st] then count = count + 1 end
+  end
+  return count
 end
-return n
+for i = 5, #ARGV do
+  for _, m in ipairs(redis.call('ZRANGE', P .. ${stimes} .. ARGV[i], 0, -1)) do
+    if redis.call('HGET', P .. ${inv} .. string.sub(m, 21), 'task') == task then
+      count = count + 1
+    end
+  end
+end
+return count
+)lua");
+  return s;
+}
+
+// ARGV: P, task, call. The ids of the task's invocations of that call,
+// registration order (pynenc's call key is "<task key>:<args id>", so the
+// task's index holds them all).
+const Script& CallInvocationsScript() {
+  static const Script s = Make(R"lua(
+local out = {}
+for _, id in ipairs(redis.call('ZRANGE', P .. ${task} .. ARGV[2], 0, -1)) do
+  if redis.call('HGET', P .. ${inv} .. id, 'call') == ARGV[3] then out[#out + 1] = id end
+end
+return out
 )lua");
   return s;
 }
@@ -475,13 +513,18 @@ return out
 }
 
 // The indexes an earlier key layout kept and this one does not: P all and P
-// status:<s> (ids by registration order; the time pages answer what they did).
-// ARGV: P, every status name. Unlinks them; returns how many existed.
+// status:<s> (ids by registration order; the time pages answer what they did),
+// and P times (every invocation's time page; the per-status pages answer it).
+// ARGV: P, every status name. Unlinks P all and P status:<s>; returns whether
+// P times exists (then the caller unlinks P ttimes:<t> and P call:<c>, the per
+// task and per call indexes of that layout, and P times last, so an interrupted
+// drop is done again at the next open).
 const Script& DropRetiredIndexesScript() {
   static const Script s = Make(R"lua(
 local keys = {P .. ${all}}
 for i = 2, #ARGV do keys[#keys + 1] = P .. ${status} .. ARGV[i] end
-return redis.call('UNLINK', unpack(keys))
+redis.call('UNLINK', unpack(keys))
+return redis.call('EXISTS', P .. ${times})
 )lua");
   return s;
 }
