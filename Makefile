@@ -1,5 +1,5 @@
 # Developer and CI entry points. Each target installs what it needs.
-.PHONY: setup test demo wheel conformance chaos guarantees bench bench-peers bench-prefetch bench-concurrency bench-triggers profile profile-serial bench-cluster bench-actors clean
+.PHONY: setup test demo wheel conformance chaos guarantees bench bench-peers bench-prefetch bench-concurrency bench-triggers profile profile-serial bench-redis-cost bench-cluster bench-actors clean
 
 setup:
 	bash scripts/setup.sh
@@ -73,6 +73,13 @@ profile: setup
 	[ -x .venv/bin/py-spy ] || .venv/bin/python -m pip -q install "py-spy>=0.4"
 	command -v perf >/dev/null || { apt-get update -qq && apt-get install -y -qq linux-perf; }
 	.venv/bin/python bench/profile_burst.py --perf $(ARGS)
+
+# What a task costs redis-server, as an instruction count: a burst captured with
+# MONITOR, replayed under callgrind (steady where CPU times are noisy). ARGS="--n 300".
+bench-redis-cost: setup
+	.venv/bin/python -c 'import psutil' 2>/dev/null || .venv/bin/python -m pip -q install "psutil>=5.9"
+	command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
+	.venv/bin/python bench/redis_server_cost.py $(ARGS)
 
 # Where a serial task's time goes (S2): submit, to the body, to the result, and on
 # Redis each script's server time (SLOWLOG). ARGS="--stack cpp-sqlite" etc.
