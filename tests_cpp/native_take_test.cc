@@ -317,6 +317,23 @@ class RedisTakeAndStart : public ::testing::Test {
     life_->SetTaskRunsFreely(TaskId("mod.task"));
   }
 
+  // Deliveries the broker keeps for redelivery (every consumer's processing
+  // list), read straight from the server.
+  std::int64_t ProcessingEntries() {
+    auto raw = redis::OpenClient(BackendConfig{
+        "redis://127.0.0.1:" + std::to_string(server_.port()) + "/0", "lost-reply-app", clock_});
+    EXPECT_TRUE(raw.ok());
+    if (!raw.ok()) return -1;
+    auto keys = raw.value()->Command({"KEYS", "pynenc:{lost-reply-app}:broker:proc:*"});
+    EXPECT_TRUE(keys.ok());
+    if (!keys.ok()) return -1;
+    std::int64_t n = 0;
+    for (const redis::Value& k : keys.value().elements) {
+      n += raw.value()->Command({"LLEN", k.str}).value().integer;
+    }
+    return n;
+  }
+
   testing::RedisServer server_;
   testing::ReplyDroppingProxy proxy_{server_.port()};
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(kStart);
@@ -336,6 +353,9 @@ TEST_F(RedisTakeAndStart, AReplyLostWithTheConnectionIsReadBack) {
   auto a = life_->TakeAndStart("default", 0, kRunner);  // loads the script
   ASSERT_TRUE(a.ok() && a.value().has_value());
   EXPECT_EQ(a.value()->claim.kind, ClaimKind::kStarted);
+  // Claimed: RUNNING and owned, which pynenc's recovery covers; the broker
+  // keeps no delivery of it to acknowledge or redeliver.
+  EXPECT_EQ(ProcessingEntries(), 0);
 
   proxy_.DropNextReply();
   auto lost = life_->TakeAndStart("default", 0, kRunner);
@@ -360,11 +380,13 @@ TEST_F(RedisTakeAndStart, AReplyLostWithTheConnectionIsReadBack) {
   ASSERT_TRUE(c.ok() && c.value().has_value()) << c.status().ToString();
   EXPECT_EQ(c.value()->id, InvocationId("c"));
   EXPECT_EQ(c.value()->claim.kind, ClaimKind::kNeedsCheck);
+  EXPECT_EQ(ProcessingEntries(), 1) << "taken, not claimed: kept until acknowledged";
 
   // Nothing redelivered, nothing left; b's rows written once.
   auto after = life_->TakeAndStart("default", 0, kRunner);
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_FALSE(after.value().has_value());
+  EXPECT_EQ(ProcessingEntries(), 0) << "c's delivery acknowledged by the next take";
   std::vector<S> rows;
   for (const HistoryRecord& h : state->GetHistory(InvocationId("b")).value()) {
     rows.push_back(h.status);

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -262,7 +263,7 @@ class RedisBroker final : public Broker {
     if (ec != std::errc() || end != v.data() + 25 || v.size() < 25 + n) {
       return client_->Corrupt("malformed record of a retrieve");
     }
-    Remember({v.substr(25 + n)});
+    if (v.size() > 25 + n) Remember({v.substr(25 + n)});  // '' : owned, nothing to acknowledge
     PoppedThen out{InvocationId(v.substr(25, n)), std::nullopt, v[16]};
     return std::optional<PoppedThen>(std::move(out));
   }
@@ -331,9 +332,22 @@ class RedisBroker final : public Broker {
     if (then != nullptr) args = then->args();
     const std::size_t own = args.size();
     const std::string consumer = Consumer();
-    args.insert(args.end(),
-                {consumer, std::to_string(options_.lease_ms), consume_token ? "1" : "0", queue,
-                 std::to_string(options_.recovery_interval_ms), prefix_});
+    // The lease is refreshed by a call at most every quarter lease, and this
+    // object tries the recovery at most once an interval (the server's guard
+    // admits one pass an interval across consumers): '0' skips either. A wait
+    // pops at least every third of a lease (RetrieveWith), so the lease is
+    // never older than 1/4 + 1/3 of itself while the object retrieves.
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count();
+    const bool refresh = !registered_.load() || now - last_lease_ms_.load() >= options_.lease_ms / 4;
+    if (refresh) last_lease_ms_.store(now);
+    const bool recover = now - last_recovery_ms_.load() >= options_.recovery_interval_ms;
+    if (recover) last_recovery_ms_.store(now);
+    args.insert(args.end(), {consumer, refresh ? std::to_string(options_.lease_ms) : "0",
+                             consume_token ? "1" : "0", queue,
+                             recover ? std::to_string(options_.recovery_interval_ms) : "0",
+                             prefix_});
     args.insert(args.end(), acks.begin(), acks.end());
     pop.call.keys = {QueueKey(queue),
                      WakeKey(queue),
@@ -361,6 +375,7 @@ class RedisBroker final : public Broker {
                                              const std::string& token) {
     if (!r.ok() || r.value().is_error()) {
       Remember(std::move(acks));  // LREM is idempotent: retry them next time
+      last_lease_ms_.store(kNever);  // the refresh may not have run: the next call makes it
       if (!r.ok()) {
         suspect_.store(true);
         if (then != nullptr) {
@@ -378,7 +393,7 @@ class RedisBroker final : public Broker {
     if (v.type != Value::Type::kArray || v.elements.size() != want) {
       return client_->Unexpected("a retrieve");
     }
-    Remember({v.elements[1].str});
+    if (!v.elements[1].str.empty()) Remember({v.elements[1].str});  // '': owned, no record
     PoppedThen out{InvocationId(v.elements[0].str), std::nullopt, 0};
     if (then != nullptr) {
       out.reply = v.elements[2];
@@ -403,6 +418,10 @@ class RedisBroker final : public Broker {
   std::atomic<bool> registered_{false};
   std::atomic<bool> suspect_{false};        // a pop's reply was lost: see RequeueUnknown
   std::atomic<std::uint64_t> attempts_{0};  // tokens of combined attempts
+  // When a call last refreshed the lease / tried the recovery (steady clock, ms).
+  static constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::min() / 2;
+  std::atomic<std::int64_t> last_lease_ms_{kNever};
+  std::atomic<std::int64_t> last_recovery_ms_{kNever};
   Mutex mu_;
   // Per calling thread: the token of a combined attempt whose reply was lost.
   std::unordered_map<std::thread::id, std::string> lost_ PYNENC_GUARDED_BY(mu_);

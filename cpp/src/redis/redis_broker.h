@@ -7,9 +7,12 @@
 //   queues         SET of queue names ever routed (Purge walks it)
 //   consumers      SET of consumer ids (one per broker object: host-pid-random)
 //   lease:<cid>    lease of a live consumer (SET PX), refreshed by its Retrieves
+//                  (at most every quarter lease)
 //   proc:<cid>     LIST of deliveries not yet acknowledged (msgpack [queue, score,
 //                  member]); a Retrieve acknowledges the calling thread's previous
-//                  deliveries
+//                  deliveries. A RetrieveThen whose script claimed the id (it is
+//                  then owned in the orchestrator, whose recovery of a dead
+//                  runner's invocations covers it) keeps none.
 //   recovery       SET NX PX guard: at most one recovery pass per interval
 //   took:<cid>:<thread>  what the thread's last RetrieveThen attempt did (10 min TTL)
 // Recovery: a Retrieve that wins the guard moves every processing item of a

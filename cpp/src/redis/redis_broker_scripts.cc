@@ -47,24 +47,27 @@ const Script kRouteScript(std::string(kRouteFragment) + R"lua(
 return broker_route(ARGV[1], ARGV[3], ARGV[2], tonumber(ARGV[4]), ARGV, 5, #ARGV)
 )lua");
 
-// broker_pop(K, A): K = {zset, wake, consumers, lease, proc, recovery guard};
-// A = {consumer id, lease ms, consume a wake token (1/0), queue, recovery ms,
-// key prefix, entries to acknowledge...}. Acknowledges, refreshes the lease,
-// recovers dead consumers (at most once per interval), then moves the next item
-// into this consumer's processing list. Returns nil or {id, processing entry}.
+// broker_pop(K, A, record): K = {zset, wake, consumers, lease, proc, recovery
+// guard}; A = {consumer id, lease ms ('0': not refreshed by this call), consume
+// a wake token (1/0), queue, recovery ms ('0': no recovery attempt by this
+// call), key prefix, entries to acknowledge...}. Acknowledges, refreshes the
+// lease, recovers dead consumers (at most once per interval), then pops the next
+// item, and unless record is false moves it into this consumer's processing
+// list. Returns nil or {id, processing entry}. The client decides how often a
+// call refreshes the lease and tries the recovery (redis_broker.cc, MakePop).
 // Shared with the scripts that pop and go on in the same round trip
 // (BrokerLuaPop, RetrieveThen).
 const char* kPopFragment = R"lua(
-local function broker_pop(K, A)
+local function broker_pop(K, A, record)
   for i = 7, #A do redis.call('LREM', K[5], 1, A[i]) end
   -- A consumer is listed while its lease lives (recovery unlists it only after
   -- the lease lapsed, a clean close drops both): listed again on a new lease.
   -- (A consumers set lost while leases live, e.g. evicted under a maxmemory
   -- policy other than noeviction, is not rebuilt: docs/backends/redis.md.)
-  if not redis.call('SET', K[4], '1', 'PX', A[2], 'GET') then
+  if A[2] ~= '0' and not redis.call('SET', K[4], '1', 'PX', A[2], 'GET') then
     redis.call('SADD', K[3], A[1])
   end
-  if redis.call('SET', K[6], '1', 'NX', 'PX', A[5]) then
+  if A[5] ~= '0' and redis.call('SET', K[6], '1', 'NX', 'PX', A[5]) then
     local prefix = A[6]
     for _, cid in ipairs(redis.call('SMEMBERS', K[3])) do
       if cid ~= A[1] and redis.call('EXISTS', prefix .. ${lease} .. cid) == 0 then
@@ -83,7 +86,7 @@ local function broker_pop(K, A)
   local got = redis.call('ZPOPMIN', K[1])
   if #got == 0 then return nil end
   local entry = cmsgpack.pack({A[4], got[2], got[1]})
-  redis.call('RPUSH', K[5], entry)
+  if record ~= false then redis.call('RPUSH', K[5], entry) end
   if A[3] == '1' then redis.call('LPOP', K[2]) end
   return {string.sub(got[1], 22), entry}
 end
@@ -91,14 +94,17 @@ end
 
 // KEYS and ARGV: broker_pop's K and A. Returns nil or {id, processing entry}.
 const Script kPopScript(std::string(kPopFragment) + R"lua(
-local got = broker_pop(KEYS, ARGV)
+local got = broker_pop(KEYS, ARGV, true)
 if not got then return false end
 return got
 )lua");
 
 // broker_pop_then(go): the body of a PopThen script (see redis_broker.h). Pops
 // with the arguments RetrieveThen put after the script's own, then calls
-// go(id, own ARGV), which returns its reply and a one-character mark, and
+// go(id, own ARGV), which returns its reply, a one-character mark and whether
+// the id is now owned by the caller in the orchestrator (claimed: pynenc's
+// recovery of a dead runner's invocations covers it, so the pop keeps no
+// processing entry and needs no acknowledgement; the entry is then ''), and
 // records the attempt under KEYS[7] (for 10 minutes) so a lost reply can be
 // resolved. Returns false (nothing popped) or {id, processing entry, reply,
 // how many ids the queue still holds}.
@@ -109,12 +115,17 @@ local function broker_pop_then(go)
   local A, own = {}, {}
   for i = n - 1 - np, n - 2 do A[#A + 1] = ARGV[i] end
   for i = 1, n - 2 - np do own[i] = ARGV[i] end
-  local got = broker_pop(KEYS, A)
+  local got = broker_pop(KEYS, A, false)
   if not got then return false end
-  local reply, mark = go(got[1], own)
+  local reply, mark, owned = go(got[1], own)
+  local entry = ''
+  if not owned then
+    entry = got[2]
+    redis.call('RPUSH', KEYS[5], entry)
+  end
   redis.call('SET', KEYS[7], ARGV[n - 1] .. mark .. string.format('%08d', #got[1]) .. got[1] ..
-             got[2], 'PX', 600000)
-  return {got[1], got[2], reply, redis.call('ZCARD', KEYS[1])}
+             entry, 'PX', 600000)
+  return {got[1], entry, reply, redis.call('ZCARD', KEYS[1])}
 end
 )lua";
 

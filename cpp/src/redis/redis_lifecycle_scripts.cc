@@ -358,8 +358,10 @@ const Script& ClaimScript() {
 // TakeAndStart: the broker's pop (redis::RetrieveThen), then ClaimScript's body
 // with start for the id it took. The arguments are ClaimScript's, built before
 // the pop with an empty id (ARGV[4]) and history values naming an empty id, in
-// which the id taken is put. Marked '2' when it claimed. An id whose history
-// text would need JSON escapes is not claimed here ({-1}: the caller claims).
+// which the id taken is put. Marked '2' when it claimed; the claimed id is
+// RUNNING and owned by the runner, so the pop keeps no delivery record
+// (broker_pop_then). An id whose history text would need JSON escapes is not
+// claimed here ({-1}: the caller claims).
 const Script& TakeStartScript() {
   static const Script s(LifecycleSource((redis::BrokerLuaPop() + R"lua(
 local function claim(ARGV)
@@ -377,7 +379,7 @@ return broker_pop_then(function(taken, argv)
   argv[9], argv[16] = with_id(argv[9]), with_id(argv[16])
   if not argv[9] or not argv[16] then return {-1}, '-' end
   local r = claim(argv)
-  if r[1] == 2 then return r, '2' end
+  if r[1] == 2 then return r, '2', true end
   return r, '-'
 end)
 )lua")
