@@ -308,6 +308,17 @@ TYPED_TEST(LifecycleCompliance, ReadFinalReadsTheResultOfASuccessOnly) {
   ASSERT_TRUE(not_asked.ok());
   EXPECT_EQ(not_asked.value().result, std::nullopt);
 
+  // A result stored by the ports (pynenc's own steps: mixed mode) reads the same.
+  this->Running("port");
+  const std::string other = "[1, 2]";
+  ASSERT_TRUE(this->state_->SetResult(InvocationId("port"), other).ok());
+  ASSERT_TRUE(
+      this->orch_->TransitionStatus(InvocationId("port"), S::kSuccess, kRunner.runner_id).ok());
+  EXPECT_EQ(this->life_->ReadFinal(InvocationId("port"), other.size()).value().result,
+            std::optional<std::string>(other));
+  EXPECT_EQ(this->life_->ReadFinal(InvocationId("port"), other.size() - 1).value().result,
+            std::nullopt);
+
   this->Running("bad");
   ASSERT_TRUE(this->life_->FinishFailure(InvocationId("bad"), "{}", kRunner, TaskId("mod.task"),
                                          true).ok());
