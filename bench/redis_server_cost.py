@@ -276,11 +276,48 @@ def replay(commands: list[list[bytes]], out_dir: Path, name: str) -> tuple[int, 
     raise RuntimeError(f"no instruction total in {out}")
 
 
+#: Unit costs (--unit-costs): Lua bodies run 10 times in one EVALSHA.
+UNIT_COSTS = (
+    ("redis.call EXISTS (a missing key)", "redis.call('EXISTS', 'x')"),
+    ("redis.call HMGET of 3 fields", "redis.call('HMGET', 'h', 'a', 'b', 'c')"),
+    ("redis.call HSET of 1 field", "redis.call('HSET', 'h', 'd', 'v')"),
+    ("redis.call ZADD (a number score)", "redis.call('ZADD', 'z', i, 'm' .. i)"),
+    ("redis.call ZADD (a string score)", "redis.call('ZADD', 'z', '5', 'm')"),
+    ("a 250-byte string .. a number", "t = s .. i"),
+    ("string.format('%020d', n)", "t = string.format('%020d', i)"),
+)
+
+
+def unit_costs(out_dir: Path) -> None:
+    """Instructions of single Lua operations inside a script, each run 10 times in
+    1,000 EVALSHA calls, minus an empty script's; and of an EVALSHA itself."""
+    import hashlib
+
+    def run(src: str, n: int) -> int:
+        sha = hashlib.sha1(src.encode()).hexdigest().encode()
+        cmds = [[b"SCRIPT", b"LOAD", src.encode()], [b"HSET", b"h", b"a", b"1", b"b", b"2"]]
+        cmds += [[b"EVALSHA", sha, b"0", b"arg"]] * n
+        return replay(cmds, out_dir, "unit")[0]
+
+    prelude = "local s, t = string.rep('x', 250), nil "
+    empty = run(prelude + "for i = 1, 10 do end return 1", 1000)
+    call = (empty - run(prelude + "return 1", 0)) / 1000
+    print(f"an EVALSHA of an empty loop (its call, ARGV, reply): {call / 1e3:,.1f} k instructions")
+    for name, body in UNIT_COSTS:
+        total = run(prelude + f"for i = 1, 10 do {body} end return 1", 1000)
+        print(f"{name}: {(total - empty) / 10_000 / 1e3:,.1f} k instructions each")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--n", type=int, default=300, help="tasks in the burst (default 300)")
     ap.add_argument("--mode", choices=("native", "mixed"), default="native")
     ap.add_argument("--keep", type=Path, help="keep the callgrind files in this folder")
+    ap.add_argument(
+        "--unit-costs",
+        action="store_true",
+        help="also the instructions of single Lua operations inside a script",
+    )
     args = ap.parse_args()
     if shutil.which("valgrind") is None:
         print("valgrind not found: apt-get install valgrind (or make bench-redis-cost)")
@@ -313,11 +350,13 @@ def main() -> int:
         out.mkdir(parents=True, exist_ok=True)
         whole, errors = replay(kept, out, "whole")
         base, _ = replay(before, out, "before")
-    print(
-        f"redis-server instructions a task (callgrind, replay of the burst): {(whole - base) / n / 1e3:,.1f} k "
-        f"(whole {whole / 1e6:,.1f} M, before the burst {base / 1e6:,.1f} M; "
-        f"{len(kept)} commands replayed, {errors} errors)"
-    )
+        print(
+            f"redis-server instructions a task (callgrind, replay of the burst): "
+            f"{(whole - base) / n / 1e3:,.1f} k (whole {whole / 1e6:,.1f} M, before the burst "
+            f"{base / 1e6:,.1f} M; {len(kept)} commands replayed, {errors} errors)"
+        )
+        if args.unit_costs:
+            unit_costs(out)
     return 0
 
 
