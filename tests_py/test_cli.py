@@ -19,8 +19,9 @@ import pytest
 from pynenc import Pynenc, PynencBuilder
 from pynenc.invocation import InvocationStatus
 
+from pynenc_cpp import _core
 from tests_py import runner_tasks as rt
-from tests_py.redis_server import RedisServer, free_port
+from tests_py.redis_server import RedisServer, free_port, raw_reply
 from tests_py.test_cpp_runner import FAST, ROOT, runner_env, start_runner, stop, wait_until
 from tests_py.test_redis_urls import start
 from tests_py.test_redis_urls import stop as stop_server
@@ -209,6 +210,41 @@ def test_doctor_on_redis_warns_without_aof_and_not_with_appendfsync_always(
     assert (facts["aof_enabled"], facts["appendfsync"]) == ("1", "always")
     assert facts["redis_version"].count(".") == 2
     assert (rc, report["errors"], report["warnings"]) == (0, [], [])
+
+
+def test_doctor_on_redis_reports_the_key_layout_and_an_earlier_version_s_keys(
+    aof_always_server: RedisServer,
+) -> None:
+    """``key_layout``: none before anything is stored, this version's once a state
+    backend opened the app; a marker of an earlier layout, or the indexes an
+    earlier version kept, are warnings (a process of that version may still run)
+    until a component of this version opens the app and upgrades them."""
+    app = redis_app(aof_always_server.url)
+    env = runner_env(app, "redis")
+    state, orch = f"pynenc:{{{app.app_id}}}:state:", f"pynenc:{{{app.app_id}}}:orchestrator:"
+    rc, report = doctor(env, "--strict")  # a server that loses nothing: no other warning
+    assert (rc, report["warnings"]) == (0, [])
+    assert dict(report["facts"])["key_layout"].startswith("none yet")
+
+    _core.StateBackend(aof_always_server.url, app.app_id)
+    _core.Orchestrator(aof_always_server.url, app.app_id).register([("inv-1", "mod.t", "mod.t:a")])
+    rc, report = doctor(env, "--strict")
+    assert (rc, dict(report["facts"])["key_layout"], report["warnings"]) == (0, "2", [])
+
+    # As an earlier version leaves the app: layout 1 had no marker, and kept
+    # the orchestrator's times index.
+    raw_reply(aof_always_server.port, "DEL", state + "layout")
+    raw_reply(aof_always_server.port, "ZADD", orch + "times", "1", "00000000000000000001inv-1")
+    rc, report = doctor(env, "--strict")
+    assert dict(report["facts"])["key_layout"] == "1"
+    assert rc == 1  # --strict: a warning fails
+    assert any("has key layout 1 and this version writes layout 2" in w for w in report["warnings"])
+    assert any("still has indexes an earlier version wrote" in w for w in report["warnings"])
+
+    _core.StateBackend(aof_always_server.url, app.app_id)
+    _core.Orchestrator(aof_always_server.url, app.app_id)
+    rc, report = doctor(env, "--strict")
+    assert (rc, dict(report["facts"])["key_layout"], report["warnings"]) == (0, "2", [])
 
 
 def test_doctor_on_an_unreachable_server_is_an_error_without_the_password(

@@ -60,7 +60,9 @@ def test_indexes_of_the_earlier_layout_are_unlinked_and_its_data_still_reads(
     _cli(redis_server, "ZADD", po + "status:running", "2", "inv-1", "3", "inv-2")
     members = [f"{n:020d}inv-{n - 1}" for n in range(1, 5)]
     _cli(redis_server, "ZADD", po + "times", *(x for m in members for x in ("1", m)))
-    _cli(redis_server, "ZADD", po + "ttimes:mod.task_a", *(x for m in members[:3] for x in ("1", m)))
+    _cli(
+        redis_server, "ZADD", po + "ttimes:mod.task_a", *(x for m in members[:3] for x in ("1", m))
+    )
     _cli(redis_server, "ZADD", po + "ttimes:mod.task_b", "1", members[3])
     for n, i in enumerate(ids):
         task = "mod.task_a" if i != "inv-3" else "mod.task_b"

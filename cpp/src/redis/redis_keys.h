@@ -134,6 +134,10 @@ PYNENC_CPP_REDIS_KEY_NAMES(PYNENC_CPP_REDIS_KEY_CONSTANT)
 
 }  // namespace keys
 
+// The key layout this version writes, as the state backend's P layout marker
+// holds it (docs/backends/redis.md, "Layout versions and upgrading").
+inline constexpr char kCurrentLayout[] = "2";
+
 // The key prefix of one component of one app: "pynenc:{app_id}:{component}:".
 // The braces make every key of an app hash to one Redis Cluster slot.
 std::string KeyPrefix(const std::string& app_id, const std::string& component);

@@ -7,6 +7,7 @@
 
 #include "pynenc_cpp/ports/backend_report.h"
 #include "redis/redis_client.h"
+#include "redis/redis_keys.h"
 
 namespace pynenc_cpp::redis {
 
@@ -32,6 +33,49 @@ std::map<std::string, std::string> InfoFields(const std::string& text) {
 std::string Get(const std::map<std::string, std::string>& m, const std::string& key) {
   auto it = m.find(key);
   return it == m.end() ? "" : it->second;
+}
+
+// The app's key layout (the state backend's marker), and a warning when it or
+// the indexes an earlier version kept show that such a version wrote the app's
+// keys (docs/backends/redis.md, "Layout versions and upgrading").
+void DescribeLayout(Client& client, const std::string& app_id, BackendReport& report) {
+  const std::string state = KeyPrefix(app_id, keys::kState);
+  const std::string orchestrator = KeyPrefix(app_id, keys::kOrchestrator);
+  Result<std::vector<Value>> r = client.Pipeline({{"GET", state + keys::kLayout},
+                                                   {"EXISTS", orchestrator + keys::kTimes},
+                                                   {"EXISTS", orchestrator + keys::kSeq}});
+  if (!r.ok() || r.value().size() != 3) {
+    report.facts.emplace_back("key_layout", "unreadable");
+    return;
+  }
+  for (const Value& v : r.value()) {
+    if (v.is_error()) {
+      report.facts.emplace_back("key_layout", "unreadable: " + v.str);
+      return;
+    }
+  }
+  const Value& marker = r.value()[0];
+  // Layout 1 had no marker: an app with invocations and none is of layout 1.
+  std::string layout = marker.is_nil() ? (r.value()[2].integer > 0 ? "1" : "") : marker.str;
+  if (layout.empty()) {
+    report.facts.emplace_back("key_layout", "none yet (nothing of app '" + app_id + "' stored)");
+  } else {
+    report.facts.emplace_back("key_layout", layout);
+    if (layout != kCurrentLayout) {
+      report.warnings.push_back("app '" + app_id + "' has key layout " + layout +
+                                " and this version writes layout " + kCurrentLayout +
+                                ": the keys are upgraded when a component of this version "
+                                "opens the app; upgrade every process of the app together");
+    }
+  }
+  if (r.value()[1].integer > 0) {
+    report.warnings.push_back(
+        "app '" + app_id +
+        "' still has indexes an earlier version wrote (orchestrator times, ttimes:<t>, "
+        "call:<c>): a process of that version may still be running (its pages, counts and "
+        "recovery miss what this version writes); an orchestrator of this version unlinks "
+        "them when it opens");
+  }
 }
 
 }  // namespace
@@ -142,6 +186,7 @@ Result<BackendReport> Describe(const BackendConfig& config) {
         "replica loses the acknowledged work it had not yet received; set "
         "cpp_redis_min_replicas=1 or more");
   }
+  DescribeLayout(client, config.app_id, report);
   for (const char* key : {"rdb_last_bgsave_status", "aof_last_write_status"}) {
     const std::string v = Get(fields, key);
     if (!v.empty() && v != "ok") {

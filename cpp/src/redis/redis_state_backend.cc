@@ -48,9 +48,6 @@ using state_impl::UnpackRunner;
 using state_impl::UnpackWorkflow;
 using state_impl::UpsertScript;
 
-// The key layout the state backend writes (P layout; DropRetiredKeys).
-constexpr const char* kLayout = "2";
-
 std::vector<InvocationId> ToIds(const Value& v) {
   std::vector<InvocationId> out;
   out.reserve(v.elements.size());
@@ -313,12 +310,12 @@ class RedisStateBackend final : public StateBackend {
     const std::string marker = p_ + keys::kLayout;
     Result<Value> seen = Checked(client_->Command({"GET", marker}));
     if (!seen.ok()) return seen.status();
-    if (seen.value().type == Value::Type::kString && seen.value().str == kLayout) {
+    if (seen.value().type == Value::Type::kString && seen.value().str == kCurrentLayout) {
       return Status::Ok();
     }
     Status dropped = UnlinkMatching(MatchPrefix(p_ + keys::kHinv), {});
     if (!dropped.ok()) return dropped;
-    return Checked(client_->Command({"SET", marker, kLayout})).status();
+    return Checked(client_->Command({"SET", marker, kCurrentLayout})).status();
   }
 
   // SCAN over this app's state keys (never KEYS), deleted with UNLINK batch by
