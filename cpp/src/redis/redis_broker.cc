@@ -189,6 +189,9 @@ class RedisBroker final : public Broker {
     if (consumer_pid_ != getpid()) {  // forked since: a consumer of its own
       consumer_ = broker_ids::NewConsumerId();
       consumer_pid_ = getpid();
+      // Whose lease the parent renewed is not this consumer's: its first pop
+      // takes a lease and lists it, or what it pops could never be recovered.
+      last_lease_ms_.store(kNever);
     }
     return consumer_;
   }
@@ -418,9 +421,10 @@ class RedisBroker final : public Broker {
   std::atomic<bool> registered_{false};
   std::atomic<bool> suspect_{false};        // a pop's reply was lost: see RequeueUnknown
   std::atomic<std::uint64_t> attempts_{0};  // tokens of combined attempts
-  // When a call last refreshed the lease / tried the recovery (steady clock, ms).
+  // When a call last refreshed this consumer's lease / tried the recovery
+  // (steady clock, ms); a forked child's consumer starts with no lease.
   static constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::min() / 2;
-  std::atomic<std::int64_t> last_lease_ms_{kNever};
+  mutable std::atomic<std::int64_t> last_lease_ms_{kNever};
   std::atomic<std::int64_t> last_recovery_ms_{kNever};
   Mutex mu_;
   // Per calling thread: the token of a combined attempt whose reply was lost.
