@@ -317,19 +317,25 @@ class RedisTakeAndStart : public ::testing::Test {
     life_->SetTaskRunsFreely(TaskId("mod.task"));
   }
 
+  // A client of the server itself (not through the proxy).
+  std::shared_ptr<redis::Client> Raw() {
+    auto raw = redis::OpenClient(BackendConfig{
+        "redis://127.0.0.1:" + std::to_string(server_.port()) + "/0", "lost-reply-app", clock_});
+    EXPECT_TRUE(raw.ok()) << raw.status().ToString();
+    return raw.ok() ? raw.value() : nullptr;
+  }
+
   // Deliveries the broker keeps for redelivery (every consumer's processing
   // list), read straight from the server.
   std::int64_t ProcessingEntries() {
-    auto raw = redis::OpenClient(BackendConfig{
-        "redis://127.0.0.1:" + std::to_string(server_.port()) + "/0", "lost-reply-app", clock_});
-    EXPECT_TRUE(raw.ok());
-    if (!raw.ok()) return -1;
-    auto keys = raw.value()->Command({"KEYS", "pynenc:{lost-reply-app}:broker:proc:*"});
+    auto raw = Raw();
+    if (raw == nullptr) return -1;
+    auto keys = raw->Command({"KEYS", "pynenc:{lost-reply-app}:broker:proc:*"});
     EXPECT_TRUE(keys.ok());
     if (!keys.ok()) return -1;
     std::int64_t n = 0;
     for (const redis::Value& k : keys.value().elements) {
-      n += raw.value()->Command({"LLEN", k.str}).value().integer;
+      n += raw->Command({"LLEN", k.str}).value().integer;
     }
     return n;
   }
@@ -399,6 +405,22 @@ TEST_F(RedisTakeAndStart, AReplyLostWithTheConnectionIsReadBack) {
   auto none = life_->TakeAndStart("default", 0, kRunner);
   ASSERT_TRUE(none.ok()) << none.status().ToString();
   EXPECT_FALSE(none.value().has_value());
+}
+
+// Redis: a take whose claim fails inside the script (here the invocation's
+// record is not a hash: WRONGTYPE) after the pop: the id is kept in the
+// processing list, to be redelivered, not lost with the script's error.
+TEST_F(RedisTakeAndStart, AClaimThatFailsInTheScriptKeepsTheIdItPopped) {
+  ASSERT_TRUE(life_->RegisterAndRoute({NewItem("a")}, kRunner).ok());
+  auto raw = Raw();
+  ASSERT_NE(raw, nullptr);
+  ASSERT_TRUE(raw->Command({"SET", "pynenc:{lost-reply-app}:orchestrator:inv:a", "broken"}).ok());
+  auto taken = life_->TakeAndStart("default", 0, kRunner);
+  EXPECT_FALSE(taken.ok() && taken.value().has_value() && taken.value()->claim_status.ok())
+      << "a record that is not a hash cannot be claimed";
+  const std::int64_t queued =
+      raw->Command({"ZCARD", "pynenc:{lost-reply-app}:broker:q:default"}).value().integer;
+  EXPECT_EQ(queued + ProcessingEntries(), 1) << "the id is still queued or kept for redelivery";
 }
 
 // Redis: the finish-and-take pipeline's replies lost with the connection. The

@@ -104,8 +104,9 @@ return got
 // go(id, own ARGV), which returns its reply, a one-character mark and whether
 // the id is now owned by the caller in the orchestrator (claimed: pynenc's
 // recovery of a dead runner's invocations covers it, so the pop keeps no
-// processing entry and needs no acknowledgement; the entry is then ''), and
-// records the attempt under KEYS[7] (for 10 minutes) so a lost reply can be
+// processing entry and needs no acknowledgement; the entry is then ''; an
+// error of go keeps the entry and is raised again), and records the attempt
+// under KEYS[7] (for 10 minutes) so a lost reply can be
 // resolved. Returns false (nothing popped) or {id, processing entry, reply,
 // how many ids the queue still holds}.
 const char* kPopThenFragment = R"lua(
@@ -117,12 +118,15 @@ local function broker_pop_then(go)
   for i = 1, n - 2 - np do own[i] = ARGV[i] end
   local got = broker_pop(KEYS, A, false)
   if not got then return false end
-  local reply, mark, owned = go(got[1], own)
+  -- go's error (a failed redis.call) ends the script after the pop: the id is
+  -- kept in the processing list first, so it is redelivered, never lost.
+  local ok, reply, mark, owned = pcall(go, got[1], own)
   local entry = ''
-  if not owned then
+  if not ok or not owned then
     entry = got[2]
     redis.call('RPUSH', KEYS[5], entry)
   end
+  if not ok then error(reply) end
   redis.call('SET', KEYS[7], ARGV[n - 1] .. mark .. string.format('%08d', #got[1]) .. got[1] ..
              entry, 'PX', 600000)
   return {got[1], entry, reply, redis.call('ZCARD', KEYS[1])}
