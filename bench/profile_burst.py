@@ -168,7 +168,8 @@ def _render_top(title: str, path: Path) -> str:
 
 class _Monitor:
     """Counts, over a MONITOR connection, the commands clients send (round trips; a
-    script call is one) apart from the commands scripts run inside Redis."""
+    script call is one) apart from the commands scripts run inside Redis.
+    ``bench/redis_server_cost.py`` records the lines instead (``on_lines``)."""
 
     def __init__(self, port: int) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
@@ -191,12 +192,16 @@ class _Monitor:
                 return
             buf += chunk
             *lines, buf = buf.split(b"\r\n")
-            for line in lines:
-                if not self.counting or not line.startswith(b"+") or b'"' not in line:
-                    continue
-                head, _, rest = line.partition(b' "')
-                name = rest.split(b'"', 1)[0].decode(errors="replace").lower()
-                (self.scripted if b"lua]" in head else self.client)[name] += 1
+            self.on_lines(lines)
+
+    def on_lines(self, lines: list[bytes]) -> None:
+        """What the connection read, whole lines (the reader thread)."""
+        for line in lines:
+            if not self.counting or not line.startswith(b"+") or b'"' not in line:
+                continue
+            head, _, rest = line.partition(b' "')
+            name = rest.split(b'"', 1)[0].decode(errors="replace").lower()
+            (self.scripted if b"lua]" in head else self.client)[name] += 1
 
     def close(self) -> None:
         self.sock.close()

@@ -48,6 +48,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from peers import start_redis  # noqa: E402
+from profile_burst import _Monitor  # noqa: E402
 
 #: Commands the replay leaves out: they block, or touch only the connection.
 SKIPPED = {
@@ -97,43 +98,27 @@ def parse_monitor_line(line: bytes) -> tuple[bool, list[bytes]] | None:
     return scripted, args
 
 
-class Recorder:
+class Recorder(_Monitor):
     """A MONITOR connection recording what clients send, from the moment it opens."""
 
     def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.sock.sendall(b"*1\r\n$7\r\nMONITOR\r\n")
         self.sent: list[list[bytes]] = []
-        self.scripted: collections.Counter[str] = collections.Counter()
         self.burst_from: int | None = None  # index into sent where the burst began
-        self.counting = False
         self.lock = threading.Lock()
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
+        super().__init__(port)
 
-    def _read(self) -> None:
-        buf = b""
-        self.sock.settimeout(None)
-        while True:
-            try:
-                chunk = self.sock.recv(1 << 20)
-            except OSError:
-                return
-            if not chunk:
-                return
-            buf += chunk
-            *lines, buf = buf.split(b"\r\n")
-            with self.lock:
-                for line in lines:
-                    parsed = parse_monitor_line(line)
-                    if parsed is None:
-                        continue
-                    scripted, argv = parsed
-                    if scripted:
-                        if self.counting:
-                            self.scripted[argv[0].decode(errors="replace").lower()] += 1
-                    elif argv:
-                        self.sent.append(argv)
+    def on_lines(self, lines: list[bytes]) -> None:
+        with self.lock:
+            for line in lines:
+                parsed = parse_monitor_line(line)
+                if parsed is None:
+                    continue
+                scripted, argv = parsed
+                if scripted:
+                    if self.counting:
+                        self.scripted[argv[0].decode(errors="replace").lower()] += 1
+                elif argv:
+                    self.sent.append(argv)
 
     def mark_burst(self) -> None:
         time.sleep(0.3)  # the stream catches up with the warm-up
