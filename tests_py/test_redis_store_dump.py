@@ -11,7 +11,6 @@ same way, lose the indexes this version dropped, and take new work."""
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,16 +18,10 @@ from typing import Any
 import pytest
 
 from pynenc_cpp import _core
-from tests_py.data.make_redis_store import APP, _read, answers, raw
+from tests_py.data.make_redis_store import APP, answers, command, raw
 from tests_py.redis_server import RedisServer
 
 DUMP = Path(__file__).parent / "data" / "redis_layout2_store.json"
-
-
-def _command(port: int, *args: bytes) -> Any:
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
-        return _read(s.makefile("rb"))
 
 
 def load(port: int, keys: list[dict[str, Any]]) -> None:
@@ -36,19 +29,19 @@ def load(port: int, keys: list[dict[str, Any]]) -> None:
     for k in keys:
         key, value = raw(k["key"]), k["value"]
         if k["type"] == "string":
-            _command(port, b"SET", key, raw(value))
+            command(port, b"SET", key, raw(value))
         elif k["type"] == "hash":
-            _command(port, b"HSET", key, *(raw(x) for pair in value for x in pair))
+            command(port, b"HSET", key, *(raw(x) for pair in value for x in pair))
         elif k["type"] == "zset":
-            _command(port, b"ZADD", key, *(x for m, s in value for x in (s.encode(), raw(m))))
+            command(port, b"ZADD", key, *(x for m, s in value for x in (s.encode(), raw(m))))
         elif k["type"] == "set":
-            _command(port, b"SADD", key, *(raw(m) for m in value))
+            command(port, b"SADD", key, *(raw(m) for m in value))
         elif k["type"] == "list":
-            _command(port, b"RPUSH", key, *(raw(m) for m in value))
+            command(port, b"RPUSH", key, *(raw(m) for m in value))
         else:
             raise AssertionError(f"unexpected type in the dump: {k['type']}")
         if k["ttl_ms"] > 0:
-            _command(port, b"PEXPIRE", key, str(k["ttl_ms"]).encode())
+            command(port, b"PEXPIRE", key, str(k["ttl_ms"]).encode())
 
 
 @pytest.fixture
@@ -68,7 +61,7 @@ def loaded(tmp_path: Path, dump: dict[str, Any]) -> Iterator[RedisServer]:
 
 
 def _keys(port: int) -> set[str]:
-    return {k.decode() for k in _command(port, b"KEYS", f"pynenc:{{{APP}}}:*".encode())}
+    return {k.decode() for k in command(port, b"KEYS", f"pynenc:{{{APP}}}:*".encode())}
 
 
 def test_a_layout_2_store_answers_every_query_as_it_did(

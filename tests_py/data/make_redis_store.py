@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import subprocess
 import sys
 import tempfile
@@ -183,17 +184,18 @@ def answers(url: str, ids: dict[str, str]) -> dict[str, Any]:
     return out
 
 
+def command(port: int, *args: bytes) -> Any:
+    """One command to a local server, binary-safe, and its decoded reply."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+        return _read(s.makefile("rb"))
+
+
 def dump_keys(port: int) -> list[dict[str, Any]]:
     """Every key of the app: its name, type, time to live (ms, -1: none) and value."""
-    import socket
 
     def cmd(*args: bytes) -> Any:
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-            s.sendall(
-                b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
-            )
-            f = s.makefile("rb")
-            return _read(f)
+        return command(port, *args)
 
     keys = sorted(cmd(b"KEYS", b"pynenc:{" + APP.encode() + b"}:*"))
     out = []
