@@ -343,7 +343,7 @@ class RedisBroker final : public Broker {
     const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                                  std::chrono::steady_clock::now().time_since_epoch())
                                  .count();
-    const bool refresh = !registered_.load() || now - last_lease_ms_.load() >= options_.lease_ms / 4;
+    const bool refresh = now - last_lease_ms_.load() >= options_.lease_ms / 4;  // kNever: first
     if (refresh) last_lease_ms_.store(now);
     const bool recover = now - last_recovery_ms_.load() >= options_.recovery_interval_ms;
     if (recover) last_recovery_ms_.store(now);
